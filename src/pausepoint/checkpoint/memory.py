@@ -1,0 +1,180 @@
+"""``InMemorySaver``: checkpoints in a dict, for tests and short-lived processes.
+
+Everything is lost when the process exits; use
+:class:`pausepoint.checkpoint.sqlite.SqliteSaver` for pauses that must survive.
+Stored values are deep copies, so mutating state objects after a step never
+changes history.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pausepoint.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    config_keys,
+)
+from pausepoint.config import RunnableConfig
+from pausepoint.constants import WRITES_IDX_MAP
+
+__all__ = ["InMemorySaver", "MemorySaver"]
+
+
+class _Stored:
+    __slots__ = ("checkpoint", "metadata", "parent_id", "writes")
+
+    def __init__(
+        self, checkpoint: Checkpoint, metadata: CheckpointMetadata, parent_id: str | None
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.metadata = metadata
+        self.parent_id = parent_id
+        # (task_id, idx) -> (channel, value); dict order is insertion order.
+        self.writes: dict[tuple[str, int], tuple[str, Any]] = {}
+
+
+class InMemorySaver(BaseCheckpointSaver):
+    """A thread-safe saver that keeps everything in process memory."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # thread_id -> checkpoint_ns -> checkpoint_id -> stored
+        self._threads: dict[str, dict[str, dict[str, _Stored]]] = {}
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        thread, ns, checkpoint_id = config_keys(config)
+        with self._lock:
+            by_id = self._threads.get(thread, {}).get(ns)
+            if not by_id:
+                return None
+            if checkpoint_id is None:
+                checkpoint_id = max(by_id)
+            stored = by_id.get(checkpoint_id)
+            if stored is None:
+                return None
+            return self._tuple(thread, ns, checkpoint_id, stored)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        with self._lock:
+            rows = self._select(config, filter, before)
+        for n, row in enumerate(rows):
+            if limit is not None and n >= limit:
+                return
+            yield row
+
+    def _select(
+        self,
+        config: RunnableConfig | None,
+        filter: Mapping[str, Any] | None,  # noqa: A002
+        before: RunnableConfig | None,
+    ) -> list[CheckpointTuple]:
+        conf = (config or {}).get("configurable") or {}
+        threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else None
+        ns_wanted = conf.get("checkpoint_ns")
+        id_wanted = conf.get("checkpoint_id")
+        before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
+        out: list[CheckpointTuple] = []
+        for thread in threads if threads is not None else list(self._threads):
+            for ns, by_id in self._threads.get(thread, {}).items():
+                if ns_wanted is not None and ns != ns_wanted:
+                    continue
+                for cid in sorted(by_id, reverse=True):
+                    if id_wanted is not None and cid != id_wanted:
+                        continue
+                    if before_id is not None and cid >= before_id:
+                        continue
+                    stored = by_id[cid]
+                    if filter and any(stored.metadata.get(k) != v for k, v in filter.items()):
+                        continue
+                    out.append(self._tuple(thread, ns, cid, stored))
+        out.sort(key=lambda t: t.checkpoint["id"], reverse=True)
+        return out
+
+    def _tuple(self, thread: str, ns: str, cid: str, stored: _Stored) -> CheckpointTuple:
+        parent = (
+            {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": pid}}
+            if (pid := stored.parent_id)
+            else None
+        )
+        writes = [
+            PendingWrite(task_id, channel, copy.deepcopy(value))
+            for (task_id, _idx), (channel, value) in stored.writes.items()
+        ]
+        return CheckpointTuple(
+            config={"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}},
+            checkpoint=copy.deepcopy(stored.checkpoint),
+            metadata=copy.deepcopy(stored.metadata),
+            parent_config=parent,  # type: ignore[arg-type]
+            pending_writes=writes,
+        )
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        thread, ns, parent_id = config_keys(config)
+        stored = _Stored(copy.deepcopy(checkpoint), copy.deepcopy(metadata), parent_id)
+        with self._lock:
+            self._threads.setdefault(thread, {}).setdefault(ns, {})[checkpoint["id"]] = stored
+        return {
+            "configurable": {
+                "thread_id": thread,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        thread, ns, checkpoint_id = config_keys(config)
+        if checkpoint_id is None:
+            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
+        copied = [(channel, copy.deepcopy(value)) for channel, value in writes]
+        with self._lock:
+            stored = self._threads.get(thread, {}).get(ns, {}).get(checkpoint_id)
+            if stored is None:
+                raise KeyError(
+                    f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}"
+                )
+            for n, (channel, value) in enumerate(copied):
+                idx = WRITES_IDX_MAP.get(channel, n)
+                key = (task_id, idx)
+                if idx >= 0 and key in stored.writes:
+                    continue
+                stored.writes[key] = (channel, value)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        with self._lock:
+            self._threads.pop(str(thread_id), None)
+
+
+MemorySaver = InMemorySaver
+"""LangGraph's older name for :class:`InMemorySaver`."""

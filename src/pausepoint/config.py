@@ -1,0 +1,111 @@
+"""Run configuration: the public ``RunnableConfig`` dict and its parsed, frozen form.
+
+Users pass a plain dict (``{"configurable": {"thread_id": "t1"}}``) as in LangGraph;
+it is parsed once at the API boundary into :class:`RunConfig`, and nothing deeper
+in the engine reads the dict again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from typing_extensions import TypedDict
+
+__all__ = ["RunnableConfig", "get_config", "get_stream_writer"]
+
+
+class RunnableConfig(TypedDict, total=False):
+    """The config dict accepted by ``invoke``/``stream``/``get_state`` (LangGraph's keys)."""
+
+    configurable: dict[str, Any]
+    recursion_limit: int
+    tags: list[str]
+    metadata: dict[str, Any]
+    run_name: str
+    run_id: Any
+    max_concurrency: int | None
+    callbacks: Any
+
+
+DEFAULT_RECURSION_LIMIT = 10007
+
+
+def default_recursion_limit() -> int:
+    """The recursion limit when the config gives none (env ``LANGGRAPH_DEFAULT_RECURSION_LIMIT``)."""
+    raw = os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT")
+    return int(raw) if raw else DEFAULT_RECURSION_LIMIT
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunConfig:
+    """A caller's config, parsed: the only form the engine reads."""
+
+    thread_id: str | None
+    checkpoint_ns: str
+    checkpoint_id: str | None
+    recursion_limit: int
+    tags: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    configurable: Mapping[str, Any]
+    max_concurrency: int | None
+    raw: RunnableConfig
+
+    @classmethod
+    def parse(cls, config: RunnableConfig | None) -> RunConfig:
+        """Parse and validate a caller's config dict."""
+        cfg: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+        conf = dict(cfg.get("configurable") or {})
+        limit = cfg.get("recursion_limit", default_recursion_limit())
+        if not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"recursion_limit must be a positive integer, got {limit!r}")
+        thread = conf.get("thread_id")
+        cfg["configurable"] = conf
+        return cls(
+            thread_id=None if thread is None else str(thread),
+            checkpoint_ns=str(conf.get("checkpoint_ns", "")),
+            checkpoint_id=conf.get("checkpoint_id"),
+            recursion_limit=limit,
+            tags=tuple(cfg.get("tags") or ()),
+            metadata=dict(cfg.get("metadata") or {}),
+            configurable=conf,
+            max_concurrency=cfg.get("max_concurrency"),
+            raw=cfg,
+        )
+
+    def with_checkpoint(self, checkpoint_id: str | None) -> RunnableConfig:
+        """The public config dict pointing at ``checkpoint_id`` in this thread and namespace."""
+        conf: dict[str, Any] = {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}
+        if checkpoint_id is not None:
+            conf["checkpoint_id"] = checkpoint_id
+        return {"configurable": conf}
+
+
+def get_config() -> RunnableConfig:
+    """The config of the running node (call it inside a node).
+
+    Raises:
+        RuntimeError: Outside a running node.
+    """
+    from pausepoint.scratchpad import current_task
+
+    return current_task("get_config()").config
+
+
+def get_stream_writer() -> Callable[[Any], None]:
+    """A function that sends a value to ``stream_mode="custom"`` from the running node.
+
+    Outside a running node, or when nobody streams ``custom``, it is a no-op.
+    """
+    from pausepoint.scratchpad import TASK
+
+    task = TASK.get()
+    if task is None:
+        return _ignore
+    return cast(Callable[[Any], None], task.stream_writer)
+
+
+def _ignore(_value: Any) -> None:
+    return None

@@ -1,0 +1,186 @@
+"""Exceptions raised by pausepoint.
+
+The tree::
+
+    BaseException
+    └── GraphBubbleUp                control flow, never an error (DESIGN §4.5)
+        ├── GraphInterrupt           a task paused; the root graph swallows it
+        │   └── NodeInterrupt        deprecated: use ``interrupt()``
+        └── ParentCommand            ``Command(graph=Command.PARENT)`` on its way up
+    Exception
+    ├── GraphRecursionError          (RecursionError) more supersteps than ``recursion_limit``
+    ├── InvalidUpdateError           a write the channel cannot take
+    ├── EmptyInputError              a graph called with no usable input
+    ├── EmptyChannelError            a channel read before it has a value
+    └── PausepointError              pausepoint's own errors
+        ├── GraphValidationError     (ValueError) a bad graph definition, all problems at once
+        ├── CheckpointerRequiredError
+        ├── ResumeError              a bad ``Command(resume=...)``
+        │   ├── UnknownInterruptIdError
+        │   ├── NothingToResumeError
+        │   └── AmbiguousResumeError (RuntimeError too, LangGraph's type)
+        ├── InvalidCommandError
+        ├── SerializationError       a value that cannot be stored
+        └── CheckpointDecodeError    a stored row that cannot be read safely
+
+Control-flow signals derive from ``BaseException`` so that ``except Exception:``
+in a node cannot swallow an interrupt (LangGraph derives them from ``Exception``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pausepoint.types import Command, Interrupt
+
+__all__ = [
+    "AmbiguousResumeError",
+    "CheckpointDecodeError",
+    "CheckpointerRequiredError",
+    "EmptyChannelError",
+    "EmptyInputError",
+    "GraphBubbleUp",
+    "GraphInterrupt",
+    "GraphRecursionError",
+    "GraphValidationError",
+    "InvalidCommandError",
+    "InvalidUpdateError",
+    "NodeInterrupt",
+    "NothingToResumeError",
+    "ParentCommand",
+    "PausepointError",
+    "ResumeError",
+    "SerializationError",
+    "UnknownInterruptIdError",
+]
+
+
+class GraphBubbleUp(BaseException):
+    """Base of control-flow signals that travel up through tasks and graphs."""
+
+
+class GraphInterrupt(GraphBubbleUp):
+    """A task paused with one or more interrupts.
+
+    Raised by ``interrupt()`` inside a node (and by static breakpoints, with no
+    interrupts). Subgraphs re-raise it to their parent; the root graph swallows it
+    and reports the interrupts under ``"__interrupt__"``. Never catch it.
+    """
+
+    def __init__(self, interrupts: Sequence[Interrupt] = ()) -> None:
+        super().__init__(tuple(interrupts))
+
+    @property
+    def interrupts(self) -> tuple[Interrupt, ...]:
+        """The interrupts this signal carries (empty for a static breakpoint)."""
+        first: tuple[Interrupt, ...] = self.args[0] if self.args else ()
+        return first
+
+
+class NodeInterrupt(GraphInterrupt):
+    """Deprecated: raise ``interrupt(value)`` instead.
+
+    Raising it still pauses the task, with one interrupt carrying ``value``.
+    """
+
+    def __init__(self, value: Any, id: str | None = None) -> None:  # noqa: A002
+        warnings.warn(
+            "NodeInterrupt is deprecated: call pausepoint.interrupt(value) inside the node "
+            "instead, which also returns the resume value when the run continues.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from pausepoint.types import Interrupt
+
+        self.value = value
+        super().__init__([Interrupt(value=value, id=id or "")])
+
+
+class ParentCommand(GraphBubbleUp):
+    """Carries a ``Command(graph=Command.PARENT)`` from a subgraph to its parent."""
+
+    def __init__(self, command: Command) -> None:
+        super().__init__(command)
+
+    @property
+    def command(self) -> Command:
+        """The command to apply in the parent graph."""
+        cmd: Command = self.args[0]
+        return cmd
+
+
+class GraphRecursionError(RecursionError):
+    """The run took more supersteps than ``recursion_limit`` allows.
+
+    Raise the limit with ``config={"recursion_limit": n}`` if the graph really needs
+    more steps, or look for a cycle with no exit condition.
+    """
+
+
+class InvalidUpdateError(Exception):
+    """A node wrote something its channel cannot accept.
+
+    Typical causes: two nodes writing the same last-value key in one superstep
+    (give the key a reducer with ``Annotated[T, reducer]``), or a node returning
+    something other than a dict, ``None``, a ``Command`` or ``Send`` objects.
+    """
+
+
+class EmptyInputError(Exception):
+    """The graph was called with input that starts nothing."""
+
+
+class EmptyChannelError(Exception):
+    """A channel was read before it holds a value."""
+
+
+class PausepointError(Exception):
+    """Base class of pausepoint's own errors (those with no LangGraph counterpart)."""
+
+
+class GraphValidationError(PausepointError, ValueError):
+    """A graph definition has problems; the message lists every one of them."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        n = len(self.problems)
+        super().__init__(f"the graph has {n} problem{'s' if n != 1 else ''}:\n{lines}")
+
+
+class CheckpointerRequiredError(PausepointError, RuntimeError):
+    """An operation needs a checkpointer and the graph has none."""
+
+
+class ResumeError(PausepointError):
+    """A ``Command(resume=...)`` cannot be applied; the checkpoint is left unchanged."""
+
+
+class UnknownInterruptIdError(ResumeError, KeyError):
+    """A resume map names interrupt ids that are not pending."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class NothingToResumeError(ResumeError):
+    """A resume was sent while no interrupt is pending."""
+
+
+class AmbiguousResumeError(ResumeError, RuntimeError):
+    """A plain resume value was sent while several interrupts are pending."""
+
+
+class InvalidCommandError(PausepointError, ValueError):
+    """A ``Command`` that cannot be applied where it was used."""
+
+
+class SerializationError(PausepointError, TypeError):
+    """A value cannot be written to a checkpoint; nothing was written."""
+
+
+class CheckpointDecodeError(PausepointError, ValueError):
+    """A stored checkpoint or write cannot be decoded safely; nothing was executed."""

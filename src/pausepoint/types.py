@@ -1,0 +1,334 @@
+"""Public value types: interrupts, commands, sends, policies and snapshots.
+
+``interrupt()`` lives here too, as in LangGraph. Everything here is plain data;
+the machinery that acts on it lives in :mod:`pausepoint.loop`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, final
+
+from typing_extensions import NotRequired, TypedDict
+from xxhash import xxh3_128_hexdigest
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import CheckpointMetadata
+    from pausepoint.config import RunnableConfig
+
+__all__ = [
+    "All",
+    "CachePolicy",
+    "CheckpointStreamPart",
+    "Command",
+    "CustomStreamPart",
+    "DebugStreamPart",
+    "Durability",
+    "Interrupt",
+    "Overwrite",
+    "PregelTask",
+    "RetryPolicy",
+    "Send",
+    "StateSnapshot",
+    "StreamMode",
+    "StreamPart",
+    "TasksStreamPart",
+    "UpdatesStreamPart",
+    "ValuesStreamPart",
+    "default_retry_on",
+    "interrupt",
+]
+
+StreamMode = Literal["values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"]
+"""How ``stream`` reports progress; several may be given at once."""
+Durability = Literal["sync", "async", "exit"]
+"""When checkpoints are written: before the next step (sync), while it runs (async), or
+only when the run ends (exit)."""
+All = Literal["*"]
+"""``interrupt_before="*"``: every visible node."""
+
+N = TypeVar("N", bound=Hashable)
+
+
+@final
+@dataclasses.dataclass(init=False, slots=True)
+class Interrupt:
+    """A pause requested by a task, reported to the caller under ``"__interrupt__"``.
+
+    Attributes:
+        value: What the node passed to ``interrupt()``: the question for the person.
+        id: A 32-hex digest of the task's checkpoint namespace. Stable while the task
+            is pending (it survives re-execution), shared by every ``interrupt()`` call
+            of one task, and the key to resume this task with a resume map.
+    """
+
+    value: Any
+    id: str
+
+    def __init__(self, value: Any, id: str = "placeholder-id") -> None:  # noqa: A002
+        self.value = value
+        self.id = id
+
+    @classmethod
+    def from_ns(cls, value: Any, ns: str) -> Interrupt:
+        """Build the interrupt of the task whose checkpoint namespace is ``ns``."""
+        return cls(value=value, id=xxh3_128_hexdigest(ns.encode()))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Overwrite:
+    """Write ``value`` to a reducer channel as is, bypassing the reducer."""
+
+    value: Any
+
+
+class Send:
+    """A packet for ``node``: run it in the next superstep with ``arg`` as its input.
+
+    Returned from conditional edges (or in ``Command(goto=...)``) for map-reduce:
+    each ``Send`` becomes its own task, with its own input.
+    """
+
+    __slots__ = ("arg", "node")
+
+    node: str
+    arg: Any
+
+    def __init__(self, node: str, arg: Any) -> None:
+        self.node = node
+        self.arg = arg
+
+    def __hash__(self) -> int:
+        return hash((self.node, repr(self.arg)))
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+    def __eq__(self, value: object) -> bool:
+        return isinstance(value, Send) and self.node == value.node and self.arg == value.arg
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Command(Generic[N]):
+    """An instruction to the graph: resume interrupts, update state, go to nodes.
+
+    As graph input: ``Command(resume=...)`` answers pending interrupts (a single
+    value, or a map of interrupt id to value); ``update`` and ``goto`` act as if
+    written by the node that ran last. As a node's return value: ``update`` is the
+    node's state update and ``goto`` names the next nodes (or ``Send`` packets).
+    ``graph=Command.PARENT`` sends the command to the parent graph.
+    """
+
+    graph: str | None = None
+    update: Any | None = None
+    resume: dict[str, Any] | Any | None = None
+    goto: Send | Sequence[Send | N] | N = ()
+
+    PARENT: ClassVar[Literal["__parent__"]] = "__parent__"
+
+    def __repr__(self) -> str:
+        parts = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name)
+        ]
+        return f"Command({', '.join(parts)})"
+
+    def update_items(self) -> list[tuple[str, Any]]:
+        """The update as ``(key, value)`` pairs (``__root__`` for a non-dict update)."""
+        from pausepoint.graph.schema import update_as_pairs
+
+        return update_as_pairs(self.update)
+
+    def goto_targets(self) -> list[Send | str]:
+        """The ``goto`` field as a list of node names and ``Send`` packets."""
+        goto = self.goto
+        if isinstance(goto, (Send, str)):
+            return [goto]
+        if isinstance(goto, Sequence):
+            return [g if isinstance(g, Send) else str(g) for g in goto]  # type: ignore[misc]
+        return [str(goto)]
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """Retry transient failures, never programming errors.
+
+    Connection errors are retried; ``ValueError``, ``TypeError``, lookup, arithmetic,
+    import, name, runtime and OS errors are not; anything else is. An exception with a
+    ``response.status_code`` (HTTP clients) is retried only for 5xx codes.
+    """
+    if isinstance(exc, ConnectionError):
+        return True
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int):
+        return 500 <= status < 600
+    return not isinstance(exc, _NOT_RETRIED)
+
+
+_NOT_RETRIED = (
+    ValueError,
+    TypeError,
+    ArithmeticError,
+    ImportError,
+    LookupError,
+    NameError,
+    SyntaxError,
+    RuntimeError,
+    ReferenceError,
+    StopIteration,
+    StopAsyncIteration,
+    OSError,
+)
+
+
+class RetryPolicy(NamedTuple):
+    """How to retry a failing node.
+
+    Attributes:
+        initial_interval: Seconds before the first retry.
+        backoff_factor: Multiplier of the interval after each retry.
+        max_interval: Upper bound of the interval, in seconds.
+        max_attempts: Attempts in all, the first included.
+        jitter: Add a random 0–1 s to each interval.
+        retry_on: Exception classes to retry, or a predicate on the exception.
+    """
+
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool] = (
+        default_retry_on
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CachePolicy:
+    """Accepted for API compatibility; node results are not cached yet."""
+
+    key_func: Callable[..., str | bytes] | None = None
+    ttl: int | None = None
+
+
+class PregelTask(NamedTuple):
+    """A task of a snapshot: what will run (or ran) in the snapshot's step."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...]
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: RunnableConfig | StateSnapshot | None = None
+    result: Any | None = None
+
+
+class StateSnapshot(NamedTuple):
+    """The state of a thread at one checkpoint, as returned by ``get_state``."""
+
+    values: dict[str, Any] | Any
+    next: tuple[str, ...]
+    config: RunnableConfig
+    metadata: CheckpointMetadata | None
+    created_at: str | None
+    parent_config: RunnableConfig | None
+    tasks: tuple[PregelTask, ...]
+    interrupts: tuple[Interrupt, ...]
+
+
+# --- version="v2" stream parts -----------------------------------------------------------
+
+
+class ValuesStreamPart(TypedDict):
+    """The full state after a step (and the interrupts that ended the run, if any)."""
+
+    type: Literal["values"]
+    ns: tuple[str, ...]
+    data: Any
+    interrupts: tuple[Interrupt, ...]
+
+
+class UpdatesStreamPart(TypedDict):
+    """What one node wrote (``{node: update}``), or ``{"__interrupt__": (...)}``."""
+
+    type: Literal["updates"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class CustomStreamPart(TypedDict):
+    """A value a node passed to ``get_stream_writer()``."""
+
+    type: Literal["custom"]
+    ns: tuple[str, ...]
+    data: Any
+
+
+class CheckpointStreamPart(TypedDict):
+    """A checkpoint as it is saved."""
+
+    type: Literal["checkpoints"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class TasksStreamPart(TypedDict):
+    """A task starting or finishing."""
+
+    type: Literal["tasks"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class DebugStreamPart(TypedDict):
+    """A checkpoint, task or task result event, with step and timestamp."""
+
+    type: Literal["debug"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class MessagesStreamPart(TypedDict):
+    """Accepted for API compatibility; pausepoint has no chat-model integration."""
+
+    type: Literal["messages"]
+    ns: tuple[str, ...]
+    data: tuple[Any, dict[str, Any]]
+    extra: NotRequired[Any]
+
+
+StreamPart = (
+    ValuesStreamPart
+    | UpdatesStreamPart
+    | CustomStreamPart
+    | CheckpointStreamPart
+    | TasksStreamPart
+    | DebugStreamPart
+    | MessagesStreamPart
+)
+
+
+def interrupt(value: Any) -> Any:
+    """Pause the running task and ask the caller for a value.
+
+    The first time it runs, ``interrupt`` saves ``value`` in the checkpoint and stops
+    the run; the caller sees it under ``"__interrupt__"``. When the caller sends
+    ``Command(resume=answer)``, the node runs again from the top and this call returns
+    ``answer``. Several calls in one node are matched to answers by their order.
+
+    Code before ``interrupt()`` runs again on resume: keep it idempotent.
+
+    Args:
+        value: Any serializable value describing what is asked.
+
+    Returns:
+        The resume value for this call.
+
+    Raises:
+        GraphInterrupt: To pause (never catch it: it is a ``BaseException``).
+        RuntimeError: When called outside a running graph node.
+    """
+    from pausepoint.scratchpad import current_task
+
+    return current_task("interrupt()").interrupt(value)
