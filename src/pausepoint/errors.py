@@ -86,7 +86,7 @@ class NodeInterrupt(GraphInterrupt):
     Raising it still pauses the task, with one interrupt carrying ``value``.
     """
 
-    def __init__(self, value: Any, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, value: Any, id: str | None = None) -> None:
         warnings.warn(
             "NodeInterrupt is deprecated: call pausepoint.interrupt(value) inside the node "
             "instead, which also returns the resume value when the run continues.",
@@ -102,8 +102,10 @@ class NodeInterrupt(GraphInterrupt):
 class ParentCommand(GraphBubbleUp):
     """Carries a ``Command(graph=Command.PARENT)`` from a subgraph to its parent."""
 
-    def __init__(self, command: Command) -> None:
+    def __init__(self, command: Command, origin: str = "") -> None:
         super().__init__(command)
+        self.origin = origin
+        """Checkpoint namespace of the task whose node returned the command."""
 
     @property
     def command(self) -> Command:

@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypeVar, final
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    NamedTuple,
+    NotRequired,
+    TypeVar,
+    final,
+)
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 from xxhash import xxh3_128_hexdigest
 
 if TYPE_CHECKING:
@@ -66,7 +76,7 @@ class Interrupt:
     value: Any
     id: str
 
-    def __init__(self, value: Any, id: str = "placeholder-id") -> None:  # noqa: A002
+    def __init__(self, value: Any, id: str = "placeholder-id") -> None:
         self.value = value
         self.id = id
 

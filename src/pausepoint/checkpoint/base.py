@@ -132,7 +132,7 @@ class SaverProtocol(Protocol):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        filter: Mapping[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
@@ -185,7 +185,7 @@ class BaseCheckpointSaver:
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        filter: Mapping[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
@@ -233,7 +233,7 @@ class BaseCheckpointSaver:
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        filter: Mapping[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:

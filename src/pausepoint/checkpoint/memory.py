@@ -67,7 +67,7 @@ class InMemorySaver(BaseCheckpointSaver):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,  # noqa: A002
+        filter: Mapping[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
@@ -82,7 +82,7 @@ class InMemorySaver(BaseCheckpointSaver):
     def _select(
         self,
         config: RunnableConfig | None,
-        filter: Mapping[str, Any] | None,  # noqa: A002
+        filter: Mapping[str, Any] | None,
         before: RunnableConfig | None,
     ) -> list[CheckpointTuple]:
         conf = (config or {}).get("configurable") or {}
@@ -118,7 +118,9 @@ class InMemorySaver(BaseCheckpointSaver):
             for (task_id, _idx), (channel, value) in stored.writes.items()
         ]
         return CheckpointTuple(
-            config={"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}},
+            config={
+                "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
+            },
             checkpoint=copy.deepcopy(stored.checkpoint),
             metadata=copy.deepcopy(stored.metadata),
             parent_config=parent,  # type: ignore[arg-type]

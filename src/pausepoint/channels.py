@@ -1,0 +1,234 @@
+"""Channels: where state lives between supersteps.
+
+Every state key is a channel, and so is every edge trigger. A channel takes the
+writes of one superstep at once (``update``), so what a key does with two writes
+in one step is the channel's decision: a last-value channel refuses them, a
+reducer channel folds them. Channels are rebuilt from a checkpoint's stored
+values at the start of a run and written back into the next checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from pausepoint.errors import EmptyChannelError, InvalidUpdateError
+from pausepoint.types import Overwrite
+
+__all__ = [
+    "MISSING",
+    "BinaryOperatorAggregate",
+    "Channel",
+    "EphemeralValue",
+    "LastValue",
+    "NamedBarrierValue",
+    "Topic",
+]
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+"""Marks a channel with no value (never stored in a checkpoint)."""
+
+
+class Channel:
+    """A value holder with a per-superstep update rule.
+
+    Subclasses set ``value`` (``MISSING`` when empty) and implement ``update``.
+    ``spawn`` makes a fresh channel of the same kind from a stored value.
+    """
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str = "") -> None:
+        self.key = key
+        self.value: Any = MISSING
+
+    def spawn(self, stored: Any = MISSING) -> Channel:
+        """A new channel of this kind holding ``stored`` (as saved by ``checkpoint``)."""
+        new = self._empty_copy()
+        if stored is not MISSING:
+            new.value = stored
+        return new
+
+    def _empty_copy(self) -> Channel:
+        return type(self)(self.key)
+
+    def get(self) -> Any:
+        """The current value; raises ``EmptyChannelError`` when there is none."""
+        if self.value is MISSING:
+            raise EmptyChannelError(self.key)
+        return self.value
+
+    def is_available(self) -> bool:
+        """Whether ``get`` would return a value."""
+        return self.value is not MISSING
+
+    def checkpoint(self) -> Any:
+        """The value to store (``MISSING`` stores nothing)."""
+        return self.value
+
+    def update(self, values: Sequence[Any]) -> bool:
+        """Apply one superstep's writes; return whether the channel changed."""
+        raise NotImplementedError
+
+    def consume(self) -> bool:
+        """Called when a task triggered by this channel ran; return whether it changed."""
+        return False
+
+
+class LastValue(Channel):
+    """Keeps the last value written; two writes in one superstep are an error."""
+
+    __slots__ = ()
+
+    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+        if not values:
+            return False
+        if len(values) > 1:
+            raise InvalidUpdateError(
+                f"At key {self.key!r}: Can receive only one value per step. "
+                "Use an Annotated key to handle multiple values."
+            )
+        value = values[0]
+        self.value = value.value if isinstance(value, Overwrite) else value
+        return True
+
+
+class EphemeralValue(Channel):
+    """Holds a value for the one superstep after it was written (edge triggers, input)."""
+
+    __slots__ = ("guard",)
+
+    def __init__(self, key: str = "", guard: bool = False) -> None:
+        super().__init__(key)
+        self.guard = guard
+
+    def _empty_copy(self) -> Channel:
+        return EphemeralValue(self.key, self.guard)
+
+    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+        if not values:
+            if self.value is MISSING:
+                return False
+            self.value = MISSING
+            return True
+        if self.guard and len(values) > 1:
+            raise InvalidUpdateError(f"At key {self.key!r}: Can receive only one value per step.")
+        self.value = values[-1]
+        return True
+
+
+class BinaryOperatorAggregate(Channel):
+    """Folds every write into the value with a reducer: ``value = reducer(value, write)``.
+
+    Starts from ``typ()`` when the annotated type can be built with no arguments
+    (an empty list for ``Annotated[list, operator.add]``). ``Overwrite(v)`` replaces
+    the value instead; two ``Overwrite`` writes in one step are an error.
+    """
+
+    __slots__ = ("reducer", "typ")
+
+    def __init__(self, key: str, reducer: Callable[[Any, Any], Any], typ: Any = None) -> None:
+        super().__init__(key)
+        self.reducer = reducer
+        self.typ = typ
+        self.value = _initial(typ)
+
+    def _empty_copy(self) -> Channel:
+        return BinaryOperatorAggregate(self.key, self.reducer, self.typ)
+
+    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+        if not values:
+            return False
+        seen_overwrite = False
+        for value in values:
+            if isinstance(value, Overwrite):
+                if seen_overwrite:
+                    raise InvalidUpdateError(
+                        f"At key {self.key!r}: Can receive only one Overwrite value per step."
+                    )
+                seen_overwrite = True
+                self.value = value.value
+            elif self.value is MISSING:
+                self.value = value
+            else:
+                self.value = self.reducer(self.value, value)
+        return True
+
+
+def _initial(typ: Any) -> Any:
+    origin = getattr(typ, "__origin__", typ)
+    if origin in (list, dict, set, tuple, frozenset, int, float, str):
+        return origin()
+    return MISSING
+
+
+class Topic(Channel):
+    """Collects every value written in one superstep, cleared the next (``Send`` packets)."""
+
+    __slots__ = ()
+
+    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+        had = self.value is not MISSING and bool(self.value)
+        if not values:
+            self.value = MISSING
+            return had
+        self.value = list(values)
+        return True
+
+    def is_available(self) -> bool:  # noqa: D102
+        return bool(self.value) if self.value is not MISSING else False
+
+
+class NamedBarrierValue(Channel):
+    """Becomes available once every named source has written (``add_edge([a, b], c)``)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, key: str, names: frozenset[str]) -> None:
+        super().__init__(key)
+        self.names = names
+        self.value = set[str]()
+
+    def _empty_copy(self) -> Channel:
+        return NamedBarrierValue(self.key, self.names)
+
+    def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
+        new = NamedBarrierValue(self.key, self.names)
+        if stored is not MISSING:
+            new.value = set(stored)
+        return new
+
+    def get(self) -> Any:  # noqa: D102
+        if self.value != self.names:
+            raise EmptyChannelError(self.key)
+        return None
+
+    def is_available(self) -> bool:  # noqa: D102
+        return self.value == self.names
+
+    def checkpoint(self) -> Any:  # noqa: D102
+        return sorted(self.value) if self.value else MISSING
+
+    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+        changed = False
+        for name in values:
+            if name not in self.names:
+                raise InvalidUpdateError(f"At key {self.key!r}: unexpected source {name!r}")
+            if name not in self.value:
+                self.value.add(name)
+                changed = True
+        return changed
+
+    def consume(self) -> bool:  # noqa: D102
+        if self.value == self.names:
+            self.value = set[str]()
+            return True
+        return False

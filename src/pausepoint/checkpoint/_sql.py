@@ -1,0 +1,400 @@
+"""SQL shared by the SQLite and PostgreSQL savers: schema, statements, row mapping.
+
+Each saver operation is written once, as a *flow*: a generator that yields the
+:class:`Statement` s to run and receives their rows, then returns the result. The
+savers only drive flows (sync: a cursor under a lock or from a pool; async: an
+async cursor, or the sync saver in a worker thread), so SQL text, row mapping
+and serialization live here and nowhere else (STYLE.md §3).
+
+Tables (prefixed so they can live beside LangGraph's in one database):
+``pausepoint_migrations`` (applied schema versions), ``pausepoint_checkpoints``
+(one row per checkpoint; the checkpoint is one serialized blob and metadata is a
+JSON object for filtering) and ``pausepoint_writes`` (pending writes; ``seq``
+keeps insertion order and survives upserts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pausepoint.checkpoint.base import (
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    config_keys,
+)
+from pausepoint.config import RunnableConfig
+from pausepoint.constants import WRITES_IDX_MAP
+from pausepoint.errors import CheckpointDecodeError, PausepointError
+from pausepoint.serde import FORMAT, Serializer, SerializerProtocol
+
+__all__ = ["POSTGRES", "SQLITE", "Dialect", "Flow", "SqlCodec", "Statement"]
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+Rows = list[Row]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Statement:
+    """One SQL statement for a driver to run; ``?`` marks parameters."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    many: bool = False
+    """``params`` is a list of parameter tuples, for ``executemany``."""
+    fetch: bool = False
+    """Send the rows back into the flow (otherwise an empty list is sent)."""
+
+
+Flow = Generator[Statement, Rows, T]
+"""A saver operation: yields statements, receives their rows, returns its result."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between SQLite and PostgreSQL, as SQL fragments."""
+
+    name: str
+    blob: str
+    json: str
+    seq_column: str
+    json_param: str
+    json_select: str
+    placeholder: str
+
+    def sql(self, text: str) -> str:
+        """``text`` with this dialect's parameter placeholder and types filled in."""
+        return (
+            text.replace("?", self.placeholder)
+            .replace("{blob}", self.blob)
+            .replace("{json}", self.json)
+            .replace("{seq}", self.seq_column)
+            .replace("{json_param}", self.json_param.replace("?", self.placeholder))
+            .replace("{json_select}", self.json_select)
+        )
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    blob="BLOB",
+    json="TEXT",
+    seq_column="seq INTEGER PRIMARY KEY AUTOINCREMENT",
+    json_param="?",
+    json_select="metadata",
+    placeholder="?",
+)
+POSTGRES = Dialect(
+    name="postgres",
+    blob="BYTEA",
+    json="JSONB",
+    seq_column="seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    json_param="?::jsonb",
+    json_select="metadata::text",
+    placeholder="%s",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE pausepoint_checkpoints (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            parent_checkpoint_id TEXT,
+            type TEXT NOT NULL,
+            checkpoint {blob} NOT NULL,
+            metadata {json} NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id))""",
+        """CREATE TABLE pausepoint_writes (
+            {seq},
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            channel TEXT NOT NULL,
+            type TEXT NOT NULL,
+            value {blob} NOT NULL,
+            task_path TEXT NOT NULL DEFAULT '',
+            UNIQUE (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))""",
+    ),
+)
+"""Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1."""
+
+_CHECKPOINT_COLUMNS = (
+    "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, {json_select}"
+)
+_SELECT_CHECKPOINTS = f"SELECT {_CHECKPOINT_COLUMNS} FROM pausepoint_checkpoints"
+_SELECT_ONE = (
+    f"{_SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+)
+_SELECT_LATEST = (
+    f"{_SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? "
+    "ORDER BY checkpoint_id DESC LIMIT 1"
+)
+_PUT = """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns, checkpoint_id,
+    parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, {json_param})
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = excluded.parent_checkpoint_id, type = excluded.type,
+    checkpoint = excluded.checkpoint, metadata = excluded.metadata"""
+_INSERT_WRITE = """INSERT INTO pausepoint_writes (thread_id, checkpoint_ns, checkpoint_id,
+    task_id, idx, channel, type, value, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) """
+_WRITE_IGNORE = _INSERT_WRITE + "DO NOTHING"
+_WRITE_UPSERT = (
+    _INSERT_WRITE + "DO UPDATE SET channel = excluded.channel, type = excluded.type, "
+    "value = excluded.value, task_path = excluded.task_path"
+)
+_SELECT_WRITES = """SELECT task_id, channel, type, value FROM pausepoint_writes
+    WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY seq"""
+_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
+
+
+class SchemaTooNewError(PausepointError, RuntimeError):
+    """The database was migrated by a newer pausepoint than this one."""
+
+
+def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
+    """Create or migrate the schema; return the number of migrations applied.
+
+    Args:
+        dialect: The database's dialect.
+        lock: A statement serializing concurrent setups (PostgreSQL advisory lock).
+
+    """
+    yield Statement("CREATE TABLE IF NOT EXISTS pausepoint_migrations (v INTEGER PRIMARY KEY)")
+    if lock is not None:
+        yield lock
+    rows = yield Statement("SELECT v FROM pausepoint_migrations", fetch=True)
+    current = max((int(r[0]) for r in rows), default=0)
+    if current > len(MIGRATIONS):
+        raise SchemaTooNewError(
+            f"the database schema is at version {current}, but this pausepoint knows only "
+            f"versions up to {len(MIGRATIONS)}; upgrade pausepoint to use this database"
+        )
+    for version in range(current, len(MIGRATIONS)):
+        for text in MIGRATIONS[version]:
+            yield Statement(dialect.sql(text))
+        yield Statement(
+            dialect.sql("INSERT INTO pausepoint_migrations (v) VALUES (?)"), (version + 1,)
+        )
+    return len(MIGRATIONS) - current
+
+
+class SqlCodec:
+    """Serialization of rows: values through the saver's serde, metadata as JSON."""
+
+    __slots__ = ("_meta", "serde")
+
+    def __init__(self, serde: SerializerProtocol | None) -> None:
+        self.serde: SerializerProtocol = serde if serde is not None else Serializer()
+        # Metadata must stay a JSON object (databases filter on it): always our format.
+        self._meta = self.serde if isinstance(self.serde, Serializer) else Serializer()
+
+    def dump(self, value: Any, label: str) -> tuple[str, bytes]:
+        """``(type, bytes)`` of ``value``; ``label`` names it in error messages."""
+        if isinstance(self.serde, Serializer):
+            return FORMAT, self.serde.dumps(value, label=label)
+        return self.serde.dumps_typed(value)
+
+    def dump_metadata(self, metadata: Mapping[str, Any]) -> str:
+        """Encode the metadata as a JSON object text."""
+        return self._meta.dumps_mapping(metadata)
+
+    def load(self, type_: str, blob: bytes | memoryview) -> Any:
+        """Decode a stored value."""
+        return self.serde.loads_typed((type_, bytes(blob)))
+
+    def load_metadata(self, text: str | bytes) -> dict[str, Any]:
+        """Decode stored metadata."""
+        return self._meta.loads_mapping(text)
+
+
+def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+    }
+
+
+def _to_tuple(row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any]) -> CheckpointTuple:
+    thread, ns, cid, parent_id, type_, blob = row[:6]
+    checkpoint = codec.load(type_, blob)
+    if not isinstance(checkpoint, dict):
+        raise CheckpointDecodeError(f"checkpoint {cid!r} of thread {thread!r} is not a mapping")
+    pending = [PendingWrite(w[0], w[1], codec.load(w[2], w[3])) for w in writes]
+    return CheckpointTuple(
+        config=_config(thread, ns, cid),
+        checkpoint=checkpoint,  # type: ignore[arg-type]
+        metadata=metadata,  # type: ignore[arg-type]
+        parent_config=_config(thread, ns, parent_id) if parent_id else None,
+        pending_writes=pending,
+    )
+
+
+def _writes_of(dialect: Dialect, row: Row) -> Statement:
+    return Statement(dialect.sql(_SELECT_WRITES), (row[0], row[1], row[2]), fetch=True)
+
+
+def get_tuple_flow(
+    dialect: Dialect, codec: SqlCodec, config: RunnableConfig
+) -> Flow[CheckpointTuple | None]:
+    """Load the checkpoint the config names (or the newest), with its pending writes."""
+    thread, ns, checkpoint_id = config_keys(config)
+    if checkpoint_id is None:
+        sql, params = _SELECT_LATEST, (thread, ns)
+    else:
+        sql, params = _SELECT_ONE, (thread, ns, checkpoint_id)
+    rows = yield Statement(dialect.sql(sql), params, fetch=True)
+    if not rows:
+        return None
+    writes = yield _writes_of(dialect, rows[0])
+    return _to_tuple(rows[0], writes, codec, codec.load_metadata(rows[0][6]))
+
+
+def _filter_sql(
+    dialect: Dialect,
+    filter: Mapping[str, Any],
+) -> tuple[list[str], list[Any], bool]:
+    """Build SQL conditions for the filter items a database can check exactly.
+
+    Only str and int (not bool) values of simple keys are pushed down; the rest is
+    checked in Python. Returns ``(conditions, params, everything_pushed)``.
+    """
+    conds: list[str] = []
+    params: list[Any] = []
+    pushable = {
+        k: v
+        for k, v in filter.items()
+        if _SIMPLE_KEY.fullmatch(k) and (type(v) is str or type(v) is int)
+    }
+    if dialect.name == "postgres" and pushable:
+        conds.append("metadata @> ?::jsonb")
+        params.append(json.dumps(pushable))
+    else:
+        for k, v in pushable.items():
+            conds.append("json_extract(metadata, ?) = ?")
+            params.extend((f"$.{k}", v))
+    return conds, params, len(pushable) == len(filter)
+
+
+def list_flow(
+    dialect: Dialect,
+    codec: SqlCodec,
+    config: RunnableConfig | None,
+    *,
+    filter: Mapping[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> Flow[list[CheckpointTuple]]:
+    """List stored checkpoints, newest first (see the ``list`` contract in base.py)."""
+    conf = (config or {}).get("configurable") or {}
+    conds: list[str] = []
+    params: list[Any] = []
+    for column in ("thread_id", "checkpoint_ns", "checkpoint_id"):
+        if conf.get(column) is not None:
+            conds.append(f"{column} = ?")
+            params.append(str(conf[column]))
+    before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
+    if before_id is not None:
+        conds.append("checkpoint_id < ?")
+        params.append(str(before_id))
+    fconds, fparams, exact = _filter_sql(dialect, filter or {})
+    where = " WHERE " + " AND ".join(conds + fconds) if conds or fconds else ""
+    sql = f"{_SELECT_CHECKPOINTS}{where} ORDER BY checkpoint_id DESC"
+    if limit is not None and exact:
+        sql += f" LIMIT {int(limit)}"
+    rows = yield Statement(dialect.sql(sql), tuple(params + fparams), fetch=True)
+    out: list[CheckpointTuple] = []
+    for row in rows:
+        if limit is not None and len(out) >= limit:
+            break
+        metadata = codec.load_metadata(row[6])
+        if filter and any(metadata.get(k) != v for k, v in filter.items()):
+            continue
+        writes = yield _writes_of(dialect, row)
+        out.append(_to_tuple(row, writes, codec, metadata))
+    return out
+
+
+def put_flow(
+    dialect: Dialect,
+    codec: SqlCodec,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+) -> Flow[RunnableConfig]:
+    """Store a checkpoint whose parent is the config's ``checkpoint_id``."""
+    thread, ns, parent_id = config_keys(config)
+    # Encode everything before the first statement: a bad value changes nothing.
+    type_, blob = codec.dump(checkpoint, "checkpoint")
+    meta = codec.dump_metadata(metadata)
+    params = (thread, ns, checkpoint["id"], parent_id, type_, blob, meta)
+    yield Statement(dialect.sql(_PUT), params)
+    return _config(thread, ns, checkpoint["id"])
+
+
+def put_writes_flow(
+    dialect: Dialect,
+    codec: SqlCodec,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    *,
+    task_id: str,
+    task_path: str,
+) -> Flow[None]:
+    """Store a task's writes: ordinary ones inserted once, special ones upserted."""
+    thread, ns, checkpoint_id = config_keys(config)
+    if checkpoint_id is None:
+        raise ValueError("put_writes needs a config with a 'checkpoint_id'")
+    rows: list[tuple[bool, Row]] = []
+    for n, (channel, value) in enumerate(writes):
+        idx = WRITES_IDX_MAP.get(channel, n)
+        type_, blob = codec.dump(value, f"the write to channel {channel!r} of task {task_id!r}")
+        row = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
+        rows.append((idx < 0, row))
+    # One executemany per run of same-kind rows keeps the insertion order in ``seq``.
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end == len(rows) or rows[end][0] != rows[start][0]:
+            text = _WRITE_UPSERT if rows[start][0] else _WRITE_IGNORE
+            yield Statement(dialect.sql(text), [r for _, r in rows[start:end]], many=True)
+            start = end
+    return None
+
+
+def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:
+    """Delete every checkpoint and write of a thread, in all namespaces."""
+    for table in ("pausepoint_writes", "pausepoint_checkpoints"):
+        yield Statement(dialect.sql(f"DELETE FROM {table} WHERE thread_id = ?"), (str(thread_id),))
+    return None
+
+
+def drive(flow: Flow[T], execute: Callable[[Statement], Rows]) -> T:
+    """Run a flow to completion with a blocking ``execute``."""
+    try:
+        stmt = next(flow)
+        while True:
+            stmt = flow.send(execute(stmt))
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    finally:
+        flow.close()
+
+
+async def adrive(flow: Flow[T], execute: Callable[[Statement], Awaitable[Rows]]) -> T:
+    """Run a flow to completion with an awaitable ``execute``."""
+    try:
+        stmt = next(flow)
+        while True:
+            stmt = flow.send(await execute(stmt))
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    finally:
+        flow.close()

@@ -1,0 +1,5 @@
+"""Drivers: carry out the loop's effects, with threads (sync) or asyncio (async).
+
+Both share everything but the waiting: :mod:`pausepoint.drivers.retry` decides
+retries, the loop decides everything else.
+"""

@@ -1,0 +1,145 @@
+"""The async driver: the loop's effects carried out with asyncio tasks and an async saver.
+
+Async nodes are awaited on the event loop; sync nodes run in worker threads
+(``asyncio.to_thread``) so they never block it. Outcomes and stream chunks come
+back through one ``asyncio.Queue``; worker threads put into it thread-safely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Generator
+from typing import Any
+
+from pausepoint.drivers.retry import retry_delay
+from pausepoint.errors import GraphBubbleUp
+from pausepoint.loop.effects import (
+    Call,
+    Emit,
+    LoadCheckpoint,
+    NextOutcome,
+    Outcome,
+    RunTasks,
+    SaveCheckpoint,
+    SaveWrites,
+)
+from pausepoint.loop.prepare import ExecTask
+from pausepoint.loop.run import RunResult
+from pausepoint.scratchpad import TASK
+
+__all__ = ["AsyncSink", "drive"]
+
+_Event = tuple[str, Any]
+
+
+class AsyncSink:
+    """A queue that worker threads and the event loop can both put into."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[_Event] = asyncio.Queue()
+
+    def put(self, event: _Event) -> None:
+        """Put from any thread."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self.queue.put_nowait(event)
+        else:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+
+
+async def drive(
+    loop: Generator[Any, Any, RunResult],
+    saver: Any,
+    sink: AsyncSink,
+    result: list[RunResult],
+) -> AsyncGenerator[tuple[tuple[str, ...], str, Any], None]:
+    """Run ``loop`` to the end, yielding stream chunks; append its result to ``result``."""
+    send: Any = None
+    error: BaseException | None = None
+    running: set[asyncio.Task[None]] = set()
+    try:
+        while True:
+            try:
+                effect = loop.throw(error) if error is not None else loop.send(send)
+            except StopIteration as stop:
+                result.append(stop.value)
+                return
+            send, error = None, None
+            match effect:
+                case Emit(ns=ns, mode=mode, payload=payload):
+                    yield (ns, mode, payload)
+                case NextOutcome():
+                    while True:
+                        kind, item = await sink.queue.get()
+                        if kind == "done":
+                            send = item
+                            break
+                        yield item
+                case RunTasks(tasks=tasks):
+                    for task in tasks:
+                        t = asyncio.create_task(_start(task, sink))
+                        running.add(t)
+                        t.add_done_callback(running.discard)
+                case _:
+                    try:
+                        send = await perform(saver, effect)
+                    except Exception as exc:  # sent into the loop, which decides
+                        error = exc
+    finally:
+        loop.close()
+        for t in running:
+            t.cancel()
+
+
+async def perform(saver: Any, effect: Any) -> Any:
+    """Carry out a saver effect with an async saver."""
+    match effect:
+        case LoadCheckpoint(config=config):
+            return await saver.aget_tuple(config)
+        case SaveCheckpoint(config=config, checkpoint=cp, metadata=md, new_versions=nv):
+            return await saver.aput(config, cp, md, nv)
+        case SaveWrites(config=config, writes=writes, task_id=tid, task_path=path):
+            await saver.aput_writes(config, writes, tid, path)
+            return None
+        case _:
+            raise TypeError(f"unknown effect {effect!r}")
+
+
+async def _start(task: ExecTask, sink: AsyncSink) -> None:
+    sink.put(("done", await run_task(task)))
+
+
+async def run_task(task: ExecTask) -> Outcome:
+    """Run one task to its outcome, retrying by its policy; never raises."""
+    attempt = 0
+    while True:
+        TASK.set(task.context())  # this asyncio task has its own context
+        try:
+            return Outcome(task.task, await _run_body(task.body()))
+        except GraphBubbleUp as signal:
+            return Outcome(task.task, error=signal)
+        except Exception as exc:
+            attempt += 1
+            delay = retry_delay(task.retry, attempt, exc)
+            if delay is None:
+                return Outcome(task.task, error=exc)
+        await asyncio.sleep(delay)
+
+
+async def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[str, Any]]:
+    try:
+        call = next(body)
+        while True:
+            if call.async_ is not None:
+                result = await call.async_(*call.args)
+            else:
+                result = await asyncio.to_thread(call.sync, *call.args)
+            call = body.send(result)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        body.close()

@@ -1,0 +1,147 @@
+"""The sync driver: the loop's effects carried out with a thread pool and a sync saver.
+
+Tasks of a step run in worker threads, each in a copy of the caller's context
+variables; a step with a single task runs in the caller's thread. Finished
+tasks and stream chunks from the workers (custom writes, subgraph output) come
+back through one queue, so the loop sees outcomes one at a time, in the order
+they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import queue
+import time
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pausepoint.drivers.retry import retry_delay
+from pausepoint.errors import GraphBubbleUp
+from pausepoint.loop.effects import (
+    Call,
+    Emit,
+    LoadCheckpoint,
+    NextOutcome,
+    Outcome,
+    RunTasks,
+    SaveCheckpoint,
+    SaveWrites,
+)
+from pausepoint.loop.prepare import ExecTask
+from pausepoint.loop.run import RunResult
+from pausepoint.scratchpad import TASK
+
+__all__ = ["Chunk", "drive", "run_task"]
+
+Chunk = tuple[tuple[str, ...], str, Any]
+_Event = tuple[str, Any]
+
+
+def drive(
+    loop: Generator[Any, Any, RunResult],
+    saver: Any,
+    events: queue.SimpleQueue[_Event],
+    max_workers: int | None = None,
+) -> Generator[Chunk, None, RunResult]:
+    """Run ``loop`` to the end, yielding stream chunks; return its result."""
+    pool: ThreadPoolExecutor | None = None
+    send: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                effect = loop.throw(error) if error is not None else loop.send(send)
+            except StopIteration as stop:
+                return stop.value
+            send, error = None, None
+            match effect:
+                case Emit(ns=ns, mode=mode, payload=payload):
+                    yield (ns, mode, payload)
+                case NextOutcome():
+                    while True:
+                        kind, item = events.get()
+                        if kind == "done":
+                            send = item
+                            break
+                        yield item
+                case RunTasks(tasks=tasks):
+                    if len(tasks) == 1:
+                        _start(tasks[0], events)
+                    else:
+                        if pool is None:
+                            pool = ThreadPoolExecutor(max_workers, "pausepoint")
+                        for task in tasks:
+                            pool.submit(
+                                contextvars.copy_context().run, _start_in_worker, task, events
+                            )
+                case _:
+                    try:
+                        send = perform(saver, effect)
+                    except Exception as exc:  # sent into the loop, which decides
+                        error = exc
+    finally:
+        loop.close()
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+
+def perform(saver: Any, effect: Any) -> Any:
+    """Carry out a saver effect with a sync saver."""
+    match effect:
+        case LoadCheckpoint(config=config):
+            return saver.get_tuple(config)
+        case SaveCheckpoint(config=config, checkpoint=cp, metadata=md, new_versions=nv):
+            return saver.put(config, cp, md, nv)
+        case SaveWrites(config=config, writes=writes, task_id=tid, task_path=path):
+            saver.put_writes(config, writes, tid, path)
+            return None
+        case _:
+            raise TypeError(f"unknown effect {effect!r}")
+
+
+def _start(task: ExecTask, events: queue.SimpleQueue[_Event]) -> None:
+    events.put(("done", contextvars.copy_context().run(run_task, task)))
+
+
+def _start_in_worker(task: ExecTask, events: queue.SimpleQueue[_Event]) -> None:
+    events.put(("done", run_task(task)))
+
+
+def run_task(task: ExecTask) -> Outcome:
+    """Run one task to its outcome, retrying by its policy; never raises."""
+    attempt = 0
+    while True:
+        token = TASK.set(task.context())
+        try:
+            return Outcome(task.task, _run_body(task.body()))
+        except GraphBubbleUp as signal:
+            return Outcome(task.task, error=signal)
+        except Exception as exc:
+            attempt += 1
+            delay = retry_delay(task.retry, attempt, exc)
+            if delay is None:
+                return Outcome(task.task, error=exc)
+        finally:
+            TASK.reset(token)
+        time.sleep(delay)
+
+
+def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[str, Any]]:
+    try:
+        call = next(body)
+        while True:
+            result = call.sync(*call.args)
+            if inspect.isawaitable(result):
+                result = asyncio.run(_await(result))
+            call = body.send(result)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        body.close()
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

@@ -1,0 +1,449 @@
+"""``CompiledStateGraph``: run a graph, inspect and change its saved state.
+
+Every public method is a thin adapter: it parses its arguments once (into
+``RunOptions``), hands the loop to the sync or async driver, and shapes the
+driver's chunks for the caller. Sync and async methods share everything but
+the driver call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from pausepoint.config import RunConfig, RunnableConfig
+from pausepoint.constants import INTERRUPT
+from pausepoint.drivers import async_ as adriver
+from pausepoint.drivers import sync as sdriver
+from pausepoint.errors import CheckpointerRequiredError
+from pausepoint.graph.output import ChunkShape, invoke_output
+from pausepoint.loop.run import RunOptions, RunResult, run
+from pausepoint.loop.snapshot import build_snapshot, subgraph_config
+from pausepoint.loop.spec import GraphSpec
+from pausepoint.scratchpad import TASK, NestInfo
+from pausepoint.types import StateSnapshot
+
+__all__ = ["CompiledStateGraph"]
+
+
+class CompiledStateGraph:
+    """A runnable graph: ``invoke``/``stream`` (and async forms), state and history.
+
+    Built by :meth:`pausepoint.graph.StateGraph.compile`; not constructed directly.
+    """
+
+    def __init__(
+        self,
+        spec: GraphSpec,
+        *,
+        builder: Any,
+        checkpointer: Any,
+        interrupt_before: tuple[str, ...] | str,
+        interrupt_after: tuple[str, ...] | str,
+        debug: bool,
+    ) -> None:
+        self.spec = spec
+        self.builder = builder
+        self.checkpointer = checkpointer
+        self.interrupt_before_nodes = interrupt_before
+        self.interrupt_after_nodes = interrupt_after
+        self.debug = debug
+        self.name = spec.name
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        """The graph's nodes by name (``__start__`` included)."""
+        return dict(self.spec.nodes)
+
+    # --- setup (shared by every run method) -----------------------------------------------
+
+    def _options(
+        self,
+        config: RunnableConfig | None,
+        modes: frozenset[str],
+        *,
+        subgraphs: bool,
+        durability: Any,
+        interrupt_before: Any,
+        interrupt_after: Any,
+        sink: Any,
+    ) -> tuple[RunOptions, Any]:
+        parent = TASK.get()
+        cfg = RunConfig.parse(config)
+        if parent is not None and self.checkpointer is not False:
+            return self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
+        saver = self.checkpointer if self.checkpointer not in (None, False, True) else None
+        if saver is not None and cfg.thread_id is None:
+            raise ValueError(
+                "Checkpointer requires one or more of the following 'configurable' keys: "
+                "thread_id, checkpoint_ns, checkpoint_id"
+            )
+        opts = RunOptions(
+            config=cfg,
+            has_saver=saver is not None,
+            durability=durability or "async",
+            stream_modes=modes,
+            stream_subgraphs=subgraphs,
+            ns=(),
+            nest=None,
+            interrupt_before=_nodes(interrupt_before, self.interrupt_before_nodes),
+            interrupt_after=_nodes(interrupt_after, self.interrupt_after_nodes),
+            sink=sink,
+            saver=saver,
+        )
+        return opts, saver
+
+    def _nested_options(
+        self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any
+    ) -> tuple[RunOptions, Any]:
+        saver = nest.saver if self.checkpointer in (None, True) else self.checkpointer
+        inner = RunConfig.parse(
+            {
+                **cfg.raw,
+                "configurable": {
+                    **cfg.configurable,
+                    "thread_id": nest.thread_id,
+                    "checkpoint_ns": ns,
+                },
+            }
+        )
+        wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & {"custom"}
+        opts = RunOptions(
+            config=inner,
+            has_saver=saver is not None,
+            durability=nest.durability,
+            stream_modes=frozenset(wanted),
+            stream_subgraphs=nest.stream_subgraphs,
+            ns=tuple(ns.split("|")),
+            nest=nest,
+            interrupt_before=self.interrupt_before_nodes,
+            interrupt_after=self.interrupt_after_nodes,
+            sink=nest.sink,
+            saver=saver,
+        )
+        return opts, saver
+
+    # --- sync ------------------------------------------------------------------------------
+
+    def stream(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Any = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        version: str = "v1",
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Run the graph, yielding what ``stream_mode`` asks for after each step.
+
+        Yields single-mode chunks as they are, several modes as ``(mode, chunk)``,
+        ``subgraphs=True`` as ``(namespace, ...)``, and ``version="v2"`` as dicts
+        with ``type``, ``ns`` and ``data``. An interrupt ends the stream normally
+        (with ``{"__interrupt__": (...)}`` in ``updates``).
+        """
+        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates")
+        events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        opts, saver = self._options(
+            config,
+            shape.modes,
+            subgraphs=subgraphs,
+            durability=durability,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            sink=lambda ns, mode, payload: events.put(("chunk", (ns, mode, payload))),  # pyright: ignore[reportUnknownLambdaType]
+        )
+        driver = sdriver.drive(
+            run(self.spec, input, opts), saver, events, opts.config.max_concurrency
+        )
+        nested = opts.nest is not None
+        while True:
+            try:
+                chunk = next(driver)
+            except StopIteration:
+                return
+            if nested:
+                _forward(opts, chunk)
+            elif (shaped := shape.shape(chunk)) is not None:
+                yield shaped
+
+    def invoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str = "values",
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph to its end (or to a pause) and return the output state.
+
+        When the run pauses, the returned dict also holds ``"__interrupt__"``: the
+        list of pending :class:`~pausepoint.types.Interrupt`s.
+        """
+        if stream_mode != "values":
+            return list(self.stream(input, config, stream_mode=stream_mode, durability=durability))
+        events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        opts, saver = self._options(
+            config,
+            frozenset(),
+            subgraphs=False,
+            durability=durability,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            sink=None,
+        )
+        if opts.nest is not None:
+            opts = _nested_invoke_opts(opts)
+        driver = sdriver.drive(
+            run(self.spec, input, opts), saver, events, opts.config.max_concurrency
+        )
+        while True:
+            try:
+                chunk = next(driver)
+            except StopIteration as stop:
+                result: RunResult = stop.value
+                break
+            _forward(opts, chunk)
+        return invoke_output(result, _keys(output_keys))
+
+    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's state at its newest checkpoint (or at the config's checkpoint_id)."""
+        saver = self._require_saver()
+        saved = saver.get_tuple(config)
+        if saved is None:
+            return _empty_snapshot(config)
+        apply = "checkpoint_id" not in (config.get("configurable") or {})
+        states = self._task_states(
+            saved, subgraphs, lambda sub, cfg: sub.get_state(cfg, subgraphs=True)
+        )
+        return build_snapshot(self.spec, saved, apply_pending=apply, task_states=states)
+
+    def get_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """The thread's checkpoints as snapshots, newest first."""
+        saver = self._require_saver()
+        conf = dict(config.get("configurable") or {})
+        conf.setdefault("checkpoint_ns", "")
+        for saved in saver.list({"configurable": conf}, filter=filter, before=before, limit=limit):
+            yield build_snapshot(
+                self.spec,
+                saved,
+                apply_pending=False,
+                task_states=self._task_states(saved, False, None),
+            )
+
+    def update_state(
+        self,
+        config: RunnableConfig,
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> RunnableConfig:
+        """Write ``values`` as if node ``as_node`` returned them; return the new config."""
+        from pausepoint.graph.update import update_effects
+
+        saver = self._require_saver()
+        gen = update_effects(self.spec, saver, config, values, as_node)
+        send: Any = None
+        while True:
+            try:
+                effect = gen.send(send)
+            except StopIteration as stop:
+                new_config: RunnableConfig = stop.value
+                return new_config
+            send = sdriver.perform(saver, effect)
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
+    ) -> RunnableConfig:
+        """Apply several updates in order, each on top of the previous one's checkpoint."""
+        current = config
+        for step in supersteps:
+            for update in step:
+                current = self.update_state(current, update.values, update.as_node)
+        return current
+
+    # --- async -----------------------------------------------------------------------------
+
+    async def astream(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Any = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        version: str = "v1",
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async :meth:`stream`."""
+        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates")
+        sink = adriver.AsyncSink()
+        opts, saver = self._options(
+            config,
+            shape.modes,
+            subgraphs=subgraphs,
+            durability=durability,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            sink=lambda ns, mode, payload: sink.put(("chunk", (ns, mode, payload))),  # pyright: ignore[reportUnknownLambdaType]
+        )
+        result: list[RunResult] = []
+        nested = opts.nest is not None
+        async for chunk in adriver.drive(run(self.spec, input, opts), saver, sink, result):
+            if nested:
+                _forward(opts, chunk)
+            elif (shaped := shape.shape(chunk)) is not None:
+                yield shaped
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str = "values",
+        output_keys: str | Sequence[str] | None = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        durability: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async :meth:`invoke`."""
+        if stream_mode != "values":
+            return [
+                c
+                async for c in self.astream(
+                    input, config, stream_mode=stream_mode, durability=durability
+                )
+            ]
+        sink = adriver.AsyncSink()
+        opts, saver = self._options(
+            config,
+            frozenset(),
+            subgraphs=False,
+            durability=durability,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            sink=None,
+        )
+        if opts.nest is not None:
+            opts = _nested_invoke_opts(opts)
+        result: list[RunResult] = []
+        async for chunk in adriver.drive(run(self.spec, input, opts), saver, sink, result):
+            _forward(opts, chunk)
+        return invoke_output(result[0], _keys(output_keys))
+
+    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """Async :meth:`get_state`."""
+        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
+
+    async def aget_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        """Async :meth:`get_state_history`."""
+        items = await asyncio.to_thread(
+            lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
+        )
+        for item in items:
+            yield item
+
+    async def aupdate_state(
+        self,
+        config: RunnableConfig,
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> RunnableConfig:
+        """Async :meth:`update_state`."""
+        return await asyncio.to_thread(self.update_state, config, values, as_node, task_id)
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
+    ) -> RunnableConfig:
+        """Async :meth:`bulk_update_state`."""
+        return await asyncio.to_thread(self.bulk_update_state, config, supersteps)
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _require_saver(self) -> Any:
+        saver = self.checkpointer
+        if saver in (None, False, True):
+            raise CheckpointerRequiredError(
+                "this graph has no checkpointer: compile it with "
+                "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
+            )
+        return saver
+
+    def _task_states(self, saved: Any, recurse: bool, get: Any) -> dict[str, Any]:
+        from pausepoint.loop.snapshot import snapshot_tasks
+
+        if not any(n.subgraph is not None for n in self.spec.nodes.values()):
+            return {}
+        thread = (saved.config.get("configurable") or {}).get("thread_id")
+        states: dict[str, Any] = {}
+        for task in snapshot_tasks(self.spec, saved):
+            sub = task.node.subgraph
+            if sub is None:
+                continue
+            cfg = subgraph_config(thread, task)
+            states[task.id] = get(sub, cfg) if recurse and get is not None else cfg
+        return states
+
+
+def _nodes(given: Any, default: tuple[str, ...] | str) -> tuple[str, ...] | str:
+    if given is None:
+        return default
+    if given == "*":
+        return "*"
+    return (given,) if isinstance(given, str) else tuple(given)
+
+
+def _keys(output_keys: str | Sequence[str] | None) -> Sequence[str] | str | None:
+    return output_keys
+
+
+def _forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
+    """A nested run hands its chunks to the parent's stream."""
+    if opts.sink is not None and opts.nest is not None:
+        opts.sink(*chunk)
+
+
+def _nested_invoke_opts(opts: RunOptions) -> RunOptions:
+    import dataclasses
+
+    nest = opts.nest
+    assert nest is not None
+    return dataclasses.replace(opts, stream_modes=opts.stream_modes)
+
+
+def _empty_snapshot(config: RunnableConfig) -> StateSnapshot:
+    return StateSnapshot({}, (), config, None, None, None, (), ())
+
+
+_ = INTERRUPT

@@ -1,0 +1,67 @@
+"""Shaping the driver's chunks for the caller (modes, namespaces, v2 parts)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from pausepoint.constants import INTERRUPT
+from pausepoint.loop.run import RunResult
+
+__all__ = ["ChunkShape", "invoke_output"]
+
+_MODES = frozenset({"values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChunkShape:
+    """How a ``stream`` call wants its chunks."""
+
+    modes: frozenset[str]
+    single: bool
+    subgraphs: bool
+    v2: bool
+
+    @classmethod
+    def of(
+        cls, stream_mode: str | Sequence[str] | None, subgraphs: bool, version: str, default: str
+    ) -> ChunkShape:
+        """Parse ``stream``'s arguments."""
+        if version not in ("v1", "v2"):
+            raise ValueError(f"version must be 'v1' or 'v2', got {version!r}")
+        given = default if stream_mode is None else stream_mode
+        modes = [given] if isinstance(given, str) else list(given)
+        unknown = [m for m in modes if m not in _MODES]
+        if unknown:
+            raise ValueError(f"unknown stream_mode {unknown!r}; choose from {sorted(_MODES)}")
+        return cls(frozenset(modes), isinstance(given, str), subgraphs, version == "v2")
+
+    def shape(self, chunk: tuple[tuple[str, ...], str, Any]) -> Any:
+        """The caller's form of one chunk, or ``None`` to drop it."""
+        ns, mode, payload = chunk
+        if mode not in self.modes:
+            return None
+        if ns and not self.subgraphs and mode != "custom":
+            return None
+        if self.v2:
+            part: dict[str, Any] = {"type": mode, "ns": ns, "data": payload}
+            if mode == "values":
+                part["interrupts"] = ()
+            return part
+        body = payload if self.single else (mode, payload)
+        if self.subgraphs:
+            return (ns, body) if self.single else (ns, mode, payload)
+        return body
+
+
+def invoke_output(result: RunResult, output_keys: Sequence[str] | str | None) -> Any:
+    """``invoke``'s return value: the output state, plus ``__interrupt__`` when paused."""
+    values = result.values
+    if isinstance(output_keys, str):
+        return values.get(output_keys)
+    if output_keys is not None:
+        values = {k: v for k, v in values.items() if k in output_keys}
+    if result.interrupts:
+        return {**values, INTERRUPT: list(result.interrupts)}
+    return values

@@ -1,0 +1,237 @@
+"""``StateGraph``: declare nodes, edges and branches over a state schema, then compile.
+
+The builder only records; ``compile()`` validates everything at once (raising a
+single :class:`~pausepoint.errors.GraphValidationError` that lists every
+problem) and produces a :class:`~pausepoint.graph.compiled.CompiledStateGraph`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+from pausepoint.constants import END, RESERVED_NAMES, START
+from pausepoint.graph.schema import SchemaInfo
+from pausepoint.types import CachePolicy, RetryPolicy
+
+__all__ = ["StateGraph"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """A node as declared: its function (or subgraph) and options."""
+
+    name: str
+    action: Any
+    retry: tuple[RetryPolicy, ...]
+    metadata: Mapping[str, Any]
+    input_schema: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BranchSpec:
+    """A conditional edge as declared."""
+
+    source: str
+    path: Callable[..., Any]
+    path_map: Mapping[Hashable, str] | None
+
+
+class StateGraph:
+    """A graph whose nodes read and update a shared state.
+
+    Args:
+        state_schema: A TypedDict, dataclass or pydantic model; each key is a channel.
+            ``Annotated[T, reducer]`` keys fold updates with ``reducer``.
+        context_schema: Accepted for compatibility; unused.
+        input_schema: The keys the graph accepts as input (default: the state's).
+        output_schema: The keys the graph returns (default: the state's).
+    """
+
+    def __init__(
+        self,
+        state_schema: Any = None,
+        context_schema: Any = None,
+        *,
+        input_schema: Any = None,
+        output_schema: Any = None,
+    ) -> None:
+        self.state_schema = state_schema if state_schema is not None else dict
+        self.input_schema = input_schema if input_schema is not None else self.state_schema
+        self.output_schema = output_schema if output_schema is not None else self.state_schema
+        self.nodes: dict[str, NodeSpec] = {}
+        self.edges: list[tuple[str, str]] = []
+        self.waiting_edges: list[tuple[tuple[str, ...], str]] = []
+        self.branches: list[BranchSpec] = []
+        self.problems: list[str] = []
+        self.compiled = False
+
+    # --- nodes ---------------------------------------------------------------------------
+
+    def add_node(
+        self,
+        node: str | Any,
+        action: Any = None,
+        *,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        input_schema: Any = None,
+        cache_policy: CachePolicy | None = None,
+        defer: bool = False,
+        destinations: Any = None,
+    ) -> StateGraph:
+        """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
+
+        ``fn`` may be sync or async, take ``(state)`` or ``(state, config)``, and return
+        a dict of updates, ``None`` or a ``Command``. A compiled graph is a subgraph node.
+        """
+        if not isinstance(node, str):
+            action, node = node, _name_of(node)
+        if action is None:
+            self.problems.append(f"node {node!r} has no function")
+        if node in self.nodes:
+            self.problems.append(f"node {node!r} is added more than once")
+        if node in RESERVED_NAMES or any(c in node for c in ("|", ":")):
+            self.problems.append(f"node name {node!r} is reserved or contains '|' or ':'")
+        if isinstance(retry_policy, RetryPolicy):
+            retry: tuple[RetryPolicy, ...] = (retry_policy,)
+        else:
+            retry = tuple(retry_policy or ())
+        self.nodes[node] = NodeSpec(node, action, retry, dict(metadata or {}), input_schema)
+        return self
+
+    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+        """Add nodes (functions or ``(name, fn)`` pairs) chained by edges in order."""
+        if not nodes:
+            self.problems.append("add_sequence() needs at least one node")
+        previous: str | None = None
+        for item in nodes:
+            name, fn = item if isinstance(item, tuple) else (_name_of(item), item)  # pyright: ignore[reportUnknownVariableType]
+            self.add_node(name, fn)  # pyright: ignore[reportUnknownArgumentType]
+            if previous is not None:
+                self.add_edge(previous, name)  # pyright: ignore[reportUnknownArgumentType]
+            previous = name  # pyright: ignore[reportUnknownVariableType]
+        return self
+
+    # --- edges ---------------------------------------------------------------------------
+
+    def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
+        """``a → b``; with a list of sources, ``b`` runs once all of them have finished."""
+        if isinstance(start_key, str):
+            if start_key == END:
+                self.problems.append("END cannot be the start of an edge")
+            if end_key == START:
+                self.problems.append("START cannot be the end of an edge")
+            self.edges.append((start_key, end_key))
+        else:
+            self.waiting_edges.append((tuple(start_key), end_key))
+        return self
+
+    def add_conditional_edges(
+        self,
+        source: str,
+        path: Callable[..., Any],
+        path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
+    ) -> StateGraph:
+        """After ``source``, ``path(state)`` names the next node(s), ``Send``s or ``END``."""
+        mapping: Mapping[Hashable, str] | None
+        if path_map is None:
+            mapping = None
+        elif isinstance(path_map, Mapping):
+            mapping = dict(path_map)
+        else:
+            mapping = {name: name for name in path_map}
+        self.branches.append(BranchSpec(source, path, mapping))
+        return self
+
+    def set_entry_point(self, key: str) -> StateGraph:
+        """Same as ``add_edge(START, key)``."""
+        return self.add_edge(START, key)
+
+    def set_conditional_entry_point(
+        self,
+        path: Callable[..., Any],
+        path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
+    ) -> StateGraph:
+        """Same as ``add_conditional_edges(START, path, path_map)``."""
+        return self.add_conditional_edges(START, path, path_map)
+
+    def set_finish_point(self, key: str) -> StateGraph:
+        """Same as ``add_edge(key, END)``."""
+        return self.add_edge(key, END)
+
+    # --- compile -------------------------------------------------------------------------
+
+    def validate(self, interrupt: Sequence[str]) -> None:
+        """Raise one ``GraphValidationError`` listing every problem of the definition."""
+        from pausepoint.graph.validate import collect_problems
+
+        collect_problems(self, interrupt)
+
+    def compile(
+        self,
+        checkpointer: Any = None,
+        *,
+        cache: Any = None,
+        store: Any = None,
+        interrupt_before: Any = None,
+        interrupt_after: Any = None,
+        debug: bool = False,
+        name: str | None = None,
+    ) -> Any:
+        """Validate the graph and build its runnable form.
+
+        Args:
+            checkpointer: A saver (``InMemorySaver``, ``SqliteSaver``, ...) to persist
+                runs; ``None`` inherits the parent's when used as a subgraph.
+            interrupt_before: Node names (or ``"*"``) to pause before.
+            interrupt_after: Node names (or ``"*"``) to pause after.
+            debug: Accepted for compatibility.
+            name: The graph's name (default ``"LangGraph"``).
+            cache: Accepted for compatibility; unused.
+            store: Accepted for compatibility; unused.
+
+        Returns:
+            A :class:`~pausepoint.graph.compiled.CompiledStateGraph`.
+        """
+        from pausepoint.graph.build import build_spec
+        from pausepoint.graph.compiled import CompiledStateGraph
+
+        before = _node_list(interrupt_before)
+        after = _node_list(interrupt_after)
+        self.validate([n for n in (before, after) if isinstance(n, tuple) for n in n])
+        spec = build_spec(self, name or "LangGraph")
+        self.compiled = True
+        return CompiledStateGraph(
+            spec,
+            builder=self,
+            checkpointer=checkpointer,
+            interrupt_before=before,
+            interrupt_after=after,
+            debug=debug,
+        )
+
+    def schema_info(self) -> tuple[SchemaInfo, SchemaInfo, SchemaInfo]:
+        """``(state, input, output)`` schema analyses."""
+        return (
+            SchemaInfo.of(self.state_schema),
+            SchemaInfo.of(self.input_schema),
+            SchemaInfo.of(self.output_schema),
+        )
+
+
+def _node_list(value: Any) -> tuple[str, ...] | str:
+    if value is None:
+        return ()
+    if value == "*":
+        return "*"
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+def _name_of(fn: Any) -> str:
+    name = getattr(fn, "name", None) if not inspect.isfunction(fn) else None
+    return str(name or getattr(fn, "__name__", None) or type(fn).__name__)

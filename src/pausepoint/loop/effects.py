@@ -1,0 +1,97 @@
+"""What the loop asks its driver to do, and what the driver sends back.
+
+The loop is a generator of these effects. Each one says what the driver must
+send back into the generator when it is done (``None`` where nothing is said).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+    from pausepoint.config import RunnableConfig
+    from pausepoint.loop.tasks import Task
+
+__all__ = [
+    "Call",
+    "Emit",
+    "LoadCheckpoint",
+    "NextOutcome",
+    "Outcome",
+    "RunTasks",
+    "SaveCheckpoint",
+    "SaveWrites",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LoadCheckpoint:
+    """Fetch a checkpoint tuple with ``saver.get_tuple(config)``; send it back (or None)."""
+
+    config: RunnableConfig
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SaveCheckpoint:
+    """``saver.put(...)``; send back the returned config."""
+
+    config: RunnableConfig
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    new_versions: ChannelVersions
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SaveWrites:
+    """``saver.put_writes(config, writes, task_id, task_path)``."""
+
+    config: RunnableConfig
+    writes: Sequence[tuple[str, Any]]
+    task_id: str
+    task_path: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Emit:
+    """Hand a stream chunk to the caller: ``(namespace, mode, payload)``."""
+
+    ns: tuple[str, ...]
+    mode: str
+    payload: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunTasks:
+    """Start running these tasks concurrently; then answer :class:`NextOutcome`s."""
+
+    tasks: Sequence[Task]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NextOutcome:
+    """Wait for the next started task to finish; send back its :class:`Outcome`."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finished task: its writes, or the exception it ended with (never both)."""
+
+    task: Task
+    writes: Sequence[tuple[str, Any]] = ()
+    error: BaseException | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Call:
+    """Inside a task body: call a user function (sync or async) and send back its result.
+
+    ``sync`` is used by the sync driver, ``async_`` (when set) by the async driver;
+    with no ``async_`` the async driver runs ``sync`` in a worker thread.
+    """
+
+    sync: Callable[..., Any]
+    async_: Callable[..., Any] | None
+    args: tuple[Any, ...]

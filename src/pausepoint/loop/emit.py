@@ -1,0 +1,109 @@
+"""Stream payloads: what ``updates``, ``tasks``, ``checkpoints`` and ``debug`` report.
+
+Pure functions of the run's state, called only when a mode is being streamed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pausepoint.checkpoint.ids import now_iso
+from pausepoint.constants import INTERRUPT
+from pausepoint.loop.effects import Emit
+from pausepoint.loop.tasks import Task, prepare_tasks
+from pausepoint.types import Interrupt
+
+if TYPE_CHECKING:
+    from pausepoint.config import RunnableConfig
+    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["cached_updates", "checkpoint_events", "task_result", "task_starts", "update_of"]
+
+
+def update_of(run: _Run, task: Task) -> Any:
+    """A task's writes to output keys as ``{key: value}``, or ``None`` if it wrote none."""
+    keys = run.spec.output_keys
+    found = {k: v for k, v in task.writes if k in keys}
+    return found or None
+
+
+def cached_updates(run: _Run) -> Generator[Emit, Any, None]:
+    """``updates`` for tasks whose writes were restored from the checkpoint."""
+    if not run.wants("updates"):
+        return
+    for task in run.tasks:
+        if task.writes and not task.node.hidden:
+            yield run.emit(
+                "updates", {task.name: update_of(run, task), "__metadata__": {"cached": True}}
+            )
+
+
+def task_starts(run: _Run, tasks: Sequence[Task]) -> Generator[Emit, Any, None]:
+    """``tasks`` / ``debug`` events for tasks about to run."""
+    if not (run.wants("tasks") or run.wants("debug")):
+        return
+    for task in tasks:
+        if task.node.hidden:
+            continue
+        payload = {"id": task.id, "name": task.name, "input": task.input, "triggers": task.triggers}
+        yield from _task_event(run, "task", payload)
+
+
+def task_result(
+    run: _Run, task: Task, error: BaseException | None, interrupts: Sequence[Interrupt]
+) -> Generator[Emit, Any, None]:
+    """``updates`` (on success) and ``tasks``/``debug`` result events for a finished task."""
+    if error is None and not interrupts and run.wants("updates") and not task.node.hidden:
+        yield run.emit("updates", {task.name: update_of(run, task)})
+    if not (run.wants("tasks") or run.wants("debug")) or task.node.hidden:
+        return
+    result = dict((k, v) for k, v in task.writes if k in run.spec.output_keys)
+    payload = {
+        "id": task.id,
+        "name": task.name,
+        "error": None if error is None else repr(error),
+        "result": result,
+        "interrupts": [{"value": i.value, "id": i.id} for i in interrupts],
+    }
+    yield from _task_event(run, "task_result", payload)
+
+
+def _task_event(run: _Run, kind: str, payload: dict[str, Any]) -> Generator[Emit, Any, None]:
+    if run.wants("tasks"):
+        yield run.emit("tasks", payload)
+    if run.wants("debug"):
+        yield run.emit(
+            "debug", {"step": run.step, "timestamp": now_iso(), "type": kind, "payload": payload}
+        )
+
+
+def checkpoint_events(run: _Run, parent: RunnableConfig) -> Generator[Emit, Any, None]:
+    """``checkpoints`` / ``debug`` events for the checkpoint just made."""
+    nxt = prepare_tasks(run.spec, run.checkpoint, run.channels, run.step + 1, run.cfg.checkpoint_ns)
+    conf = dict(run.saved_config["configurable"]) if run.saved_config else {}
+    payload = {
+        "config": {"configurable": conf},
+        "parent_config": parent if parent["configurable"].get("checkpoint_id") else None,
+        "values": run.output(),
+        "metadata": dict(run.metadata),
+        "next": [t.name for t in nxt],
+        "tasks": [{"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in nxt],
+    }
+    if run.wants("checkpoints"):
+        yield run.emit("checkpoints", payload)
+    if run.wants("debug"):
+        yield run.emit(
+            "debug",
+            {
+                "step": run.step,
+                "timestamp": run.checkpoint["ts"],
+                "type": "checkpoint",
+                "payload": payload,
+            },
+        )
+
+
+def interrupt_update(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
+    """The ``updates`` chunk that reports interrupts."""
+    return {INTERRUPT: tuple(interrupts)}

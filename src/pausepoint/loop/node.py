@@ -1,0 +1,162 @@
+"""A task's body: call the node, turn its result into writes, follow its edges.
+
+The body is a generator of :class:`~pausepoint.loop.effects.Call` effects (the
+node function, then each conditional edge's path function), so one body serves
+both drivers: the sync driver calls functions, the async driver awaits them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any
+
+from pausepoint.channels import Channel
+from pausepoint.constants import BRANCH_TO, END, START, TASKS
+from pausepoint.errors import InvalidUpdateError, ParentCommand
+from pausepoint.graph.schema import update_as_pairs
+from pausepoint.loop.effects import Call
+from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
+from pausepoint.loop.tasks import Task, read_values
+from pausepoint.types import Command, Send
+
+__all__ = ["node_body", "result_writes"]
+
+Writes = list[tuple[str, Any]]
+
+
+def node_body(
+    spec: GraphSpec,
+    task: Task,
+    config: Any,
+    channels: Mapping[str, Channel],
+) -> Generator[Call, Any, Writes]:
+    """Run ``task``'s node and return its writes (state updates and edge triggers)."""
+    node = task.node
+    if node.name == START:
+        result: Any = task.input
+        writes = spec.input.input_pairs(result)
+    else:
+        result = yield _node_call(node, task.input, config)
+        writes = result_writes(spec, node, result, task.ns)
+    writes.extend((chan, None) for chan in node.edges)
+    writes.extend((chan, node.name) for chan in node.joins)
+    for branch in node.branches:
+        state = fresh_state(spec, node, channels, writes)
+        args = (state, config) if branch.accepts_config else (state,)
+        dest = yield Call(branch.path, branch.path if branch.path_is_async else None, args)
+        writes.extend(branch_writes(spec, branch, dest))
+    return writes
+
+
+def _node_call(node: NodeProc, value: Any, config: Any) -> Call:
+    if node.subgraph is not None:
+        return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config))
+    fn = node.fn
+    assert fn is not None
+    args = (value, config) if node.accepts_config else (value,)
+    return Call(fn, fn if node.is_async else None, args)
+
+
+def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writes:
+    """The writes of a node's return value: a dict, ``None``, a ``Command`` or an object."""
+    if isinstance(result, Command):
+        return command_writes(spec, result, ns)  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
+        if any(isinstance(r, Command) for r in result):  # pyright: ignore[reportUnknownVariableType]
+            out: Writes = []
+            for r in result:  # pyright: ignore[reportUnknownVariableType]
+                out.extend(result_writes(spec, node, r, ns))
+            return out
+    if result is not None and not isinstance(result, dict) and spec.state.kind == "typeddict":
+        if not _is_schema_object(result):
+            raise InvalidUpdateError(
+                f"Expected dict, got {result!r}: node {node.name!r} must return a dict "
+                "of state updates, None, or a Command"
+            )
+    return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_keys]
+
+
+def _is_schema_object(value: Any) -> bool:
+    import dataclasses
+
+    return dataclasses.is_dataclass(value) or hasattr(type(value), "model_fields")
+
+
+def command_writes(spec: GraphSpec, cmd: Command[Any], ns: str) -> Writes:
+    """The writes of a ``Command`` returned by a node (or given as graph input)."""
+    if cmd.graph == Command.PARENT:
+        raise ParentCommand(cmd, ns)
+    writes: Writes = [(k, v) for k, v in cmd.update_items() if k in spec.state_keys]
+    for target in cmd.goto_targets():
+        writes.append(goto_write(spec, target))
+    return writes
+
+
+def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, Any]:
+    """The write that schedules ``target`` (a node name or a ``Send``) next step."""
+    if isinstance(target, Send):
+        if target.node not in spec.nodes:
+            raise InvalidUpdateError(f"Send to unknown node {target.node!r}")
+        return (TASKS, target)
+    if target not in spec.nodes or target == START:
+        raise InvalidUpdateError(
+            f"goto to unknown node {target!r}; known nodes: {sorted(spec.nodes)}"
+        )
+    return (BRANCH_TO + target, None)
+
+
+def branch_writes(spec: GraphSpec, branch: Branch, dest: Any) -> Writes:
+    """The writes that a conditional edge's result schedules."""
+    results: list[Any] = list(dest) if isinstance(dest, (list, tuple, set)) else [dest]  # pyright: ignore[reportUnknownArgumentType]
+    writes: Writes = []
+    for r in results:
+        if isinstance(r, Send):
+            writes.append(goto_write(spec, r))
+            continue
+        name = _map_dest(branch, r)
+        if name == END:
+            continue
+        if name not in spec.nodes:
+            raise InvalidUpdateError(
+                f"conditional edge returned {r!r}, which is not a node "
+                f"(known nodes: {sorted(n for n in spec.nodes if n != START)})"
+            )
+        writes.append((BRANCH_TO + name, None))
+    return writes
+
+
+def _map_dest(branch: Branch, result: Any) -> str:
+    if branch.path_map is None:
+        return str(result)
+    try:
+        return branch.path_map[result]
+    except (KeyError, TypeError):
+        raise InvalidUpdateError(
+            f"conditional edge returned {result!r}, which is not in its path_map "
+            f"{sorted(map(str, branch.path_map))}"
+        ) from None
+
+
+def fresh_state(
+    spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel], writes: Writes
+) -> Any:
+    """The state as the node sees it after its own writes (what branch paths receive)."""
+    keys = spec.state_keys
+    local: dict[str, Channel] = {}
+    for k in keys:
+        chan = channels.get(k)
+        if chan is not None:
+            local[k] = chan.spawn(chan.checkpoint())
+    grouped: dict[str, list[Any]] = {}
+    for chan, value in writes:
+        if chan in local:
+            grouped.setdefault(chan, []).append(value)
+    for chan, values in grouped.items():
+        local[chan].update(values)
+    schema = node.input_schema or spec.state
+    return schema.coerce(read_values(local, keys))
+
+
+def callable_name(fn: Callable[..., Any]) -> str:
+    """A readable name of a node function."""
+    return getattr(fn, "__name__", type(fn).__name__)

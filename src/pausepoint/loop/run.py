@@ -1,0 +1,464 @@
+"""The superstep loop: one generator that runs a graph and yields effects.
+
+One call of :func:`run` is one ``invoke``/``stream`` of one graph (a subgraph
+run inside a task is a run of its own). It loads the thread's checkpoint,
+takes the input (new input, ``None`` to continue, or a ``Command``), then runs
+supersteps until no task is left, an interrupt pauses it, or a node fails.
+Drivers carry out its effects; see :mod:`pausepoint.loop.effects`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Generator
+from typing import Any
+
+from pausepoint.channels import Channel
+from pausepoint.checkpoint.base import (
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    copy_checkpoint,
+    empty_checkpoint,
+)
+from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
+from pausepoint.config import RunConfig, RunnableConfig
+from pausepoint.constants import INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME
+from pausepoint.errors import (
+    CheckpointerRequiredError,
+    EmptyInputError,
+    GraphInterrupt,
+    GraphRecursionError,
+    InvalidCommandError,
+    ParentCommand,
+)
+from pausepoint.loop import emit as out
+from pausepoint.loop.effects import (
+    Emit,
+    LoadCheckpoint,
+    NextOutcome,
+    Outcome,
+    RunTasks,
+    SaveCheckpoint,
+    SaveWrites,
+)
+from pausepoint.loop.node import command_writes
+from pausepoint.loop.pending import (
+    ResumeMap,
+    TaskRecord,
+    is_own_interrupt,
+    parse_resume,
+    pending_interrupts,
+    read_records,
+)
+from pausepoint.loop.spec import GraphSpec
+from pausepoint.loop.tasks import Task, prepare_tasks
+from pausepoint.loop.writes import InputWrites, apply_writes
+from pausepoint.scratchpad import NestInfo
+from pausepoint.types import Command, Durability, Interrupt
+
+__all__ = ["RunOptions", "RunResult", "run"]
+
+Effect = Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How to run: parsed once by the public API, read-only in the loop."""
+
+    config: RunConfig
+    has_saver: bool
+    durability: Durability
+    stream_modes: frozenset[str]
+    stream_subgraphs: bool
+    ns: tuple[str, ...]
+    nest: NestInfo | None
+    interrupt_before: tuple[str, ...] | str
+    interrupt_after: tuple[str, ...] | str
+    sink: Callable[[tuple[str, ...], str, Any], None] | None
+    saver: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunResult:
+    """What a run ends with: the output values and the interrupts that paused it."""
+
+    values: Any
+    interrupts: tuple[Interrupt, ...]
+    paused: bool
+
+
+class _Run:
+    """The mutable state of one run; ``steps`` is the generator."""
+
+    def __init__(self, spec: GraphSpec, input: Any, opts: RunOptions) -> None:
+        self.spec = spec
+        self.input = input
+        self.opts = opts
+        self.cfg = opts.config
+        self.checkpoint: Checkpoint = empty_checkpoint(new_checkpoint_id(), now_iso())
+        self.metadata: CheckpointMetadata = {"source": "input", "step": -2, "parents": {}}
+        self.saved_config: RunnableConfig | None = None
+        self.channels: dict[str, Channel] = spec.fresh_channels({})
+        self.records: dict[str, TaskRecord] = {}
+        self.null_writes: list[tuple[str, Any]] = []
+        self.resume: ResumeMap | None = None
+        self.resuming = False
+        self.step = -1
+        self.stop = 0
+        self.tasks: list[Task] = []
+        self.unsaved: list[tuple[str, list[tuple[str, Any]]]] = []
+        self.dirty = False
+
+    # --- effects helpers ---------------------------------------------------------------
+
+    def emit(self, mode: str, payload: Any) -> Emit:
+        return Emit(self.opts.ns, mode, payload)
+
+    def wants(self, mode: str) -> bool:
+        return mode in self.opts.stream_modes
+
+    def _saving_now(self) -> bool:
+        return self.opts.has_saver and self.opts.durability != "exit"
+
+    def save_writes(
+        self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
+    ) -> Generator[Effect, Any, None]:
+        if not self.opts.has_saver:
+            return
+        if self._saving_now() and self.saved_config is not None:
+            yield SaveWrites(self.saved_config, writes, task_id, path)
+        else:
+            self.unsaved.append((task_id, writes))
+
+    def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
+        parent = self.saved_config or self.cfg.with_checkpoint(None)
+        self.checkpoint["id"] = new_checkpoint_id()
+        self.checkpoint["ts"] = now_iso()
+        self.metadata = {
+            **self.cfg.metadata,  # type: ignore[typeddict-item]
+            "source": source,  # type: ignore[typeddict-item]
+            "step": self.step,
+            "parents": dict(self.opts.nest.parents) if self.opts.nest else {},
+        }
+        self.records, self.null_writes, self.unsaved = {}, [], []
+        if self._saving_now():
+            snapshot = copy_checkpoint(self.checkpoint)
+            snapshot["channel_values"] = self._stored_values()
+            self.saved_config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
+            self.dirty = False
+        else:
+            self.prev_config = parent
+            self.saved_config = self.cfg.with_checkpoint(self.checkpoint["id"])
+            self.dirty = self.opts.has_saver
+        if self.wants("checkpoints") or self.wants("debug"):
+            yield from out.checkpoint_events(self, parent)
+
+    def _stored_values(self) -> dict[str, Any]:
+        from pausepoint.channels import MISSING
+
+        values: dict[str, Any] = {}
+        for k, chan in self.channels.items():
+            v = chan.checkpoint()
+            if v is not MISSING:
+                values[k] = v
+        return values
+
+    def flush_exit(self) -> Generator[Effect, Any, None]:
+        """Durability "exit": write the last checkpoint and its writes now."""
+        if not self.dirty:
+            return
+        snapshot = copy_checkpoint(self.checkpoint)
+        snapshot["channel_values"] = self._stored_values()
+        parent = getattr(self, "prev_config", None) or self.cfg.with_checkpoint(None)
+        config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
+        for task_id, writes in self.unsaved:
+            yield SaveWrites(config, writes, task_id, "")
+        self.dirty = False
+
+    # --- the run ---------------------------------------------------------------------
+
+    def steps(self) -> Generator[Effect, Any, RunResult]:
+        if self.opts.has_saver:
+            saved = yield LoadCheckpoint(self._load_config())
+            self.restore(saved)
+        else:
+            self.check_no_saver_input()
+        try:
+            yield from self.first()
+            while (yield from self.tick()):
+                pass
+        except GraphInterrupt as exc:
+            if self.opts.durability == "exit":
+                yield from self.flush_exit()
+            if self.opts.nest is not None:
+                raise
+            return (yield from self.suppress(exc))
+        except BaseException:
+            if self.opts.durability == "exit":
+                yield from self.flush_exit()
+            raise
+        if self.opts.durability == "exit":
+            yield from self.flush_exit()
+        return RunResult(self.output(), (), False)
+
+    def _load_config(self) -> RunnableConfig:
+        conf: dict[str, Any] = {
+            "thread_id": self.cfg.thread_id,
+            "checkpoint_ns": self.cfg.checkpoint_ns,
+        }
+        if self.cfg.checkpoint_id and self.opts.nest is None:
+            conf["checkpoint_id"] = self.cfg.checkpoint_id
+        return {"configurable": conf}
+
+    def check_no_saver_input(self) -> None:
+        if isinstance(self.input, Command) and self.input.resume is not None:
+            raise CheckpointerRequiredError(
+                "Cannot use Command(resume=...) without checkpointer: compile the graph "
+                "with checkpointer=InMemorySaver() (or SqliteSaver) and pass a thread_id"
+            )
+
+    def restore(self, saved: CheckpointTuple | None) -> None:
+        if saved is None:
+            return
+        self.checkpoint = copy_checkpoint(saved.checkpoint)
+        self.metadata = saved.metadata
+        self.saved_config = saved.config
+        self.channels = self.spec.fresh_channels(self.checkpoint["channel_values"])
+        self.records, self.null_writes = read_records(saved.pending_writes or [])
+        self.step = int(saved.metadata.get("step", -2)) + 1
+
+    # --- input -------------------------------------------------------------------------
+
+    def first(self) -> Generator[Effect, Any, None]:
+        self.stop = self.step + self.cfg.recursion_limit + 1
+        inp = self.input
+        nest = self.opts.nest
+        has_state = bool(self.checkpoint["channel_versions"])
+        if nest is not None and nest.resuming and has_state:
+            inp = None
+        if self.opts.nest is not None and nest is not None:
+            self.resume = ResumeMap(nest.resume_map) if nest.resume_map else None
+        if isinstance(inp, Command):
+            yield from self.take_command(inp)  # pyright: ignore[reportUnknownArgumentType]
+        if self.null_writes:
+            apply_writes(
+                self.checkpoint, self.channels, [InputWrites(NULL_TASK_ID, self.null_writes)]
+            )
+        if inp is None or isinstance(inp, Command):
+            if not has_state:
+                raise EmptyInputError(
+                    "Received no input: the thread has no checkpoint to continue from. "
+                    "Pass the graph's input (a dict of state values) to start a run."
+                )
+            self.resuming = True
+            self.checkpoint["versions_seen"][INTERRUPT] = dict(self.checkpoint["channel_versions"])
+            if self.wants("values"):
+                yield self.emit("values", self.output())
+            yield from self.bind_resume()
+            return
+        yield from self.take_input(inp)
+
+    def take_command(self, cmd: Command[Any]) -> Generator[Effect, Any, None]:
+        if cmd.graph == Command.PARENT:
+            raise InvalidCommandError(
+                "Command(graph=Command.PARENT) was given as graph input, but a graph "
+                "called directly has no parent graph. Return it from a node of a subgraph."
+            )
+        if cmd.resume is None and cmd.update is None and not cmd.goto:
+            raise InvalidCommandError(
+                "Received an empty Command(): give it resume=, update= or goto=; "
+                "to continue a paused run without a value, invoke with None"
+            )
+        if cmd.resume is not None:
+            if not self.opts.has_saver:
+                self.check_no_saver_input()
+            self.resume = parse_resume(cmd.resume, pending_interrupts(self.records))
+        writes = command_writes(self.spec, Command(update=cmd.update, goto=cmd.goto), "")
+        if writes:
+            self.null_writes.extend(writes)
+            yield from self.save_writes(NULL_TASK_ID, writes)
+
+    def bind_resume(self) -> Generator[Effect, Any, None]:
+        """Give each answered task its new resume value, saved before it re-runs."""
+        if self.resume is None:
+            return
+        tasks = prepare_tasks(
+            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
+        )
+        for task in tasks:
+            rec = self.records.get(task.id)
+            if rec is None or not rec.paused:
+                continue
+            for intr in rec.interrupts:
+                if intr.id in self.resume.values and is_own_interrupt(intr, task.ns):
+                    rec.resume = [*(rec.resume or []), self.resume.values[intr.id]]
+                    yield from self.save_writes(task.id, [(RESUME, rec.resume)])
+
+    def take_input(self, inp: Any) -> Generator[Effect, Any, None]:
+        from pausepoint.constants import START
+
+        if not isinstance(inp, dict) and self.spec.input.kind == "typeddict":
+            if not hasattr(type(inp), "model_fields") and not dataclasses.is_dataclass(inp):
+                raise TypeError(f"Expected the graph input to be a dict, got {type(inp).__name__}")
+        discard = prepare_tasks(
+            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
+        )
+        for t in discard:
+            t.writes = []
+        apply_writes(self.checkpoint, self.channels, [*discard, InputWrites(START, [(START, inp)])])
+        yield from self.save_checkpoint("input")
+        self.step += 1
+
+    # --- supersteps ----------------------------------------------------------------------
+
+    def tick(self) -> Generator[Effect, Any, bool]:
+        if self.step > self.stop:
+            raise GraphRecursionError(
+                f"Recursion limit of {self.cfg.recursion_limit} reached without hitting a "
+                "stop condition. You can increase the limit by setting the `recursion_limit` "
+                "config key."
+            )
+        self.tasks = prepare_tasks(
+            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
+        )
+        if not self.tasks:
+            return False
+        to_run, paused = self.match_records()
+        yield from out.cached_updates(self)
+        if self.should_interrupt(self.opts.interrupt_before):
+            raise GraphInterrupt(())
+        interrupts = [i for t in paused for i in self.records[t.id].interrupts]
+        if to_run:
+            interrupts += yield from self.execute(to_run)
+        if interrupts:
+            if paused and self.wants("updates"):
+                yield self.emit(
+                    "updates",
+                    {INTERRUPT: tuple(i for t in paused for i in self.records[t.id].interrupts)},
+                )
+            raise GraphInterrupt(tuple(interrupts))
+        yield from self.after_tick()
+        return True
+
+    def match_records(self) -> tuple[list[Task], list[Task]]:
+        """Split tasks into those to run and those paused without an answer (DESIGN §4.6)."""
+        to_run: list[Task] = []
+        paused: list[Task] = []
+        answered = self.resume.values if self.resume else {}
+        for task in self.tasks:
+            rec = self.records.get(task.id)
+            if rec is None:
+                to_run.append(task)
+            elif rec.done:
+                task.writes = list(rec.writes)
+            elif rec.paused and not any(i.id in answered for i in rec.interrupts):
+                paused.append(task)
+            else:
+                to_run.append(task)
+        return to_run, paused
+
+    def should_interrupt(self, nodes: tuple[str, ...] | str) -> bool:
+        if not nodes:
+            return False
+        seen = self.checkpoint["versions_seen"].get(INTERRUPT, {})
+        changed = any(v > seen.get(c, 0) for c, v in self.checkpoint["channel_versions"].items())
+        if not changed:
+            return False
+        if nodes == "*":
+            return any(not t.node.hidden for t in self.tasks)
+        return any(t.name in nodes for t in self.tasks)
+
+    def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
+        from pausepoint.loop.prepare import prepare_for_execution
+
+        yield from out.task_starts(self, to_run)
+        yield RunTasks([prepare_for_execution(self, t) for t in to_run])
+        interrupts: list[Interrupt] = []
+        errors: list[BaseException] = []
+        for _ in to_run:
+            outcome: Outcome = yield NextOutcome()
+            yield from self.finish(outcome, interrupts, errors)
+        if errors:
+            raise errors[0]
+        return interrupts
+
+    def finish(
+        self, outcome: Outcome, interrupts: list[Interrupt], errors: list[BaseException]
+    ) -> Generator[Effect, Any, None]:
+        from pausepoint.constants import ERROR
+
+        task, err = outcome.task, outcome.error
+        path = repr(task.path)
+        if err is None:
+            task.writes = list(outcome.writes)
+            yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
+            yield from out.task_result(self, task, None, ())
+        elif isinstance(err, GraphInterrupt):
+            found = err.interrupts
+            interrupts.extend(found)
+            rec = self.records.setdefault(task.id, TaskRecord())
+            rec.interrupts = found
+            yield from self.save_writes(task.id, [(INTERRUPT, found)], path)
+            if self.wants("updates") and found:
+                yield self.emit("updates", {INTERRUPT: found})
+            yield from out.task_result(self, task, None, found)
+        elif isinstance(err, ParentCommand) and err.origin != task.ns:
+            task.writes = command_writes(self.spec, err.command, task.ns)
+            yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
+            yield from out.task_result(self, task, None, ())
+        else:
+            errors.append(err)
+            if not isinstance(err, ParentCommand):
+                yield from self.save_writes(task.id, [(ERROR, _error_record(err))], path)
+                yield from out.task_result(self, task, err, ())
+
+    def after_tick(self) -> Generator[Effect, Any, None]:
+        updated = apply_writes(self.checkpoint, self.channels, self.tasks)
+        if self.wants("values") and not updated.isdisjoint(self.spec.output_keys):
+            yield self.emit("values", self.output())
+        yield from self.save_checkpoint("loop")
+        self.resume = None
+        self.resuming = False
+        self.step += 1
+        if self.should_interrupt_after():
+            raise GraphInterrupt(())
+
+    def should_interrupt_after(self) -> bool:
+        nodes = self.opts.interrupt_after
+        if not nodes:
+            return False
+        seen = self.checkpoint["versions_seen"].get(INTERRUPT, {})
+        changed = any(v > seen.get(c, 0) for c, v in self.checkpoint["channel_versions"].items())
+        ran = self.tasks
+        if nodes == "*":
+            return changed and any(not t.node.hidden for t in ran)
+        return changed and any(t.name in nodes for t in ran)
+
+    # --- the end -----------------------------------------------------------------------
+
+    def suppress(self, exc: GraphInterrupt) -> Generator[Effect, Any, RunResult]:
+        """The root graph swallows interrupts and reports them with the output."""
+        if self.tasks and any(t.writes for t in self.tasks):
+            scratch = copy_checkpoint(self.checkpoint)
+            done = [t for t in self.tasks if t.writes]
+            updated = apply_writes(scratch, self.channels, done)
+            if self.wants("values") and not updated.isdisjoint(self.spec.output_keys):
+                yield self.emit("values", self.output())
+        if not exc.interrupts and self.wants("updates"):
+            yield self.emit("updates", {INTERRUPT: ()})
+        return RunResult(self.output(), exc.interrupts, True)
+
+    def output(self) -> Any:
+        from pausepoint.loop.tasks import read_values
+
+        return read_values(self.channels, self.spec.output_keys)
+
+
+def _error_record(err: BaseException) -> dict[str, str]:
+    return {"type": type(err).__name__, "message": str(err)}
+
+
+def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, Any, RunResult]:
+    """The loop for one run of ``spec``; drive it with a driver from :mod:`pausepoint.drivers`."""
+    return _Run(spec, input, opts).steps()

@@ -1,0 +1,96 @@
+"""State snapshots: what ``get_state`` and ``get_state_history`` report (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
+from pausepoint.config import RunnableConfig
+from pausepoint.loop.pending import read_records
+from pausepoint.loop.spec import GraphSpec
+from pausepoint.loop.tasks import Task, prepare_tasks, read_values
+from pausepoint.loop.writes import InputWrites, apply_writes
+from pausepoint.types import Interrupt, PregelTask, StateSnapshot
+
+__all__ = ["build_snapshot", "snapshot_tasks"]
+
+
+def snapshot_tasks(spec: GraphSpec, saved: CheckpointTuple) -> list[Task]:
+    """The tasks of the step that starts at ``saved``."""
+    checkpoint = saved.checkpoint
+    channels = spec.fresh_channels(checkpoint["channel_values"])
+    step = int(saved.metadata.get("step", -1)) + 1
+    ns = (saved.config.get("configurable") or {}).get("checkpoint_ns", "")
+    return prepare_tasks(spec, checkpoint, channels, step, ns)
+
+
+def build_snapshot(
+    spec: GraphSpec,
+    saved: CheckpointTuple,
+    *,
+    apply_pending: bool,
+    task_states: dict[str, Any] | None = None,
+) -> StateSnapshot:
+    """The snapshot of ``saved``; with ``apply_pending``, finished tasks' writes are applied.
+
+    Only interrupts still waiting for an answer are listed (DESIGN §4.3).
+    """
+    checkpoint = copy_checkpoint(saved.checkpoint)
+    channels = spec.fresh_channels(checkpoint["channel_values"])
+    step = int(saved.metadata.get("step", -1)) + 1
+    ns = (saved.config.get("configurable") or {}).get("checkpoint_ns", "")
+    tasks = prepare_tasks(spec, checkpoint, channels, step, ns)
+    records, null_writes = read_records(saved.pending_writes or [])
+    if null_writes:
+        apply_writes(checkpoint, channels, [InputWrites("__input__", null_writes)])
+    done: list[Task] = []
+    for task in tasks:
+        rec = records.get(task.id)
+        if rec is not None and rec.done and apply_pending:
+            task.writes = list(rec.writes)
+            done.append(task)
+    if done:
+        apply_writes(checkpoint, channels, done)
+    states = task_states or {}
+    out: list[PregelTask] = []
+    for task in tasks:
+        rec = records.get(task.id)
+        interrupts: tuple[Interrupt, ...] = rec.interrupts if rec and rec.paused else ()
+        error = _error(rec.error) if rec is not None and rec.error and not rec.done else None
+        result = _result(spec, rec.writes) if rec is not None and rec.done else None
+        out.append(
+            PregelTask(
+                task.id, task.name, task.path, error, interrupts, states.get(task.id), result
+            )
+        )
+    return StateSnapshot(
+        values=read_values(channels, spec.state_keys),
+        next=tuple(t.name for t in tasks if not t.writes),
+        config=saved.config,
+        metadata=saved.metadata,
+        created_at=saved.checkpoint["ts"],
+        parent_config=saved.parent_config,
+        tasks=tuple(out),
+        interrupts=tuple(i for t in out for i in t.interrupts),
+    )
+
+
+def _result(spec: GraphSpec, writes: list[tuple[str, Any]]) -> Any:
+    found = {k: v for k, v in writes if k in spec.output_keys}
+    return found or None
+
+
+def _error(record: Any) -> Exception:
+    if isinstance(record, Exception):
+        return record
+    if isinstance(record, dict):
+        from pausepoint.errors import PausepointError
+
+        kind = str(record.get("type", "Exception"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        return PausepointError(f"{kind}: {record.get('message', '')}")  # pyright: ignore[reportUnknownMemberType]
+    return Exception(str(record))
+
+
+def subgraph_config(thread_id: str | None, task: Task) -> RunnableConfig:
+    """The config that names a subgraph task's own state."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": task.ns}}

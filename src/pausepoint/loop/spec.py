@@ -1,0 +1,67 @@
+"""A compiled graph as the loop sees it: channels, nodes, edges and branches.
+
+Built once by ``StateGraph.compile()``; immutable afterwards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pausepoint.types import RetryPolicy
+
+if TYPE_CHECKING:
+    from pausepoint.channels import Channel
+    from pausepoint.graph.schema import SchemaInfo
+
+__all__ = ["Branch", "GraphSpec", "NodeProc"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Branch:
+    """A conditional edge: ``path(state)`` names the next nodes (through ``path_map``)."""
+
+    path: Callable[..., Any]
+    path_is_async: bool
+    path_map: Mapping[Hashable, str] | None
+    accepts_config: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeProc:
+    """One node: what triggers it, what it reads, what it calls and where it leads."""
+
+    name: str
+    triggers: tuple[str, ...]
+    reads: tuple[str, ...]
+    input_schema: SchemaInfo | None
+    fn: Callable[..., Any] | None
+    is_async: bool
+    accepts_config: bool
+    subgraph: Any | None
+    retry: tuple[RetryPolicy, ...]
+    hidden: bool
+    edges: tuple[str, ...]
+    joins: tuple[str, ...]
+    branches: tuple[Branch, ...]
+    metadata: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GraphSpec:
+    """Everything the loop needs to know about a compiled graph."""
+
+    name: str
+    channels: Mapping[str, Channel]
+    nodes: Mapping[str, NodeProc]
+    state: SchemaInfo
+    input: SchemaInfo
+    output_keys: tuple[str, ...]
+    state_keys: tuple[str, ...]
+
+    def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
+        """Channels rebuilt from a checkpoint's stored values."""
+        from pausepoint.channels import MISSING
+
+        return {k: proto.spawn(stored.get(k, MISSING)) for k, proto in self.channels.items()}

@@ -1,0 +1,129 @@
+"""Which tasks run in a superstep, and their deterministic ids.
+
+A node runs when a channel it is triggered by has a version it has not seen
+(a *pull* task); each ``Send`` packet written in the previous step becomes a
+*push* task. Task ids hash the checkpoint id, namespace, step, node and path,
+so the same checkpoint always yields the same tasks — which is what lets a
+resumed run find the writes and interrupts its tasks saved before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from xxhash import xxh3_128_hexdigest
+
+from pausepoint.channels import Channel
+from pausepoint.checkpoint.base import Checkpoint
+from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
+from pausepoint.loop.spec import GraphSpec, NodeProc
+from pausepoint.types import Send
+
+__all__ = ["Task", "prepare_tasks", "task_id", "task_ns"]
+
+
+@dataclasses.dataclass(slots=True, eq=False)
+class Task:
+    """A node to run in one superstep, with its input and (once known) its writes."""
+
+    id: str
+    name: str
+    path: tuple[str, str | int]
+    input: Any
+    triggers: tuple[str, ...]
+    node: NodeProc
+    ns: str
+    writes: list[tuple[str, Any]] = dataclasses.field(default_factory=list[tuple[str, Any]])
+
+    @property
+    def sort_key(self) -> tuple[str, str]:
+        """Deterministic order of write application: pull tasks by name, then pushes."""
+        kind, key = self.path
+        return (kind, f"{key:010d}" if isinstance(key, int) else key)
+
+
+def task_id(checkpoint_id: str, ns: str, step: int, name: str, kind: str, key: str) -> str:
+    """A uuid-shaped xxh3-128 digest of the task's coordinates."""
+    digest = xxh3_128_hexdigest(
+        "\x00".join((checkpoint_id, ns, str(step), name, kind, key)).encode()
+    )
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
+
+
+def task_ns(parent_ns: str, name: str, tid: str) -> str:
+    """The checkpoint namespace of a task (its interrupts' ids hash this)."""
+    own = f"{name}{NS_END}{tid}"
+    return f"{parent_ns}{NS_SEP}{own}" if parent_ns else own
+
+
+def prepare_tasks(
+    spec: GraphSpec,
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Channel],
+    step: int,
+    ns: str,
+) -> list[Task]:
+    """The tasks of the superstep that starts at ``checkpoint``: pushes first, then pulls."""
+    tasks: list[Task] = []
+    sends = channels[TASKS].value if TASKS in channels else None
+    if sends and isinstance(sends, list):
+        for idx, send in enumerate(sends):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            tasks.append(_push_task(spec, checkpoint, step, ns, idx, send))  # pyright: ignore[reportUnknownArgumentType]
+    versions = checkpoint["channel_versions"]
+    seen_all = checkpoint["versions_seen"]
+    for node in spec.nodes.values():
+        seen = seen_all.get(node.name, {})
+        if any(
+            channels[c].is_available() and versions.get(c, 0) > seen.get(c, 0)
+            for c in node.triggers
+        ):
+            tid = task_id(checkpoint["id"], ns, step, node.name, PULL, node.name)
+            tasks.append(
+                Task(
+                    id=tid,
+                    name=node.name,
+                    path=(PULL, node.name),
+                    input=read_input(spec, node, channels),
+                    triggers=node.triggers,
+                    node=node,
+                    ns=task_ns(ns, node.name, tid),
+                )
+            )
+    return tasks
+
+
+def _push_task(
+    spec: GraphSpec, checkpoint: Checkpoint, step: int, ns: str, idx: int, send: Send
+) -> Task:
+    node = spec.nodes[send.node]
+    tid = task_id(checkpoint["id"], ns, step, node.name, PUSH, str(idx))
+    return Task(
+        id=tid,
+        name=node.name,
+        path=(PUSH, idx),
+        input=send.arg,
+        triggers=(PUSH,),
+        node=node,
+        ns=task_ns(ns, node.name, tid),
+    )
+
+
+def read_input(spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel]) -> Any:
+    """The value a pull task receives: its read keys, shaped by its input schema."""
+    if node.name == START:
+        return channels[START].get()
+    values = read_values(channels, node.reads)
+    schema = node.input_schema
+    return schema.coerce(values) if schema is not None else values
+
+
+def read_values(channels: Mapping[str, Channel], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The available values of ``keys`` as a dict."""
+    out: dict[str, Any] = {}
+    for key in keys:
+        chan = channels.get(key)
+        if chan is not None and chan.is_available():
+            out[key] = chan.get()
+    return out

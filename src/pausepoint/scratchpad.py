@@ -1,0 +1,97 @@
+"""The running task's context: its scratchpad, namespace, config and writers.
+
+While a node runs, one frozen :class:`TaskContext` sits in the ``TASK`` context
+variable. The sync driver runs each task in a copy of the caller's context and
+the async driver in its own asyncio task, so parallel tasks never see each
+other's context. ``interrupt()``, ``get_config()``, ``get_stream_writer()`` and
+nested graphs read it; nothing else does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from pausepoint.errors import GraphInterrupt
+from pausepoint.types import Interrupt
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.config import RunnableConfig
+    from pausepoint.types import Durability
+
+__all__ = ["TASK", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
+
+
+class Scratchpad:
+    """Per-task working memory for ``interrupt()``.
+
+    ``resume`` holds the answers this task has received so far, in the order its
+    ``interrupt()`` calls asked for them; the counter is created on first use,
+    so a task that never interrupts pays nothing.
+    """
+
+    __slots__ = ("_counter", "resume")
+
+    def __init__(self, resume: list[Any] | None = None) -> None:
+        self.resume: list[Any] = resume if resume is not None else []
+        self._counter: Callable[[], int] | None = None
+
+    def next_interrupt_index(self) -> int:
+        """The index of this ``interrupt()`` call within the task: 0, 1, 2, …"""
+        if self._counter is None:
+            self._counter = itertools.count().__next__
+        return self._counter()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NestInfo:
+    """What a graph run inside this task (a subgraph) inherits from its parent."""
+
+    saver: BaseCheckpointSaver | None
+    thread_id: str | None
+    durability: Durability
+    resume_map: Mapping[str, Any]
+    resuming: bool
+    sink: Callable[[tuple[str, ...], str, Any], None] | None
+    stream_modes: frozenset[str]
+    stream_subgraphs: bool
+    parents: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskContext:
+    """The running task, as seen from inside its node function."""
+
+    name: str
+    task_id: str
+    checkpoint_ns: str
+    config: RunnableConfig
+    scratchpad: Scratchpad
+    stream_writer: Callable[[Any], None]
+    nest: NestInfo
+
+    def interrupt(self, value: Any) -> Any:
+        """``interrupt(value)`` for this task; see :func:`pausepoint.types.interrupt`."""
+        idx = self.scratchpad.next_interrupt_index()
+        resume = self.scratchpad.resume
+        if idx < len(resume):
+            return resume[idx]
+        raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns),))
+
+
+TASK: ContextVar[TaskContext | None] = ContextVar("pausepoint_task", default=None)
+
+
+def current_task(what: str) -> TaskContext:
+    """The running task's context, or a clear error naming ``what`` was called outside one."""
+    task = TASK.get()
+    if task is None:
+        raise RuntimeError(
+            f"{what} was called outside a running graph node: call it from inside a node "
+            "function while the graph runs (invoke, stream or their async forms)"
+        )
+    return task

@@ -1,0 +1,18 @@
+"""Safe serialization of checkpoint data: typed JSON, an allowlist, no pickle.
+
+See :class:`Serializer`. The stored format is documented in ``docs/format.md``.
+"""
+
+from pausepoint.serde.registry import TypeRegistry
+from pausepoint.serde.serializer import FORMAT, Serializer, SerializerProtocol, dumps, loads
+from pausepoint.serde.stored_error import StoredError
+
+__all__ = [
+    "FORMAT",
+    "Serializer",
+    "SerializerProtocol",
+    "StoredError",
+    "TypeRegistry",
+    "dumps",
+    "loads",
+]

@@ -1,0 +1,174 @@
+"""Turning a tagged JSON tree back into Python values, without running stored code.
+
+Decoding is a JSON ``object_hook``: it sees every JSON object bottom-up, so the
+payload of a tagged node is already decoded when the node is. A tag is looked up
+in a fixed table of built-in decoders or, for user classes, in the
+:class:`~pausepoint.serde.registry.TypeRegistry` by stable name. Nothing is ever
+imported, and user classes are rebuilt without calling their ``__init__``.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import pathlib
+import uuid
+import zoneinfo
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, cast
+
+from pausepoint.errors import CheckpointDecodeError
+from pausepoint.serde.encoder import TAG
+from pausepoint.serde.registry import ClassCodec, TypeRegistry
+from pausepoint.serde.stored_error import StoredError
+from pausepoint.types import Command, Interrupt, Overwrite, Send
+
+__all__ = ["make_object_hook"]
+
+
+def _timedelta(p: list[int]) -> datetime.timedelta:
+    days, seconds, micros = p
+    return datetime.timedelta(days=days, seconds=seconds, microseconds=micros)
+
+
+def _datetime_zone(p: list[Any]) -> datetime.datetime:
+    wall, key, fold = p
+    naive = datetime.datetime.fromisoformat(wall)
+    return naive.replace(tzinfo=zoneinfo.ZoneInfo(key), fold=fold)
+
+
+def _time(p: list[Any]) -> datetime.time:
+    return datetime.time.fromisoformat(p[0]).replace(fold=p[1])
+
+
+def _timezone(p: list[Any]) -> datetime.timezone:
+    offset = _timedelta(p[0])
+    return datetime.UTC if p[1] == "UTC" and not offset else datetime.timezone(offset, p[1])
+
+
+def _float(p: str) -> float:
+    if p not in ("nan", "inf", "-inf"):
+        raise ValueError(f"{p!r} is not a non-finite float")
+    return float(p)
+
+
+def _command(p: list[Any]) -> Command[Any]:
+    graph, update, resume, goto = p
+    return Command(graph=graph, update=update, resume=resume, goto=goto)
+
+
+def _dict(pairs: list[list[Any]]) -> dict[Any, Any]:
+    return {k: v for k, v in pairs}  # a pair of the wrong size must fail
+
+
+def _interrupt(p: list[Any]) -> Interrupt:
+    return Interrupt(value=p[0], id=str(p[1]))
+
+
+def _error(p: list[Any]) -> StoredError:
+    return StoredError(str(p[0]), str(p[1]))
+
+
+_BUILTINS: dict[str, Callable[[Any], Any]] = {
+    "tuple": tuple,
+    "set": set,
+    "frozenset": frozenset,
+    "dict": _dict,
+    "float": _float,
+    "bytes": lambda p: base64.b64decode(p, validate=True),
+    "bytearray": lambda p: bytearray(base64.b64decode(p, validate=True)),
+    "datetime": datetime.datetime.fromisoformat,
+    "datetime_zone": _datetime_zone,
+    "date": datetime.date.fromisoformat,
+    "time": _time,
+    "timedelta": _timedelta,
+    "timezone": _timezone,
+    "zoneinfo": zoneinfo.ZoneInfo,
+    "uuid": lambda p: uuid.UUID(hex=p),
+    "decimal": Decimal,
+    "path": pathlib.Path,
+    "pureposixpath": pathlib.PurePosixPath,
+    "purewindowspath": pathlib.PureWindowsPath,
+    "interrupt": _interrupt,
+    "send": lambda p: Send(str(p[0]), p[1]),
+    "overwrite": Overwrite,
+    "command": _command,
+    "error": _error,
+}
+
+_CLASS_KINDS = frozenset({"enum", "dataclass", "namedtuple", "pydantic"})
+
+
+def _build_dataclass(codec: ClassCodec, values: dict[str, Any]) -> Any:
+    extra = set(values) - set(codec.fields)
+    if extra:
+        raise CheckpointDecodeError(
+            f"stored {codec.name!r} has fields {sorted(extra)!r} that the registered class "
+            "does not have; the class changed since the value was saved"
+        )
+    obj: Any = object.__new__(codec.cls)
+    for name in codec.fields:
+        if name in values:
+            value = values[name]
+        elif name in codec.defaults:
+            value = codec.defaults[name]()
+        else:
+            raise CheckpointDecodeError(
+                f"stored {codec.name!r} lacks field {name!r}, which has no default"
+            )
+        # object.__setattr__ works for frozen and slotted dataclasses alike.
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def _build(codec: ClassCodec, payload: Any) -> Any:
+    kind = codec.kind
+    if kind == "enum":
+        return codec.cls(payload)
+    if kind == "namedtuple":
+        make = cast(Callable[[Any], Any], getattr(codec.cls, "_make"))  # noqa: B009
+        return make(payload)
+    if not isinstance(payload, dict):
+        raise CheckpointDecodeError(f"stored {codec.name!r} fields are not an object")
+    values = cast(dict[str, Any], payload)
+    if kind == "dataclass":
+        return _build_dataclass(codec, values)
+    construct = cast(Callable[..., Any], getattr(codec.cls, "model_construct"))  # noqa: B009
+    return construct(**values)
+
+
+def _class_value(registry: TypeRegistry, kind: str, payload: Any) -> Any:
+    name, data = payload
+    codec = registry.for_name(name) if isinstance(name, str) else None
+    if codec is None or codec.kind != kind:
+        known = ", ".join(registry.names()) or "none"
+        raise CheckpointDecodeError(
+            f"the stored value names {kind} type {name!r}, which is not in this "
+            f"serializer's allowlist (registered: {known}); nothing was imported or run. "
+            "If the type is yours, register it with Serializer(allowed_types=[...])"
+        )
+    return _build(codec, data)
+
+
+def make_object_hook(registry: TypeRegistry) -> Callable[[dict[str, Any]], Any]:
+    """Return the JSON ``object_hook`` that rebuilds tagged nodes using ``registry``."""
+
+    def hook(obj: dict[str, Any]) -> Any:
+        if TAG not in obj:
+            return obj
+        if len(obj) != 2 or "v" not in obj:
+            raise CheckpointDecodeError(f"malformed tagged node with keys {sorted(obj)!r}")
+        tag, payload = obj[TAG], obj["v"]
+        if not isinstance(tag, str):
+            raise CheckpointDecodeError(f"tag {tag!r} is not a string")
+        builtin = _BUILTINS.get(tag)
+        if builtin is not None:
+            return builtin(payload)
+        if tag in _CLASS_KINDS:
+            return _class_value(registry, tag, payload)
+        raise CheckpointDecodeError(
+            f"unknown tag {tag!r}: the payload was not written by pausepoint"
+        )
+
+    return hook

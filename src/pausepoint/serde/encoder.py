@@ -1,0 +1,200 @@
+"""Turning Python values into a JSON-native tree with type tags.
+
+JSON-native values (str, int, bool, None, finite floats, lists and dicts with
+string keys) pass through untouched: that is the fast path. Everything else
+becomes a *tagged node* ``{"__pp__": tag, "v": payload}``; a user dict that
+happens to use the key ``"__pp__"`` is written as a tagged ``dict`` so it can
+never be mistaken for one.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import pathlib
+import uuid
+import zoneinfo
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from pausepoint.serde.registry import ClassCodec, TypeRegistry, type_name
+from pausepoint.serde.stored_error import StoredError
+from pausepoint.types import Command, Interrupt, Overwrite, Send
+
+__all__ = ["TAG", "Encoder", "Unencodable"]
+
+TAG = "__pp__"
+"""The key marking a tagged node. Part of the stored format (docs/format.md)."""
+
+
+class Unencodable(Exception):
+    """Internal: a value of a type the serializer does not know."""
+
+    def __init__(self, value: object) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+def _tagged(tag: str, payload: Any) -> dict[str, Any]:
+    return {TAG: tag, "v": payload}
+
+
+def _timedelta(td: datetime.timedelta) -> list[int]:
+    return [td.days, td.seconds, td.microseconds]
+
+
+def _datetime(_e: Encoder, dt: datetime.datetime) -> dict[str, Any]:
+    tz = dt.tzinfo
+    if isinstance(tz, zoneinfo.ZoneInfo):
+        # Keep the zone itself, not only today's offset: wall time, zone key, fold.
+        naive = dt.replace(tzinfo=None).isoformat()
+        return _tagged("datetime_zone", [naive, tz.key, dt.fold])
+    if tz is not None and not isinstance(tz, datetime.timezone):
+        # Other tzinfo classes (pytz, dateutil) are stored as their fixed offset.
+        dt = dt.astimezone(datetime.timezone(dt.utcoffset() or datetime.timedelta()))
+    return _tagged("datetime", dt.isoformat())
+
+
+def _timezone(_e: Encoder, tz: datetime.timezone) -> dict[str, Any]:
+    return _tagged("timezone", [_timedelta(tz.utcoffset(None)), tz.tzname(None)])
+
+
+def _exception(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, StoredError):
+        return _tagged("error", [exc.type_name, exc.message])
+    return _tagged("error", [type_name(type(exc)), str(exc)])
+
+
+def _b64(data: bytes | bytearray) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+_Builtin = Callable[["Encoder", Any], Any]
+
+_BUILTINS: dict[type, _Builtin] = {
+    tuple: lambda e, x: _tagged("tuple", [e.encode(v) for v in x]),
+    set: lambda e, x: _tagged("set", [e.encode(v) for v in x]),
+    frozenset: lambda e, x: _tagged("frozenset", [e.encode(v) for v in x]),
+    bytes: lambda _e, x: _tagged("bytes", _b64(x)),
+    bytearray: lambda _e, x: _tagged("bytearray", _b64(x)),
+    datetime.datetime: _datetime,
+    datetime.date: lambda _e, x: _tagged("date", x.isoformat()),
+    datetime.time: lambda _e, x: _tagged("time", [x.isoformat(), x.fold]),
+    datetime.timedelta: lambda _e, x: _tagged("timedelta", _timedelta(x)),
+    datetime.timezone: _timezone,
+    zoneinfo.ZoneInfo: lambda _e, x: _tagged("zoneinfo", x.key),
+    uuid.UUID: lambda _e, x: _tagged("uuid", x.hex),
+    Decimal: lambda _e, x: _tagged("decimal", str(x)),
+    type(pathlib.Path()): lambda _e, x: _tagged("path", str(x)),
+    pathlib.PurePosixPath: lambda _e, x: _tagged("pureposixpath", str(x)),
+    pathlib.PureWindowsPath: lambda _e, x: _tagged("purewindowspath", str(x)),
+    Interrupt: lambda e, x: _tagged("interrupt", [e.encode(x.value), x.id]),
+    Send: lambda e, x: _tagged("send", [x.node, e.encode(x.arg)]),
+    Overwrite: lambda e, x: _tagged("overwrite", e.encode(x.value)),
+    Command: lambda e, x: _tagged(
+        "command", [x.graph, e.encode(x.update), e.encode(x.resume), e.encode(x.goto)]
+    ),
+    StoredError: lambda _e, x: _exception(x),
+}
+
+
+_PLAIN: frozenset[type[Any]] = frozenset({str, int, bool, type(None)})
+"""Types stored as themselves, with no tag and no further walk."""
+
+# Attributes of pausepoint's own types that may hold user values (for error paths).
+_OWN_FIELDS: dict[type[Any], tuple[str, ...]] = {
+    Interrupt: ("value",),
+    Overwrite: ("value",),
+    Send: ("arg",),
+    Command: ("update", "resume", "goto"),
+}
+
+
+class Encoder:
+    """Walks a value and returns its JSON-native, tagged form."""
+
+    __slots__ = ("_registry",)
+
+    def __init__(self, registry: TypeRegistry) -> None:
+        self._registry = registry
+
+    def encode(self, x: Any) -> Any:
+        """Return the tagged JSON-native tree of ``x``.
+
+        Raises:
+            Unencodable: Some value inside ``x`` has an unsupported type.
+
+        """
+        t: type[Any] = type(x)  # pyright: ignore[reportUnknownVariableType]
+        if t is str or t is int or t is bool or x is None:
+            return x
+        if t is float:
+            # x - x is 0.0 for every finite float, nan for nan and ±inf.
+            return x if x - x == 0.0 else _tagged("float", repr(x))
+        if t is dict:
+            return self._dict(x)
+        if t is list:
+            encode = self.encode
+            return [v if type(v) in _PLAIN else encode(v) for v in x]
+        builtin = _BUILTINS.get(t)
+        if builtin is not None:
+            return builtin(self, x)
+        return self._custom(x)
+
+    def _dict(self, d: dict[Any, Any]) -> Any:
+        encode = self.encode
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if type(k) is not str or k == TAG:
+                return _tagged("dict", [[encode(k2), encode(v2)] for k2, v2 in d.items()])
+            # Leaves are copied inline: a call per leaf would double the cost.
+            out[k] = v if type(v) in _PLAIN else encode(v)
+        return out
+
+    def _custom(self, x: Any) -> Any:
+        codec = self._registry.for_type(type(x))  # pyright: ignore[reportUnknownArgumentType]
+        if codec is not None:
+            return _tagged(codec.kind, [codec.name, self._class_payload(codec, x)])
+        if isinstance(x, BaseException):
+            return _exception(x)
+        raise Unencodable(x)
+
+    def _class_payload(self, codec: ClassCodec, x: Any) -> Any:
+        if codec.kind == "enum":
+            return self.encode(x.value)
+        if codec.kind == "namedtuple":
+            return [self.encode(v) for v in x]
+        return self._dict({name: getattr(x, name) for name in codec.fields})
+
+    def locate(self, x: Any, path: str = "") -> tuple[str, Any] | None:
+        """Find the first unsupported value in ``x``: ``(path, value)``, or ``None``.
+
+        The slow twin of :meth:`encode`, used only to explain a failure.
+        """
+        kids = self._children(x)
+        if kids is None:
+            try:
+                self.encode(x)
+            except Unencodable as exc:
+                return path, exc.value
+            return None
+        for segment, child in kids:
+            found = self.locate(child, path + segment)
+            if found is not None:
+                return found
+        return None
+
+    def _children(self, x: Any) -> Iterator[tuple[str, Any]] | None:
+        t: type[Any] = type(x)  # pyright: ignore[reportUnknownVariableType]
+        if t is dict:
+            return (pair for k, v in x.items() for pair in ((f" (key {k!r})", k), (f"[{k!r}]", v)))
+        if t in (list, tuple, set, frozenset):
+            return ((f"[{i}]", v) for i, v in enumerate(x))
+        fields = _OWN_FIELDS.get(t)
+        if fields is None:
+            codec = self._registry.for_type(t)
+            fields = codec.fields if codec is not None else ()
+        if fields:
+            return ((f".{name}", getattr(x, name)) for name in fields)
+        return None

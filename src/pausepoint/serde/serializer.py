@@ -1,0 +1,203 @@
+"""``Serializer``: the typed, allowlist-only serializer savers store values with.
+
+There is no pickle and no import-by-name: a payload is JSON whose non-JSON values
+carry type tags (see :mod:`pausepoint.serde.encoder`), and decoding builds only
+built-in types, pausepoint's own types and the classes registered with the
+serializer. An unsupported value fails when it is *written*, naming where it is;
+a corrupt or crafted payload fails when it is *read*, and runs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from pausepoint.errors import CheckpointDecodeError, SerializationError
+from pausepoint.serde.decoder import make_object_hook
+from pausepoint.serde.encoder import Encoder, Unencodable
+from pausepoint.serde.registry import TypeRegistry, type_name
+
+__all__ = ["FORMAT", "Serializer", "SerializerProtocol", "dumps", "loads"]
+
+FORMAT = "ppjson/1"
+"""The type string of payloads written by :class:`Serializer` (versioned)."""
+
+T = TypeVar("T", bound=type)
+
+
+@runtime_checkable
+class SerializerProtocol(Protocol):
+    """What a saver needs from a serializer (LangGraph's method names)."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """Encode ``obj`` as ``(type string, bytes)``."""
+        ...
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """Decode what :meth:`dumps_typed` returned."""
+        ...
+
+
+class Serializer:
+    """Encodes values to tagged JSON bytes and back, for an allowlist of classes.
+
+    Built-in types round-trip without registration: None, bool, int, float (nan and
+    infinities too), str, bytes, bytearray, list, tuple, set, frozenset, dict (any
+    hashable keys), datetime, date, time, timedelta, timezone, ZoneInfo, UUID,
+    Decimal, pathlib paths, pausepoint's ``Interrupt``, ``Send``, ``Command`` and
+    ``Overwrite``, and exceptions (read back as
+    :class:`~pausepoint.serde.StoredError`, type name and message only).
+    Enums, dataclasses, NamedTuples and Pydantic v2 models must be registered.
+
+    Args:
+        allowed_types: Classes to register, each a class or ``(class, stable_name)``.
+
+    Example:
+        >>> ser = Serializer(allowed_types=[MyState])
+        >>> ser.loads(ser.dumps(MyState(x=1)))
+        MyState(x=1)
+
+    """
+
+    __slots__ = ("_decoder", "_encoder", "_json", "registry")
+
+    def __init__(self, allowed_types: Iterable[type | tuple[type, str]] = ()) -> None:
+        self.registry = TypeRegistry(allowed_types)
+        self._encoder = Encoder(self.registry)
+        self._json = json.JSONEncoder(
+            ensure_ascii=True, allow_nan=False, check_circular=False, separators=(",", ":")
+        )
+        self._decoder = json.JSONDecoder(object_hook=make_object_hook(self.registry))
+
+    def register(self, cls: T, *, name: str | None = None) -> T:
+        """Allow ``cls`` (Enum, dataclass, NamedTuple, Pydantic model); usable as a decorator.
+
+        Args:
+            cls: The class to allow.
+            name: The stable name stored in payloads; ``module.QualName`` by default.
+                Give one explicitly to be free to move or rename the class later.
+
+        Returns:
+            ``cls`` itself.
+
+        Raises:
+            TypeError: ``cls`` is of another kind, or ``name`` is already taken.
+
+        """
+        self.registry.register(cls, name=name)
+        return cls
+
+    def to_tree(self, obj: Any, *, label: str = "value") -> Any:
+        """Return the JSON-native tagged tree of ``obj`` (what :meth:`dumps` writes as JSON).
+
+        Raises:
+            SerializationError: ``obj`` holds a value of an unsupported type.
+
+        """
+        try:
+            return self._encoder.encode(obj)
+        except Unencodable:
+            raise self._explain(obj, label) from None
+        except RecursionError:
+            raise SerializationError(
+                f"cannot serialize {label}: it is nested too deeply or contains a "
+                "reference to itself; store a flatter value"
+            ) from None
+
+    def _explain(self, obj: Any, label: str) -> SerializationError:
+        found = self._encoder.locate(obj)
+        path, bad = found if found is not None else ("", obj)
+        bad_type: type[Any] = type(bad)  # pyright: ignore[reportUnknownVariableType]
+        name = type_name(bad_type)
+        return SerializationError(
+            f"cannot serialize {label}{path}: values of type {name!r} are not supported, "
+            "so nothing was written. If it is an Enum, dataclass, NamedTuple or Pydantic "
+            f"model, allow it with Serializer(allowed_types=[{bad_type.__qualname__}]); "
+            "otherwise convert it to built-in data (dict, list, str, ...) before storing it"
+        )
+
+    def dumps(self, obj: Any, *, label: str = "value") -> bytes:
+        """Encode ``obj`` to bytes (ASCII JSON).
+
+        Args:
+            obj: The value to encode.
+            label: What the value is, for error messages (e.g. ``"channel 'foo'"``).
+
+        Raises:
+            SerializationError: ``obj`` holds a value of an unsupported type.
+
+        """
+        return self._json.encode(self.to_tree(obj, label=label)).encode("ascii")
+
+    def loads(self, data: bytes | str) -> Any:
+        """Decode bytes written by :meth:`dumps`.
+
+        Raises:
+            CheckpointDecodeError: The data is corrupt, not pausepoint's format, or names
+                a type that is not registered. Nothing is imported or executed.
+
+        """
+        try:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            return self._decoder.decode(text)
+        except CheckpointDecodeError as exc:
+            raise CheckpointDecodeError(f"cannot decode a stored value: {exc}") from None
+        except Exception as exc:  # any failure inside a crafted payload is a decode error
+            raise CheckpointDecodeError(
+                f"cannot decode a stored value: {type(exc).__name__}: {exc}; the row is "
+                "corrupt or was not written by this version of pausepoint"
+            ) from exc
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        """Encode ``obj`` as ``(FORMAT, bytes)``, the pair savers store."""
+        return FORMAT, self.dumps(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """Decode a ``(type, bytes)`` pair from :meth:`dumps_typed`.
+
+        Raises:
+            CheckpointDecodeError: The type is not :data:`FORMAT` (a row from another
+                library or an unknown format version) or the bytes cannot be decoded.
+
+        """
+        kind, payload = data
+        if kind != FORMAT:
+            raise CheckpointDecodeError(
+                f"cannot decode a stored value of type {kind!r}: this pausepoint reads only "
+                f"{FORMAT!r}; the row was written by another library or a newer pausepoint"
+            )
+        return self.loads(payload)
+
+    def dumps_mapping(self, mapping: Mapping[str, Any], *, label: str = "metadata") -> str:
+        """Encode a str-keyed mapping as a JSON object text whose keys stay plain.
+
+        Used for checkpoint metadata, so databases can filter on its top-level keys.
+        """
+        tree = {str(k): self.to_tree(v, label=f"{label}[{k!r}]") for k, v in mapping.items()}
+        return self._json.encode(tree)
+
+    def loads_mapping(self, text: str | bytes) -> dict[str, Any]:
+        """Decode what :meth:`dumps_mapping` wrote.
+
+        Raises:
+            CheckpointDecodeError: The text is not such an object.
+
+        """
+        value = self.loads(text)
+        if not isinstance(value, dict):
+            raise CheckpointDecodeError("stored metadata is not a JSON object")
+        return value  # pyright: ignore[reportUnknownVariableType]
+
+
+_DEFAULT = Serializer()
+
+
+def dumps(obj: Any) -> bytes:
+    """Encode ``obj`` with a serializer that allows only built-in types."""
+    return _DEFAULT.dumps(obj)
+
+
+def loads(data: bytes | str) -> Any:
+    """Decode bytes written by :func:`dumps` (built-in types only)."""
+    return _DEFAULT.loads(data)
