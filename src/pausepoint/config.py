@@ -34,7 +34,7 @@ DEFAULT_RECURSION_LIMIT = 10007
 
 
 def default_recursion_limit() -> int:
-    """The recursion limit when the config gives none (env ``LANGGRAPH_DEFAULT_RECURSION_LIMIT``)."""
+    """The limit when the config gives none (env ``LANGGRAPH_DEFAULT_RECURSION_LIMIT``)."""
     raw = os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT")
     return int(raw) if raw else DEFAULT_RECURSION_LIMIT
 

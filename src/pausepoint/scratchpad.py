@@ -41,7 +41,7 @@ class Scratchpad:
         self._counter: Callable[[], int] | None = None
 
     def next_interrupt_index(self) -> int:
-        """The index of this ``interrupt()`` call within the task: 0, 1, 2, …"""
+        """The index of this ``interrupt()`` call within the task (0 for the first)."""
         if self._counter is None:
             self._counter = itertools.count().__next__
         return self._counter()

@@ -30,7 +30,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
-from pausepoint.errors import CheckpointDecodeError, PausepointError
+from pausepoint.errors import CheckpointDecodeError, PausepointError, SerializationError
 from pausepoint.serde import FORMAT, Serializer, SerializerProtocol
 
 __all__ = ["POSTGRES", "SQLITE", "Dialect", "Flow", "SqlCodec", "Statement"]
@@ -333,6 +333,11 @@ def put_flow(
     # Encode everything before the first statement: a bad value changes nothing.
     type_, blob = codec.dump(checkpoint, "checkpoint")
     meta = codec.dump_metadata(metadata)
+    if dialect.name == "postgres" and "\\u0000" in meta:
+        raise SerializationError(
+            "cannot save checkpoint metadata containing a NUL character ('\\x00'): "
+            "PostgreSQL's JSONB cannot store it; remove it from the run's metadata"
+        )
     params = (thread, ns, checkpoint["id"], parent_id, type_, blob, meta)
     yield Statement(dialect.sql(_PUT), params)
     return _config(thread, ns, checkpoint["id"])

@@ -14,7 +14,7 @@ import contextvars
 import inspect
 import queue
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -61,22 +61,9 @@ def drive(
                 case Emit(ns=ns, mode=mode, payload=payload):
                     yield (ns, mode, payload)
                 case NextOutcome():
-                    while True:
-                        kind, item = events.get()
-                        if kind == "done":
-                            send = item
-                            break
-                        yield item
+                    send = yield from _next_outcome(events)
                 case RunTasks(tasks=tasks):
-                    if len(tasks) == 1:
-                        _start(tasks[0], events)
-                    else:
-                        if pool is None:
-                            pool = ThreadPoolExecutor(max_workers, "pausepoint")
-                        for task in tasks:
-                            pool.submit(
-                                contextvars.copy_context().run, _start_in_worker, task, events
-                            )
+                    pool = _start_all(tasks, events, pool, max_workers)
                 case _:
                     try:
                         send = perform(saver, effect)
@@ -100,6 +87,58 @@ def perform(saver: Any, effect: Any) -> Any:
             return None
         case _:
             raise TypeError(f"unknown effect {effect!r}")
+
+
+def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, Outcome]:
+    """Pass chunks through until the next task outcome arrives."""
+    while True:
+        kind, item = events.get()
+        if kind == "done":
+            return item
+        yield item
+
+
+def _start_all(
+    tasks: Sequence[ExecTask],
+    events: queue.SimpleQueue[_Event],
+    pool: ThreadPoolExecutor | None,
+    max_workers: int | None,
+) -> ThreadPoolExecutor | None:
+    """Start a step's tasks: one runs in this thread, several in the pool."""
+    if len(tasks) == 1:
+        _start(tasks[0], events)
+        return pool
+    if pool is None:
+        pool = ThreadPoolExecutor(max_workers, "pausepoint")
+    for task in tasks:
+        pool.submit(contextvars.copy_context().run, _start_in_worker, task, events)
+    return pool
+
+
+def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, Outcome]:
+    """Pass chunks through until the next task outcome arrives."""
+    while True:
+        kind, item = events.get()
+        if kind == "done":
+            return item
+        yield item
+
+
+def _start_all(
+    tasks: Sequence[ExecTask],
+    events: queue.SimpleQueue[_Event],
+    pool: ThreadPoolExecutor | None,
+    max_workers: int | None,
+) -> ThreadPoolExecutor | None:
+    """Start a step's tasks: a lone task runs in this thread, several in the pool."""
+    if len(tasks) == 1:
+        _start(tasks[0], events)
+        return pool
+    if pool is None:
+        pool = ThreadPoolExecutor(max_workers, "pausepoint")
+    for task in tasks:
+        pool.submit(contextvars.copy_context().run, _start_in_worker, task, events)
+    return pool
 
 
 def _start(task: ExecTask, events: queue.SimpleQueue[_Event]) -> None:

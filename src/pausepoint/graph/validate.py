@@ -16,41 +16,60 @@ __all__ = ["collect_problems"]
 
 def collect_problems(graph: StateGraph, interrupt_nodes: Sequence[str]) -> None:
     """Raise :class:`GraphValidationError` listing every problem found, if any."""
-    problems = list(graph.problems)
-    nodes = set(graph.nodes)
-    for src, dst in graph.edges:
-        if src != START and src not in nodes:
-            problems.append(f"edge {src!r} -> {dst!r}: unknown source node {src!r}")
-        if dst != END and dst not in nodes:
-            problems.append(f"edge {src!r} -> {dst!r}: unknown target node {dst!r}")
-    for srcs, dst in graph.waiting_edges:
-        for src in srcs:
-            if src not in nodes:
-                problems.append(f"edge {list(srcs)!r} -> {dst!r}: unknown source node {src!r}")
-        if dst != END and dst not in nodes:
-            problems.append(f"edge {list(srcs)!r} -> {dst!r}: unknown target node {dst!r}")
-    for branch in graph.branches:
-        if branch.source != START and branch.source not in nodes:
-            problems.append(f"conditional edge from unknown node {branch.source!r}")
-        for target in (branch.path_map or {}).values():
-            if target != END and target not in nodes:
-                problems.append(
-                    f"conditional edge from {branch.source!r}: path_map names unknown node "
-                    f"{target!r}"
-                )
-    if not any(src == START for src, _ in graph.edges) and not any(
-        b.source == START for b in graph.branches
-    ):
-        problems.append(
-            "the graph has no entry point: add an edge from START, e.g. "
-            "builder.add_edge(START, 'first_node')"
-        )
-    for name in interrupt_nodes:
-        if name not in nodes:
-            problems.append(f"interrupt_before/after names unknown node {name!r}")
+    problems = [
+        *graph.problems,
+        *_edge_problems(graph),
+        *_branch_problems(graph),
+        *_entry_problems(graph),
+        *(
+            f"interrupt_before/after names unknown node {n!r}"
+            for n in interrupt_nodes
+            if n not in graph.nodes
+        ),
+    ]
     try:
         graph.schema_info()
     except TypeError as exc:
         problems.append(str(exc))
     if problems:
         raise GraphValidationError(problems)
+
+
+def _edge_problems(graph: StateGraph) -> list[str]:
+    nodes = graph.nodes
+    out: list[str] = []
+    edges = [((src,), dst) for src, dst in graph.edges] + list(graph.waiting_edges)
+    for srcs, dst in edges:
+        label = f"{srcs[0]!r}" if len(srcs) == 1 else f"{list(srcs)!r}"
+        out.extend(
+            f"edge {label} -> {dst!r}: unknown source node {src!r}"
+            for src in srcs
+            if src != START and src not in nodes
+        )
+        if dst != END and dst not in nodes:
+            out.append(f"edge {label} -> {dst!r}: unknown target node {dst!r}")
+    return out
+
+
+def _branch_problems(graph: StateGraph) -> list[str]:
+    out: list[str] = []
+    for branch in graph.branches:
+        if branch.source != START and branch.source not in graph.nodes:
+            out.append(f"conditional edge from unknown node {branch.source!r}")
+        out.extend(
+            f"conditional edge from {branch.source!r}: path_map names unknown node {t!r}"
+            for t in (branch.path_map or {}).values()
+            if t != END and t not in graph.nodes
+        )
+    return out
+
+
+def _entry_problems(graph: StateGraph) -> list[str]:
+    if any(src == START for src, _ in graph.edges) or any(
+        b.source == START for b in graph.branches
+    ):
+        return []
+    return [
+        "the graph has no entry point: add an edge from START, e.g. "
+        "builder.add_edge(START, 'first_node')"
+    ]

@@ -7,7 +7,7 @@ both drivers: the sync driver calls functions, the async driver awaits them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from pausepoint.channels import Channel
@@ -61,19 +61,29 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
     """The writes of a node's return value: a dict, ``None``, a ``Command`` or an object."""
     if isinstance(result, Command):
         return command_writes(spec, result, ns)  # pyright: ignore[reportUnknownArgumentType]
-    if isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
-        if any(isinstance(r, Command) for r in result):  # pyright: ignore[reportUnknownVariableType]
-            out: Writes = []
-            for r in result:  # pyright: ignore[reportUnknownVariableType]
-                out.extend(result_writes(spec, node, r, ns))
-            return out
-    if result is not None and not isinstance(result, dict) and spec.state.kind == "typeddict":
-        if not _is_schema_object(result):
-            raise InvalidUpdateError(
-                f"Expected dict, got {result!r}: node {node.name!r} must return a dict "
-                "of state updates, None, or a Command"
-            )
+    if _is_command_list(result):
+        out: Writes = []
+        for r in result:
+            out.extend(result_writes(spec, node, r, ns))
+        return out
+    if (
+        result is not None
+        and not isinstance(result, dict)
+        and spec.state.kind == "typeddict"
+        and not _is_schema_object(result)
+    ):
+        raise InvalidUpdateError(
+            f"Expected dict, got {result!r}: node {node.name!r} must return a dict "
+            "of state updates, None, or a Command"
+        )
     return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_keys]
+
+
+def _is_command_list(result: Any) -> bool:
+    return isinstance(result, (list, tuple)) and any(
+        isinstance(r, Command)
+        for r in result  # pyright: ignore[reportUnknownVariableType]
+    )
 
 
 def _is_schema_object(value: Any) -> bool:

@@ -23,7 +23,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
 from pausepoint.config import RunConfig, RunnableConfig
-from pausepoint.constants import INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME
+from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME
 from pausepoint.errors import (
     CheckpointerRequiredError,
     EmptyInputError,
@@ -298,9 +298,13 @@ class _Run:
     def take_input(self, inp: Any) -> Generator[Effect, Any, None]:
         from pausepoint.constants import START
 
-        if not isinstance(inp, dict) and self.spec.input.kind == "typeddict":
-            if not hasattr(type(inp), "model_fields") and not dataclasses.is_dataclass(inp):
-                raise TypeError(f"Expected the graph input to be a dict, got {type(inp).__name__}")
+        if (
+            not isinstance(inp, dict)
+            and self.spec.input.kind == "typeddict"
+            and not hasattr(type(inp), "model_fields")
+            and not dataclasses.is_dataclass(inp)
+        ):
+            raise TypeError(f"Expected the graph input to be a dict, got {type(inp).__name__}")
         discard = prepare_tasks(
             self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
         )
@@ -386,8 +390,6 @@ class _Run:
     def finish(
         self, outcome: Outcome, interrupts: list[Interrupt], errors: list[BaseException]
     ) -> Generator[Effect, Any, None]:
-        from pausepoint.constants import ERROR
-
         task, err = outcome.task, outcome.error
         path = repr(task.path)
         if err is None:
@@ -399,7 +401,8 @@ class _Run:
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
-            yield from self.save_writes(task.id, [(INTERRUPT, found)], path)
+            # The ERROR slot is cleared so the task reads as paused, not failed.
+            yield from self.save_writes(task.id, [(INTERRUPT, found), (ERROR, None)], path)
             if self.wants("updates") and found:
                 yield self.emit("updates", {INTERRUPT: found})
             yield from out.task_result(self, task, None, found)
@@ -410,7 +413,10 @@ class _Run:
         else:
             errors.append(err)
             if not isinstance(err, ParentCommand):
-                yield from self.save_writes(task.id, [(ERROR, _error_record(err))], path)
+                # The INTERRUPT slot is cleared: a failed task re-runs on the next
+                # invoke, keeping its saved answers (RESUME) but not their values.
+                failed = [(ERROR, _error_record(err)), (INTERRUPT, ())]
+                yield from self.save_writes(task.id, failed, path)
                 yield from out.task_result(self, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:

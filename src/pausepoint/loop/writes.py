@@ -49,21 +49,12 @@ def apply_writes(
     """
     ordered = sorted(sources, key=lambda s: s.sort_key)
     versions = checkpoint["channel_versions"]
-    seen = checkpoint["versions_seen"]
-    for src in ordered:
-        mine = seen.setdefault(src.name, {})
-        for chan in src.triggers:
-            if chan in versions:
-                mine[chan] = versions[chan]
+    _mark_seen(checkpoint, ordered)
     next_version = max(versions.values(), default=0) + 1
     for chan in {c for s in ordered for c in s.triggers if c in channels}:
         if channels[chan].consume():
             versions[chan] = next_version
-    by_channel: defaultdict[str, list[Any]] = defaultdict(list)
-    for src in ordered:
-        for chan, value in src.writes:
-            if chan not in _NOT_CHANNELS and chan in channels:
-                by_channel[chan].append(value)
+    by_channel = _group(ordered, channels)
     updated: set[str] = set()
     for chan, values in by_channel.items():
         if channels[chan].update(values):
@@ -76,6 +67,27 @@ def apply_writes(
                 versions[chan] = next_version
     checkpoint["updated_channels"] = sorted(updated)
     return updated
+
+
+def _mark_seen(checkpoint: Checkpoint, ordered: Sequence[WriteSource]) -> None:
+    versions = checkpoint["channel_versions"]
+    seen = checkpoint["versions_seen"]
+    for src in ordered:
+        mine = seen.setdefault(src.name, {})
+        for chan in src.triggers:
+            if chan in versions:
+                mine[chan] = versions[chan]
+
+
+def _group(
+    ordered: Sequence[WriteSource], channels: Mapping[str, Channel]
+) -> defaultdict[str, list[Any]]:
+    by_channel: defaultdict[str, list[Any]] = defaultdict(list)
+    for src in ordered:
+        for chan, value in src.writes:
+            if chan not in _NOT_CHANNELS and chan in channels:
+                by_channel[chan].append(value)
+    return by_channel
 
 
 class InputWrites:

@@ -1,0 +1,347 @@
+"""``PostgresSaver`` / ``AsyncPostgresSaver``: checkpoints in PostgreSQL (psycopg 3).
+
+For many workers on many machines sharing threads. Install the extra with
+``pip install 'pausepoint[postgres]'``. A saver takes one connection (guarded by a
+lock) or a ``psycopg_pool`` pool (a connection per call, no shared lock).
+Connections must use ``autocommit=True``; give them ``prepare_threshold=None``
+when a pooler (PgBouncer) sits in between — ``from_conn_string`` does both.
+Each write is one transaction. SQL and row mapping are shared with SQLite
+(:mod:`pausepoint.checkpoint._sql`); the two classes differ only in how they get
+a cursor.
+
+Example:
+    >>> with PostgresSaver.from_conn_string("postgresql://localhost/app") as saver:
+    ...     saver.setup()
+    ...     graph = builder.compile(checkpointer=saver)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
+
+from pausepoint.checkpoint import _sql
+from pausepoint.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from pausepoint.config import RunnableConfig
+from pausepoint.serde import SerializerProtocol
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = ["AsyncPostgresSaver", "PostgresSaver"]
+
+T = TypeVar("T")
+_D = _sql.POSTGRES
+# Concurrent setup() calls queue on this advisory lock instead of racing to migrate.
+_SETUP_LOCK = _sql.Statement("SELECT pg_advisory_xact_lock(%s)", (0x70617573,), fetch=True)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ImportError(
+            "the PostgreSQL savers need psycopg 3, which is not installed; "
+            "install it with: pip install 'pausepoint[postgres]'"
+        ) from exc
+    return psycopg
+
+
+def _check_autocommit(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    if not conn.autocommit:
+        raise ValueError(
+            "the PostgreSQL saver needs connections with autocommit=True (it runs its own "
+            "transactions); connect with psycopg.connect(url, autocommit=True, "
+            "prepare_threshold=None), or pass kwargs={'autocommit': True} to the pool"
+        )
+
+
+def _sql_text(stmt: _sql.Statement) -> LiteralString:
+    # Statement text comes only from _sql's constants, never from user input.
+    return cast(LiteralString, stmt.sql)
+
+
+def _flows_list(
+    codec: _sql.SqlCodec,
+    config: RunnableConfig | None,
+    filter: Mapping[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> _sql.Flow[list[CheckpointTuple]]:
+    return _sql.list_flow(_D, codec, config, filter=filter, before=before, limit=limit)
+
+
+class PostgresSaver(BaseCheckpointSaver):
+    """A saver storing checkpoints in PostgreSQL, for sync code.
+
+    Args:
+        conn: A connection opened with ``autocommit=True``, or a
+            ``psycopg_pool.ConnectionPool`` whose connections are.
+        serde: The serializer of checkpoints and writes; a
+            :class:`~pausepoint.serde.Serializer` allowing built-in types by default.
+
+    Call :meth:`setup` once (it is idempotent) before first use.
+    """
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any] | psycopg_pool.ConnectionPool[Any],
+        *,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        self.conn = conn
+        self._single = isinstance(conn, _psycopg().Connection)
+        if self._single:
+            _check_autocommit(cast("psycopg.Connection[Any]", conn))
+        self._lock = threading.Lock()
+        self._codec = _sql.SqlCodec(serde)
+        self.serde = self._codec.serde
+
+    @classmethod
+    @contextlib.contextmanager
+    def from_conn_string(
+        cls, url: str, *, serde: SerializerProtocol | None = None
+    ) -> Generator[Self]:
+        """Connect to ``url`` (autocommit, no prepared statements); close on exit."""
+        psycopg = _psycopg()
+        with psycopg.Connection.connect(url, autocommit=True, prepare_threshold=None) as conn:
+            yield cls(conn, serde=serde)
+
+    def setup(self) -> None:
+        """Create or migrate the schema (idempotent, safe to run concurrently)."""
+        self._run(_sql.setup_flow(_D, lock=_SETUP_LOCK), write=True)
+
+    @contextlib.contextmanager
+    def _connection(self) -> Generator[psycopg.Connection[Any]]:
+        if self._single:
+            with self._lock:
+                yield cast("psycopg.Connection[Any]", self.conn)
+            return
+        pool = cast("psycopg_pool.ConnectionPool[Any]", self.conn)
+        with pool.connection() as conn:
+            _check_autocommit(conn)
+            yield conn
+
+    def _run(self, flow: _sql.Flow[T], *, write: bool = False) -> T:
+        with self._connection() as conn:
+            tx = conn.transaction() if write else contextlib.nullcontext()
+            with tx, conn.cursor() as cur:
+
+                def execute(stmt: _sql.Statement) -> _sql.Rows:
+                    if stmt.many:
+                        cur.executemany(_sql_text(stmt), stmt.params)
+                        return []
+                    cur.execute(_sql_text(stmt), stmt.params, prepare=False)
+                    return cur.fetchall() if stmt.fetch else []
+
+                return _sql.drive(flow, execute)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        return self._run(_sql.get_tuple_flow(_D, self._codec, config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        yield from self._run(_flows_list(self._codec, config, filter, before, limit))
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata)
+        return self._run(flow, write=True)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.put_writes_flow(
+            _D, self._codec, config, writes, task_id=task_id, task_path=task_path
+        )
+        self._run(flow, write=True)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
+
+
+class AsyncPostgresSaver(BaseCheckpointSaver):
+    """A saver storing checkpoints in PostgreSQL, for async code (``a``-methods only).
+
+    Args:
+        conn: An ``AsyncConnection`` opened with ``autocommit=True``, or a
+            ``psycopg_pool.AsyncConnectionPool`` whose connections are.
+        serde: See :class:`PostgresSaver`.
+
+    Call :meth:`setup` once (it is idempotent) before first use.
+    """
+
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any] | psycopg_pool.AsyncConnectionPool[Any],
+        *,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        self.conn = conn
+        self._single = isinstance(conn, _psycopg().AsyncConnection)
+        if self._single:
+            _check_autocommit(cast("psycopg.AsyncConnection[Any]", conn))
+        self._lock = asyncio.Lock()
+        self._codec = _sql.SqlCodec(serde)
+        self.serde = self._codec.serde
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def from_conn_string(
+        cls, url: str, *, serde: SerializerProtocol | None = None
+    ) -> AsyncGenerator[Self]:
+        """Connect to ``url`` (autocommit, no prepared statements); close on exit."""
+        psycopg = _psycopg()
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True, prepare_threshold=None)
+        async with conn:
+            yield cls(conn, serde=serde)
+
+    async def setup(self) -> None:
+        """Create or migrate the schema (idempotent, safe to run concurrently)."""
+        await self._run(_sql.setup_flow(_D, lock=_SETUP_LOCK), write=True)
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncGenerator[psycopg.AsyncConnection[Any]]:
+        if self._single:
+            async with self._lock:
+                yield cast("psycopg.AsyncConnection[Any]", self.conn)
+            return
+        pool = cast("psycopg_pool.AsyncConnectionPool[Any]", self.conn)
+        async with pool.connection() as conn:
+            _check_autocommit(conn)
+            yield conn
+
+    async def _run(self, flow: _sql.Flow[T], *, write: bool = False) -> T:
+        async with self._connection() as conn:
+            tx = conn.transaction() if write else contextlib.nullcontext()
+            async with tx, conn.cursor() as cur:
+
+                async def execute(stmt: _sql.Statement) -> _sql.Rows:
+                    if stmt.many:
+                        await cur.executemany(_sql_text(stmt), stmt.params)
+                        return []
+                    await cur.execute(_sql_text(stmt), stmt.params, prepare=False)
+                    return await cur.fetchall() if stmt.fetch else []
+
+                return await _sql.adrive(flow, execute)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async ``get_tuple``; see :mod:`pausepoint.checkpoint.base`."""
+        return await self._run(_sql.get_tuple_flow(_D, self._codec, config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async ``list``; see :mod:`pausepoint.checkpoint.base`."""
+        for item in await self._run(_flows_list(self._codec, config, filter, before, limit)):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async ``put``; see :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata)
+        return await self._run(flow, write=True)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async ``put_writes``; see :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.put_writes_flow(
+            _D, self._codec, config, writes, task_id=task_id, task_path=task_path
+        )
+        await self._run(flow, write=True)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async ``delete_thread``; see :mod:`pausepoint.checkpoint.base`."""
+        await self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Not available: use :meth:`aget_tuple`, or :class:`PostgresSaver` in sync code."""
+        raise _sync_call("get_tuple")
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Not available: use :meth:`alist`, or :class:`PostgresSaver` in sync code."""
+        raise _sync_call("list")
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Not available: use :meth:`aput`, or :class:`PostgresSaver` in sync code."""
+        raise _sync_call("put")
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Not available: use :meth:`aput_writes`, or :class:`PostgresSaver` in sync code."""
+        raise _sync_call("put_writes")
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Not available: use :meth:`adelete_thread`, or :class:`PostgresSaver`."""
+        raise _sync_call("delete_thread")
+
+
+def _sync_call(method: str) -> TypeError:
+    return TypeError(
+        f"AsyncPostgresSaver.{method}() is not available: this saver runs on an async "
+        f"connection, so call 'await saver.a{method}(...)' (graph.ainvoke/astream do), or "
+        "use PostgresSaver for sync code (graph.invoke/stream)"
+    )

@@ -1,0 +1,239 @@
+"""``SqliteSaver``: checkpoints in a SQLite file, the embedded durable default.
+
+One connection, guarded by a lock, serves every thread of the process (the sync
+driver runs tasks on worker threads); WAL mode lets other processes read while
+this one writes. Async methods run the same code in a worker thread so the event
+loop never blocks. SQL and row mapping are shared with PostgreSQL
+(:mod:`pausepoint.checkpoint._sql`).
+
+Example:
+    >>> with SqliteSaver.from_conn_string("checkpoints.db") as saver:
+    ...     graph = builder.compile(checkpointer=saver)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Generic, Self, TypeVar
+
+from pausepoint.checkpoint import _sql
+from pausepoint.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from pausepoint.config import RunnableConfig
+from pausepoint.serde import SerializerProtocol
+
+__all__ = ["AsyncSqliteSaver", "SqliteSaver"]
+
+T = TypeVar("T")
+
+
+class SqliteSaver(BaseCheckpointSaver):
+    """A saver storing checkpoints in SQLite; safe to share between threads.
+
+    Args:
+        conn: An open connection. Open it with ``check_same_thread=False`` if other
+            threads will use the saver (``from_conn_string`` does).
+        serde: The serializer of checkpoints and writes; a
+            :class:`~pausepoint.serde.Serializer` allowing built-in types by default.
+
+    The schema is created (or migrated) when the saver is made.
+    """
+
+    def __init__(
+        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None
+    ) -> None:
+        self.conn = conn
+        self._lock = threading.RLock()
+        self._codec = _sql.SqlCodec(serde)
+        self.serde = self._codec.serde
+        with self._lock:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            self.journal_mode = str(mode[0]) if mode else ""
+        self.setup()
+
+    @classmethod
+    def from_conn_string(
+        cls, path: str, *, serde: SerializerProtocol | None = None
+    ) -> _Opened[Self]:
+        """Open (creating if needed) the SQLite database at ``path``; close it on exit.
+
+        Use it as ``with SqliteSaver.from_conn_string(path) as saver:`` or, without
+        blocking the event loop, ``async with``.
+
+        Args:
+            path: A file path, or ``":memory:"`` for a database that lives as long as
+                the context.
+            serde: See :class:`SqliteSaver`.
+        """
+        return _Opened(cls, path, serde)
+
+    def setup(self) -> None:
+        """Create or migrate the schema (idempotent; called by the constructor)."""
+        self._run(_sql.setup_flow(_sql.SQLITE), write=True)
+
+    def _execute(self, stmt: _sql.Statement) -> _sql.Rows:
+        if stmt.many:
+            self.conn.executemany(stmt.sql, stmt.params)
+            return []
+        cur = self.conn.execute(stmt.sql, stmt.params)
+        return cur.fetchall() if stmt.fetch else []
+
+    def _run(self, flow: _sql.Flow[T], *, write: bool = False) -> T:
+        with self._lock:
+            if not write:
+                return _sql.drive(flow, self._execute)
+            if self.conn.in_transaction:
+                # The caller's own transaction: our statements join it, and the caller
+                # decides when it commits.
+                return _sql.drive(flow, self._execute)
+            # IMMEDIATE takes the write lock now, so a busy database waits here (up to
+            # the connection's timeout) instead of failing in the middle.
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = _sql.drive(flow, self._execute)
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self.conn.commit()
+            return result
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        return self._run(_sql.get_tuple_flow(_sql.SQLITE, self._codec, config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.list_flow(
+            _sql.SQLITE, self._codec, config, filter=filter, before=before, limit=limit
+        )
+        # Rows are read under the lock, then yielded without holding it.
+        yield from self._run(flow)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.put_flow(_sql.SQLITE, self._codec, config, checkpoint, metadata)
+        return self._run(flow, write=True)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.put_writes_flow(
+            _sql.SQLITE, self._codec, config, writes, task_id=task_id, task_path=task_path
+        )
+        self._run(flow, write=True)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """See :mod:`pausepoint.checkpoint.base`."""
+        self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
+
+    # Async forms: the same calls in a worker thread, so the event loop never waits
+    # on disk I/O or on another thread holding the connection.
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list` (runs in a worker thread)."""
+        flow = _sql.list_flow(
+            _sql.SQLITE, self._codec, config, filter=filter, before=before, limit=limit
+        )
+        for item in await asyncio.to_thread(self._run, flow):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes` (runs in a worker thread)."""
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread` (runs in a worker thread)."""
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+
+class AsyncSqliteSaver(SqliteSaver):
+    """LangGraph's name for the async use of :class:`SqliteSaver`.
+
+    Every saver method, sync or async, works on both classes; the async methods
+    never block the event loop, and ``from_conn_string`` works with ``async with``.
+    """
+
+
+S = TypeVar("S", bound=SqliteSaver)
+
+
+class _Opened(Generic[S]):
+    """The context ``from_conn_string`` returns: a saver on a connection it owns."""
+
+    def __init__(self, cls: type[S], path: str, serde: SerializerProtocol | None) -> None:
+        self._cls = cls
+        self._path = path
+        self._serde = serde
+        self._conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> S:
+        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        try:
+            return self._cls(self._conn, serde=self._serde)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def __aenter__(self) -> S:
+        return await asyncio.to_thread(self.__enter__)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.__exit__)

@@ -1,0 +1,53 @@
+"""Shared fixtures: every engine test runs through the sync and the async driver."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+
+class Driver:
+    """Calls a compiled graph through one driver (sync or async) with one API."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def invoke(self, graph: Any, inp: Any, config: Any = None, **kw: Any) -> Any:
+        if self.kind == "sync":
+            return graph.invoke(inp, config, **kw)
+        return asyncio.run(graph.ainvoke(inp, config, **kw))
+
+    def stream(self, graph: Any, inp: Any, config: Any = None, **kw: Any) -> list[Any]:
+        if self.kind == "sync":
+            return list(graph.stream(inp, config, **kw))
+
+        async def collect() -> list[Any]:
+            return [c async for c in graph.astream(inp, config, **kw)]
+
+        return asyncio.run(collect())
+
+    def get_state(self, graph: Any, config: Any, **kw: Any) -> Any:
+        if self.kind == "sync":
+            return graph.get_state(config, **kw)
+        return asyncio.run(graph.aget_state(config, **kw))
+
+    def history(self, graph: Any, config: Any, **kw: Any) -> list[Any]:
+        if self.kind == "sync":
+            return list(graph.get_state_history(config, **kw))
+
+        async def collect() -> list[Any]:
+            return [s async for s in graph.aget_state_history(config, **kw)]
+
+        return asyncio.run(collect())
+
+    def update_state(self, graph: Any, config: Any, values: Any, as_node: Any = None) -> Any:
+        if self.kind == "sync":
+            return graph.update_state(config, values, as_node)
+        return asyncio.run(graph.aupdate_state(config, values, as_node))
+
+
+@pytest.fixture(params=["sync", "async"])
+def drive(request: pytest.FixtureRequest) -> Driver:
+    return Driver(request.param)

@@ -1,0 +1,218 @@
+"""Interrupt and resume through both drivers, including pausepoint's deliberate fixes."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from pausepoint import END, START, Command, InMemorySaver, StateGraph, interrupt
+from pausepoint.errors import (
+    AmbiguousResumeError,
+    CheckpointerRequiredError,
+    GraphBubbleUp,
+    InvalidCommandError,
+    NothingToResumeError,
+    UnknownInterruptIdError,
+)
+
+
+class S(TypedDict, total=False):
+    answers: Annotated[list[Any], operator.add]
+    done: bool
+
+
+def cfg(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+def form_graph() -> Any:
+    def form(state: S) -> dict[str, Any]:
+        name = interrupt("name?")
+        email = interrupt("email?")
+        ok = interrupt(f"confirm {name} {email}?")
+        return {"answers": [name, email, ok], "done": True}
+
+    g = StateGraph(S)
+    g.add_node("form", form)
+    g.add_edge(START, "form")
+    g.add_edge("form", END)
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def parallel_graph(runs: dict[str, int]) -> Any:
+    def make(name: str) -> Any:
+        def node(state: S) -> dict[str, Any]:
+            runs[name] = runs.get(name, 0) + 1
+            return {"answers": [f"{name}={interrupt(name)}"]}
+
+        return node
+
+    g = StateGraph(S)
+    for name in ("a", "b", "c"):
+        g.add_node(name, make(name))
+        g.add_edge(START, name)
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def test_multi_step_form_advances_one_answer_at_a_time(drive):
+    graph = form_graph()
+    first = drive.invoke(graph, {"answers": []}, cfg("f"))
+    (intr,) = first["__interrupt__"]
+    assert intr.value == "name?"
+    assert len(intr.id) == 32
+    second = drive.invoke(graph, Command(resume="Ann"), cfg("f"))
+    assert second["__interrupt__"][0].value == "email?"
+    assert second["__interrupt__"][0].id == intr.id  # one id per task
+    third = drive.invoke(graph, Command(resume="ann@x.org"), cfg("f"))
+    assert third["__interrupt__"][0].value == "confirm Ann ann@x.org?"
+    done = drive.invoke(graph, Command(resume="yes"), cfg("f"))
+    assert done == {"answers": ["Ann", "ann@x.org", "yes"], "done": True}
+
+
+def test_get_state_while_paused(drive):
+    graph = form_graph()
+    drive.invoke(graph, {"answers": []}, cfg("g"))
+    snap = drive.get_state(graph, cfg("g"))
+    assert snap.next == ("form",)
+    assert [i.value for i in snap.interrupts] == ["name?"]
+    assert snap.tasks[0].interrupts == snap.interrupts
+
+
+def test_parallel_interrupts_resume_by_id_partially(drive):
+    runs: dict[str, int] = {}
+    graph = parallel_graph(runs)
+    out = drive.invoke(graph, {"answers": []}, cfg("p"))
+    ids = {i.value: i.id for i in out["__interrupt__"]}
+    assert set(ids) == {"a", "b", "c"}
+    with pytest.raises(AmbiguousResumeError, match="multiple pending interrupts"):
+        drive.invoke(graph, Command(resume="x"), cfg("p"))
+    out = drive.invoke(graph, Command(resume={ids["a"]: 1}), cfg("p"))
+    assert out["answers"] == ["a=1"]
+    assert sorted(i.value for i in out["__interrupt__"]) == ["b", "c"]
+    out = drive.invoke(graph, Command(resume={ids["b"]: 2, ids["c"]: 3}), cfg("p"))
+    assert out == {"answers": ["a=1", "b=2", "c=3"]}
+    # DESIGN §4.6: each node ran once to pause and once per answer, no more
+    assert runs == {"a": 2, "b": 2, "c": 2}
+
+
+def test_snapshot_lists_only_pending_interrupts(drive):
+    graph = parallel_graph({})
+    out = drive.invoke(graph, {"answers": []}, cfg("q"))
+    ids = {i.value: i.id for i in out["__interrupt__"]}
+    drive.invoke(graph, Command(resume={ids["a"]: 1}), cfg("q"))
+    snap = drive.get_state(graph, cfg("q"))
+    assert sorted(i.value for i in snap.interrupts) == ["b", "c"]
+    assert sorted(snap.next) == ["b", "c"]
+
+
+def test_bad_resumes_raise_and_change_nothing(drive):
+    graph = parallel_graph({})
+    out = drive.invoke(graph, {"answers": []}, cfg("bad"))
+    before = drive.get_state(graph, cfg("bad"))
+    with pytest.raises(UnknownInterruptIdError, match="not pending"):
+        drive.invoke(graph, Command(resume={"0" * 32: 1}), cfg("bad"))
+    with pytest.raises(UnknownInterruptIdError):
+        drive.invoke(graph, Command(resume={}), cfg("bad"))
+    with pytest.raises(InvalidCommandError):
+        drive.invoke(graph, Command(), cfg("bad"))
+    with pytest.raises(InvalidCommandError):
+        drive.invoke(graph, Command(graph=Command.PARENT, update={}), cfg("bad"))
+    after = drive.get_state(graph, cfg("bad"))
+    assert after.config == before.config
+    assert after.interrupts == before.interrupts
+    assert len(out["__interrupt__"]) == 3
+
+
+def test_resume_on_fresh_thread_or_finished_run(drive):
+    graph = form_graph()
+    with pytest.raises(NothingToResumeError):
+        drive.invoke(graph, Command(resume="x"), cfg("fresh"))
+
+
+def test_resume_without_checkpointer(drive):
+    g = StateGraph(S)
+    g.add_node("n", lambda s: {"done": True})
+    g.add_edge(START, "n")
+    with pytest.raises(CheckpointerRequiredError):
+        drive.invoke(g.compile(), Command(resume="x"))
+
+
+def test_resume_value_consumed_once(drive):
+    """DESIGN §4.1: a failure after the first answer never feeds it to the next interrupt."""
+    fail = {"on": True}
+
+    def node(state: S) -> dict[str, Any]:
+        first = interrupt("first?")
+        if fail["on"]:
+            raise RuntimeError("boom")
+        second = interrupt("second?")
+        return {"answers": [first, second]}
+
+    g = StateGraph(S)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    graph = g.compile(checkpointer=InMemorySaver())
+    drive.invoke(graph, {"answers": []}, cfg("once"))
+    with pytest.raises(RuntimeError, match="boom"):
+        drive.invoke(graph, Command(resume="A"), cfg("once"))
+    fail["on"] = False
+    out = drive.invoke(graph, None, cfg("once"))
+    assert out["__interrupt__"][0].value == "second?"
+    assert drive.invoke(graph, Command(resume="B"), cfg("once"))["answers"] == ["A", "B"]
+
+
+def test_interrupt_is_not_swallowed_by_except_exception(drive):
+    def node(state: S) -> dict[str, Any]:
+        try:
+            value = interrupt("q")
+        except Exception:  # user code that catches too much
+            value = "swallowed"
+        return {"answers": [value]}
+
+    g = StateGraph(S)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    graph = g.compile(checkpointer=InMemorySaver())
+    assert "__interrupt__" in drive.invoke(graph, {"answers": []}, cfg("bx"))
+    assert issubclass(GraphBubbleUp, BaseException)
+    assert not issubclass(GraphBubbleUp, Exception)
+
+
+def test_static_breakpoints_do_not_repause(drive):
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"answers": ["a"]})
+    g.add_node("b", lambda s: {"answers": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    graph = g.compile(checkpointer=InMemorySaver(), interrupt_before=["b"])
+    out = drive.invoke(graph, {"answers": []}, cfg("bp"))
+    assert out == {"answers": ["a"]}
+    assert drive.get_state(graph, cfg("bp")).next == ("b",)
+    chunks = drive.stream(graph, None, cfg("bp"), stream_mode="updates")
+    assert chunks == [{"b": {"answers": ["b"]}}]
+
+
+def test_stream_reports_interrupt(drive):
+    graph = form_graph()
+    chunks = drive.stream(graph, {"answers": []}, cfg("st"), stream_mode="updates")
+    assert list(chunks[-1]) == ["__interrupt__"]
+    assert chunks[-1]["__interrupt__"][0].value == "name?"
+
+
+def test_interrupt_in_subgraph_bubbles_and_resumes(drive):
+    def ask(state: S) -> dict[str, Any]:
+        return {"answers": [interrupt("inner?")]}
+
+    inner = StateGraph(S)
+    inner.add_node("ask", ask)
+    inner.add_edge(START, "ask")
+    outer = StateGraph(S)
+    outer.add_node("sub", inner.compile())
+    outer.add_edge(START, "sub")
+    graph = outer.compile(checkpointer=InMemorySaver())
+    out = drive.invoke(graph, {"answers": []}, cfg("sub"))
+    assert out["__interrupt__"][0].value == "inner?"
+    done = drive.invoke(graph, Command(resume="deep"), cfg("sub"))
+    assert done["answers"] == ["deep"]
