@@ -164,9 +164,10 @@ class BinaryOperatorAggregate(Channel):
 
 
 def _initial(typ: Any) -> Any:
-    origin = getattr(typ, "__origin__", typ)
+    origin: Any = getattr(typ, "__origin__", typ)
     if origin in (list, dict, set, tuple, frozenset, int, float, str):
-        return origin()
+        empty: Any = origin()  # pyright: ignore[reportUnknownVariableType]
+        return empty
     return MISSING
 
 

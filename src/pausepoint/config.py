@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from typing_extensions import TypedDict
 
@@ -104,7 +104,7 @@ def get_stream_writer() -> Callable[[Any], None]:
     task = TASK.get()
     if task is None:
         return _ignore
-    return cast(Callable[[Any], None], task.stream_writer)
+    return task.stream_writer
 
 
 def _ignore(_value: Any) -> None:

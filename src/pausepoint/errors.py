@@ -102,15 +102,15 @@ class NodeInterrupt(GraphInterrupt):
 class ParentCommand(GraphBubbleUp):
     """Carries a ``Command(graph=Command.PARENT)`` from a subgraph to its parent."""
 
-    def __init__(self, command: Command, origin: str = "") -> None:
+    def __init__(self, command: Command[Any], origin: str = "") -> None:
         super().__init__(command)
         self.origin = origin
         """Checkpoint namespace of the task whose node returned the command."""
 
     @property
-    def command(self) -> Command:
+    def command(self) -> Command[Any]:
         """The command to apply in the parent graph."""
-        cmd: Command = self.args[0]
+        cmd: Command[Any] = self.args[0]
         return cmd
 
 

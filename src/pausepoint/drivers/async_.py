@@ -81,7 +81,7 @@ async def drive(
                         yield item
                 case RunTasks(tasks=tasks):
                     for task in tasks:
-                        t = asyncio.create_task(_start(task, sink))
+                        t = asyncio.create_task(_start(task, sink))  # pyright: ignore[reportArgumentType]
                         running.add(t)
                         t.add_done_callback(running.discard)
                 case _:

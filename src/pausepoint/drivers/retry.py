@@ -32,5 +32,5 @@ def _matches(policy: RetryPolicy, exc: Exception) -> bool:
     if isinstance(retry_on, type):
         return isinstance(exc, retry_on)
     if isinstance(retry_on, Sequence):
-        return isinstance(exc, tuple(retry_on))
+        return isinstance(exc, tuple(retry_on))  # pyright: ignore[reportUnknownArgumentType]
     return bool(retry_on(exc))

@@ -99,33 +99,7 @@ def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, O
 
 
 def _start_all(
-    tasks: Sequence[ExecTask],
-    events: queue.SimpleQueue[_Event],
-    pool: ThreadPoolExecutor | None,
-    max_workers: int | None,
-) -> ThreadPoolExecutor | None:
-    """Start a step's tasks: one runs in this thread, several in the pool."""
-    if len(tasks) == 1:
-        _start(tasks[0], events)
-        return pool
-    if pool is None:
-        pool = ThreadPoolExecutor(max_workers, "pausepoint")
-    for task in tasks:
-        pool.submit(contextvars.copy_context().run, _start_in_worker, task, events)
-    return pool
-
-
-def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, Outcome]:
-    """Pass chunks through until the next task outcome arrives."""
-    while True:
-        kind, item = events.get()
-        if kind == "done":
-            return item
-        yield item
-
-
-def _start_all(
-    tasks: Sequence[ExecTask],
+    tasks: Sequence[Any],
     events: queue.SimpleQueue[_Event],
     pool: ThreadPoolExecutor | None,
     max_workers: int | None,

@@ -113,7 +113,7 @@ def _node_proc(
         triggers=triggers,
         reads=input_schema.keys,
         input_schema=input_schema,
-        fn=None if subgraph is not None else action,
+        fn=None if subgraph is not None else action,  # pyright: ignore[reportArgumentType]
         is_async=subgraph is None and _is_async(action),
         accepts_config=subgraph is None and _accepts_config(action),
         subgraph=subgraph,

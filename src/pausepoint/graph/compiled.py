@@ -224,9 +224,7 @@ class CompiledStateGraph:
         if saved is None:
             return _empty_snapshot(config)
         apply = "checkpoint_id" not in (config.get("configurable") or {})
-        states = self._task_states(
-            saved, subgraphs, lambda sub, cfg: sub.get_state(cfg, subgraphs=True)
-        )
+        states = self._task_states(saved, subgraphs, _sub_state)
         return build_snapshot(self.spec, saved, apply_pending=apply, task_states=states)
 
     def get_state_history(
@@ -405,7 +403,8 @@ class CompiledStateGraph:
 
         if not any(n.subgraph is not None for n in self.spec.nodes.values()):
             return {}
-        thread = (saved.config.get("configurable") or {}).get("thread_id")
+        conf: dict[str, Any] = saved.config.get("configurable") or {}
+        thread: str | None = conf.get("thread_id")
         states: dict[str, Any] = {}
         for task in snapshot_tasks(self.spec, saved):
             sub = task.node.subgraph
@@ -414,6 +413,10 @@ class CompiledStateGraph:
             cfg = subgraph_config(thread, task)
             states[task.id] = get(sub, cfg) if recurse and get is not None else cfg
         return states
+
+
+def _sub_state(sub: CompiledStateGraph, cfg: RunnableConfig) -> StateSnapshot:
+    return sub.get_state(cfg, subgraphs=True)
 
 
 def _nodes(given: Any, default: tuple[str, ...] | str) -> tuple[str, ...] | str:

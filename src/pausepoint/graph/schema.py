@@ -5,6 +5,10 @@ pydantic is installed; it is never imported otherwise). ``Annotated[T, reducer]`
 gives a key a reducer channel; other keys keep their last value.
 """
 
+# Schemas are user types inspected at run time; pyright cannot know their members.
+# pyright: reportUnknownArgumentType=false, reportUnknownVariableType=false
+# pyright: reportUnknownMemberType=false
+
 from __future__ import annotations
 
 import dataclasses
@@ -147,10 +151,12 @@ def update_as_pairs(update: Any) -> list[tuple[str, Any]]:
     if dataclasses.is_dataclass(update) and not isinstance(update, type):
         return [(f.name, getattr(update, f.name)) for f in dataclasses.fields(update)]
     if _is_pydantic_class(type(update)):
-        fields_set: set[str] = update.model_fields_set
+        model: Any = update
+        fields_set: set[str] = model.model_fields_set
+        names: list[str] = list(type(model).model_fields)
         return [
-            (name, getattr(update, name))
-            for name in type(update).model_fields
-            if name in fields_set or getattr(update, name) is not None
+            (name, getattr(model, name))
+            for name in names
+            if name in fields_set or getattr(model, name) is not None
         ]
     return [("__root__", update)]

@@ -75,7 +75,8 @@ def update_effects(
         k: v for k, c in channels.items() if (v := c.checkpoint()) is not MISSING
     }
     metadata: CheckpointMetadata = {"source": "update", "step": step, "parents": {}}
-    return (yield SaveCheckpoint(parent, checkpoint, metadata, {}))
+    parent_config: RunnableConfig = parent  # pyright: ignore[reportAssignmentType]
+    return (yield SaveCheckpoint(parent_config, checkpoint, metadata, {}))
 
 
 def _pick_node(spec: GraphSpec, checkpoint: Any, as_node: str | None) -> str:
@@ -126,7 +127,8 @@ def _node_writes(
         task = Task(
             tid, node, ("", node), None, (), proc, task_ns(conf["checkpoint_ns"], node, tid)
         )
-    body = node_body(spec, task, {"configurable": conf}, channels)
+    config: RunnableConfig = {"configurable": conf}
+    body = node_body(spec, task, config, channels)
     try:
         call = next(body)
         while True:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
     from pausepoint.config import RunnableConfig
+    from pausepoint.loop.prepare import ExecTask
     from pausepoint.loop.tasks import Task
 
 __all__ = [
@@ -67,7 +68,7 @@ class Emit:
 class RunTasks:
     """Start running these tasks concurrently; then answer :class:`NextOutcome`s."""
 
-    tasks: Sequence[Task]
+    tasks: Sequence[ExecTask]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

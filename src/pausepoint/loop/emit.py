@@ -81,10 +81,10 @@ def _task_event(run: _Run, kind: str, payload: dict[str, Any]) -> Generator[Emit
 def checkpoint_events(run: _Run, parent: RunnableConfig) -> Generator[Emit, Any, None]:
     """``checkpoints`` / ``debug`` events for the checkpoint just made."""
     nxt = prepare_tasks(run.spec, run.checkpoint, run.channels, run.step + 1, run.cfg.checkpoint_ns)
-    conf = dict(run.saved_config["configurable"]) if run.saved_config else {}
+    conf = dict(run.saved_config.get("configurable") or {}) if run.saved_config else {}
     payload = {
         "config": {"configurable": conf},
-        "parent_config": parent if parent["configurable"].get("checkpoint_id") else None,
+        "parent_config": parent if _has_id(parent) else None,
         "values": run.output(),
         "metadata": dict(run.metadata),
         "next": [t.name for t in nxt],
@@ -102,6 +102,10 @@ def checkpoint_events(run: _Run, parent: RunnableConfig) -> Generator[Emit, Any,
                 "payload": payload,
             },
         )
+
+
+def _has_id(config: RunnableConfig) -> bool:
+    return bool((config.get("configurable") or {}).get("checkpoint_id"))
 
 
 def interrupt_update(interrupts: Sequence[Interrupt]) -> dict[str, Any]:

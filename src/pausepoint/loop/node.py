@@ -89,7 +89,8 @@ def _is_command_list(result: Any) -> bool:
 def _is_schema_object(value: Any) -> bool:
     import dataclasses
 
-    return dataclasses.is_dataclass(value) or hasattr(type(value), "model_fields")
+    kind: Any = type(value)  # pyright: ignore[reportUnknownVariableType]
+    return dataclasses.is_dataclass(value) or hasattr(kind, "model_fields")
 
 
 def command_writes(spec: GraphSpec, cmd: Command[Any], ns: str) -> Writes:
@@ -117,7 +118,7 @@ def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, Any]:
 
 def branch_writes(spec: GraphSpec, branch: Branch, dest: Any) -> Writes:
     """The writes that a conditional edge's result schedules."""
-    results: list[Any] = list(dest) if isinstance(dest, (list, tuple, set)) else [dest]  # pyright: ignore[reportUnknownArgumentType]
+    results: list[Any] = list(dest) if isinstance(dest, (list, tuple, set)) else [dest]  # pyright: ignore[reportUnknownArgumentType]  # pyright: ignore[reportUnknownArgumentType]
     writes: Writes = []
     for r in results:
         if isinstance(r, Send):

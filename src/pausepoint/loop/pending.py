@@ -62,9 +62,11 @@ def read_records(
             continue
         rec = records.setdefault(w.task_id, TaskRecord())
         if w.channel == INTERRUPT:
-            rec.interrupts = tuple(w.value or ())
+            found: Any = w.value or ()
+            rec.interrupts = tuple(found)
         elif w.channel == RESUME:
-            rec.resume = list(w.value) if isinstance(w.value, (list, tuple)) else [w.value]  # pyright: ignore[reportUnknownArgumentType]
+            stored: Any = w.value
+            rec.resume = list(stored) if isinstance(stored, (list, tuple)) else [stored]  # pyright: ignore[reportUnknownArgumentType]  # pyright: ignore[reportUnknownArgumentType]
         elif w.channel == ERROR:
             rec.error = w.value
         elif w.channel != SCHEDULED:

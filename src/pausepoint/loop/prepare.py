@@ -51,15 +51,13 @@ def prepare_for_execution(run: _Run, task: Task) -> ExecTask:
     )
     sink = opts.sink
     ns = opts.ns
-    writer: Callable[[Any], None]
+    writer: Callable[[Any], None] = _ignore
     if sink is not None and "custom" in opts.stream_modes:
 
-        def writer(value: Any) -> None:
+        def write_custom(value: Any) -> None:
             sink(ns, "custom", value)
-    else:
 
-        def writer(value: Any) -> None:
-            return None
+        writer = write_custom
 
     channels = run.channels
     spec = run.spec
@@ -79,6 +77,10 @@ def prepare_for_execution(run: _Run, task: Task) -> ExecTask:
         return node_body(spec, task, config, channels)
 
     return ExecTask(task, body, context, task.node.retry)
+
+
+def _ignore(_value: Any) -> None:
+    return None
 
 
 def task_config(run: _Run, task: Task) -> RunnableConfig:

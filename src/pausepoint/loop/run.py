@@ -10,7 +10,7 @@ Drivers carry out its effects; see :mod:`pausepoint.loop.effects`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from pausepoint.channels import Channel
@@ -212,7 +212,8 @@ class _Run:
         return {"configurable": conf}
 
     def check_no_saver_input(self) -> None:
-        if isinstance(self.input, Command) and self.input.resume is not None:
+        given: Any = self.input
+        if isinstance(given, Command) and given.resume is not None:
             raise CheckpointerRequiredError(
                 "Cannot use Command(resume=...) without checkpointer: compile the graph "
                 "with checkpointer=InMemorySaver() (or SqliteSaver) and pass a thread_id"
@@ -301,16 +302,18 @@ class _Run:
         if (
             not isinstance(inp, dict)
             and self.spec.input.kind == "typeddict"
-            and not hasattr(type(inp), "model_fields")
+            and not hasattr(type(inp), "model_fields")  # pyright: ignore[reportUnknownArgumentType]
             and not dataclasses.is_dataclass(inp)
         ):
-            raise TypeError(f"Expected the graph input to be a dict, got {type(inp).__name__}")
+            kind: Any = type(inp)  # pyright: ignore[reportUnknownVariableType]
+            raise TypeError(f"Expected the graph input to be a dict, got {kind.__name__}")
         discard = prepare_tasks(
             self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
         )
         for t in discard:
             t.writes = []
-        apply_writes(self.checkpoint, self.channels, [*discard, InputWrites(START, [(START, inp)])])
+        start: list[tuple[str, Any]] = [(START, inp)]
+        apply_writes(self.checkpoint, self.channels, [*discard, InputWrites(START, start)])
         yield from self.save_checkpoint("input")
         self.step += 1
 
@@ -349,7 +352,7 @@ class _Run:
         """Split tasks into those to run and those paused without an answer (DESIGN §4.6)."""
         to_run: list[Task] = []
         paused: list[Task] = []
-        answered = self.resume.values if self.resume else {}
+        answered: Mapping[str, Any] = self.resume.values if self.resume else {}
         for task in self.tasks:
             rec = self.records.get(task.id)
             if rec is None:
