@@ -1,0 +1,152 @@
+"""Architecture rules that keep the design honest (STYLE.md §1, §9)."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from collections.abc import Generator
+from typing import Any
+
+import pausepoint
+from pausepoint import errors, types
+from pausepoint.loop.effects import LoadCheckpoint, NextOutcome, Outcome, RunTasks
+
+LOOP = pathlib.Path(pausepoint.__file__).parent / "loop"
+FORBIDDEN_MODULES = {"asyncio", "threading", "concurrent", "queue", "sqlite3", "socket", "time"}
+
+
+def _violations(path: pathlib.Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            found.append(f"{path.name}:{node.lineno}: async code")
+        elif isinstance(node, ast.Import):
+            found += [
+                f"{path.name}:{node.lineno}: import {a.name}"
+                for a in node.names
+                if a.name.split(".")[0] in FORBIDDEN_MODULES
+            ]
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.split(".")[0] in FORBIDDEN_MODULES
+        ):
+            found.append(f"{path.name}:{node.lineno}: from {node.module} import")
+    return found
+
+
+def test_loop_package_has_no_io_threads_or_async():
+    files = sorted(LOOP.glob("*.py"))
+    assert files, "the loop package moved?"
+    problems = [v for f in files for v in _violations(f)]
+    assert problems == []
+
+
+def test_the_checker_catches_violations(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import threading\nasync def f():\n    await g()\n")
+    assert len(_violations(bad)) == 3
+
+
+def test_public_surface_is_pinned():
+    assert sorted(pausepoint.__all__) == sorted(
+        [
+            "END",
+            "START",
+            "Command",
+            "InMemorySaver",
+            "Interrupt",
+            "RetryPolicy",
+            "Send",
+            "StateGraph",
+            "interrupt",
+        ]
+    )
+    assert pausepoint.SqliteSaver.__name__ == "SqliteSaver"
+    for name in (
+        "interrupt",
+        "Interrupt",
+        "Command",
+        "Send",
+        "RetryPolicy",
+        "CachePolicy",
+        "StateSnapshot",
+        "PregelTask",
+        "StreamMode",
+        "Durability",
+        "All",
+    ):
+        assert name in types.__all__
+    for name in (
+        "GraphBubbleUp",
+        "GraphInterrupt",
+        "ParentCommand",
+        "GraphRecursionError",
+        "InvalidUpdateError",
+        "EmptyInputError",
+        "EmptyChannelError",
+        "PausepointError",
+    ):
+        assert name in errors.__all__
+
+
+def test_loop_can_be_driven_by_hand():
+    """The loop is a plain generator: feed it outcomes without any driver."""
+    from typing import TypedDict
+
+    from pausepoint.config import RunConfig
+    from pausepoint.loop.run import RunOptions, run
+
+    class S(TypedDict):
+        x: int
+
+    g = pausepoint.StateGraph(S)
+    g.add_node("inc", lambda s: {"x": s["x"] + 1})
+    g.add_edge(pausepoint.START, "inc")
+    spec = g.compile().spec
+    opts = RunOptions(
+        config=RunConfig.parse(None),
+        has_saver=False,
+        durability="sync",
+        stream_modes=frozenset(),
+        stream_subgraphs=False,
+        ns=(),
+        nest=None,
+        interrupt_before=(),
+        interrupt_after=(),
+        sink=None,
+        saver=None,
+    )
+    loop: Generator[Any, Any, Any] = run(spec, {"x": 1}, opts)
+    effect = next(loop)
+    seen: list[str] = []
+    while True:
+        seen.append(type(effect).__name__)
+        assert not isinstance(effect, LoadCheckpoint)  # no saver, nothing to load
+        if isinstance(effect, RunTasks):
+            started = list(effect.tasks)
+            effect = loop.send(None)
+            continue
+        if isinstance(effect, NextOutcome):
+            exec_task = started.pop(0)
+            writes = _run_by_hand(exec_task.body())
+            try:
+                effect = loop.send(Outcome(exec_task.task, writes))
+            except StopIteration as stop:
+                result = stop.value
+                break
+            continue
+        effect = loop.send(None)
+    assert result.values == {"x": 2}
+    assert seen.count("RunTasks") == 2  # the __start__ step, then "inc"
+
+
+def _run_by_hand(body: Generator[Any, Any, Any]) -> Any:
+    value = None
+    try:
+        while True:
+            call = body.send(value)
+            value = call.sync(*call.args)
+    except StopIteration as done:
+        return done.value
