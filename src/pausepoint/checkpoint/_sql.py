@@ -19,9 +19,10 @@ import dataclasses
 import json
 import re
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pausepoint.checkpoint.base import (
+    CHECKPOINT_FORMAT,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
@@ -152,6 +153,7 @@ _WRITE_UPSERT = (
 )
 _SELECT_WRITES = """SELECT task_id, channel, type, value FROM pausepoint_writes
     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY seq"""
+_CHECKPOINT_KEYS = frozenset({"v", "id", "channel_values", "channel_versions", "versions_seen"})
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -221,11 +223,22 @@ def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     }
 
 
+def _check_checkpoint(checkpoint: Any, thread: str, cid: str) -> None:
+    where = f"checkpoint {cid!r} of thread {thread!r}"
+    if not isinstance(checkpoint, dict) or not checkpoint.keys() >= _CHECKPOINT_KEYS:
+        raise CheckpointDecodeError(f"{where} is not a checkpoint record; the row is corrupt")
+    version: Any = cast(dict[str, Any], checkpoint)["v"]
+    if type(version) is not int or version > CHECKPOINT_FORMAT:
+        raise CheckpointDecodeError(
+            f"{where} has format version {version!r}, but this pausepoint reads versions up "
+            f"to {CHECKPOINT_FORMAT}; upgrade pausepoint to read it"
+        )
+
+
 def _to_tuple(row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any]) -> CheckpointTuple:
     thread, ns, cid, parent_id, type_, blob = row[:6]
     checkpoint = codec.load(type_, blob)
-    if not isinstance(checkpoint, dict):
-        raise CheckpointDecodeError(f"checkpoint {cid!r} of thread {thread!r} is not a mapping")
+    _check_checkpoint(checkpoint, thread, cid)
     pending = [PendingWrite(w[0], w[1], codec.load(w[2], w[3])) for w in writes]
     return CheckpointTuple(
         config=_config(thread, ns, cid),

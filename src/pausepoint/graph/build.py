@@ -137,7 +137,5 @@ def _accepts_config(fn: Any) -> bool:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return False
-    if any(p.name == "config" for p in params):
-        return True
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    # As in LangGraph, only a parameter named ``config`` receives the config.
+    return any(p.name == "config" for p in params)

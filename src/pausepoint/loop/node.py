@@ -99,16 +99,22 @@ def command_writes(spec: GraphSpec, cmd: Command[Any], ns: str) -> Writes:
         raise ParentCommand(cmd, ns)
     writes: Writes = [(k, v) for k, v in cmd.update_items() if k in spec.state_keys]
     for target in cmd.goto_targets():
-        writes.append(goto_write(spec, target))
+        if (write := goto_write(spec, target)) is not None:
+            writes.append(write)
     return writes
 
 
-def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, Any]:
-    """The write that schedules ``target`` (a node name or a ``Send``) next step."""
+def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, Any] | None:
+    """The write that schedules ``target`` (a node name or a ``Send``) next step.
+
+    ``END`` schedules nothing.
+    """
     if isinstance(target, Send):
         if target.node not in spec.nodes:
             raise InvalidUpdateError(f"Send to unknown node {target.node!r}")
         return (TASKS, target)
+    if target == END:
+        return None
     if target not in spec.nodes or target == START:
         raise InvalidUpdateError(
             f"goto to unknown node {target!r}; known nodes: {sorted(spec.nodes)}"
@@ -122,7 +128,7 @@ def branch_writes(spec: GraphSpec, branch: Branch, dest: Any) -> Writes:
     writes: Writes = []
     for r in results:
         if isinstance(r, Send):
-            writes.append(goto_write(spec, r))
+            writes.append((TASKS, goto_write(spec, r)[1]))  # pyright: ignore[reportOptionalSubscript]
             continue
         name = _map_dest(branch, r)
         if name == END:

@@ -45,7 +45,12 @@ class TaskRecord:
 
     @property
     def paused(self) -> bool:
-        """Interrupted and not finished since."""
+        """Interrupted, and neither finished nor failed since."""
+        return bool(self.interrupts) and not self.done and not self.error
+
+    @property
+    def resumable(self) -> bool:
+        """Can take an answer: paused, or failed after an interrupt (it re-runs either way)."""
         return bool(self.interrupts) and not self.done
 
 
@@ -76,8 +81,8 @@ def read_records(
 
 
 def pending_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
-    """Every interrupt still waiting for an answer, in task order."""
-    return [i for rec in records.values() if rec.paused for i in rec.interrupts]
+    """Every interrupt that an answer can go to, in task order."""
+    return [i for rec in records.values() if rec.resumable for i in rec.interrupts]
 
 
 def is_own_interrupt(interrupt: Interrupt, task_ns: str) -> bool:

@@ -289,7 +289,7 @@ class _Run:
         )
         for task in tasks:
             rec = self.records.get(task.id)
-            if rec is None or not rec.paused:
+            if rec is None or not rec.resumable:
                 continue
             for intr in rec.interrupts:
                 if intr.id in self.resume.values and is_own_interrupt(intr, task.ns):
@@ -339,14 +339,20 @@ class _Run:
         if to_run:
             interrupts += yield from self.execute(to_run)
         if interrupts:
-            if paused and self.wants("updates"):
-                yield self.emit(
-                    "updates",
-                    {INTERRUPT: tuple(i for t in paused for i in self.records[t.id].interrupts)},
-                )
+            for t in paused:
+                yield from self.emit_interrupts(self.records[t.id].interrupts)
             raise GraphInterrupt(tuple(interrupts))
         yield from self.after_tick()
         return True
+
+    def emit_interrupts(self, found: tuple[Interrupt, ...]) -> Generator[Effect, Any, None]:
+        """Report a task's interrupts in ``updates`` and ``values`` as they happen."""
+        if not found:
+            return
+        if self.wants("updates"):
+            yield self.emit("updates", {INTERRUPT: found})
+        if self.wants("values"):
+            yield self.emit("values", {**self.output(), INTERRUPT: found})
 
     def match_records(self) -> tuple[list[Task], list[Task]]:
         """Split tasks into those to run and those paused without an answer (DESIGN §4.6)."""
@@ -359,7 +365,11 @@ class _Run:
                 to_run.append(task)
             elif rec.done:
                 task.writes = list(rec.writes)
-            elif rec.paused and not any(i.id in answered for i in rec.interrupts):
+            elif (
+                rec.paused
+                and self.resume is not None
+                and not any(i.id in answered for i in rec.interrupts)
+            ):
                 paused.append(task)
             else:
                 to_run.append(task)
@@ -406,8 +416,7 @@ class _Run:
             rec.interrupts = found
             # The ERROR slot is cleared so the task reads as paused, not failed.
             yield from self.save_writes(task.id, [(INTERRUPT, found), (ERROR, None)], path)
-            if self.wants("updates") and found:
-                yield self.emit("updates", {INTERRUPT: found})
+            yield from self.emit_interrupts(found)
             yield from out.task_result(self, task, None, found)
         elif isinstance(err, ParentCommand) and err.origin != task.ns:
             task.writes = command_writes(self.spec, err.command, task.ns)
@@ -416,14 +425,16 @@ class _Run:
         else:
             errors.append(err)
             if not isinstance(err, ParentCommand):
-                # The INTERRUPT slot is cleared: a failed task re-runs on the next
-                # invoke, keeping its saved answers (RESUME) but not their values.
-                failed = [(ERROR, _error_record(err)), (INTERRUPT, ())]
-                yield from self.save_writes(task.id, failed, path)
+                # The INTERRUPT slot stays: a failed task re-runs on the next invoke
+                # with its saved answers, and a new answer can still be sent to it.
+                rec = self.records.setdefault(task.id, TaskRecord())
+                rec.error = _error_record(err)
+                yield from self.save_writes(task.id, [(ERROR, rec.error)], path)
                 yield from out.task_result(self, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:
         updated = apply_writes(self.checkpoint, self.channels, self.tasks)
+        self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.wants("values") and not updated.isdisjoint(self.spec.output_keys):
             yield self.emit("values", self.output())
         yield from self.save_checkpoint("loop")
@@ -464,8 +475,8 @@ class _Run:
         return read_values(self.channels, self.spec.output_keys)
 
 
-def _error_record(err: BaseException) -> dict[str, str]:
-    return {"type": type(err).__name__, "message": str(err)}
+def _error_record(err: BaseException) -> str:
+    return repr(err)
 
 
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, Any, RunResult]:

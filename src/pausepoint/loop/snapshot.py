@@ -56,7 +56,7 @@ def build_snapshot(
     for task in tasks:
         rec = records.get(task.id)
         interrupts: tuple[Interrupt, ...] = rec.interrupts if rec and rec.paused else ()
-        error = _error(rec.error) if rec is not None and rec.error and not rec.done else None
+        error = rec.error if rec is not None and rec.error and not rec.done else None
         result = _result(spec, rec.writes) if rec is not None and rec.done else None
         out.append(
             PregelTask(
@@ -78,17 +78,6 @@ def build_snapshot(
 def _result(spec: GraphSpec, writes: list[tuple[str, Any]]) -> Any:
     found = {k: v for k, v in writes if k in spec.output_keys}
     return found or None
-
-
-def _error(record: Any) -> Exception:
-    if isinstance(record, Exception):
-        return record
-    if isinstance(record, dict):
-        from pausepoint.errors import PausepointError
-
-        kind = str(record.get("type", "Exception"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        return PausepointError(f"{kind}: {record.get('message', '')}")  # pyright: ignore[reportUnknownMemberType]
-    return Exception(str(record))
 
 
 def subgraph_config(thread_id: str | None, task: Task) -> RunnableConfig:

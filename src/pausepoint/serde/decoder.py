@@ -32,14 +32,14 @@ def _timedelta(p: list[int]) -> datetime.timedelta:
     return datetime.timedelta(days=days, seconds=seconds, microseconds=micros)
 
 
-def _datetime_zone(p: list[Any]) -> datetime.datetime:
-    wall, key, fold = p
-    naive = datetime.datetime.fromisoformat(wall)
-    return naive.replace(tzinfo=zoneinfo.ZoneInfo(key), fold=fold)
+def _datetime(p: list[Any]) -> datetime.datetime:
+    wall, fold, tz = p
+    return datetime.datetime.fromisoformat(wall).replace(tzinfo=tz, fold=fold)
 
 
 def _time(p: list[Any]) -> datetime.time:
-    return datetime.time.fromisoformat(p[0]).replace(fold=p[1])
+    wall, fold, tz = p
+    return datetime.time.fromisoformat(wall).replace(tzinfo=tz, fold=fold)
 
 
 def _timezone(p: list[Any]) -> datetime.timezone:
@@ -78,8 +78,7 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
     "float": _float,
     "bytes": lambda p: base64.b64decode(p, validate=True),
     "bytearray": lambda p: bytearray(base64.b64decode(p, validate=True)),
-    "datetime": datetime.datetime.fromisoformat,
-    "datetime_zone": _datetime_zone,
+    "datetime": _datetime,
     "date": datetime.date.fromisoformat,
     "time": _time,
     "timedelta": _timedelta,

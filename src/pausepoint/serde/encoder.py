@@ -44,16 +44,22 @@ def _timedelta(td: datetime.timedelta) -> list[int]:
     return [td.days, td.seconds, td.microseconds]
 
 
-def _datetime(_e: Encoder, dt: datetime.datetime) -> dict[str, Any]:
-    tz = dt.tzinfo
-    if isinstance(tz, zoneinfo.ZoneInfo):
-        # Keep the zone itself, not only today's offset: wall time, zone key, fold.
-        naive = dt.replace(tzinfo=None).isoformat()
-        return _tagged("datetime_zone", [naive, tz.key, dt.fold])
-    if tz is not None and not isinstance(tz, datetime.timezone):
-        # Other tzinfo classes (pytz, dateutil) are stored as their fixed offset.
-        dt = dt.astimezone(datetime.timezone(dt.utcoffset() or datetime.timedelta()))
-    return _tagged("datetime", dt.isoformat())
+def _tzinfo(tz: datetime.tzinfo | None, utcoffset: datetime.timedelta | None) -> Any:
+    if tz is None or type(tz) in (datetime.timezone, zoneinfo.ZoneInfo):
+        return tz
+    # Other tzinfo classes (pytz, dateutil) are stored as their fixed offset.
+    return datetime.timezone(utcoffset or datetime.timedelta())
+
+
+def _datetime(e: Encoder, dt: datetime.datetime) -> dict[str, Any]:
+    # Wall time, fold and the tzinfo itself: an offset alone would lose the zone.
+    tz = e.encode(_tzinfo(dt.tzinfo, dt.utcoffset()))
+    return _tagged("datetime", [dt.replace(tzinfo=None).isoformat(), dt.fold, tz])
+
+
+def _time(e: Encoder, t: datetime.time) -> dict[str, Any]:
+    tz = e.encode(_tzinfo(t.tzinfo, t.utcoffset()))
+    return _tagged("time", [t.replace(tzinfo=None).isoformat(), t.fold, tz])
 
 
 def _timezone(_e: Encoder, tz: datetime.timezone) -> dict[str, Any]:
@@ -80,7 +86,7 @@ _BUILTINS: dict[type, _Builtin] = {
     bytearray: lambda _e, x: _tagged("bytearray", _b64(x)),
     datetime.datetime: _datetime,
     datetime.date: lambda _e, x: _tagged("date", x.isoformat()),
-    datetime.time: lambda _e, x: _tagged("time", [x.isoformat(), x.fold]),
+    datetime.time: _time,
     datetime.timedelta: lambda _e, x: _tagged("timedelta", _timedelta(x)),
     datetime.timezone: _timezone,
     zoneinfo.ZoneInfo: lambda _e, x: _tagged("zoneinfo", x.key),

@@ -1,0 +1,168 @@
+"""One async-looking interface over a saver's sync *or* async methods.
+
+The conformance suite is written once against :class:`SaverOps`; it runs once
+through :class:`SyncOps` (the plain methods, concurrency on OS threads) and once
+through :class:`AsyncOps` (the ``a``-methods, concurrency on the event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pausepoint.checkpoint.base import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from pausepoint.config import RunnableConfig
+
+__all__ = ["AsyncOps", "SaverOps", "SyncOps"]
+
+Job = Callable[[], Awaitable[None]]
+
+
+class SaverOps:
+    """The saver calls the suite makes; see the subclasses."""
+
+    def __init__(self, saver: BaseCheckpointSaver) -> None:
+        self.saver = saver
+
+    async def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> RunnableConfig:
+        """Store a checkpoint."""
+        raise NotImplementedError
+
+    async def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        """Store a task's writes."""
+        raise NotImplementedError
+
+    async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Load a checkpoint tuple."""
+        raise NotImplementedError
+
+    async def get(self, config: RunnableConfig) -> Checkpoint | None:
+        """Load a checkpoint."""
+        raise NotImplementedError
+
+    async def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointTuple]:
+        """List checkpoints, newest first, as a list."""
+        raise NotImplementedError
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Delete a thread."""
+        raise NotImplementedError
+
+    async def concurrently(self, jobs: Sequence[Job]) -> None:
+        """Run ``jobs`` at the same time and wait for all of them."""
+        raise NotImplementedError
+
+
+class SyncOps(SaverOps):
+    """Calls the saver's sync methods; runs concurrent jobs on OS threads."""
+
+    async def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> RunnableConfig:
+        """Call ``put``."""
+        return self.saver.put(config, checkpoint, metadata, {})
+
+    async def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        """Call ``put_writes``."""
+        self.saver.put_writes(config, writes, task_id)
+
+    async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Call ``get_tuple``."""
+        return self.saver.get_tuple(config)
+
+    async def get(self, config: RunnableConfig) -> Checkpoint | None:
+        """Call ``get``."""
+        return self.saver.get(config)
+
+    async def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointTuple]:
+        """Call ``list``."""
+        return list(self.saver.list(config, filter=filter, before=before, limit=limit))
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Call ``delete_thread``."""
+        self.saver.delete_thread(thread_id)
+
+    async def concurrently(self, jobs: Sequence[Job]) -> None:
+        """Run each job on its own thread (each job only calls sync methods)."""
+
+        def run(job: Job) -> None:
+            asyncio.run(_as_coroutine(job))
+
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            for future in [pool.submit(run, job) for job in jobs]:
+                future.result()
+
+
+class AsyncOps(SaverOps):
+    """Awaits the saver's ``a``-methods; runs concurrent jobs as asyncio tasks."""
+
+    async def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> RunnableConfig:
+        """Await ``aput``."""
+        return await self.saver.aput(config, checkpoint, metadata, {})
+
+    async def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        """Await ``aput_writes``."""
+        await self.saver.aput_writes(config, writes, task_id)
+
+    async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Await ``aget_tuple``."""
+        return await self.saver.aget_tuple(config)
+
+    async def get(self, config: RunnableConfig) -> Checkpoint | None:
+        """Await ``aget``."""
+        return await self.saver.aget(config)
+
+    async def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> list[CheckpointTuple]:
+        """Collect ``alist``."""
+        items = self.saver.alist(config, filter=filter, before=before, limit=limit)
+        return [item async for item in items]
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Await ``adelete_thread``."""
+        await self.saver.adelete_thread(thread_id)
+
+    async def concurrently(self, jobs: Sequence[Job]) -> None:
+        """Run the jobs as tasks of the running loop."""
+        await asyncio.gather(*(_as_coroutine(job) for job in jobs))
+
+
+async def _as_coroutine(job: Job) -> None:
+    await job()

@@ -1,0 +1,385 @@
+"""The differential harness: libraries, drivers, normalisation and scenario registries.
+
+A scenario is one function ``scenario(lib, drive) -> record``: it builds a graph with
+``lib``'s names, runs it through ``drive`` (sync or async API) and returns plain data
+describing what it observed. The harness runs it on LangGraph 1.1.6 (the oracle) and on
+pausepoint, normalises both records (ids, timestamps, library-specific classes) and
+compares them. Deliberate differences (DESIGN §4) register a check per library instead.
+
+``PAUSEPOINT_COMPAT_ONLY=langgraph`` skips the pausepoint half (to develop scenarios
+against the oracle while the engine is being written).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import importlib
+import os
+import pprint
+import re
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+LIBS = ("langgraph", "pausepoint")
+DRIVERS = ("sync", "async")
+ONLY = os.environ.get("PAUSEPOINT_COMPAT_ONLY", "")
+
+
+# --- libraries -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Lib:
+    """One library's public names, as a user imports them."""
+
+    name: str
+    StateGraph: Any
+    START: str
+    END: str
+    interrupt: Any
+    Command: Any
+    Send: Any
+    Interrupt: Any
+    RetryPolicy: Any
+    Overwrite: Any
+    InMemorySaver: Any
+    get_stream_writer: Any
+    get_config: Any
+    errors: types.ModuleType
+
+
+_LOADED: dict[str, Lib] = {}
+
+
+def load_lib(name: str) -> Lib:
+    """Import ``name``'s modules by the import paths both libraries share."""
+    if name not in _LOADED:
+        graph = importlib.import_module(f"{name}.graph")
+        types_ = importlib.import_module(f"{name}.types")
+        memory = importlib.import_module(f"{name}.checkpoint.memory")
+        config = importlib.import_module(f"{name}.config")
+        _LOADED[name] = Lib(
+            name=name,
+            StateGraph=graph.StateGraph,
+            START=graph.START,
+            END=graph.END,
+            interrupt=types_.interrupt,
+            Command=types_.Command,
+            Send=types_.Send,
+            Interrupt=types_.Interrupt,
+            RetryPolicy=types_.RetryPolicy,
+            Overwrite=types_.Overwrite,
+            InMemorySaver=memory.InMemorySaver,
+            get_stream_writer=config.get_stream_writer,
+            get_config=config.get_config,
+            errors=importlib.import_module(f"{name}.errors"),
+        )
+    return _LOADED[name]
+
+
+# --- drivers ---------------------------------------------------------------------------
+
+
+class Drive:
+    """The graph API through one driver: ``invoke/stream/...`` or their ``a*`` twins."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.is_async = name == "async"
+
+    def invoke(self, graph: Any, inp: Any, config: Any = None, **kw: Any) -> Any:
+        if self.is_async:
+            return asyncio.run(graph.ainvoke(inp, config, **kw))
+        return graph.invoke(inp, config, **kw)
+
+    def stream(self, graph: Any, inp: Any, config: Any = None, **kw: Any) -> list[Any]:
+        """All chunks; if the run raises, the chunks so far plus a ``raised`` record."""
+        chunks: list[Any] = []
+
+        async def collect() -> None:
+            async for chunk in graph.astream(inp, config, **kw):
+                chunks.append(chunk)
+
+        try:
+            if self.is_async:
+                asyncio.run(collect())
+            else:
+                chunks.extend(graph.stream(inp, config, **kw))
+        except Exception as exc:
+            chunks.append(raised(exc))
+        return chunks
+
+    def get_state(self, graph: Any, config: Any, *, subgraphs: bool = False) -> Any:
+        if self.is_async:
+            return asyncio.run(graph.aget_state(config, subgraphs=subgraphs))
+        return graph.get_state(config, subgraphs=subgraphs)
+
+    def history(self, graph: Any, config: Any, **kw: Any) -> list[Any]:
+        async def collect() -> list[Any]:
+            return [s async for s in graph.aget_state_history(config, **kw)]
+
+        if self.is_async:
+            return asyncio.run(collect())
+        return list(graph.get_state_history(config, **kw))
+
+    def update_state(self, graph: Any, config: Any, values: Any, as_node: Any = None) -> Any:
+        if self.is_async:
+            return asyncio.run(graph.aupdate_state(config, values, as_node=as_node))
+        return graph.update_state(config, values, as_node=as_node)
+
+    def bulk_update_state(self, graph: Any, config: Any, supersteps: Any) -> Any:
+        if self.is_async:
+            return asyncio.run(graph.abulk_update_state(config, supersteps))
+        return graph.bulk_update_state(config, supersteps)
+
+
+def thread(tid: str = "t", **configurable: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": tid, **configurable}}
+
+
+# --- exceptions ------------------------------------------------------------------------
+
+# Exception classes named the same in both libraries; pausepoint's own subclasses
+# (e.g. AmbiguousResumeError(RuntimeError)) compare as the nearest of these.
+_SHARED_ERRORS = {
+    "GraphRecursionError",
+    "InvalidUpdateError",
+    "EmptyInputError",
+    "EmptyChannelError",
+    "GraphBubbleUp",
+    "GraphInterrupt",
+    "ParentCommand",
+}
+
+
+def shared_type(exc: BaseException) -> str:
+    """The name of the first class of ``exc`` that both libraries (or builtins) define."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins" or cls.__name__ in _SHARED_ERRORS:
+            return cls.__name__
+    return type(exc).__name__  # pragma: no cover - every exception ends in builtins
+
+
+def raised(exc: BaseException, *, message: bool = False) -> tuple[Any, ...]:
+    """A record of an exception: its shared type name (and message when it must match)."""
+    return ("raised", shared_type(exc), str(exc) if message else None)
+
+
+def catch(fn: Callable[..., Any], *args: Any, message: bool = False, **kw: Any) -> Any:
+    """``fn(*args, **kw)``, or the ``raised`` record of the exception it raises."""
+    try:
+        return fn(*args, **kw)
+    except Exception as exc:
+        return raised(exc, message=message)
+
+
+def exact(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+    """Like ``catch`` but records the exception's exact class name and message."""
+    try:
+        return fn(*args, **kw)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):  # pragma: no cover
+            raise
+        return ("raised", type(exc).__name__, str(exc))
+
+
+# --- normalisation ---------------------------------------------------------------------
+
+_ID = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"|(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])"
+)
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
+
+
+class Unordered(list[Any]):
+    """A list whose order is not observable (tasks of one step finish in any order)."""
+
+
+def unordered(items: Iterable[Any]) -> Unordered:
+    return Unordered(items)
+
+
+class _Normalizer:
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}
+        self.frozen = False  # inside Unordered: no new numbering (order is arbitrary)
+        self.first_pass = False  # number the ids of ordered parts before unordered ones
+
+    def _id(self, raw: str) -> str:
+        if raw in self.ids:
+            return self.ids[raw]
+        if self.frozen:
+            return "<id?>"
+        self.ids[raw] = f"<id{len(self.ids) + 1}>"
+        return self.ids[raw]
+
+    def string(self, s: str) -> str:
+        return _ID.sub(lambda m: self._id(m.group()), _TIMESTAMP.sub("<ts>", s))
+
+    def __call__(self, obj: Any) -> Any:  # noqa: C901
+        if obj is None or isinstance(obj, bool | int | float | bytes):
+            return obj
+        if isinstance(obj, str):
+            return self.string(obj)
+        if isinstance(obj, Unordered):
+            return None if self.first_pass else self._unordered(obj)
+        name = type(obj).__name__
+        if name == "Interrupt" and hasattr(obj, "value") and hasattr(obj, "id"):
+            return ("Interrupt", self(obj.value), self(obj.id))
+        if isinstance(obj, BaseException):
+            return ("exc", shared_type(obj), self.string(str(obj)))
+        if name == "Send" and hasattr(obj, "node"):
+            return ("Send", self(obj.node), self(obj.arg))
+        if name == "Command" and hasattr(obj, "resume"):
+            fields = ("graph", "update", "resume", "goto")
+            return ("Command", {f: self(getattr(obj, f)) for f in fields})
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return (name, {f: self(getattr(obj, f)) for f in obj._fields})
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return (name, {f.name: self(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
+        if hasattr(obj, "model_dump") and hasattr(type(obj), "model_fields"):
+            return (name, self(obj.model_dump()))
+        if isinstance(obj, dict):
+            return {self(k): self(obj[k]) for k in sorted(obj, key=_shape)}
+        if isinstance(obj, list):
+            return [self(x) for x in obj]
+        if isinstance(obj, tuple):
+            return tuple(self(x) for x in obj)
+        if isinstance(obj, set | frozenset):
+            return ("set", self._unordered(Unordered(obj)))
+        return ("object", name)
+
+    def _unordered(self, items: Unordered) -> list[Any]:
+        was, self.frozen = self.frozen, True
+        try:
+            return sorted((self(x) for x in items), key=repr)
+        finally:
+            self.frozen = was
+
+
+def _shape(key: Any) -> str:
+    return _ID.sub("<id>", repr(key))
+
+
+def normalize(record: Any) -> Any:
+    """Comparable plain data: ids numbered by first appearance, timestamps masked.
+
+    Ids seen only inside ``Unordered`` parts become ``<id?>`` (their order of first
+    appearance is arbitrary); ids also seen elsewhere keep their number there.
+    """
+    norm = _Normalizer()
+    norm.first_pass = True
+    norm(record)
+    norm.first_pass = False
+    return norm(record)
+
+
+# --- registries and tests --------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    fn: Callable[[Lib, Drive], Any]
+    drivers: tuple[str, ...]
+    expect: dict[str, Callable[[Any], Any] | Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def run(self, lib_name: str, driver: str) -> Any:
+        if lib_name == "pausepoint" and ONLY == "langgraph":
+            pytest.skip("PAUSEPOINT_COMPAT_ONLY=langgraph")
+        return normalize(self.fn(load_lib(lib_name), Drive(driver)))
+
+
+_ORACLE: dict[tuple[str, str, str], Any] = {}
+
+
+def _oracle(scenario: Scenario, driver: str) -> Any:
+    key = (scenario.fn.__module__, scenario.name, driver)
+    if key not in _ORACLE:
+        _ORACLE[key] = scenario.run("langgraph", driver)
+    return _ORACLE[key]
+
+
+def _assert_same(expected: Any, got: Any, what: str) -> None:
+    if expected == got:
+        return
+    left = pprint.pformat(expected, width=96).splitlines()
+    right = pprint.pformat(got, width=96).splitlines()
+    diff = "\n".join(difflib.unified_diff(left, right, "langgraph", "pausepoint", lineterm=""))
+    pytest.fail(f"{what} differs from LangGraph 1.1.6:\n{diff}", pytrace=False)
+
+
+class Scenarios:
+    """A registry of scenarios; ``test()`` makes the parametrised test function."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, Scenario] = {}
+
+    def __call__(
+        self,
+        fn: Callable[[Lib, Drive], Any] | None = None,
+        *,
+        drivers: tuple[str, ...] = DRIVERS,
+    ) -> Any:
+        def register(f: Callable[[Lib, Drive], Any]) -> Callable[[Lib, Drive], Any]:
+            assert f.__name__ not in self.items, f.__name__
+            self.items[f.__name__] = Scenario(f, drivers)
+            return f
+
+        return register(fn) if fn is not None else register
+
+    def differs(self, *, langgraph: Any, pausepoint: Any) -> Any:
+        """Register a deliberate difference: each library is checked against its own
+        expectation (plain data to compare with the normalised record, or a callable
+        asserting on it)."""
+
+        def register(f: Callable[[Lib, Drive], Any]) -> Callable[[Lib, Drive], Any]:
+            assert f.__name__ not in self.items, f.__name__
+            expect = {"langgraph": langgraph, "pausepoint": pausepoint}
+            self.items[f.__name__] = Scenario(f, DRIVERS, expect)
+            return f
+
+        return register
+
+    def _params(self) -> list[Any]:
+        return [
+            pytest.param(s.name, drv, lib, id=f"{s.name}-{drv}-{lib}")
+            for s in self.items.values()
+            for drv in s.drivers
+            for lib in LIBS
+        ]
+
+    def test(self) -> Callable[[str, str, str], None]:
+        @pytest.mark.compat
+        @pytest.mark.parametrize(("scenario", "driver", "lib"), self._params())
+        def test_scenario(scenario: str, driver: str, lib: str) -> None:
+            sc = self.items[scenario]
+            if sc.expect is not None:
+                _check_expectation(sc, lib, driver)
+            elif lib == "langgraph":
+                assert _oracle(sc, driver) not in (None, {}, [], ()), "records nothing"
+            else:
+                _assert_same(_oracle(sc, driver), sc.run("pausepoint", driver), sc.name)
+
+        return test_scenario
+
+
+def _check_expectation(sc: Scenario, lib: str, driver: str) -> None:
+    assert sc.expect is not None
+    expected = sc.expect[lib]
+    got = sc.run(lib, driver)
+    if callable(expected):
+        expected(got)
+        return
+    if expected != got:
+        text = pprint.pformat(got, width=96)
+        pytest.fail(f"{sc.name} on {lib}: expected\n{pprint.pformat(expected)}\ngot\n{text}")
