@@ -75,12 +75,34 @@ class RunConfig:
             raw=cfg,
         )
 
+    def run_metadata(self) -> dict[str, Any]:
+        """What a run adds to its checkpoints' metadata (as LangGraph does).
+
+        The config's ``metadata``, then ``configurable`` keys with plain values
+        (str, int, float, bool), leaving out internal keys, the checkpoint's own
+        coordinates and anything that looks like a secret.
+        """
+        out = dict(self.metadata)
+        for key, value in self.configurable.items():
+            if key in out or key in _COORDINATES or key.startswith("__"):
+                continue
+            if not isinstance(value, (str, int, float, bool)):
+                continue
+            if any(word in key.casefold() for word in _SECRET_WORDS):
+                continue
+            out[key] = value
+        return out
+
     def with_checkpoint(self, checkpoint_id: str | None) -> RunnableConfig:
         """The public config dict pointing at ``checkpoint_id`` in this thread and namespace."""
         conf: dict[str, Any] = {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}
         if checkpoint_id is not None:
             conf["checkpoint_id"] = checkpoint_id
         return {"configurable": conf}
+
+
+_COORDINATES = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"})
+_SECRET_WORDS = ("key", "token", "secret", "password", "auth")
 
 
 def get_config() -> RunnableConfig:

@@ -35,12 +35,14 @@ __all__ = [
     "CustomStreamPart",
     "DebugStreamPart",
     "Durability",
+    "GraphOutput",
     "Interrupt",
     "Overwrite",
     "PregelTask",
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
     "StreamMode",
     "StreamPart",
     "TasksStreamPart",
@@ -232,6 +234,22 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: RunnableConfig | StateSnapshot | None = None
     result: Any | None = None
+
+
+class StateUpdate(NamedTuple):
+    """One update of ``bulk_update_state``: values written as if ``as_node`` returned them."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GraphOutput(Generic[N]):
+    """What ``invoke(..., version="v2")`` returns: the output and any pending interrupts."""
+
+    value: Any
+    interrupts: tuple[Interrupt, ...] = ()
 
 
 class StateSnapshot(NamedTuple):

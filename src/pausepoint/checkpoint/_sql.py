@@ -169,9 +169,10 @@ def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
         lock: A statement serializing concurrent setups (PostgreSQL advisory lock).
 
     """
-    yield Statement("CREATE TABLE IF NOT EXISTS pausepoint_migrations (v INTEGER PRIMARY KEY)")
     if lock is not None:
+        # First: even CREATE TABLE IF NOT EXISTS races in PostgreSQL.
         yield lock
+    yield Statement("CREATE TABLE IF NOT EXISTS pausepoint_migrations (v INTEGER PRIMARY KEY)")
     rows = yield Statement("SELECT v FROM pausepoint_migrations", fetch=True)
     current = max((int(r[0]) for r in rows), default=0)
     if current > len(MIGRATIONS):

@@ -23,7 +23,7 @@ from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.snapshot import build_snapshot, subgraph_config
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.scratchpad import TASK, NestInfo
-from pausepoint.types import StateSnapshot
+from pausepoint.types import StateSnapshot, StateUpdate
 
 __all__ = ["CompiledStateGraph"]
 
@@ -184,6 +184,7 @@ class CompiledStateGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Any = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Any:
         """Run the graph to its end (or to a pause) and return the output state.
@@ -215,7 +216,7 @@ class CompiledStateGraph:
                 result: RunResult = stop.value
                 break
             _forward(opts, chunk)
-        return invoke_output(result, _keys(output_keys))
+        return invoke_output(result, _keys(output_keys), version)
 
     def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state at its newest checkpoint (or at the config's checkpoint_id)."""
@@ -254,11 +255,21 @@ class CompiledStateGraph:
         as_node: str | None = None,
         task_id: str | None = None,
     ) -> RunnableConfig:
-        """Write ``values`` as if node ``as_node`` returned them; return the new config."""
+        """Write ``values`` as if node ``as_node`` returned them; return the new config.
+
+        The new checkpoint is a child of the one ``config`` names (or the newest),
+        so updating an old checkpoint forks the thread.
+        """
+        return self.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """Apply supersteps of updates in order: one new checkpoint per superstep."""
         from pausepoint.graph.update import update_effects
 
         saver = self._require_saver()
-        gen = update_effects(self.spec, saver, config, values, as_node)
+        gen = update_effects(self.spec, config, supersteps)
         send: Any = None
         while True:
             try:
@@ -267,16 +278,6 @@ class CompiledStateGraph:
                 new_config: RunnableConfig = stop.value
                 return new_config
             send = sdriver.perform(saver, effect)
-
-    def bulk_update_state(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
-    ) -> RunnableConfig:
-        """Apply several updates in order, each on top of the previous one's checkpoint."""
-        current = config
-        for step in supersteps:
-            for update in step:
-                current = self.update_state(current, update.values, update.as_node)
-        return current
 
     # --- async -----------------------------------------------------------------------------
 
@@ -325,6 +326,7 @@ class CompiledStateGraph:
         interrupt_before: Any = None,
         interrupt_after: Any = None,
         durability: Any = None,
+        version: str = "v1",
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`."""
@@ -350,7 +352,7 @@ class CompiledStateGraph:
         result: list[RunResult] = []
         async for chunk in adriver.drive(run(self.spec, input, opts), saver, sink, result):
             _forward(opts, chunk)
-        return invoke_output(result[0], _keys(output_keys))
+        return invoke_output(result[0], _keys(output_keys), version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state`."""
@@ -382,7 +384,7 @@ class CompiledStateGraph:
         return await asyncio.to_thread(self.update_state, config, values, as_node, task_id)
 
     async def abulk_update_state(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """Async :meth:`bulk_update_state`."""
         return await asyncio.to_thread(self.bulk_update_state, config, supersteps)

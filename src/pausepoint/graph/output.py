@@ -47,7 +47,9 @@ class ChunkShape:
         if self.v2:
             part: dict[str, Any] = {"type": mode, "ns": ns, "data": payload}
             if mode == "values":
-                part["interrupts"] = ()
+                data, interrupts = _split_interrupts(payload)
+                part["data"] = data
+                part["interrupts"] = interrupts
             return part
         body = payload if self.single else (mode, payload)
         if self.subgraphs:
@@ -55,13 +57,37 @@ class ChunkShape:
         return body
 
 
-def invoke_output(result: RunResult, output_keys: Sequence[str] | str | None) -> Any:
-    """``invoke``'s return value: the output state, plus ``__interrupt__`` when paused."""
+def _split_interrupts(payload: Any) -> tuple[Any, tuple[Any, ...]]:
+    if isinstance(payload, dict) and INTERRUPT in payload:
+        data: dict[str, Any] = {k: v for k, v in payload.items() if k != INTERRUPT}  # pyright: ignore[reportUnknownVariableType]
+        return data, tuple(payload[INTERRUPT])  # pyright: ignore[reportUnknownArgumentType]
+    return payload, ()
+
+
+def invoke_output(
+    result: RunResult, output_keys: Sequence[str] | str | None, version: str = "v1"
+) -> Any:
+    """``invoke``'s return value: the output state, plus ``__interrupt__`` when paused.
+
+    With ``version="v2"`` it is a :class:`~pausepoint.types.GraphOutput` instead.
+    """
     values = result.values
+    if version == "v2":
+        from pausepoint.types import GraphOutput
+
+        return GraphOutput(value=_select(values, output_keys), interrupts=result.interrupts)
+    return _with_interrupts(_select(values, output_keys), result)
+
+
+def _select(values: Any, output_keys: Sequence[str] | str | None) -> Any:
     if isinstance(output_keys, str):
         return values.get(output_keys)
     if output_keys is not None:
-        values = {k: v for k, v in values.items() if k in output_keys}
-    if result.interrupts:
+        return {k: v for k, v in values.items() if k in output_keys}
+    return values
+
+
+def _with_interrupts(values: Any, result: RunResult) -> Any:
+    if result.interrupts and isinstance(values, dict):
         return {**values, INTERRUPT: list(result.interrupts)}
     return values

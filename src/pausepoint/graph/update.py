@@ -1,85 +1,118 @@
-"""``update_state``: write values into a thread as if a node had returned them.
+"""``update_state`` / ``bulk_update_state``: write values as if nodes had returned them.
 
-The new checkpoint (source ``update``) is a child of the one the config names
-(or of the newest); history is never rewritten, so updating an old checkpoint
-forks the thread.
+Each superstep of updates makes one new checkpoint (source ``update``), a child
+of the one the config names (or of the newest). History is never rewritten, so
+updating an old checkpoint forks the thread. Interrupts still waiting at the
+updated checkpoint stay pending on the new one (with the new task's id), so a
+person can edit the state of a paused run and then answer it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
-from pausepoint.channels import MISSING
-from pausepoint.checkpoint.base import CheckpointMetadata, copy_checkpoint
+from xxhash import xxh3_128_hexdigest
+
+from pausepoint.channels import MISSING, Channel
+from pausepoint.checkpoint.base import (
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    copy_checkpoint,
+    empty_checkpoint,
+)
 from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
 from pausepoint.config import RunnableConfig
-from pausepoint.constants import END, NULL_TASK_ID, START
+from pausepoint.constants import END, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import InvalidUpdateError
-from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
+from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
-from pausepoint.loop.pending import read_records
+from pausepoint.loop.pending import TaskRecord, read_records
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, task_id, task_ns
 from pausepoint.loop.writes import InputWrites, apply_writes
+from pausepoint.types import Interrupt, StateUpdate
 
 __all__ = ["update_effects"]
 
 
+@dataclasses.dataclass(slots=True)
+class _Base:
+    """The checkpoint an update starts from."""
+
+    checkpoint: Checkpoint
+    channels: dict[str, Channel]
+    step: int
+    config: RunnableConfig
+    paused: list[tuple[Task, TaskRecord]]
+
+
 def update_effects(
-    spec: GraphSpec, saver: Any, config: RunnableConfig, values: Any, as_node: str | None
+    spec: GraphSpec, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
 ) -> Generator[Any, Any, RunnableConfig]:
-    """The effects of one ``update_state`` call; returns the new checkpoint's config."""
+    """The effects of ``bulk_update_state``; returns the last new checkpoint's config."""
     conf = dict(config.get("configurable") or {})
     conf.setdefault("checkpoint_ns", "")
-    saved = yield LoadCheckpoint({"configurable": conf})
-    if saved is None:
-        from pausepoint.checkpoint.base import empty_checkpoint
+    saved: CheckpointTuple | None = yield LoadCheckpoint({"configurable": conf})
+    base = _base(spec, saved, conf, apply_pending="checkpoint_id" not in conf)
+    for updates in supersteps:
+        if not updates:
+            raise InvalidUpdateError("bulk_update_state got an empty superstep")
+        sources = [_update_task(spec, base, u) for u in updates]
+        apply_writes(base.checkpoint, base.channels, sources)
+        base.checkpoint["id"] = new_checkpoint_id()
+        base.checkpoint["ts"] = now_iso()
+        base.checkpoint["channel_values"] = {
+            k: v for k, c in base.channels.items() if (v := c.checkpoint()) is not MISSING
+        }
+        metadata: CheckpointMetadata = {"source": "update", "step": base.step, "parents": {}}
+        snapshot = copy_checkpoint(base.checkpoint)
+        new_config: RunnableConfig = yield SaveCheckpoint(base.config, snapshot, metadata, {})
+        updated_nodes = {s.name for s in sources}
+        yield from _carry_paused(spec, base, new_config, updated_nodes, conf["checkpoint_ns"])
+        base.config = new_config
+        base.step += 1
+        base.paused = []
+    return base.config
 
+
+def _base(
+    spec: GraphSpec, saved: CheckpointTuple | None, conf: dict[str, Any], apply_pending: bool
+) -> _Base:
+    if saved is None:
         checkpoint = empty_checkpoint(new_checkpoint_id(), now_iso())
-        step, records, null_writes, parent = -1, {}, [], {"configurable": conf}
-    else:
-        checkpoint = copy_checkpoint(saved.checkpoint)
-        step = int(saved.metadata.get("step", -1)) + 1
-        records, null_writes = read_records(saved.pending_writes or [])
-        parent = saved.config
+        channels = spec.fresh_channels({})
+        return _Base(checkpoint, channels, 0, {"configurable": conf}, [])
+    checkpoint = copy_checkpoint(saved.checkpoint)
     channels = spec.fresh_channels(checkpoint["channel_values"])
+    step = int(saved.metadata.get("step", -1)) + 1
+    records, null_writes = read_records(saved.pending_writes or [])
     if null_writes:
         apply_writes(checkpoint, channels, [InputWrites(NULL_TASK_ID, null_writes)])
-    node = _pick_node(spec, checkpoint, as_node)
-    if saved is not None:
-        tasks = prepare_tasks(spec, checkpoint, channels, step, conf["checkpoint_ns"])
+    tasks = prepare_tasks(spec, checkpoint, channels, step, conf["checkpoint_ns"])
+    paused = [(t, records[t.id]) for t in tasks if t.id in records and records[t.id].paused]
+    if apply_pending:
         done = [t for t in tasks if t.id in records and records[t.id].done]
         for t in done:
             t.writes = list(records[t.id].writes)
         if done:
             apply_writes(checkpoint, channels, done)
-    writes = _node_writes(spec, node, values, channels, checkpoint["id"], step, conf)
-    fake = Task(
-        id=task_id(checkpoint["id"], conf["checkpoint_ns"], step, node, "__update__", node),
-        name=node,
-        path=("__update__", node),
-        input=None,
-        triggers=(),
-        node=spec.nodes[node],
-        ns="",
-        writes=writes,
-    )
-    if node != START:
-        fake.triggers = ()
-    apply_writes(checkpoint, channels, [fake])
-    checkpoint["id"] = new_checkpoint_id()
-    checkpoint["ts"] = now_iso()
-    checkpoint["channel_values"] = {
-        k: v for k, c in channels.items() if (v := c.checkpoint()) is not MISSING
-    }
-    metadata: CheckpointMetadata = {"source": "update", "step": step, "parents": {}}
-    parent_config: RunnableConfig = parent  # pyright: ignore[reportAssignmentType]
-    return (yield SaveCheckpoint(parent_config, checkpoint, metadata, {}))
+    return _Base(checkpoint, channels, step, saved.config, paused)
 
 
-def _pick_node(spec: GraphSpec, checkpoint: Any, as_node: str | None) -> str:
+def _update_task(spec: GraphSpec, base: _Base, update: StateUpdate) -> Task:
+    node = _pick_node(spec, base.checkpoint, update.as_node)
+    writes = _node_writes(spec, node, update.values, base)
+    ns = str((base.config.get("configurable") or {}).get("checkpoint_ns", ""))
+    tid = task_id(base.checkpoint["id"], ns, base.step, node, "__update__", node)
+    # Triggers that are not channels: the step counts as run (ephemeral edge
+    # triggers clear) without marking any channel as seen, as in LangGraph.
+    return Task(tid, node, ("__update__", node), None, (INTERRUPT,), spec.nodes[node], "", writes)
+
+
+def _pick_node(spec: GraphSpec, checkpoint: Checkpoint, as_node: str | None) -> str:
     if as_node is not None:
         if as_node == END:
             raise InvalidUpdateError("update_state(as_node=END) is not supported yet")
@@ -95,46 +128,59 @@ def _pick_node(spec: GraphSpec, checkpoint: Any, as_node: str | None) -> str:
         reverse=True,
     )
     if not ranked:
-        return START if not checkpoint["channel_versions"] else _ambiguous()
+        if not checkpoint["channel_versions"]:
+            return START
+        raise InvalidUpdateError("Ambiguous update, specify as_node")
     if len(ranked) > 1 and ranked[0][0] == ranked[1][0]:
-        return _ambiguous()
+        raise InvalidUpdateError("Ambiguous update, specify as_node")
     return ranked[0][1]
 
 
-def _ambiguous() -> str:
-    raise InvalidUpdateError("Ambiguous update, specify as_node")
-
-
-def _node_writes(
-    spec: GraphSpec,
-    node: str,
-    values: Any,
-    channels: Any,
-    checkpoint_id: str,
-    step: int,
-    conf: dict[str, Any],
-) -> list[tuple[str, Any]]:
+def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[tuple[str, Any]]:
     proc = spec.nodes[node]
+    conf = dict(base.config.get("configurable") or {})
+    ns = str(conf.get("checkpoint_ns", ""))
     if node == START:
-        proc = dataclasses.replace(proc, fn=None)
-        task = Task("", START, ("", START), values, (), proc, "")
+        task = Task("", START, ("", START), values, (), dataclasses.replace(proc, fn=None), "")
     else:
-        fake_fn = _Const(values)
         proc = dataclasses.replace(
-            proc, fn=fake_fn, is_async=False, accepts_config=False, subgraph=None
+            proc, fn=_Const(values), is_async=False, accepts_config=False, subgraph=None
         )
-        tid = task_id(checkpoint_id, conf["checkpoint_ns"], step, node, "__update__", node)
-        task = Task(
-            tid, node, ("", node), None, (), proc, task_ns(conf["checkpoint_ns"], node, tid)
-        )
+        tid = task_id(base.checkpoint["id"], ns, base.step, node, "__update__", node)
+        task = Task(tid, node, ("", node), None, (), proc, task_ns(ns, node, tid))
     config: RunnableConfig = {"configurable": conf}
-    body = node_body(spec, task, config, channels)
+    body = node_body(spec, task, config, base.channels)
+    value: Any = None
     try:
-        call = next(body)
         while True:
-            call = body.send(call.sync(*call.args))
+            call = body.send(value)
+            value = call.sync(*call.args)
     except StopIteration as stop:
-        return stop.value
+        writes: list[tuple[str, Any]] = stop.value
+        return writes
+
+
+def _carry_paused(
+    spec: GraphSpec, base: _Base, config: RunnableConfig, updated: set[str], ns: str
+) -> Generator[Any, Any, None]:
+    """Keep interrupts pending across an update (unless the update stood in for the node)."""
+    if not base.paused:
+        return
+    step = base.step + 1
+    channels = base.channels
+    new_tasks = {
+        (t.name, t.path): t for t in prepare_tasks(spec, base.checkpoint, channels, step, ns)
+    }
+    for old, rec in base.paused:
+        new = new_tasks.get((old.name, old.path))
+        if new is None or old.name in updated:
+            continue
+        own = xxh3_128_hexdigest(new.ns.encode())
+        interrupts = tuple(Interrupt(i.value, own) for i in rec.interrupts)
+        writes: list[tuple[str, Any]] = [(INTERRUPT, interrupts)]
+        if rec.resume:
+            writes.append((RESUME, list(rec.resume)))
+        yield SaveWrites(config, writes, new.id, "")
 
 
 class _Const:

@@ -109,6 +109,7 @@ class _Run:
         self.tasks: list[Task] = []
         self.unsaved: list[tuple[str, list[tuple[str, Any]]]] = []
         self.dirty = False
+        self.run_metadata = opts.config.run_metadata()
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -136,10 +137,10 @@ class _Run:
         self.checkpoint["id"] = new_checkpoint_id()
         self.checkpoint["ts"] = now_iso()
         self.metadata = {
-            **self.cfg.metadata,  # type: ignore[typeddict-item]
             "source": source,  # type: ignore[typeddict-item]
             "step": self.step,
             "parents": dict(self.opts.nest.parents) if self.opts.nest else {},
+            **self.run_metadata,  # type: ignore[typeddict-item]
         }
         self.records, self.null_writes, self.unsaved = {}, [], []
         if self._saving_now():
@@ -433,7 +434,8 @@ class _Run:
                 yield from out.task_result(self, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:
-        updated = apply_writes(self.checkpoint, self.channels, self.tasks)
+        ran = self.tasks
+        updated = apply_writes(self.checkpoint, self.channels, ran)
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.wants("values") and not updated.isdisjoint(self.spec.output_keys):
             yield self.emit("values", self.output())
@@ -441,16 +443,15 @@ class _Run:
         self.resume = None
         self.resuming = False
         self.step += 1
-        if self.should_interrupt_after():
+        if self.should_interrupt_after(ran):
             raise GraphInterrupt(())
 
-    def should_interrupt_after(self) -> bool:
+    def should_interrupt_after(self, ran: list[Task]) -> bool:
         nodes = self.opts.interrupt_after
         if not nodes:
             return False
         seen = self.checkpoint["versions_seen"].get(INTERRUPT, {})
         changed = any(v > seen.get(c, 0) for c, v in self.checkpoint["channel_versions"].items())
-        ran = self.tasks
         if nodes == "*":
             return changed and any(not t.node.hidden for t in ran)
         return changed and any(t.name in nodes for t in ran)
