@@ -82,7 +82,12 @@ class RunConfig:
         (str, int, float, bool), leaving out internal keys, the checkpoint's own
         coordinates and anything that looks like a secret.
         """
-        out = dict(self.metadata)
+        # A subgraph runs with its parent task's config: leave the task's own keys out.
+        out = {
+            k: v
+            for k, v in self.metadata.items()
+            if not k.startswith("langgraph_") and k not in _COORDINATES
+        }
         for key, value in self.configurable.items():
             if key in out or key in _COORDINATES or key.startswith("__"):
                 continue

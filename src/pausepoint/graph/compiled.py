@@ -219,34 +219,55 @@ class CompiledStateGraph:
         return invoke_output(result, _keys(output_keys), version)
 
     def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """The thread's state at its newest checkpoint (or at the config's checkpoint_id)."""
+        """The thread's state at its newest checkpoint (or at the config's checkpoint_id).
+
+        A config whose ``checkpoint_ns`` names a subgraph task (as found in a
+        snapshot's ``tasks[i].state``) reads that subgraph's state. With
+        ``subgraphs=True``, subgraph tasks carry their own snapshots.
+        """
         saver = self._require_saver()
+        return self._graph_for_ns(config).read_state(saver, config, subgraphs)
+
+    def read_state(self, saver: Any, config: RunnableConfig, subgraphs: bool) -> StateSnapshot:
+        """:meth:`get_state` with an explicit saver (a subgraph reads its parent's)."""
         saved = saver.get_tuple(config)
         if saved is None:
             return _empty_snapshot(config)
         apply = "checkpoint_id" not in (config.get("configurable") or {})
-        states = self._task_states(saved, subgraphs, _sub_state)
+        states = self._task_states(saver, saved, subgraphs)
         return build_snapshot(self.spec, saved, apply_pending=apply, task_states=states)
 
     def get_state_history(
         self,
         config: RunnableConfig,
         *,
-        filter: dict[str, Any] | None = None,
+        filter: dict[str, Any] | None = None,  # noqa: A002
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first."""
         saver = self._require_saver()
+        graph = self._graph_for_ns(config)
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
         for saved in saver.list({"configurable": conf}, filter=filter, before=before, limit=limit):
-            yield build_snapshot(
-                self.spec,
-                saved,
-                apply_pending=False,
-                task_states=self._task_states(saved, False, None),
-            )
+            states = graph._task_states(saver, saved, False)  # noqa: SLF001
+            yield build_snapshot(graph.spec, saved, apply_pending=False, task_states=states)
+
+    def _graph_for_ns(self, config: RunnableConfig) -> CompiledStateGraph:
+        """The (sub)graph whose checkpoints live in the config's ``checkpoint_ns``."""
+        ns = str((config.get("configurable") or {}).get("checkpoint_ns") or "")
+        graph = self
+        for part in ns.split("|") if ns else ():
+            name = part.split(":", 1)[0]
+            node = graph.spec.nodes.get(name)
+            if node is None or node.subgraph is None:
+                raise ValueError(
+                    f"checkpoint_ns {ns!r} names {name!r}, which is not a subgraph node of "
+                    f"graph {graph.name!r}"
+                )
+            graph = node.subgraph
+        return graph
 
     def update_state(
         self,
@@ -400,7 +421,7 @@ class CompiledStateGraph:
             )
         return saver
 
-    def _task_states(self, saved: Any, recurse: bool, get: Any) -> dict[str, Any]:
+    def _task_states(self, saver: Any, saved: Any, recurse: bool) -> dict[str, Any]:
         from pausepoint.loop.snapshot import snapshot_tasks
 
         if not any(n.subgraph is not None for n in self.spec.nodes.values()):
@@ -409,16 +430,12 @@ class CompiledStateGraph:
         thread: str | None = conf.get("thread_id")
         states: dict[str, Any] = {}
         for task in snapshot_tasks(self.spec, saved):
-            sub = task.node.subgraph
+            sub: CompiledStateGraph | None = task.node.subgraph
             if sub is None:
                 continue
             cfg = subgraph_config(thread, task)
-            states[task.id] = get(sub, cfg) if recurse and get is not None else cfg
+            states[task.id] = sub.read_state(saver, cfg, True) if recurse else cfg
         return states
-
-
-def _sub_state(sub: CompiledStateGraph, cfg: RunnableConfig) -> StateSnapshot:
-    return sub.get_state(cfg, subgraphs=True)
 
 
 def _nodes(given: Any, default: tuple[str, ...] | str) -> tuple[str, ...] | str:

@@ -109,6 +109,7 @@ class _Run:
         self.tasks: list[Task] = []
         self.unsaved: list[tuple[str, list[tuple[str, Any]]]] = []
         self.dirty = False
+        self.pausing = False
         self.run_metadata = opts.config.run_metadata()
 
     # --- effects helpers ---------------------------------------------------------------
@@ -337,9 +338,10 @@ class _Run:
         if self.should_interrupt(self.opts.interrupt_before):
             raise GraphInterrupt(())
         interrupts = [i for t in paused for i in self.records[t.id].interrupts]
+        self.pausing = bool(paused)
         if to_run:
             interrupts += yield from self.execute(to_run)
-        if interrupts:
+        if interrupts or self.pausing:
             for t in paused:
                 yield from self.emit_interrupts(self.records[t.id].interrupts)
             raise GraphInterrupt(tuple(interrupts))
@@ -411,6 +413,8 @@ class _Run:
             yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
             yield from out.task_result(self, task, None, ())
         elif isinstance(err, GraphInterrupt):
+            # An empty interrupt is a subgraph's static breakpoint: it pauses us too.
+            self.pausing = True
             found = err.interrupts
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
@@ -420,7 +424,9 @@ class _Run:
             yield from self.emit_interrupts(found)
             yield from out.task_result(self, task, None, found)
         elif isinstance(err, ParentCommand) and err.origin != task.ns:
-            task.writes = command_writes(self.spec, err.command, task.ns)
+            # A subgraph's node sent this command to us: apply it as this task's result.
+            here = dataclasses.replace(err.command, graph=None)
+            task.writes = command_writes(self.spec, here, task.ns)
             yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
             yield from out.task_result(self, task, None, ())
         else:

@@ -55,7 +55,7 @@ def build_snapshot(
     out: list[PregelTask] = []
     for task in tasks:
         rec = records.get(task.id)
-        interrupts: tuple[Interrupt, ...] = rec.interrupts if rec and rec.paused else ()
+        interrupts: tuple[Interrupt, ...] = rec.interrupts if rec and rec.resumable else ()
         error = rec.error if rec is not None and rec.error and not rec.done else None
         result = _result(spec, rec.writes) if rec is not None and rec.done else None
         out.append(
@@ -63,13 +63,14 @@ def build_snapshot(
                 task.id, task.name, task.path, error, interrupts, states.get(task.id), result
             )
         )
+    parents = dict(saved.metadata.get("parents") or {})
     return StateSnapshot(
         values=read_values(channels, spec.state_keys),
         next=tuple(t.name for t in tasks if not t.writes),
-        config=saved.config,
+        config=_with_map(saved.config, parents),
         metadata=saved.metadata,
         created_at=saved.checkpoint["ts"],
-        parent_config=saved.parent_config,
+        parent_config=_with_map(saved.parent_config, parents) if saved.parent_config else None,
         tasks=tuple(out),
         interrupts=tuple(i for t in out for i in t.interrupts),
     )
@@ -78,6 +79,15 @@ def build_snapshot(
 def _result(spec: GraphSpec, writes: list[tuple[str, Any]]) -> Any:
     found = {k: v for k, v in writes if k in spec.output_keys}
     return found or None
+
+
+def _with_map(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
+    """A subgraph checkpoint's config names its ancestors' checkpoints too."""
+    if not parents:
+        return config
+    conf = dict(config.get("configurable") or {})
+    conf["checkpoint_map"] = {**parents, conf.get("checkpoint_ns", ""): conf.get("checkpoint_id")}
+    return {**config, "configurable": conf}
 
 
 def subgraph_config(thread_id: str | None, task: Task) -> RunnableConfig:
