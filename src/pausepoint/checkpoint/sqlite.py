@@ -55,7 +55,10 @@ class SqliteSaver(BaseCheckpointSaver):
         self._codec = _sql.SqlCodec(serde)
         self.serde = self._codec.serde
         with self._lock:
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            # WAL lets readers in other processes work while this one writes. It
+            # cannot be switched on inside the caller's open transaction.
+            pragma = "PRAGMA journal_mode" + ("" if conn.in_transaction else "=WAL")
+            mode = conn.execute(pragma).fetchone()
             self.journal_mode = str(mode[0]) if mode else ""
         self.setup()
 

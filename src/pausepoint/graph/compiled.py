@@ -241,7 +241,7 @@ class CompiledStateGraph:
         self,
         config: RunnableConfig,
         *,
-        filter: dict[str, Any] | None = None,  # noqa: A002
+        filter: dict[str, Any] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
@@ -251,7 +251,7 @@ class CompiledStateGraph:
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
         for saved in saver.list({"configurable": conf}, filter=filter, before=before, limit=limit):
-            states = graph._task_states(saver, saved, False)  # noqa: SLF001
+            states = graph._task_states(saver, saved, False)
             yield build_snapshot(graph.spec, saved, apply_pending=False, task_states=states)
 
     def _graph_for_ns(self, config: RunnableConfig) -> CompiledStateGraph:

@@ -42,11 +42,13 @@ from pausepoint.loop.effects import (
     SaveCheckpoint,
     SaveWrites,
 )
+from pausepoint.loop.fork import fork, forkable_interrupts
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
     ResumeMap,
     TaskRecord,
     is_own_interrupt,
+    is_resume_map,
     parse_resume,
     pending_interrupts,
     read_records,
@@ -110,6 +112,7 @@ class _Run:
         self.unsaved: list[tuple[str, list[tuple[str, Any]]]] = []
         self.dirty = False
         self.pausing = False
+        self.historical = False
         self.run_metadata = opts.config.run_metadata()
 
     # --- effects helpers ---------------------------------------------------------------
@@ -146,7 +149,7 @@ class _Run:
         self.records, self.null_writes, self.unsaved = {}, [], []
         if self._saving_now():
             snapshot = copy_checkpoint(self.checkpoint)
-            snapshot["channel_values"] = self._stored_values()
+            snapshot["channel_values"] = self.stored_values()
             self.saved_config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
             self.dirty = False
         else:
@@ -156,7 +159,7 @@ class _Run:
         if self.wants("checkpoints") or self.wants("debug"):
             yield from out.checkpoint_events(self, parent)
 
-    def _stored_values(self) -> dict[str, Any]:
+    def stored_values(self) -> dict[str, Any]:
         from pausepoint.channels import MISSING
 
         values: dict[str, Any] = {}
@@ -171,7 +174,7 @@ class _Run:
         if not self.dirty:
             return
         snapshot = copy_checkpoint(self.checkpoint)
-        snapshot["channel_values"] = self._stored_values()
+        snapshot["channel_values"] = self.stored_values()
         parent = getattr(self, "prev_config", None) or self.cfg.with_checkpoint(None)
         config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
         for task_id, writes in self.unsaved:
@@ -184,6 +187,11 @@ class _Run:
         if self.opts.has_saver:
             saved = yield LoadCheckpoint(self._load_config())
             self.restore(saved)
+            if saved is not None and self.cfg.checkpoint_id and self.opts.nest is None:
+                newest = yield LoadCheckpoint(self.cfg.with_checkpoint(None))
+                self.historical = (
+                    newest is not None and newest.checkpoint["id"] != self.checkpoint["id"]
+                )
         else:
             self.check_no_saver_input()
         try:
@@ -242,6 +250,10 @@ class _Run:
             inp = None
         if self.opts.nest is not None and nest is not None:
             self.resume = ResumeMap(nest.resume_map) if nest.resume_map else None
+        if self.historical and inp is None:
+            # Replay: the tasks of this old checkpoint run again, asking their
+            # questions again (saved answers are not reused), as in LangGraph.
+            self.records = {}
         if isinstance(inp, Command):
             yield from self.take_command(inp)  # pyright: ignore[reportUnknownArgumentType]
         if self.null_writes:
@@ -276,7 +288,14 @@ class _Run:
         if cmd.resume is not None:
             if not self.opts.has_saver:
                 self.check_no_saver_input()
-            self.resume = parse_resume(cmd.resume, pending_interrupts(self.records))
+            resume: Any = cmd.resume
+            if self.historical:
+                # DESIGN §4.2: answering an old checkpoint forks the thread there.
+                parse_resume(resume, forkable_interrupts(self.records))
+                renamed = yield from fork(self)
+                if is_resume_map(resume):
+                    resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
+            self.resume = parse_resume(resume, pending_interrupts(self.records))
         writes = command_writes(self.spec, Command(update=cmd.update, goto=cmd.goto), "")
         if writes:
             self.null_writes.extend(writes)

@@ -4,6 +4,7 @@ See :class:`Serializer`. The stored format is documented in ``docs/format.md``.
 """
 
 from pausepoint.serde.registry import TypeRegistry
+from pausepoint.serde.schema import types_in_schema
 from pausepoint.serde.serializer import FORMAT, Serializer, SerializerProtocol, dumps, loads
 from pausepoint.serde.stored_error import StoredError
 
@@ -15,4 +16,5 @@ __all__ = [
     "TypeRegistry",
     "dumps",
     "loads",
+    "types_in_schema",
 ]

@@ -131,11 +131,15 @@ class TypeRegistry:
         )
         with self._lock:
             taken = self._by_name.get(codec.name)
-            if taken is not None and taken.cls is not cls:
+            # A class defined again under the same name (a re-run notebook cell, a
+            # reloaded module) replaces the old one; a different class may not.
+            if taken is not None and type_name(taken.cls) != type_name(cls):
                 raise TypeError(
                     f"cannot register {type_name(cls)!r} as {codec.name!r}: that name is "
                     f"already used by {type_name(taken.cls)!r}; pass register(cls, name=...)"
                 )
+            if taken is not None:
+                self._by_type.pop(taken.cls, None)
             self._by_type[cls] = codec
             self._by_name[codec.name] = codec
         return codec

@@ -17,6 +17,7 @@ from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde.decoder import make_object_hook
 from pausepoint.serde.encoder import Encoder, Unencodable
 from pausepoint.serde.registry import TypeRegistry, type_name
+from pausepoint.serde.schema import types_in_schema
 
 __all__ = ["FORMAT", "Serializer", "SerializerProtocol", "dumps", "loads"]
 
@@ -87,6 +88,21 @@ class Serializer:
         """
         self.registry.register(cls, name=name)
         return cls
+
+    def register_schema(self, schema: Any) -> list[type[Any]]:
+        """Allow every Enum, dataclass, NamedTuple and Pydantic class ``schema`` declares.
+
+        The engine calls this with a graph's state, input and output schemas, so the
+        types a user declares work with no explicit registration.
+
+        Returns:
+            The classes registered.
+        """
+        found = types_in_schema(schema)
+        for cls in found:
+            if self.registry.for_type(cls) is None:
+                self.registry.register(cls)
+        return found
 
     def to_tree(self, obj: Any, *, label: str = "value") -> Any:
         """Return the JSON-native tagged tree of ``obj`` (what :meth:`dumps` writes as JSON).

@@ -1,0 +1,93 @@
+"""Forking a thread at an old checkpoint to answer its interrupts anew (DESIGN §4.2).
+
+LangGraph replays the old answer when a new ``Command(resume=...)`` is sent to a
+checkpoint that was already resumed. pausepoint copies the old checkpoint into a
+new one (metadata ``source="fork"``, same step, parent = the old checkpoint),
+carries over what its tasks had done — finished siblings keep their writes, each
+interrupted task keeps the answers it had *before* the interrupt being answered —
+and resumes there. The old branch is never written to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from xxhash import xxh3_128_hexdigest
+
+from pausepoint.checkpoint.base import copy_checkpoint
+from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
+from pausepoint.constants import INTERRUPT, RESUME
+from pausepoint.loop.effects import SaveCheckpoint
+from pausepoint.loop.pending import TaskRecord, is_own_interrupt
+from pausepoint.loop.tasks import prepare_tasks
+from pausepoint.types import Interrupt
+
+if TYPE_CHECKING:
+    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["fork", "forkable_interrupts"]
+
+
+def forkable_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
+    """Interrupts raised at a checkpoint, answered since or not."""
+    return [i for rec in records.values() for i in rec.interrupts]
+
+
+def fork(run: _Run) -> Generator[Any, Any, dict[str, str]]:
+    """Copy the run's (old) checkpoint into a fork; return old → new interrupt ids."""
+    ns = run.cfg.checkpoint_ns
+    step = run.step
+    old_tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, step, ns)
+    old_records = run.records
+    parent = run.saved_config or run.cfg.with_checkpoint(None)
+    run.checkpoint["id"] = new_checkpoint_id()
+    run.checkpoint["ts"] = now_iso()
+    snapshot = copy_checkpoint(run.checkpoint)
+    snapshot["channel_values"] = run.stored_values()
+    run.metadata = {
+        "source": "fork",
+        "step": step - 1,
+        "parents": {},
+        **run.run_metadata,  # type: ignore[typeddict-item]
+    }
+    run.saved_config = yield SaveCheckpoint(parent, snapshot, run.metadata, {})
+    new_tasks = {
+        (t.name, t.path): t for t in prepare_tasks(run.spec, run.checkpoint, run.channels, step, ns)
+    }
+    run.records = {}
+    renamed: dict[str, str] = {}
+    for old in old_tasks:
+        rec = old_records.get(old.id)
+        new = new_tasks.get((old.name, old.path))
+        if rec is None or new is None:
+            continue
+        carried, writes = _carry(rec, old.ns, new.ns, renamed)
+        if carried is None:
+            continue
+        run.records[new.id] = carried
+        yield from run.save_writes(new.id, writes)
+    return renamed
+
+
+def _carry(
+    rec: TaskRecord, old_ns: str, new_ns: str, renamed: dict[str, str]
+) -> tuple[TaskRecord | None, list[tuple[str, Any]]]:
+    if rec.interrupts:
+        own = xxh3_128_hexdigest(new_ns.encode())
+        moved: list[Interrupt] = []
+        for intr in rec.interrupts:
+            new_id = own if is_own_interrupt(intr, old_ns) else intr.id
+            renamed[intr.id] = new_id
+            moved.append(Interrupt(intr.value, new_id))
+        answers = list(rec.resume or [])
+        # A finished task's last answer was the one to the interrupt we re-answer.
+        kept = answers[:-1] if rec.done and answers else answers
+        carried = TaskRecord(interrupts=tuple(moved), resume=kept or None)
+        writes: list[tuple[str, Any]] = [(INTERRUPT, tuple(moved))]
+        if kept:
+            writes.append((RESUME, kept))
+        return carried, writes
+    if rec.done:
+        return TaskRecord(writes=list(rec.writes), done=True), list(rec.writes)
+    return None, []
