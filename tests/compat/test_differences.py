@@ -384,3 +384,60 @@ def undeclared_type_is_refused_at_write_time(lib, drive):
 
 
 test_differences = scenario.test()
+
+
+# --- §4.3 a half-answered task is still pending ------------------------------------------
+
+
+def _form(lib: Any) -> Any:
+    def form(state: Logged) -> dict[str, Any]:
+        name = lib.interrupt("name?")
+        return {"log": [name, lib.interrupt(f"email for {name}?")]}
+
+    b = lib.StateGraph(Logged)
+    b.add_node("form", form)
+    b.add_edge(lib.START, "form")
+    return b.compile(checkpointer=lib.InMemorySaver())
+
+
+@scenario.differs(
+    # LangGraph counts the saved answer as the task's result: the paused task
+    # vanishes from next and shows an empty result while it still waits.
+    langgraph={"next": (), "result": {}, "pending": ["email for Ada?"]},
+    pausepoint={"next": ("form",), "result": None, "pending": ["email for Ada?"]},
+)
+def half_answered_task_stays_in_next(lib, drive):
+    g = _form(lib)
+    drive.invoke(g, {"x": 0, "log": []}, thread())
+    drive.invoke(g, lib.Command(resume="Ada"), thread())
+    s = drive.get_state(g, thread())
+    return {
+        "next": s.next,
+        "result": s.tasks[0].result,
+        "pending": [i.value for i in s.interrupts],
+    }
+
+
+@scenario.differs(
+    # After an edit LangGraph's snapshot forgets the pause (the node will still
+    # ask again); pausepoint keeps showing the question that waits for an answer.
+    langgraph={"listed": [], "out": {"log": ["prep", "note", "y"], "x": 0}},
+    pausepoint={"listed": ["ok?"], "out": {"log": ["prep", "note", "y"], "x": 0}},
+)
+def edited_paused_thread_still_lists_its_interrupt(lib, drive):
+    def prep(state: Logged) -> dict[str, Any]:
+        return {"log": ["prep"]}
+
+    def ask(state: Logged) -> dict[str, Any]:
+        return {"log": [lib.interrupt("ok?")]}
+
+    b = lib.StateGraph(Logged)
+    b.add_node("prep", prep)
+    b.add_node("ask", ask)
+    b.add_edge(lib.START, "prep")
+    b.add_edge("prep", "ask")
+    g = b.compile(checkpointer=lib.InMemorySaver())
+    drive.invoke(g, {"x": 0, "log": []}, thread())
+    drive.update_state(g, thread(), {"log": ["note"]})
+    listed = [i.value for i in drive.get_state(g, thread()).interrupts]
+    return {"listed": listed, "out": drive.invoke(g, lib.Command(resume="y"), thread())}

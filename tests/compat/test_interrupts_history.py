@@ -116,7 +116,8 @@ def update_state_while_interrupted_then_resume(lib, drive):
     drive.update_state(g, thread(), {"log": ["note"]})
     state = drive.get_state(g, thread())
     out = drive.invoke(g, lib.Command(resume="y"), thread())
-    return {"state": brief(state), "out": out, "runs": dict(runs)}
+    # whether the edited checkpoint still lists the interrupt differs: see test_differences
+    return {"state": brief(state)[:3], "out": out, "runs": dict(runs)}
 
 
 @scenario

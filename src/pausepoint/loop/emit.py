@@ -108,6 +108,37 @@ def _has_id(config: RunnableConfig) -> bool:
     return bool((config.get("configurable") or {}).get("checkpoint_id"))
 
 
+def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
+    """``checkpoints`` / ``debug`` event for the checkpoint a resumed run starts from."""
+    if not (run.wants("checkpoints") or run.wants("debug")) or run.saved_config is None:
+        return
+    tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, run.step, run.cfg.checkpoint_ns)
+    described: list[dict[str, Any]] = []
+    for t in tasks:
+        rec = run.records.get(t.id)
+        item: dict[str, Any] = {"id": t.id, "name": t.name}
+        if rec is not None and rec.done:
+            item["result"] = {k: v for k, v in rec.writes if k in run.spec.output_keys}
+        shown = rec.interrupts if rec is not None and rec.resumable else ()
+        item["interrupts"] = tuple({"value": i.value, "id": i.id} for i in shown)
+        item["state"] = None
+        described.append(item)
+    parent = run.parent_config
+    payload = {
+        "config": {"configurable": dict(run.saved_config.get("configurable") or {})},
+        "parent_config": parent if parent is not None and _has_id(parent) else None,
+        "values": run.output(),
+        "metadata": dict(run.metadata),
+        "next": [t.name for t in tasks],
+        "tasks": described,
+    }
+    if run.wants("checkpoints"):
+        yield run.emit("checkpoints", payload)
+    if run.wants("debug"):
+        event = {"step": run.step - 1, "timestamp": run.checkpoint["ts"], "type": "checkpoint"}
+        yield run.emit("debug", {**event, "payload": payload})
+
+
 def interrupt_update(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
     """The ``updates`` chunk that reports interrupts."""
     return {INTERRUPT: tuple(interrupts)}

@@ -113,6 +113,7 @@ class _Run:
         self.dirty = False
         self.pausing = False
         self.historical = False
+        self.parent_config: RunnableConfig | None = None
         self.run_metadata = opts.config.run_metadata()
 
     # --- effects helpers ---------------------------------------------------------------
@@ -235,6 +236,7 @@ class _Run:
         self.checkpoint = copy_checkpoint(saved.checkpoint)
         self.metadata = saved.metadata
         self.saved_config = saved.config
+        self.parent_config = saved.parent_config
         self.channels = self.spec.fresh_channels(self.checkpoint["channel_values"])
         self.records, self.null_writes = read_records(saved.pending_writes or [])
         self.step = int(saved.metadata.get("step", -2)) + 1
@@ -270,6 +272,7 @@ class _Run:
             self.checkpoint["versions_seen"][INTERRUPT] = dict(self.checkpoint["channel_versions"])
             if self.wants("values"):
                 yield self.emit("values", self.output())
+            yield from out.resumed_checkpoint(self)
             yield from self.bind_resume()
             return
         yield from self.take_input(inp)
