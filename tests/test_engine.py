@@ -174,9 +174,16 @@ def test_stream_values_and_v2(drive):
 
 
 def test_retry_policy(drive, monkeypatch):
+    import asyncio
     import time
 
-    monkeypatch.setattr(time, "sleep", lambda s: None)
+    slept: list[float] = []
+
+    async def no_wait(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(time, "sleep", slept.append)
+    monkeypatch.setattr(asyncio, "sleep", no_wait)
     calls = {"n": 0}
 
     def flaky(state: S) -> dict[str, int]:
@@ -188,10 +195,9 @@ def test_retry_policy(drive, monkeypatch):
     g = StateGraph(S)
     g.add_node("flaky", flaky, retry_policy=RetryPolicy(initial_interval=0, jitter=False))
     g.add_edge(START, "flaky")
-    if drive.kind == "async":
-        pytest.skip("async retries sleep with asyncio.sleep; covered by the sync run")
     assert drive.invoke(g.compile(), {"x": 0, "log": []})["x"] == 7
     assert calls["n"] == 3
+    assert slept == [0.0, 0.0]  # initial_interval 0, no jitter, backoff 2.0
 
 
 def test_checkpoints_history_and_update_state(drive):

@@ -216,3 +216,30 @@ def test_interrupt_in_subgraph_bubbles_and_resumes(drive):
     assert out["__interrupt__"][0].value == "inner?"
     done = drive.invoke(graph, Command(resume="deep"), cfg("sub"))
     assert done["answers"] == ["deep"]
+
+
+def test_node_interrupt_is_deprecated_but_pauses(drive):
+    from pausepoint.errors import NodeInterrupt
+
+    def node(state: S) -> dict[str, Any]:
+        raise NodeInterrupt("old style")
+
+    g = StateGraph(S)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    graph = g.compile(checkpointer=InMemorySaver())
+    with pytest.warns(DeprecationWarning, match="NodeInterrupt is deprecated"):
+        out = drive.invoke(graph, {"answers": []}, cfg("ni"))
+    (intr,) = out["__interrupt__"]
+    assert intr.value == "old style"
+    assert len(intr.id) == 32
+
+
+def test_durability_exit_saves_only_at_the_end(drive):
+    graph = form_graph()
+    drive.invoke(graph, {"answers": []}, cfg("exit"), durability="exit")
+    history = drive.history(graph, cfg("exit"))
+    assert len(history) == 1  # one checkpoint, written when the run paused
+    assert [i.value for i in history[0].interrupts] == ["name?"]
+    drive.invoke(graph, Command(resume="Ann"), cfg("exit"), durability="exit")
+    assert [i.value for i in drive.get_state(graph, cfg("exit")).interrupts] == ["email?"]

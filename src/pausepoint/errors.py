@@ -19,7 +19,7 @@ The tree::
         │   ├── UnknownInterruptIdError
         │   ├── NothingToResumeError
         │   └── AmbiguousResumeError (RuntimeError too, LangGraph's type)
-        ├── InvalidCommandError
+        ├── InvalidCommandError      (InvalidUpdateError and ValueError too)
         ├── SerializationError       a value that cannot be stored
         └── CheckpointDecodeError    a stored row that cannot be read safely
 
@@ -176,8 +176,12 @@ class AmbiguousResumeError(ResumeError, RuntimeError):
     """A plain resume value was sent while several interrupts are pending."""
 
 
-class InvalidCommandError(PausepointError, ValueError):
-    """A ``Command`` that cannot be applied where it was used."""
+class InvalidCommandError(PausepointError, InvalidUpdateError, ValueError):
+    """A ``Command`` that cannot be applied where it was used.
+
+    Also an ``InvalidUpdateError``, which LangGraph raises for a
+    ``Command(graph=Command.PARENT)`` given to a graph that has no parent.
+    """
 
 
 class SerializationError(PausepointError, TypeError):

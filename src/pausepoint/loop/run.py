@@ -114,6 +114,7 @@ class _Run:
         self.pausing = False
         self.historical = False
         self.parent_config: RunnableConfig | None = None
+        self.persisted: RunnableConfig | None = None
         self.run_metadata = opts.config.run_metadata()
 
     # --- effects helpers ---------------------------------------------------------------
@@ -152,9 +153,9 @@ class _Run:
             snapshot = copy_checkpoint(self.checkpoint)
             snapshot["channel_values"] = self.stored_values()
             self.saved_config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
+            self.persisted = self.saved_config
             self.dirty = False
         else:
-            self.prev_config = parent
             self.saved_config = self.cfg.with_checkpoint(self.checkpoint["id"])
             self.dirty = self.opts.has_saver
         if self.wants("checkpoints") or self.wants("debug"):
@@ -171,16 +172,19 @@ class _Run:
         return values
 
     def flush_exit(self) -> Generator[Effect, Any, None]:
-        """Durability "exit": write the last checkpoint and its writes now."""
-        if not self.dirty:
-            return
-        snapshot = copy_checkpoint(self.checkpoint)
-        snapshot["channel_values"] = self.stored_values()
-        parent = getattr(self, "prev_config", None) or self.cfg.with_checkpoint(None)
-        config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
-        for task_id, writes in self.unsaved:
-            yield SaveWrites(config, writes, task_id, "")
-        self.dirty = False
+        """Durability "exit": write the last checkpoint (if new) and its writes now."""
+        config = self.saved_config
+        if self.dirty:
+            snapshot = copy_checkpoint(self.checkpoint)
+            snapshot["channel_values"] = self.stored_values()
+            parent = self.persisted or self.cfg.with_checkpoint(None)
+            config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
+            self.persisted = config
+            self.dirty = False
+        if config is not None:
+            for task_id, writes in self.unsaved:
+                yield SaveWrites(config, writes, task_id, "")
+        self.unsaved = []
 
     # --- the run ---------------------------------------------------------------------
 
@@ -209,7 +213,9 @@ class _Run:
             if self.opts.durability == "exit":
                 yield from self.flush_exit()
             raise
-        if self.opts.durability == "exit":
+        # With durability "exit" a subgraph that finishes saves nothing: its parent's
+        # task writes carry the result (the chapter's rule for nested graphs).
+        if self.opts.durability == "exit" and self.opts.nest is None:
             yield from self.flush_exit()
         return RunResult(self.output(), (), False)
 
@@ -236,6 +242,7 @@ class _Run:
         self.checkpoint = copy_checkpoint(saved.checkpoint)
         self.metadata = saved.metadata
         self.saved_config = saved.config
+        self.persisted = saved.config
         self.parent_config = saved.parent_config
         self.channels = self.spec.fresh_channels(self.checkpoint["channel_values"])
         self.records, self.null_writes = read_records(saved.pending_writes or [])
@@ -437,7 +444,7 @@ class _Run:
         elif isinstance(err, GraphInterrupt):
             # An empty interrupt is a subgraph's static breakpoint: it pauses us too.
             self.pausing = True
-            found = err.interrupts
+            found = _with_ids(err.interrupts, task.ns)
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
@@ -502,6 +509,13 @@ class _Run:
         from pausepoint.loop.tasks import read_values
 
         return read_values(self.channels, self.spec.output_keys)
+
+
+def _with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:
+    """Give id-less interrupts (the deprecated ``NodeInterrupt``) their task's id."""
+    if all(i.id for i in found):
+        return found
+    return tuple(i if i.id else Interrupt.from_ns(i.value, ns) for i in found)
 
 
 def _error_record(err: BaseException) -> str:
