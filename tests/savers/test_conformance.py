@@ -1,0 +1,104 @@
+"""The saver conformance suite against every saver pausepoint ships."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from pausepoint.checkpoint.memory import InMemorySaver
+from pausepoint.checkpoint.postgres import AsyncPostgresSaver, PostgresSaver
+from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
+from pausepoint.testing import SaverConformance
+
+
+class TestInMemorySaver(SaverConformance):
+    @pytest.fixture
+    def saver(self) -> InMemorySaver:
+        return InMemorySaver()
+
+
+class TestSqliteFile(SaverConformance):
+    @pytest.fixture
+    def saver(self, tmp_path: Path) -> Iterator[SqliteSaver]:
+        with SqliteSaver.from_conn_string(str(tmp_path / "checkpoints.db")) as saver:
+            assert saver.journal_mode == "wal"
+            yield saver
+
+
+class TestSqliteMemory(SaverConformance):
+    @pytest.fixture
+    def saver(self) -> Iterator[SqliteSaver]:
+        with SqliteSaver.from_conn_string(":memory:") as saver:
+            yield saver
+
+
+class TestAsyncSqlite(SaverConformance):
+    @pytest_asyncio.fixture
+    async def saver(self, tmp_path: Path) -> AsyncIterator[AsyncSqliteSaver]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
+            yield saver
+
+
+@pytest.mark.postgres
+class TestPostgresConnection(SaverConformance):
+    modes = ("sync",)
+
+    @pytest.fixture
+    def saver(self, pg_url: str, pg_kwargs: dict[str, Any]) -> Iterator[PostgresSaver]:
+        import psycopg
+
+        with psycopg.connect(pg_url, **pg_kwargs) as conn:
+            saver = PostgresSaver(conn)
+            saver.setup()
+            yield saver
+
+
+@pytest.mark.postgres
+class TestPostgresPool(SaverConformance):
+    modes = ("sync",)
+
+    @pytest.fixture
+    def saver(self, pg_url: str, pg_kwargs: dict[str, Any]) -> Iterator[PostgresSaver]:
+        from psycopg_pool import ConnectionPool
+
+        with ConnectionPool(pg_url, min_size=1, max_size=4, kwargs=pg_kwargs, open=True) as pool:
+            saver = PostgresSaver(pool)
+            saver.setup()
+            yield saver
+
+
+@pytest.mark.postgres
+class TestAsyncPostgresConnection(SaverConformance):
+    modes = ("async",)
+
+    @pytest_asyncio.fixture
+    async def saver(
+        self, pg_url: str, pg_kwargs: dict[str, Any]
+    ) -> AsyncIterator[AsyncPostgresSaver]:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(pg_url, **pg_kwargs) as conn:
+            saver = AsyncPostgresSaver(conn)
+            await saver.setup()
+            yield saver
+
+
+@pytest.mark.postgres
+class TestAsyncPostgresPool(SaverConformance):
+    modes = ("async",)
+
+    @pytest_asyncio.fixture
+    async def saver(
+        self, pg_url: str, pg_kwargs: dict[str, Any]
+    ) -> AsyncIterator[AsyncPostgresSaver]:
+        from psycopg_pool import AsyncConnectionPool
+
+        pool = AsyncConnectionPool(pg_url, min_size=1, max_size=4, kwargs=pg_kwargs, open=False)
+        async with pool:
+            saver = AsyncPostgresSaver(pool)
+            await saver.setup()
+            yield saver

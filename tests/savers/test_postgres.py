@@ -1,0 +1,102 @@
+"""PostgreSQL specifics: migrations, corrupt rows, errors, concurrent setup."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from pausepoint.checkpoint.postgres import AsyncPostgresSaver, PostgresSaver
+from pausepoint.errors import CheckpointDecodeError, SerializationError
+from pausepoint.testing import make_checkpoint, make_metadata
+
+pytestmark = pytest.mark.postgres
+CONFIG: Any = {"configurable": {"thread_id": "t"}}
+
+
+def test_from_conn_string_setup_is_idempotent_and_versioned(pg_url: str, pg_schema: str) -> None:
+    url = f"{pg_url}?options=-csearch_path%3D{pg_schema}"
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+        saver.setup()
+        saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})
+        conn: Any = saver.conn
+        assert conn.execute("SELECT v FROM pausepoint_migrations").fetchall() == [(1,)]
+    with PostgresSaver.from_conn_string(url) as saver:
+        got = saver.get_tuple(CONFIG)
+        assert got is not None
+        assert got.checkpoint["channel_values"] == {"a": 1}
+
+
+def test_concurrent_setup_runs_migrations_once(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+    import psycopg
+
+    errors: list[BaseException] = []
+
+    def setup() -> None:
+        try:
+            with psycopg.connect(pg_url, **pg_kwargs) as conn:
+                PostgresSaver(conn).setup()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=setup) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_corrupt_rows_raise_decode_error(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        saver.put(CONFIG, make_checkpoint(), make_metadata(0), {})
+        conn.execute("UPDATE pausepoint_checkpoints SET checkpoint = %s", (b"\xff\x00junk",))
+        with pytest.raises(CheckpointDecodeError):
+            saver.get_tuple(CONFIG)
+        conn.execute("UPDATE pausepoint_checkpoints SET type = 'msgpack'")
+        with pytest.raises(CheckpointDecodeError, match="msgpack"):
+            list(saver.list(None))
+
+
+def test_bad_values_fail_before_anything_is_written(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        config = saver.put(CONFIG, make_checkpoint(), make_metadata(0), {})
+        with pytest.raises(SerializationError, match="channel 'b'"):
+            saver.put_writes(config, [("a", 1), ("b", object())], "task-1")
+        with pytest.raises(SerializationError, match="NUL"):
+            saver.put(CONFIG, make_checkpoint(), make_metadata(1, user="a\x00b"), {})
+        got = saver.get_tuple(CONFIG)
+        assert got is not None
+        assert got.config == config
+        assert got.pending_writes == []
+
+
+def test_connections_without_autocommit_are_refused(pg_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn, pytest.raises(ValueError, match="autocommit=True"):
+        PostgresSaver(conn)
+
+
+@pytest.mark.asyncio
+async def test_async_saver_refuses_sync_calls(pg_url: str, pg_schema: str) -> None:
+    url = f"{pg_url}?options=-csearch_path%3D{pg_schema}"
+    async with AsyncPostgresSaver.from_conn_string(url) as saver:
+        await saver.setup()
+        with pytest.raises(TypeError, match="aget_tuple"):
+            saver.get_tuple(CONFIG)
+        configs = await asyncio.gather(
+            *(saver.aput(CONFIG, make_checkpoint(), make_metadata(i), {}) for i in range(5))
+        )
+        assert len({c["configurable"]["checkpoint_id"] for c in configs}) == 5
