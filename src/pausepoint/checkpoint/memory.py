@@ -2,13 +2,14 @@
 
 Everything is lost when the process exits; use
 :class:`pausepoint.checkpoint.sqlite.SqliteSaver` for pauses that must survive.
-Stored values are deep copies, so mutating state objects after a step never
-changes history.
+Values are stored encoded by the same serializer the durable savers use, so a
+value that SQLite or PostgreSQL would refuse is refused here too (at write time,
+naming where it is), and mutating state objects after a step never changes
+history.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -24,6 +25,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
+from pausepoint.serde import Serializer
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
@@ -31,20 +33,25 @@ __all__ = ["InMemorySaver", "MemorySaver"]
 class _Stored:
     __slots__ = ("checkpoint", "metadata", "parent_id", "writes")
 
-    def __init__(
-        self, checkpoint: Checkpoint, metadata: CheckpointMetadata, parent_id: str | None
-    ) -> None:
+    def __init__(self, checkpoint: bytes, metadata: bytes, parent_id: str | None) -> None:
         self.checkpoint = checkpoint
         self.metadata = metadata
         self.parent_id = parent_id
-        # (task_id, idx) -> (channel, value); dict order is insertion order.
-        self.writes: dict[tuple[str, int], tuple[str, Any]] = {}
+        # (task_id, idx) -> (channel, encoded value); dict order is insertion order.
+        self.writes: dict[tuple[str, int], tuple[str, bytes]] = {}
 
 
 class InMemorySaver(BaseCheckpointSaver):
-    """A thread-safe saver that keeps everything in process memory."""
+    """A thread-safe saver that keeps everything in process memory.
 
-    def __init__(self) -> None:
+    Args:
+        serde: The serializer values are stored with (a fresh
+            :class:`~pausepoint.serde.Serializer` by default). Graphs compiled with
+            this saver register their state schemas' types with it.
+    """
+
+    def __init__(self, *, serde: Serializer | None = None) -> None:
+        self.serde = serde if serde is not None else Serializer()
         self._lock = threading.Lock()
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored
         self._threads: dict[str, dict[str, dict[str, _Stored]]] = {}
@@ -101,7 +108,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     if before_id is not None and cid >= before_id:
                         continue
                     stored = by_id[cid]
-                    if filter and any(stored.metadata.get(k) != v for k, v in filter.items()):
+                    if filter and not _matches(self.serde.loads(stored.metadata), filter):
                         continue
                     out.append(self._tuple(thread, ns, cid, stored))
         out.sort(key=lambda t: t.checkpoint["id"], reverse=True)
@@ -113,16 +120,17 @@ class InMemorySaver(BaseCheckpointSaver):
             if (pid := stored.parent_id)
             else None
         )
+        loads = self.serde.loads
         writes = [
-            PendingWrite(task_id, channel, copy.deepcopy(value))
+            PendingWrite(task_id, channel, loads(value))
             for (task_id, _idx), (channel, value) in stored.writes.items()
         ]
         return CheckpointTuple(
             config={
                 "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
             },
-            checkpoint=copy.deepcopy(stored.checkpoint),
-            metadata=copy.deepcopy(stored.metadata),
+            checkpoint=loads(stored.checkpoint),
+            metadata=loads(stored.metadata),
             parent_config=parent,  # type: ignore[arg-type]
             pending_writes=writes,
         )
@@ -136,7 +144,10 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
         thread, ns, parent_id = config_keys(config)
-        stored = _Stored(copy.deepcopy(checkpoint), copy.deepcopy(metadata), parent_id)
+        dumps = self.serde.dumps
+        stored = _Stored(
+            dumps(checkpoint, label="checkpoint"), dumps(metadata, label="metadata"), parent_id
+        )
         with self._lock:
             self._threads.setdefault(thread, {}).setdefault(ns, {})[checkpoint["id"]] = stored
         return {
@@ -158,7 +169,10 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        copied = [(channel, copy.deepcopy(value)) for channel, value in writes]
+        copied = [
+            (channel, self.serde.dumps(value, label=f"write to {channel!r}"))
+            for channel, value in writes
+        ]
         with self._lock:
             stored = self._threads.get(thread, {}).get(ns, {}).get(checkpoint_id)
             if stored is None:
@@ -176,6 +190,10 @@ class InMemorySaver(BaseCheckpointSaver):
         """See :mod:`pausepoint.checkpoint.base`."""
         with self._lock:
             self._threads.pop(str(thread_id), None)
+
+
+def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    return all(metadata.get(k) == v for k, v in wanted.items())
 
 
 MemorySaver = InMemorySaver

@@ -59,9 +59,12 @@ class ChunkShape:
 
 def _split_interrupts(payload: Any) -> tuple[Any, tuple[Any, ...]]:
     if isinstance(payload, dict) and INTERRUPT in payload:
-        data: dict[str, Any] = {k: v for k, v in payload.items() if k != INTERRUPT}  # pyright: ignore[reportUnknownVariableType]
-        return data, tuple(payload[INTERRUPT])  # pyright: ignore[reportUnknownArgumentType]
-    return payload, ()
+        chunk: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+        data = {k: v for k, v in chunk.items() if k != INTERRUPT}
+        found: tuple[Any, ...] = tuple(chunk[INTERRUPT])
+        return data, found
+    plain: Any = payload
+    return plain, ()
 
 
 def invoke_output(
@@ -75,7 +78,10 @@ def invoke_output(
     if version == "v2":
         from pausepoint.types import GraphOutput
 
-        return GraphOutput(value=_select(values, output_keys), interrupts=result.interrupts)
+        output: GraphOutput[Any] = GraphOutput(
+            value=_select(values, output_keys), interrupts=result.interrupts
+        )
+        return output
     return _with_interrupts(_select(values, output_keys), result)
 
 
@@ -89,5 +95,7 @@ def _select(values: Any, output_keys: Sequence[str] | str | None) -> Any:
 
 def _with_interrupts(values: Any, result: RunResult) -> Any:
     if result.interrupts and isinstance(values, dict):
-        return {**values, INTERRUPT: list(result.interrupts)}
+        state: dict[str, Any] = dict(values)  # pyright: ignore[reportUnknownArgumentType]
+        state[INTERRUPT] = list(result.interrupts)
+        return state
     return values

@@ -17,6 +17,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, get_type_hints
 
+import typing_extensions
+
 from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
 from pausepoint.errors import InvalidUpdateError
 
@@ -62,7 +64,7 @@ class SchemaInfo:
 def _kind(schema: Any) -> str:
     if schema is dict or schema is None:
         return "dict"
-    if typing.is_typeddict(schema):
+    if typing_extensions.is_typeddict(schema):
         return "typeddict"
     if dataclasses.is_dataclass(schema):
         return "dataclass"

@@ -203,6 +203,7 @@ class StateGraph:
         after = _node_list(interrupt_after)
         self.validate([n for n in (before, after) if isinstance(n, tuple) for n in n])
         spec = build_spec(self, name or "LangGraph")
+        _register_types(checkpointer, self)
         self.compiled = True
         return CompiledStateGraph(
             spec,
@@ -220,6 +221,28 @@ class StateGraph:
             SchemaInfo.of(self.input_schema),
             SchemaInfo.of(self.output_schema),
         )
+
+
+def _register_types(checkpointer: Any, graph: StateGraph) -> None:
+    """Allow the saver's serializer to store the types this graph declares (DESIGN §4.7)."""
+    serde = getattr(checkpointer, "serde", None)
+    register = getattr(serde, "register_schema", None)
+    if register is None:
+        return
+    for schema in _declared_schemas(graph):
+        register(schema)
+
+
+def _declared_schemas(graph: StateGraph) -> list[Any]:
+    """The schemas of a graph and of its subgraphs (which store through its saver)."""
+    found = [graph.state_schema, graph.input_schema, graph.output_schema]
+    for node in graph.nodes.values():
+        if node.input_schema is not None:
+            found.append(node.input_schema)
+        sub = getattr(node.action, "builder", None)
+        if isinstance(sub, StateGraph):
+            found.extend(_declared_schemas(sub))
+    return [s for s in found if s is not dict]
 
 
 def _node_list(value: Any) -> tuple[str, ...] | str:

@@ -45,11 +45,11 @@ def fork(run: _Run) -> Generator[Any, Any, dict[str, str]]:
     run.checkpoint["ts"] = now_iso()
     snapshot = copy_checkpoint(run.checkpoint)
     snapshot["channel_values"] = run.stored_values()
-    run.metadata = {
+    run.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
         "source": "fork",
         "step": step - 1,
         "parents": {},
-        **run.run_metadata,  # type: ignore[typeddict-item]
+        **run.run_metadata,
     }
     run.saved_config = yield SaveCheckpoint(parent, snapshot, run.metadata, {})
     new_tasks = {

@@ -128,7 +128,8 @@ def branch_writes(spec: GraphSpec, branch: Branch, dest: Any) -> Writes:
     writes: Writes = []
     for r in results:
         if isinstance(r, Send):
-            writes.append((TASKS, goto_write(spec, r)[1]))  # pyright: ignore[reportOptionalSubscript]
+            goto_write(spec, r)  # checks the target exists
+            writes.append((TASKS, r))
             continue
         name = _map_dest(branch, r)
         if name == END:

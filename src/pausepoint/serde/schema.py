@@ -14,6 +14,8 @@ import sys
 import typing
 from typing import Any
 
+import typing_extensions
+
 __all__ = ["types_in_schema"]
 
 
@@ -61,6 +63,6 @@ def types_in_schema(schema: Any) -> list[type[Any]]:
             continue
         if _is_registrable(tp):
             found.append(tp)
-        if _is_registrable(tp) or typing.is_typeddict(tp):
+        if _is_registrable(tp) or typing_extensions.is_typeddict(tp):
             stack.extend(_hints(tp))
     return found
