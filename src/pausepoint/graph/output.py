@@ -58,13 +58,12 @@ class ChunkShape:
 
 
 def _split_interrupts(payload: Any) -> tuple[Any, tuple[Any, ...]]:
-    if isinstance(payload, dict) and INTERRUPT in payload:
-        chunk: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
-        data = {k: v for k, v in chunk.items() if k != INTERRUPT}
-        found: tuple[Any, ...] = tuple(chunk[INTERRUPT])
-        return data, found
-    plain: Any = payload
-    return plain, ()
+    if not isinstance(payload, dict) or INTERRUPT not in payload:
+        return payload, ()  # pyright: ignore[reportUnknownVariableType]
+    chunk: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+    data = {k: v for k, v in chunk.items() if k != INTERRUPT}
+    found: tuple[Any, ...] = tuple(chunk[INTERRUPT])
+    return data, found
 
 
 def invoke_output(
