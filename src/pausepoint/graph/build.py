@@ -24,11 +24,11 @@ __all__ = ["build_spec"]
 def build_spec(graph: StateGraph, name: str) -> GraphSpec:
     """Compile ``graph``'s declarations into channels and node procedures."""
     state, inp, output = graph.schema_info()
-    channels: dict[str, Channel] = {}
     node_inputs = {
         n: SchemaInfo.of(spec.input_schema) if spec.input_schema is not None else state
         for n, spec in graph.nodes.items()
     }
+    channels: dict[str, Channel] = {}
     for info in (state, inp, output, *node_inputs.values()):
         for key, chan in info.channels.items():
             channels.setdefault(key, chan)
@@ -37,54 +37,17 @@ def build_spec(graph: StateGraph, name: str) -> GraphSpec:
     channels[TASKS] = Topic(TASKS)
     for n in graph.nodes:
         channels[BRANCH_TO + n] = EphemeralValue(BRANCH_TO + n)
-    edges: defaultdict[str, list[str]] = defaultdict(list)
-    for src, dst in graph.edges:
-        if dst != END:
-            edges[src].append(BRANCH_TO + dst)
-    joins: defaultdict[str, list[str]] = defaultdict(list)
-    join_triggers: defaultdict[str, list[str]] = defaultdict(list)
-    for srcs, dst in graph.waiting_edges:
-        if dst == END:
-            continue
-        chan = f"{JOIN}{'+'.join(srcs)}:{dst}"
-        channels[chan] = NamedBarrierValue(chan, frozenset(srcs))
-        join_triggers[dst].append(chan)
-        for src in srcs:
-            joins[src].append(chan)
-    branches: defaultdict[str, list[Branch]] = defaultdict(list)
-    for b in graph.branches:
-        branches[b.source].append(
-            Branch(b.path, _is_async(b.path), b.path_map, _accepts_config(b.path))
-        )
-    nodes: dict[str, NodeProc] = {
-        START: NodeProc(
-            name=START,
-            triggers=(START,),
-            reads=(),
-            input_schema=None,
-            fn=None,
-            is_async=False,
-            accepts_config=False,
-            subgraph=None,
-            retry=(),
-            hidden=True,
-            edges=tuple(edges[START]),
-            joins=tuple(joins[START]),
-            branches=tuple(branches[START]),
-            metadata={"tags": [TAG_HIDDEN]},
-        )
-    }
+    wiring = _Wiring.of(graph, channels)
+    nodes: dict[str, NodeProc] = {START: _start_proc(wiring)}
     for n, spec in graph.nodes.items():
-        nodes[n] = _node_proc(
-            spec,
-            (BRANCH_TO + n, *join_triggers[n]),
-            node_inputs[n],
-            tuple(edges[n]),
-            tuple(joins[n]),
-            tuple(branches[n]),
-        )
+        nodes[n] = _node_proc(spec, node_inputs[n], wiring)
     for key in output.keys:
         channels.setdefault(key, LastValue(key))
+    triggered_by: defaultdict[str, list[str]] = defaultdict(list)
+    for proc in nodes.values():
+        for chan in proc.triggers:
+            triggered_by[chan].append(proc.name)
+    transient = frozenset(k for k, c in channels.items() if isinstance(c, (EphemeralValue, Topic)))
     return GraphSpec(
         name=name,
         channels=channels,
@@ -93,24 +56,68 @@ def build_spec(graph: StateGraph, name: str) -> GraphSpec:
         input=inp,
         output_keys=output.keys or state_keys,
         state_keys=state_keys,
+        triggered_by={k: tuple(v) for k, v in triggered_by.items()},
+        transient=transient,
     )
 
 
-def _node_proc(
-    spec: NodeSpec,
-    triggers: tuple[str, ...],
-    input_schema: SchemaInfo,
-    edges: tuple[str, ...],
-    joins: tuple[str, ...],
-    branches: tuple[Branch, ...],
-) -> NodeProc:
+class _Wiring:
+    """What each node writes after it runs (edges, joins, branches) and what joins it."""
+
+    def __init__(self) -> None:
+        self.edges: defaultdict[str, list[str]] = defaultdict(list)
+        self.joins: defaultdict[str, list[str]] = defaultdict(list)
+        self.join_triggers: defaultdict[str, list[str]] = defaultdict(list)
+        self.branches: defaultdict[str, list[Branch]] = defaultdict(list)
+
+    @classmethod
+    def of(cls, graph: StateGraph, channels: dict[str, Channel]) -> _Wiring:
+        w = cls()
+        for src, dst in graph.edges:
+            if dst != END:
+                w.edges[src].append(BRANCH_TO + dst)
+        for srcs, dst in graph.waiting_edges:
+            if dst == END:
+                continue
+            chan = f"{JOIN}{'+'.join(srcs)}:{dst}"
+            channels[chan] = NamedBarrierValue(chan, frozenset(srcs))
+            w.join_triggers[dst].append(chan)
+            for src in srcs:
+                w.joins[src].append(chan)
+        for b in graph.branches:
+            branch = Branch(b.path, _is_async(b.path), b.path_map, _accepts_config(b.path))
+            w.branches[b.source].append(branch)
+        return w
+
+
+def _start_proc(w: _Wiring) -> NodeProc:
+    return NodeProc(
+        name=START,
+        triggers=(START,),
+        reads=(),
+        input_schema=None,
+        fn=None,
+        is_async=False,
+        accepts_config=False,
+        subgraph=None,
+        retry=(),
+        hidden=True,
+        edges=tuple(w.edges[START]),
+        joins=tuple(w.joins[START]),
+        branches=tuple(w.branches[START]),
+        metadata={"tags": [TAG_HIDDEN]},
+    )
+
+
+def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc:
+    name = spec.name
     from pausepoint.graph.compiled import CompiledStateGraph
 
     action = spec.action
     subgraph = action if isinstance(action, CompiledStateGraph) else None
     return NodeProc(
-        name=spec.name,
-        triggers=triggers,
+        name=name,
+        triggers=(BRANCH_TO + name, *w.join_triggers[name]),
         reads=input_schema.keys,
         input_schema=input_schema,
         fn=None if subgraph is not None else action,  # pyright: ignore[reportArgumentType]
@@ -119,9 +126,9 @@ def _node_proc(
         subgraph=subgraph,
         retry=spec.retry,
         hidden=False,
-        edges=edges,
-        joins=joins,
-        branches=branches,
+        edges=tuple(w.edges[name]),
+        joins=tuple(w.joins[name]),
+        branches=tuple(w.branches[name]),
         metadata=spec.metadata,
     )
 

@@ -113,6 +113,9 @@ class _Run:
         self.dirty = False
         self.pausing = False
         self.historical = False
+        # Channels the last applied step changed; None while unknown (after loading a
+        # checkpoint), which makes the next step consider every node.
+        self.updated: set[str] | None = None
         self.parent_config: RunnableConfig | None = None
         self.persisted: RunnableConfig | None = None
         self.run_metadata = opts.config.run_metadata()
@@ -344,7 +347,12 @@ class _Run:
         for t in discard:
             t.writes = []
         start: list[tuple[str, Any]] = [(START, inp)]
-        apply_writes(self.checkpoint, self.channels, [*discard, InputWrites(START, start)])
+        sources = [*discard, InputWrites(START, start)]
+        updated = apply_writes(self.checkpoint, self.channels, sources)
+        # Before this run the thread may have left triggers pending only if some
+        # task was discarded, and those are now consumed: the next step needs
+        # to look only at what the input changed.
+        self.updated = updated
         yield from self.save_checkpoint("input")
         self.step += 1
 
@@ -358,7 +366,12 @@ class _Run:
                 "config key."
             )
         self.tasks = prepare_tasks(
-            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
+            self.spec,
+            self.checkpoint,
+            self.channels,
+            self.step,
+            self.cfg.checkpoint_ns,
+            self.updated,
         )
         if not self.tasks:
             return False
@@ -470,7 +483,9 @@ class _Run:
 
     def after_tick(self) -> Generator[Effect, Any, None]:
         ran = self.tasks
-        updated = apply_writes(self.checkpoint, self.channels, ran)
+        live = None if self.updated is None else self.updated & self.spec.transient
+        updated = apply_writes(self.checkpoint, self.channels, ran, live)
+        self.updated = updated
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.wants("values") and not updated.isdisjoint(self.spec.output_keys):
             yield self.emit("values", self.output())

@@ -59,6 +59,10 @@ class GraphSpec:
     input: SchemaInfo
     output_keys: tuple[str, ...]
     state_keys: tuple[str, ...]
+    triggered_by: Mapping[str, tuple[str, ...]]
+    """Channel name → the nodes it triggers, in graph order (to skip scanning all nodes)."""
+    transient: frozenset[str]
+    """Channels whose value lasts one step (edge triggers, input, ``Send`` packets)."""
 
     def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""

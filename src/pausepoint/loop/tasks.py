@@ -10,7 +10,7 @@ resumed run find the writes and interrupts its tasks saved before.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from xxhash import xxh3_128_hexdigest
@@ -64,8 +64,14 @@ def prepare_tasks(
     channels: Mapping[str, Channel],
     step: int,
     ns: str,
+    updated: Collection[str] | None = None,
 ) -> list[Task]:
-    """The tasks of the superstep that starts at ``checkpoint``: pushes first, then pulls."""
+    """The tasks of the superstep that starts at ``checkpoint``: pushes first, then pulls.
+
+    ``updated`` (the channels the previous step changed, when known) limits the
+    nodes considered to those those channels trigger: a step then costs what it
+    changed, not the size of the graph.
+    """
     tasks: list[Task] = []
     sends = channels[TASKS].value if TASKS in channels else None
     if sends and isinstance(sends, list):
@@ -73,7 +79,7 @@ def prepare_tasks(
             tasks.append(_push_task(spec, checkpoint, step, ns, idx, send))  # pyright: ignore[reportUnknownArgumentType]
     versions = checkpoint["channel_versions"]
     seen_all = checkpoint["versions_seen"]
-    for node in spec.nodes.values():
+    for node in _candidates(spec, updated):
         seen = seen_all.get(node.name, {})
         if any(
             channels[c].is_available() and versions.get(c, 0) > seen.get(c, 0)
@@ -92,6 +98,15 @@ def prepare_tasks(
                 )
             )
     return tasks
+
+
+def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[NodeProc]:
+    if updated is None:
+        return spec.nodes.values()
+    names = {n for chan in updated for n in spec.triggered_by.get(chan, ())}
+    if len(names) <= 1:
+        return [spec.nodes[n] for n in names]
+    return [node for name, node in spec.nodes.items() if name in names]
 
 
 def _push_task(

@@ -8,7 +8,7 @@ which thread finished first.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from pausepoint.channels import Channel
@@ -40,12 +40,15 @@ def apply_writes(
     checkpoint: Checkpoint,
     channels: Mapping[str, Channel],
     sources: Iterable[WriteSource],
+    live: Collection[str] | None = None,
 ) -> set[str]:
     """Apply writes to ``channels`` and versions to ``checkpoint``; return updated channels.
 
     Marks each task's triggers as seen, consumes barrier channels, folds every
     channel's writes in one ``update`` call, and (when a task ran) lets channels
-    that got no write move on (ephemeral triggers clear).
+    that got no write move on (ephemeral triggers clear). ``live``, when given,
+    names the only channels that can still hold a one-step value (those the
+    previous step wrote), so that clearing them does not scan every channel.
     """
     ordered = sorted(sources, key=lambda s: s.sort_key)
     versions = checkpoint["channel_versions"]
@@ -62,7 +65,8 @@ def apply_writes(
             if channels[chan].is_available():
                 updated.add(chan)
     if any(s.triggers for s in ordered):
-        for chan, channel in channels.items():
+        for chan in channels if live is None else live:
+            channel = channels[chan]
             if chan not in updated and channel.is_available() and channel.update(()):
                 versions[chan] = next_version
     checkpoint["updated_channels"] = sorted(updated)
