@@ -31,10 +31,19 @@ __all__ = ["InMemorySaver", "MemorySaver"]
 
 
 class _Stored:
-    __slots__ = ("checkpoint", "metadata", "parent_id", "writes")
+    __slots__ = ("checkpoint", "metadata", "parent_id", "values", "writes")
 
-    def __init__(self, checkpoint: bytes, metadata: bytes, parent_id: str | None) -> None:
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        values: dict[str, bytes],
+        metadata: bytes,
+        parent_id: str | None,
+    ) -> None:
+        # The checkpoint without its values: ids, versions and seen-versions, which
+        # are plain str/int data and are copied rather than encoded.
         self.checkpoint = checkpoint
+        self.values = values
         self.metadata = metadata
         self.parent_id = parent_id
         # (task_id, idx) -> (channel, encoded value); dict order is insertion order.
@@ -55,6 +64,10 @@ class InMemorySaver(BaseCheckpointSaver):
         self._lock = threading.Lock()
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored
         self._threads: dict[str, dict[str, dict[str, _Stored]]] = {}
+        # (thread_id, checkpoint_ns, channel) -> (value object, its encoding): a value
+        # that a step did not change is the same object, so it is encoded once.
+        # Holding the object keeps its identity from being reused.
+        self._encoded: dict[tuple[str, str, str], tuple[Any, bytes]] = {}
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -129,7 +142,7 @@ class InMemorySaver(BaseCheckpointSaver):
             config={
                 "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
             },
-            checkpoint=loads(stored.checkpoint),
+            checkpoint=_copy(stored.checkpoint, {k: loads(v) for k, v in stored.values.items()}),
             metadata=loads(stored.metadata),
             parent_config=parent,  # type: ignore[arg-type]
             pending_writes=writes,
@@ -145,8 +158,12 @@ class InMemorySaver(BaseCheckpointSaver):
         """See :mod:`pausepoint.checkpoint.base`."""
         thread, ns, parent_id = config_keys(config)
         dumps = self.serde.dumps
+        values = {
+            chan: self._encode(thread, ns, chan, value)
+            for chan, value in checkpoint["channel_values"].items()
+        }
         stored = _Stored(
-            dumps(checkpoint, label="checkpoint"), dumps(metadata, label="metadata"), parent_id
+            _copy(checkpoint, {}), values, dumps(metadata, label="metadata"), parent_id
         )
         with self._lock:
             self._threads.setdefault(thread, {}).setdefault(ns, {})[checkpoint["id"]] = stored
@@ -157,6 +174,15 @@ class InMemorySaver(BaseCheckpointSaver):
                 "checkpoint_id": checkpoint["id"],
             }
         }
+
+    def _encode(self, thread: str, ns: str, chan: str, value: Any) -> bytes:
+        key = (thread, ns, chan)
+        known = self._encoded.get(key)
+        if known is not None and known[0] is value:
+            return known[1]
+        blob = self.serde.dumps(value, label=f"channel {chan!r}")
+        self._encoded[key] = (value, blob)
+        return blob
 
     def put_writes(
         self,
@@ -188,8 +214,23 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
+        thread = str(thread_id)
         with self._lock:
-            self._threads.pop(str(thread_id), None)
+            self._threads.pop(thread, None)
+            for key in [k for k in self._encoded if k[0] == thread]:
+                del self._encoded[key]
+
+
+def _copy(checkpoint: Checkpoint, values: dict[str, Any]) -> Checkpoint:
+    return {
+        "v": checkpoint["v"],
+        "id": checkpoint["id"],
+        "ts": checkpoint["ts"],
+        "channel_values": values,
+        "channel_versions": dict(checkpoint["channel_versions"]),
+        "versions_seen": {k: dict(v) for k, v in checkpoint["versions_seen"].items()},
+        "updated_channels": None if (u := checkpoint.get("updated_channels")) is None else list(u),
+    }
 
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

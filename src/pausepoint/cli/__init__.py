@@ -1,4 +1,4 @@
-"""The ``pausepoint`` command line: ``pausepoint demo`` (more subcommands to come)."""
+"""The ``pausepoint`` command line: ``pausepoint demo`` and ``pausepoint threads``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pausepoint.cli import demo
+from pausepoint.cli import demo, threads
 
 __all__ = ["main"]
 
@@ -18,6 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo.add_parser(commands)
+    threads.add_parser(commands)
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)

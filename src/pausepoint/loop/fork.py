@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_128_hexdigest
 
-from pausepoint.checkpoint.base import copy_checkpoint
 from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
 from pausepoint.constants import INTERRUPT, RESUME
 from pausepoint.loop.effects import SaveCheckpoint
@@ -43,15 +42,13 @@ def fork(run: _Run) -> Generator[Any, Any, dict[str, str]]:
     parent = run.saved_config or run.cfg.with_checkpoint(None)
     run.checkpoint["id"] = new_checkpoint_id()
     run.checkpoint["ts"] = now_iso()
-    snapshot = copy_checkpoint(run.checkpoint)
-    snapshot["channel_values"] = run.stored_values()
     run.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
         "source": "fork",
         "step": step - 1,
         "parents": {},
         **run.run_metadata,
     }
-    run.saved_config = yield SaveCheckpoint(parent, snapshot, run.metadata, {})
+    run.saved_config = yield SaveCheckpoint(parent, run.checkpoint, run.metadata, {})
     new_tasks = {
         (t.name, t.path): t for t in prepare_tasks(run.spec, run.checkpoint, run.channels, step, ns)
     }

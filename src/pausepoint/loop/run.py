@@ -153,9 +153,8 @@ class _Run:
         }
         self.records, self.null_writes, self.unsaved = {}, [], []
         if self._saving_now():
-            snapshot = copy_checkpoint(self.checkpoint)
-            snapshot["channel_values"] = self.stored_values()
-            self.saved_config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
+            # The saver copies what it keeps (its contract), so no copy is made here.
+            self.saved_config = yield SaveCheckpoint(parent, self.checkpoint, self.metadata, {})
             self.persisted = self.saved_config
             self.dirty = False
         else:
@@ -164,24 +163,12 @@ class _Run:
         if self.wants("checkpoints") or self.wants("debug"):
             yield from out.checkpoint_events(self, parent)
 
-    def stored_values(self) -> dict[str, Any]:
-        from pausepoint.channels import MISSING
-
-        values: dict[str, Any] = {}
-        for k, chan in self.channels.items():
-            v = chan.checkpoint()
-            if v is not MISSING:
-                values[k] = v
-        return values
-
     def flush_exit(self) -> Generator[Effect, Any, None]:
         """Durability "exit": write the last checkpoint (if new) and its writes now."""
         config = self.saved_config
         if self.dirty:
-            snapshot = copy_checkpoint(self.checkpoint)
-            snapshot["channel_values"] = self.stored_values()
             parent = self.persisted or self.cfg.with_checkpoint(None)
-            config = yield SaveCheckpoint(parent, snapshot, self.metadata, {})
+            config = yield SaveCheckpoint(parent, self.checkpoint, self.metadata, {})
             self.persisted = config
             self.dirty = False
         if config is not None:

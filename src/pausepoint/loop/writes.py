@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from pausepoint.channels import Channel
+from pausepoint.channels import MISSING, Channel
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, PUSH, RESUME, RETURN, SCHEDULED
 
@@ -54,23 +54,44 @@ def apply_writes(
     versions = checkpoint["channel_versions"]
     _mark_seen(checkpoint, ordered)
     next_version = max(versions.values(), default=0) + 1
+    changed: list[str] = []
     for chan in {c for s in ordered for c in s.triggers if c in channels}:
         if channels[chan].consume():
-            versions[chan] = next_version
+            changed.append(chan)
     by_channel = _group(ordered, channels)
     updated: set[str] = set()
     for chan, values in by_channel.items():
         if channels[chan].update(values):
-            versions[chan] = next_version
+            changed.append(chan)
             if channels[chan].is_available():
                 updated.add(chan)
     if any(s.triggers for s in ordered):
         for chan in channels if live is None else live:
             channel = channels[chan]
             if chan not in updated and channel.is_available() and channel.update(()):
-                versions[chan] = next_version
+                changed.append(chan)
+    _record(checkpoint, channels, changed, next_version)
     checkpoint["updated_channels"] = sorted(updated)
     return updated
+
+
+def _record(
+    checkpoint: Checkpoint, channels: Mapping[str, Channel], changed: list[str], version: int
+) -> None:
+    """Bump the versions of changed channels and keep the stored values in step.
+
+    Keeping ``channel_values`` current here means saving a checkpoint never has
+    to read every channel again.
+    """
+    versions = checkpoint["channel_versions"]
+    values = checkpoint["channel_values"]
+    for chan in changed:
+        versions[chan] = version
+        value = channels[chan].checkpoint()
+        if value is MISSING:
+            values.pop(chan, None)
+        else:
+            values[chan] = value
 
 
 def _mark_seen(checkpoint: Checkpoint, ordered: Sequence[WriteSource]) -> None:
