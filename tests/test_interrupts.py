@@ -243,3 +243,43 @@ def test_durability_exit_saves_only_at_the_end(drive):
     assert [i.value for i in history[0].interrupts] == ["name?"]
     drive.invoke(graph, Command(resume="Ann"), cfg("exit"), durability="exit")
     assert [i.value for i in drive.get_state(graph, cfg("exit")).interrupts] == ["email?"]
+
+
+def test_interrupt_type_matches_the_chapter():
+    from pausepoint.types import Interrupt
+
+    intr = Interrupt.from_ns("q", "node:task-1")
+    assert intr == Interrupt("q", intr.id)
+    assert len(intr.id) == 32
+    intr.value = "changed"  # not frozen, as in LangGraph
+    assert intr.value == "changed"
+    assert not hasattr(intr, "__dict__")  # slotted
+
+    class Custom(Interrupt):  # @final only binds type checkers  # pyright: ignore[reportGeneralTypeIssues]
+        pass
+
+    assert issubclass(Custom, Interrupt)
+
+
+def test_recursion_limit_is_per_invocation(drive):
+    """Each resume gets a full budget: the limit counts steps since the run started."""
+
+    class Loop(TypedDict):
+        n: int
+
+    def ask_every_third(state: Loop) -> dict[str, Any]:
+        if state["n"] % 3 == 2:
+            interrupt(f"checkpoint at {state['n']}")
+        return {"n": state["n"] + 1}
+
+    g = StateGraph(Loop)
+    g.add_node("step", ask_every_third)
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: END if s["n"] >= 9 else "step")
+    graph = g.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "budget"}, "recursion_limit": 4}
+    out = drive.invoke(graph, {"n": 0}, config)
+    for paused_at in (2, 5, 8):  # 9 steps in all, never more than 4 per invocation
+        assert out["__interrupt__"][0].value == f"checkpoint at {paused_at}"
+        out = drive.invoke(graph, Command(resume="ok"), config)
+    assert out == {"n": 9}
