@@ -11,7 +11,6 @@ import datetime
 import random
 import threading
 import time
-import uuid
 
 __all__ = ["new_checkpoint_id", "now_iso"]
 
@@ -34,7 +33,10 @@ def new_checkpoint_id() -> str:
     node = random.getrandbits(48)
     value = (time_high << 80) | (0x6 << 76) | (time_low << 64)
     value |= (0x2 << 62) | (_clock_seq << 48) | node
-    return str(uuid.UUID(int=value))
+    # Formatting the hex by hand is ~4x cheaper than uuid.UUID(int=...).__str__(),
+    # and this runs once per superstep.
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def now_iso() -> str:

@@ -50,14 +50,20 @@ def apply_writes(
     names the only channels that can still hold a one-step value (those the
     previous step wrote), so that clearing them does not scan every channel.
     """
-    ordered = sorted(sources, key=lambda s: s.sort_key)
+    ordered = list(sources)
+    if len(ordered) > 1:
+        ordered.sort(key=lambda s: s.sort_key)
     versions = checkpoint["channel_versions"]
     _mark_seen(checkpoint, ordered)
     next_version = max(versions.values(), default=0) + 1
     changed: list[str] = []
-    for chan in {c for s in ordered for c in s.triggers if c in channels}:
-        if channels[chan].consume():
-            changed.append(chan)
+    consumed: set[str] = set()
+    for src in ordered:
+        for chan in src.triggers:
+            if chan not in consumed and chan in channels:
+                consumed.add(chan)
+                if channels[chan].consume():
+                    changed.append(chan)
     by_channel = _group(ordered, channels)
     updated: set[str] = set()
     for chan, values in by_channel.items():
