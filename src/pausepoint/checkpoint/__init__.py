@@ -1,0 +1,1 @@
+"""Checkpoint savers: the protocol (``base``) and the memory, SQLite and PostgreSQL savers."""
