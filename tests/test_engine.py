@@ -236,3 +236,52 @@ def test_subgraph_as_node(drive):
     )
     assert out["x"] == 2
     assert out["log"] == ["i", "after"]
+
+
+def test_stream_output_keys(drive):
+    graph = chain(2)
+    only_x = drive.stream(graph, {"x": 0, "log": []}, stream_mode="values", output_keys=["x"])
+    assert only_x == [{"x": 0}, {"x": 1}, {"x": 2}]
+    bare = drive.stream(graph, {"x": 0, "log": []}, stream_mode="values", output_keys="x")
+    assert bare == [0, 1, 2]
+    updates = drive.stream(graph, {"x": 0, "log": []}, stream_mode="updates", output_keys=["log"])
+    assert updates == [{"n0": {"log": ["n0"]}}, {"n1": {"log": ["n1"]}}]
+
+
+def test_default_recursion_limit_from_environment(drive, monkeypatch):
+    g = StateGraph(S)
+    g.add_node("loop", _step("loop"))
+    g.add_edge(START, "loop")
+    g.add_edge("loop", "loop")
+    monkeypatch.setenv("LANGGRAPH_DEFAULT_RECURSION_LIMIT", "7")
+    with pytest.raises(GraphRecursionError, match="Recursion limit of 7"):
+        drive.invoke(g.compile(), {"x": 0, "log": []})
+
+
+def test_retry_delays_follow_the_policy(monkeypatch):
+    import random
+
+    from pausepoint.drivers.retry import retry_delay
+
+    policy = RetryPolicy(
+        initial_interval=1.0,
+        backoff_factor=3.0,
+        max_interval=5.0,
+        jitter=False,
+        max_attempts=4,
+        retry_on=(KeyError,),
+    )
+    err = KeyError("x")
+    assert [retry_delay([policy], n, err) for n in (1, 2, 3, 4)] == [1.0, 3.0, 5.0, None]
+    assert retry_delay([policy], 1, ValueError("not retried")) is None
+    monkeypatch.setattr(random, "uniform", lambda a, b: 0.25)
+    jittery = policy._replace(jitter=True)
+    assert retry_delay([jittery], 1, err) == 1.25
+    by_predicate = RetryPolicy(retry_on=lambda e: "flaky" in str(e), jitter=False)
+    assert retry_delay([by_predicate], 1, RuntimeError("flaky db")) == 0.5
+    assert retry_delay([by_predicate], 1, RuntimeError("broken")) is None
+    from pausepoint.types import default_retry_on
+
+    assert default_retry_on(ConnectionError())
+    assert not default_retry_on(ValueError())
+    assert default_retry_on(Exception("anything else"))

@@ -69,6 +69,7 @@ class CompiledStateGraph:
         interrupt_before: Any,
         interrupt_after: Any,
         sink: Any,
+        output_keys: str | Sequence[str] | None = None,
     ) -> tuple[RunOptions, Any]:
         parent = TASK.get()
         cfg = RunConfig.parse(config)
@@ -92,6 +93,7 @@ class CompiledStateGraph:
             interrupt_after=_nodes(interrupt_after, self.interrupt_after_nodes),
             sink=sink,
             saver=saver,
+            output_keys=_key_tuple(output_keys),
         )
         return opts, saver
 
@@ -149,7 +151,7 @@ class CompiledStateGraph:
         with ``type``, ``ns`` and ``data``. An interrupt ends the stream normally
         (with ``{"__interrupt__": (...)}`` in ``updates``).
         """
-        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates")
+        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         opts, saver = self._options(
             config,
@@ -159,6 +161,7 @@ class CompiledStateGraph:
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             sink=lambda ns, mode, payload: events.put(("chunk", (ns, mode, payload))),  # pyright: ignore[reportUnknownLambdaType]
+            output_keys=output_keys,
         )
         driver = sdriver.drive(
             run(self.spec, input, opts), saver, events, opts.config.max_concurrency
@@ -318,7 +321,7 @@ class CompiledStateGraph:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
-        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates")
+        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         sink = adriver.AsyncSink()
         opts, saver = self._options(
             config,
@@ -328,6 +331,7 @@ class CompiledStateGraph:
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             sink=lambda ns, mode, payload: sink.put(("chunk", (ns, mode, payload))),  # pyright: ignore[reportUnknownLambdaType]
+            output_keys=output_keys,
         )
         result: list[RunResult] = []
         nested = opts.nest is not None
@@ -444,6 +448,12 @@ def _nodes(given: Any, default: tuple[str, ...] | str) -> tuple[str, ...] | str:
     if given == "*":
         return "*"
     return (given,) if isinstance(given, str) else tuple(given)
+
+
+def _key_tuple(output_keys: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if output_keys is None:
+        return None
+    return (output_keys,) if isinstance(output_keys, str) else tuple(output_keys)
 
 
 def _keys(output_keys: str | Sequence[str] | None) -> Sequence[str] | str | None:

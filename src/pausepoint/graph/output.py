@@ -22,10 +22,17 @@ class ChunkShape:
     single: bool
     subgraphs: bool
     v2: bool
+    single_key: str | None = None
+    """``output_keys="x"``: ``values`` chunks are the value of ``x`` alone."""
 
     @classmethod
     def of(
-        cls, stream_mode: str | Sequence[str] | None, subgraphs: bool, version: str, default: str
+        cls,
+        stream_mode: str | Sequence[str] | None,
+        subgraphs: bool,
+        version: str,
+        default: str,
+        keys: str | Sequence[str] | None = None,
     ) -> ChunkShape:
         """Parse ``stream``'s arguments."""
         if version not in ("v1", "v2"):
@@ -35,13 +42,16 @@ class ChunkShape:
         unknown = [m for m in modes if m not in _MODES]
         if unknown:
             raise ValueError(f"unknown stream_mode {unknown!r}; choose from {sorted(_MODES)}")
-        return cls(frozenset(modes), isinstance(given, str), subgraphs, version == "v2")
+        single_key = keys if isinstance(keys, str) else None
+        return cls(frozenset(modes), isinstance(given, str), subgraphs, version == "v2", single_key)
 
     def shape(self, chunk: tuple[tuple[str, ...], str, Any]) -> Any:
         """The caller's form of one chunk, or ``None`` to drop it."""
         ns, mode, payload = chunk
         if mode not in self.modes:
             return None
+        if mode == "values" and self.single_key is not None:
+            payload = _pick(payload, self.single_key)
         if ns and not self.subgraphs and mode != "custom":
             return None
         if self.v2:
@@ -55,6 +65,13 @@ class ChunkShape:
         if self.subgraphs:
             return (ns, body) if self.single else (ns, mode, payload)
         return body
+
+
+def _pick(payload: Any, key: str) -> Any:
+    if not isinstance(payload, dict):
+        return payload
+    values: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+    return values.get(key)
 
 
 def _split_interrupts(payload: Any) -> tuple[Any, tuple[Any, ...]]:

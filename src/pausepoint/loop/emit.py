@@ -23,7 +23,7 @@ __all__ = ["cached_updates", "checkpoint_events", "task_result", "task_starts", 
 
 def update_of(run: _Run, task: Task) -> Any:
     """A task's writes to output keys as ``{key: value}``, or ``None`` if it wrote none."""
-    keys = run.spec.output_keys
+    keys = run.out_keys
     found = {k: v for k, v in task.writes if k in keys}
     return found or None
 
@@ -58,7 +58,7 @@ def task_result(
         yield run.emit("updates", {task.name: update_of(run, task)})
     if not (run.wants("tasks") or run.wants("debug")) or task.node.hidden:
         return
-    result = dict((k, v) for k, v in task.writes if k in run.spec.output_keys)
+    result = dict((k, v) for k, v in task.writes if k in run.out_keys)
     payload = {
         "id": task.id,
         "name": task.name,
@@ -118,7 +118,7 @@ def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
         rec = run.records.get(t.id)
         item: dict[str, Any] = {"id": t.id, "name": t.name}
         if rec is not None and rec.done:
-            item["result"] = {k: v for k, v in rec.writes if k in run.spec.output_keys}
+            item["result"] = {k: v for k, v in rec.writes if k in run.out_keys}
         shown = rec.interrupts if rec is not None and rec.resumable else ()
         item["interrupts"] = tuple({"value": i.value, "id": i.id} for i in shown)
         item["state"] = None

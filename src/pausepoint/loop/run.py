@@ -79,6 +79,8 @@ class RunOptions:
     interrupt_after: tuple[str, ...] | str
     sink: Callable[[tuple[str, ...], str, Any], None] | None
     saver: Any
+    output_keys: tuple[str, ...] | None = None
+    """Keys ``values``/``updates`` report (default: the output schema's)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -113,6 +115,7 @@ class _Run:
         self.dirty = False
         self.pausing = False
         self.historical = False
+        self.out_keys = opts.output_keys or spec.output_keys
         # Channels the last applied step changed; None while unknown (after loading a
         # checkpoint), which makes the next step consider every node.
         self.updated: set[str] | None = None
@@ -474,7 +477,7 @@ class _Run:
         updated = apply_writes(self.checkpoint, self.channels, ran, live)
         self.updated = updated
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
-        if self.wants("values") and not updated.isdisjoint(self.spec.output_keys):
+        if self.wants("values") and not updated.isdisjoint(self.out_keys):
             yield self.emit("values", self.output())
         yield from self.save_checkpoint("loop")
         self.resume = None
@@ -501,7 +504,7 @@ class _Run:
             scratch = copy_checkpoint(self.checkpoint)
             done = [t for t in self.tasks if t.writes]
             updated = apply_writes(scratch, self.channels, done)
-            if self.wants("values") and not updated.isdisjoint(self.spec.output_keys):
+            if self.wants("values") and not updated.isdisjoint(self.out_keys):
                 yield self.emit("values", self.output())
         if not exc.interrupts and self.wants("updates"):
             yield self.emit("updates", {INTERRUPT: ()})
@@ -510,7 +513,7 @@ class _Run:
     def output(self) -> Any:
         from pausepoint.loop.tasks import read_values
 
-        return read_values(self.channels, self.spec.output_keys)
+        return read_values(self.channels, self.out_keys)
 
 
 def _with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:
