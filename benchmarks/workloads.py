@@ -15,8 +15,10 @@ counts how many times a node body ran (to show re-execution on resume).
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
@@ -209,7 +211,49 @@ class AskState(TypedDict):
     answer: str
 
 
-def roundtrip(lib: SimpleNamespace) -> Case:
+def open_saver(lib: SimpleNamespace, kind: str) -> Any:
+    """A saver of ``kind`` (memory, sqlite, postgres) from ``lib``'s own packages.
+
+    SQLite uses a fresh file in a temporary directory; PostgreSQL uses
+    ``PAUSEPOINT_PG_URL`` (each library keeps to its own tables).
+    """
+    if kind == "memory":
+        return lib.InMemorySaver()
+    if kind == "sqlite":
+        import sqlite3
+        import tempfile
+
+        path = Path(tempfile.mkdtemp(prefix=f"bench-{lib.name}-")) / "bench.db"
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+        if lib.name == "pausepoint":
+            from pausepoint.checkpoint.sqlite import SqliteSaver
+
+            return SqliteSaver(conn)
+        from langgraph.checkpoint.sqlite import SqliteSaver as LGSqliteSaver
+
+        return LGSqliteSaver(conn)
+    return _postgres_saver(lib)
+
+
+def _postgres_saver(lib: SimpleNamespace) -> Any:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    url = os.environ["PAUSEPOINT_PG_URL"]
+    if lib.name == "pausepoint":
+        from pausepoint.checkpoint.postgres import PostgresSaver
+
+        saver = PostgresSaver(psycopg.connect(url, autocommit=True, prepare_threshold=None))
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver as LGPostgresSaver
+
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        saver = LGPostgresSaver(conn)  # pyright: ignore[reportArgumentType]
+    saver.setup()
+    return saver
+
+
+def roundtrip(lib: SimpleNamespace, kind: str = "memory") -> Case:
     runs = [0]
 
     def ask(state: AskState) -> dict[str, str]:
@@ -220,11 +264,13 @@ def roundtrip(lib: SimpleNamespace) -> Case:
     builder.add_node("ask", ask)
     builder.add_edge(lib.START, "ask")
     builder.add_edge("ask", lib.END)
-    saver = lib.InMemorySaver()
+    saver = open_saver(lib, kind)
     graph = builder.compile(checkpointer=saver)
+    prefix = f"{lib.name}-{os.getpid()}-"
 
     def run(i: int) -> tuple[Any, Any]:
         config = _config(i)
+        config["configurable"]["thread_id"] = prefix + config["configurable"]["thread_id"]
         paused = graph.invoke({"question": "ok?", "answer": ""}, config)
         return paused, graph.invoke(lib.Command(resume="yes"), config)
 
@@ -235,7 +281,10 @@ def roundtrip(lib: SimpleNamespace) -> Case:
             "answer", (done.get("answer"), "__interrupt__" in done), ("yes", False)
         )
 
-    return Case(run=run, check=check, cleanup=_forget(saver), node_runs=runs)
+    def cleanup(i: int) -> None:
+        saver.delete_thread(f"{prefix}t{i}")
+
+    return Case(run=run, check=check, cleanup=cleanup, node_runs=runs)
 
 
 def roundtrip_floor() -> Case:
@@ -347,6 +396,17 @@ def _all() -> list[Workload]:
             roundtrip_floor,
         )
     )
+    for kind in ("sqlite", "postgres"):
+        if kind == "postgres" and not os.environ.get("PAUSEPOINT_PG_URL"):
+            continue  # needs a server: .ci/run and `make bench` with PAUSEPOINT_PG_URL set
+        found.append(
+            Workload(
+                f"roundtrip/{kind}",
+                f"the interrupt round trip on each library's own {kind} saver",
+                lambda lib, kind=kind: roundtrip(lib, kind),
+                roundtrip_floor,
+            )
+        )
     for k in (10, 100):
         for one_by_one, tag in ((False, "by-map"), (True, "one-by-one")):
             how = "one id per invoke, K invokes" if one_by_one else "one id map, one invoke"
@@ -364,6 +424,7 @@ def _all() -> list[Workload]:
 WORKLOADS: dict[str, Workload] = {w.name: w for w in _all()}
 QUICK = ["chain-10/none", "chain-10/memory", "fanout-10/none", "interrupt-roundtrip"]
 QUICK += ["fan-interrupt-10/by-map", "fan-interrupt-10/one-by-one"]
+QUICK += [name for name in WORKLOADS if name.startswith("roundtrip/")]
 FULL = [name for name in WORKLOADS]
 
 
