@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from pausepoint.config import RunConfig, RunnableConfig
-from pausepoint.constants import INTERRUPT
 from pausepoint.drivers import async_ as adriver
 from pausepoint.drivers import sync as sdriver
 from pausepoint.errors import CheckpointerRequiredError
@@ -207,8 +206,6 @@ class CompiledStateGraph:
             interrupt_after=interrupt_after,
             sink=None,
         )
-        if opts.nest is not None:
-            opts = _nested_invoke_opts(opts)
         driver = sdriver.drive(
             run(self.spec, input, opts), saver, events, opts.config.max_concurrency
         )
@@ -219,7 +216,7 @@ class CompiledStateGraph:
                 result: RunResult = stop.value
                 break
             _forward(opts, chunk)
-        return invoke_output(result, _keys(output_keys), version)
+        return invoke_output(result, output_keys, version)
 
     def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state at its newest checkpoint (or at the config's checkpoint_id).
@@ -372,12 +369,10 @@ class CompiledStateGraph:
             interrupt_after=interrupt_after,
             sink=None,
         )
-        if opts.nest is not None:
-            opts = _nested_invoke_opts(opts)
         result: list[RunResult] = []
         async for chunk in adriver.drive(run(self.spec, input, opts), saver, sink, result):
             _forward(opts, chunk)
-        return invoke_output(result[0], _keys(output_keys), version)
+        return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state`."""
@@ -456,26 +451,11 @@ def _key_tuple(output_keys: str | Sequence[str] | None) -> tuple[str, ...] | Non
     return (output_keys,) if isinstance(output_keys, str) else tuple(output_keys)
 
 
-def _keys(output_keys: str | Sequence[str] | None) -> Sequence[str] | str | None:
-    return output_keys
-
-
 def _forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
     """A nested run hands its chunks to the parent's stream."""
     if opts.sink is not None and opts.nest is not None:
         opts.sink(*chunk)
 
 
-def _nested_invoke_opts(opts: RunOptions) -> RunOptions:
-    import dataclasses
-
-    nest = opts.nest
-    assert nest is not None
-    return dataclasses.replace(opts, stream_modes=opts.stream_modes)
-
-
 def _empty_snapshot(config: RunnableConfig) -> StateSnapshot:
     return StateSnapshot({}, (), config, None, None, None, (), ())
-
-
-_ = INTERRUPT

@@ -9,7 +9,6 @@ from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.ids import now_iso
-from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
 from pausepoint.loop.tasks import Task, prepare_tasks
 from pausepoint.types import Interrupt
@@ -18,7 +17,14 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["cached_updates", "checkpoint_events", "task_result", "task_starts", "update_of"]
+__all__ = [
+    "cached_updates",
+    "checkpoint_events",
+    "resumed_checkpoint",
+    "task_result",
+    "task_starts",
+    "update_of",
+]
 
 
 def update_of(run: _Run, task: Task) -> Any:
@@ -137,8 +143,3 @@ def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
     if run.wants("debug"):
         event = {"step": run.step - 1, "timestamp": run.checkpoint["ts"], "type": "checkpoint"}
         yield run.emit("debug", {**event, "payload": payload})
-
-
-def interrupt_update(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
-    """The ``updates`` chunk that reports interrupts."""
-    return {INTERRUPT: tuple(interrupts)}

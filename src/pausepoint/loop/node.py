@@ -7,7 +7,7 @@ both drivers: the sync driver calls functions, the async driver awaits them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Generator, Mapping
 from typing import Any
 
 from pausepoint.channels import Channel
@@ -173,8 +173,3 @@ def fresh_state(
         local[chan].update(values)
     schema = node.input_schema or spec.state
     return schema.coerce(read_values(local, keys))
-
-
-def callable_name(fn: Callable[..., Any]) -> str:
-    """A readable name of a node function."""
-    return getattr(fn, "__name__", type(fn).__name__)
