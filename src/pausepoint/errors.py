@@ -20,6 +20,7 @@ The tree::
         │   ├── NothingToResumeError
         │   └── AmbiguousResumeError (RuntimeError too, LangGraph's type)
         ├── InvalidCommandError      (InvalidUpdateError and ValueError too)
+        ├── NondeterministicTaskError a re-run called other tasks than were recorded
         ├── SerializationError       a value that cannot be stored
         └── CheckpointDecodeError    a stored row that cannot be read safely
 
@@ -49,6 +50,7 @@ __all__ = [
     "InvalidCommandError",
     "InvalidUpdateError",
     "NodeInterrupt",
+    "NondeterministicTaskError",
     "NothingToResumeError",
     "ParentCommand",
     "PausepointError",
@@ -181,6 +183,14 @@ class InvalidCommandError(PausepointError, InvalidUpdateError, ValueError):
 
     Also an ``InvalidUpdateError``, which LangGraph raises for a
     ``Command(graph=Command.PARENT)`` given to a graph that has no parent.
+    """
+
+
+class NondeterministicTaskError(PausepointError, RuntimeError):
+    """A re-run node called a different ``@task`` at a position whose result was saved.
+
+    Saved task results are matched to calls by their order within the node, so a
+    node must make the same task calls in the same order every time it runs.
     """
 
 

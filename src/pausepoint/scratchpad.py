@@ -21,7 +21,8 @@ from pausepoint.types import Interrupt
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
     from pausepoint.config import RunnableConfig
-    from pausepoint.types import Durability
+    from pausepoint.loop.calls import CallRequest, CallSite
+    from pausepoint.types import Durability, RetryPolicy
 
 __all__ = ["TASK", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
 
@@ -34,11 +35,18 @@ class Scratchpad:
     so a task that never interrupts pays nothing.
     """
 
-    __slots__ = ("_counter", "resume")
+    __slots__ = ("_calls", "_counter", "resume")
 
     def __init__(self, resume: list[Any] | None = None) -> None:
         self.resume: list[Any] = resume if resume is not None else []
         self._counter: Callable[[], int] | None = None
+        self._calls: Callable[[], int] | None = None
+
+    def next_call_index(self) -> int:
+        """The position of this ``@task`` call among the task's calls (0 for the first)."""
+        if self._calls is None:
+            self._calls = itertools.count().__next__
+        return self._calls()
 
     def next_interrupt_index(self) -> int:
         """The index of this ``interrupt()`` call within the task (0 for the first)."""
@@ -73,6 +81,29 @@ class TaskContext:
     scratchpad: Scratchpad
     stream_writer: Callable[[Any], None]
     nest: NestInfo
+    calls: CallSite | None = None
+    spawn: Callable[[CallRequest], Any] | None = None
+
+    def call(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        is_async: bool,
+        retry: tuple[RetryPolicy, ...],
+    ) -> Any:
+        """Run a ``@task`` call for this task: a saved result, or a new run (a future)."""
+        from pausepoint.drivers.calls import TaskFuture
+        from pausepoint.loop.calls import Memo
+
+        if self.calls is None or self.spawn is None:
+            raise RuntimeError(f"task {name!r} was called outside a running graph node")
+        index = self.scratchpad.next_call_index()
+        req = self.calls.request(index, name, fn, args, kwargs, is_async, retry)
+        if isinstance(req, Memo):
+            return TaskFuture.of(req)
+        return self.spawn(req)
 
     def interrupt(self, value: Any) -> Any:
         """``interrupt(value)`` for this task; see :func:`pausepoint.types.interrupt`."""

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
 
+from pausepoint.drivers.calls import AsyncCalls
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
 from pausepoint.loop.effects import (
@@ -61,6 +62,7 @@ async def drive(
     send: Any = None
     error: BaseException | None = None
     running: set[asyncio.Task[None]] = set()
+    calls = AsyncCalls(saver, sink.loop)
     try:
         while True:
             try:
@@ -81,7 +83,7 @@ async def drive(
                         yield item
                 case RunTasks(tasks=tasks):
                     for task in tasks:
-                        t = asyncio.create_task(_start(task, sink))  # pyright: ignore[reportArgumentType]
+                        t = asyncio.create_task(_start(task, sink, calls))  # pyright: ignore[reportArgumentType]
                         running.add(t)
                         t.add_done_callback(running.discard)
                 case _:
@@ -109,15 +111,15 @@ async def perform(saver: Any, effect: Any) -> Any:
             raise TypeError(f"unknown effect {effect!r}")
 
 
-async def _start(task: ExecTask, sink: AsyncSink) -> None:
-    sink.put(("done", await run_task(task)))
+async def _start(task: ExecTask, sink: AsyncSink, calls: AsyncCalls) -> None:
+    sink.put(("done", await run_task(task, calls)))
 
 
-async def run_task(task: ExecTask) -> Outcome:
+async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
     """Run one task to its outcome, retrying by its policy; never raises."""
     attempt = 0
     while True:
-        TASK.set(task.context())  # this asyncio task has its own context
+        TASK.set(task.context(calls.spawn))  # this asyncio task has its own context
         try:
             return Outcome(task.task, await _run_body(task.body()))
         except GraphBubbleUp as signal:
@@ -135,9 +137,9 @@ async def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[t
         call = next(body)
         while True:
             if call.async_ is not None:
-                result = await call.async_(*call.args)
+                result = await call.async_(*call.args, **call.kwargs)
             else:
-                result = await asyncio.to_thread(call.sync, *call.args)
+                result = await asyncio.to_thread(call.sync, *call.args, **call.kwargs)
             call = body.send(result)
     except StopIteration as stop:
         return stop.value

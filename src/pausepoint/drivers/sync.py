@@ -18,6 +18,7 @@ from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from pausepoint.drivers.calls import SyncCalls
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
 from pausepoint.loop.effects import (
@@ -50,6 +51,7 @@ def drive(
     pool: ThreadPoolExecutor | None = None
     send: Any = None
     error: BaseException | None = None
+    calls = SyncCalls(saver)
     try:
         while True:
             try:
@@ -63,7 +65,7 @@ def drive(
                 case NextOutcome():
                     send = yield from _next_outcome(events)
                 case RunTasks(tasks=tasks):
-                    pool = _start_all(tasks, events, pool, max_workers)
+                    pool = _start_all(tasks, events, pool, max_workers, calls)
                 case _:
                     try:
                         send = perform(saver, effect)
@@ -71,6 +73,7 @@ def drive(
                         error = exc
     finally:
         loop.close()
+        calls.close()
         if pool is not None:
             pool.shutdown(wait=False)
 
@@ -103,31 +106,32 @@ def _start_all(
     events: queue.SimpleQueue[_Event],
     pool: ThreadPoolExecutor | None,
     max_workers: int | None,
+    calls: SyncCalls,
 ) -> ThreadPoolExecutor | None:
     """Start a step's tasks: a lone task runs in this thread, several in the pool."""
     if len(tasks) == 1:
-        _start(tasks[0], events)
+        _start(tasks[0], events, calls)
         return pool
     if pool is None:
         pool = ThreadPoolExecutor(max_workers, "pausepoint")
     for task in tasks:
-        pool.submit(contextvars.copy_context().run, _start_in_worker, task, events)
+        pool.submit(contextvars.copy_context().run, _start_in_worker, task, events, calls)
     return pool
 
 
-def _start(task: ExecTask, events: queue.SimpleQueue[_Event]) -> None:
-    events.put(("done", contextvars.copy_context().run(run_task, task)))
+def _start(task: ExecTask, events: queue.SimpleQueue[_Event], calls: SyncCalls) -> None:
+    events.put(("done", contextvars.copy_context().run(run_task, task, calls)))
 
 
-def _start_in_worker(task: ExecTask, events: queue.SimpleQueue[_Event]) -> None:
-    events.put(("done", run_task(task)))
+def _start_in_worker(task: ExecTask, events: queue.SimpleQueue[_Event], calls: SyncCalls) -> None:
+    events.put(("done", run_task(task, calls)))
 
 
-def run_task(task: ExecTask) -> Outcome:
+def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
     """Run one task to its outcome, retrying by its policy; never raises."""
     attempt = 0
     while True:
-        token = TASK.set(task.context())
+        token = TASK.set(task.context(calls.spawn))
         try:
             return Outcome(task.task, _run_body(task.body()))
         except GraphBubbleUp as signal:
@@ -146,7 +150,7 @@ def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[s
     try:
         call = next(body)
         while True:
-            result = call.sync(*call.args)
+            result = call.sync(*call.args, **call.kwargs)
             if inspect.isawaitable(result):
                 result = asyncio.run(_await(result))
             call = body.send(result)

@@ -130,6 +130,7 @@ def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc
         joins=tuple(w.joins[name]),
         branches=tuple(w.branches[name]),
         metadata=spec.metadata,
+        inject=_injected(action) if subgraph is None else frozenset(),
     )
 
 
@@ -140,9 +141,17 @@ def _is_async(fn: Any) -> bool:
 
 
 def _accepts_config(fn: Any) -> bool:
+    # As in LangGraph, only a parameter named ``config`` receives the config.
+    return takes(fn, "config")
+
+
+def _injected(fn: Any) -> frozenset[str]:
+    return frozenset({"writer"}) if takes(fn, "writer") else frozenset()
+
+
+def takes(fn: Any, name: str) -> bool:
+    """Whether ``fn`` has a parameter called ``name`` (injected by keyword)."""
     try:
-        params = list(inspect.signature(fn).parameters.values())
+        return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
-    # As in LangGraph, only a parameter named ``config`` receives the config.
-    return any(p.name == "config" for p in params)

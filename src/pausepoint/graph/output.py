@@ -110,6 +110,8 @@ def _select(values: Any, output_keys: Sequence[str] | str | None) -> Any:
 
 
 def _with_interrupts(values: Any, result: RunResult) -> Any:
+    if result.interrupts and values is None:  # e.g. an entrypoint paused before returning
+        return {INTERRUPT: list(result.interrupts)}
     if result.interrupts and isinstance(values, dict):
         state: dict[str, Any] = dict(values)  # pyright: ignore[reportUnknownArgumentType]
         state[INTERRUPT] = list(result.interrupts)

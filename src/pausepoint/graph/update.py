@@ -144,7 +144,12 @@ def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[t
         task = Task("", START, ("", START), values, (), dataclasses.replace(proc, fn=None), "")
     else:
         proc = dataclasses.replace(
-            proc, fn=_Const(values), is_async=False, accepts_config=False, subgraph=None
+            proc,
+            fn=_Const(values),
+            is_async=False,
+            accepts_config=False,
+            subgraph=None,
+            inject=frozenset(),
         )
         tid = task_id(base.checkpoint["id"], ns, base.step, node, "__update__", node)
         task = Task(tid, node, ("", node), None, (), proc, task_ns(ns, node, tid))
@@ -154,7 +159,7 @@ def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[t
     try:
         while True:
             call = body.send(value)
-            value = call.sync(*call.args)
+            value = call.sync(*call.args, **call.kwargs)
     except StopIteration as stop:
         writes: list[tuple[str, Any]] = stop.value
         return writes

@@ -7,7 +7,7 @@ send back into the generator when it is done (``None`` where nothing is said).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -96,3 +96,4 @@ class Call:
     sync: Callable[..., Any]
     async_: Callable[..., Any] | None
     args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict[str, Any])

@@ -29,6 +29,9 @@ __all__ = [
 
 def update_of(run: _Run, task: Task) -> Any:
     """A task's writes to output keys as ``{key: value}``, or ``None`` if it wrote none."""
+    single = run.spec.output_channel
+    if single is not None:  # an entrypoint reports its return value as is
+        return next((v for k, v in task.writes if k == single), None)
     keys = run.out_keys
     found = {k: v for k, v in task.writes if k in keys}
     return found or None

@@ -11,7 +11,7 @@ from collections.abc import Generator, Mapping
 from typing import Any
 
 from pausepoint.channels import Channel
-from pausepoint.constants import BRANCH_TO, END, START, TASKS
+from pausepoint.constants import BRANCH_TO, END, PREVIOUS, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand
 from pausepoint.graph.schema import update_as_pairs
 from pausepoint.loop.effects import Call
@@ -36,29 +36,45 @@ def node_body(
         result: Any = task.input
         writes = spec.input.input_pairs(result)
     else:
-        result = yield _node_call(node, task.input, config)
+        result = yield _node_call(node, task.input, config, channels)
         writes = result_writes(spec, node, result, task.ns)
     writes.extend((chan, None) for chan in node.edges)
     writes.extend((chan, node.name) for chan in node.joins)
     for branch in node.branches:
         state = fresh_state(spec, node, channels, writes)
-        args = (state, config) if branch.accepts_config else (state,)
-        dest = yield Call(branch.path, branch.path if branch.path_is_async else None, args)
+        kwargs = {"config": config} if branch.accepts_config else {}
+        dest = yield Call(
+            branch.path, branch.path if branch.path_is_async else None, (state,), kwargs
+        )
         writes.extend(branch_writes(spec, branch, dest))
     return writes
 
 
-def _node_call(node: NodeProc, value: Any, config: Any) -> Call:
+def _node_call(node: NodeProc, value: Any, config: Any, channels: Mapping[str, Channel]) -> Call:
     if node.subgraph is not None:
         return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config))
     fn = node.fn
     assert fn is not None
-    args = (value, config) if node.accepts_config else (value,)
-    return Call(fn, fn if node.is_async else None, args)
+    kwargs: dict[str, Any] = {}
+    if node.accepts_config or "config" in node.inject:
+        kwargs["config"] = config
+    if "writer" in node.inject:
+        from pausepoint.config import get_stream_writer
+
+        kwargs["writer"] = get_stream_writer()
+    if "previous" in node.inject:
+        saved = channels.get(PREVIOUS)
+        kwargs["previous"] = saved.get() if saved is not None and saved.is_available() else None
+    return Call(fn, fn if node.is_async else None, (value,), kwargs)
 
 
 def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writes:
     """The writes of a node's return value: a dict, ``None``, a ``Command`` or an object."""
+    if node.returns is not None:
+        output, saved = node.returns
+        value = getattr(result, "value", result) if _is_final(result) else result
+        keep = getattr(result, "save", result) if _is_final(result) else result
+        return [(output, value), (saved, keep)]
     if isinstance(result, Command):
         return command_writes(spec, result, ns)  # pyright: ignore[reportUnknownArgumentType]
     if _is_command_list(result):
@@ -77,6 +93,12 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
             "of state updates, None, or a Command"
         )
     return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_keys]
+
+
+def _is_final(result: Any) -> bool:
+    from pausepoint.func import entrypoint
+
+    return isinstance(result, entrypoint.final)
 
 
 def _is_command_list(result: Any) -> bool:

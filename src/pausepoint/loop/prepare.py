@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.loop.calls import CallRequest, CallSite
 from pausepoint.loop.effects import Call
 from pausepoint.loop.node import node_body
 from pausepoint.loop.tasks import Task
@@ -25,7 +26,8 @@ class ExecTask:
 
     task: Task
     body: Callable[[], Generator[Call, Any, list[tuple[str, Any]]]]
-    context: Callable[[], TaskContext]
+    context: Callable[[Callable[[CallRequest], Any]], TaskContext]
+    """A fresh context per attempt, given the driver's way to start ``@task`` calls."""
     retry: tuple[RetryPolicy, ...]
 
 
@@ -61,8 +63,23 @@ def prepare_for_execution(run: _Run, task: Task) -> ExecTask:
 
     channels = run.channels
     spec = run.spec
+    calls = CallSite(
+        task.id,
+        run.checkpoint["id"],
+        run.cfg.checkpoint_ns,
+        run.step,
+        run.records,
+        nest.resume_map,
+        run.saved_config if run.opts.has_saver and run.opts.durability != "exit" else None,
+    )
+    if sink is not None and "updates" in opts.stream_modes:
 
-    def context() -> TaskContext:
+        def report(update: dict[str, Any]) -> None:
+            sink(ns, "updates", update)
+
+        calls.emit = report
+
+    def context(spawn: Callable[[CallRequest], Any]) -> TaskContext:
         return TaskContext(
             name=task.name,
             task_id=task.id,
@@ -71,6 +88,8 @@ def prepare_for_execution(run: _Run, task: Task) -> ExecTask:
             scratchpad=Scratchpad(list(saved_resume)),
             stream_writer=writer,
             nest=nest,
+            calls=calls,
+            spawn=spawn,
         )
 
     def body() -> Generator[Call, Any, list[tuple[str, Any]]]:

@@ -513,6 +513,9 @@ class _Run:
     def output(self) -> Any:
         from pausepoint.loop.tasks import read_values
 
+        if self.spec.output_channel is not None:
+            chan = self.channels[self.spec.output_channel]
+            return chan.get() if chan.is_available() else None
         return read_values(self.channels, self.out_keys)
 
 

@@ -65,7 +65,7 @@ def build_snapshot(
         )
     parents = dict(saved.metadata.get("parents") or {})
     return StateSnapshot(
-        values=read_values(channels, spec.state_keys),
+        values=_values(spec, channels),
         next=tuple(t.name for t in tasks if not t.writes),
         config=_with_map(saved.config, parents),
         metadata=saved.metadata,
@@ -74,6 +74,13 @@ def build_snapshot(
         tasks=tuple(out),
         interrupts=tuple(i for t in out for i in t.interrupts),
     )
+
+
+def _values(spec: GraphSpec, channels: Any) -> Any:
+    if spec.output_channel is not None:
+        chan = channels[spec.output_channel]
+        return chan.get() if chan.is_available() else None
+    return read_values(channels, spec.state_keys)
 
 
 def _result(spec: GraphSpec, writes: list[tuple[str, Any]]) -> Any:

@@ -46,6 +46,12 @@ class NodeProc:
     joins: tuple[str, ...]
     branches: tuple[Branch, ...]
     metadata: Mapping[str, Any]
+    input_channel: str | None = None
+    """Read this one channel's value as the input (an entrypoint reads ``__start__``)."""
+    inject: frozenset[str] = frozenset()
+    """Keyword arguments to pass: ``config``, ``writer``, ``previous``."""
+    returns: tuple[str, str] | None = None
+    """Write the return value to these ``(output, saved)`` channels (an entrypoint)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -63,6 +69,8 @@ class GraphSpec:
     """Channel name → the nodes it triggers, in graph order (to skip scanning all nodes)."""
     transient: frozenset[str]
     """Channels whose value lasts one step (edge triggers, input, ``Send`` packets)."""
+    output_channel: str | None = None
+    """A graph whose output is one channel's bare value (an entrypoint's return)."""
 
     def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""

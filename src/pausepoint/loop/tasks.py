@@ -129,6 +129,9 @@ def read_input(spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel])
     """The value a pull task receives: its read keys, shaped by its input schema."""
     if node.name == START:
         return channels[START].get()
+    if node.input_channel is not None:
+        chan = channels[node.input_channel]
+        return chan.get() if chan.is_available() else None
     values = read_values(channels, node.reads)
     schema = node.input_schema
     return schema.coerce(values) if schema is not None else values

@@ -1,0 +1,251 @@
+"""Running ``@task`` calls for the drivers: futures, retries, saved writes.
+
+The loop decides what a call is (:mod:`pausepoint.loop.calls`); this module runs
+it — in a worker thread for the sync driver, as an asyncio task for the async
+driver — and saves its outcome as a pending write the moment it is known, so a
+crash after a task finished never runs it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+import time
+from collections.abc import Generator
+from typing import Any
+
+from pausepoint.constants import ERROR, INTERRUPT, RESUME, RETURN
+from pausepoint.drivers.retry import retry_delay
+from pausepoint.errors import GraphInterrupt
+from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
+from pausepoint.loop.effects import SaveWrites
+from pausepoint.loop.pending import TaskRecord
+from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
+
+__all__ = ["AsyncCalls", "SyncCalls", "TaskFuture"]
+
+_PENDING: Any = object()
+
+
+class TaskFuture:
+    """The result of a ``@task`` call: ``.result()`` in sync code, ``await`` in async code."""
+
+    __slots__ = ("_async", "_error", "_sync", "_value")
+
+    def __init__(
+        self,
+        sync: concurrent.futures.Future[Any] | None = None,
+        async_: asyncio.Future[Any] | None = None,
+        value: Any = _PENDING,
+        error: BaseException | None = None,
+    ) -> None:
+        self._sync = sync
+        self._async = async_
+        self._value = value
+        self._error = error
+
+    @classmethod
+    def of(cls, memo: Memo) -> TaskFuture:
+        """A future already resolved from a saved result (or a pause still pending)."""
+        return cls(value=memo.value, error=memo.pause)
+
+    def done(self) -> bool:
+        """Whether the result is known."""
+        if self._sync is not None:
+            return self._sync.done()
+        if self._async is not None:
+            return self._async.done()
+        return True
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for the task and return its result (or raise its exception)."""
+        if self._sync is not None:
+            return self._sync.result(timeout)
+        if self._async is not None:
+            if not self._async.done():
+                raise RuntimeError(
+                    "this task runs on the event loop: use `await future` in async code "
+                    "instead of .result()"
+                )
+            return self._async.result()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self._async is not None:
+            return self._async.__await__()
+        if self._sync is not None:
+            return asyncio.wrap_future(self._sync).__await__()
+        return _resolved(self).__await__()
+
+
+async def _resolved(fut: TaskFuture) -> Any:
+    return fut.result()
+
+
+def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
+    parent = TASK.get()
+    assert parent is not None, "a task call runs inside its parent's context"
+    site = CallSite(
+        req.id,
+        req.site.checkpoint_id,
+        req.site.graph_ns,
+        req.site.step,
+        req.site.records,
+        req.site.answers,
+        req.site.save_config,
+    )
+    site.emit = req.site.emit
+    return TaskContext(
+        name=req.name,
+        task_id=req.id,
+        checkpoint_ns=req.ns,
+        config=parent.config,
+        scratchpad=Scratchpad(list(req.resume)),
+        stream_writer=parent.stream_writer,
+        nest=parent.nest,
+        calls=site,
+        spawn=spawner,
+    )
+
+
+def _outcome(req: CallRequest, value: Any, error: BaseException | None) -> TaskRecord:
+    if error is None:
+        return TaskRecord(writes=[(RETURN, returned(req.name, value))], done=True)
+    if isinstance(error, GraphInterrupt):
+        return TaskRecord(interrupts=error.interrupts, resume=list(req.resume) or None)
+    return TaskRecord(error=repr(error), resume=list(req.resume) or None)
+
+
+def _writes(rec: TaskRecord) -> list[tuple[str, Any]]:
+    if rec.done:
+        return list(rec.writes)
+    if rec.interrupts:
+        return [(INTERRUPT, rec.interrupts), (ERROR, None)]
+    return [(ERROR, rec.error)]
+
+
+def _save(req: CallRequest, writes: list[tuple[str, Any]]) -> SaveWrites | None:
+    if req.save_config is None:
+        return None
+    return SaveWrites(req.save_config, writes, req.id, "")
+
+
+class SyncCalls:
+    """Runs ``@task`` calls in a thread pool and saves their writes with a sync saver."""
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def spawn(self, req: CallRequest) -> TaskFuture:
+        """Start the call; its future resolves when it finishes."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(32, "pausepoint-task")
+            pool = self._pool
+        ctx = contextvars.copy_context()
+        return TaskFuture(sync=pool.submit(ctx.run, self._run, req))
+
+    def close(self) -> None:
+        """Release the worker threads (calls still running finish first)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+    def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
+        from pausepoint.drivers.sync import perform
+
+        if (effect := _save(req, writes)) is not None:
+            perform(self.saver, effect)
+
+    def _run(self, req: CallRequest) -> Any:
+        if req.new_answer:
+            self._persist(req, [(RESUME, list(req.resume))])
+        attempt = 0
+        while True:
+            token = TASK.set(_child_context(req, self.spawn))
+            try:
+                result = req.fn(*req.args, **req.kwargs)
+                if asyncio.iscoroutine(result):
+                    result = asyncio.run(result)
+                return self._finish(req, result, None)
+            except GraphInterrupt as signal:
+                return self._finish(req, None, signal)
+            except Exception as exc:
+                attempt += 1
+                delay = retry_delay(req.retry, attempt, exc)
+                if delay is None:
+                    return self._finish(req, None, exc)
+            finally:
+                TASK.reset(token)
+            time.sleep(delay)
+
+    def _finish(self, req: CallRequest, value: Any, error: BaseException | None) -> Any:
+        rec = _outcome(req, value, error)
+        req.site.record(req, rec)
+        self._persist(req, _writes(rec))
+        if error is not None:
+            raise error
+        req.site.report(req.name, value)
+        return value
+
+
+class AsyncCalls:
+    """Runs ``@task`` calls as asyncio tasks and saves their writes with an async saver."""
+
+    def __init__(self, saver: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.saver = saver
+        self.loop = loop
+
+    def spawn(self, req: CallRequest) -> TaskFuture:
+        """Start the call on the event loop (from any thread)."""
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            return TaskFuture(async_=asyncio.ensure_future(self._run(req)))
+        return TaskFuture(sync=asyncio.run_coroutine_threadsafe(self._run(req), self.loop))
+
+    def close(self) -> None:
+        """Nothing to release: calls are asyncio tasks."""
+
+    async def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
+        from pausepoint.drivers.async_ import perform
+
+        if (effect := _save(req, writes)) is not None:
+            await perform(self.saver, effect)
+
+    async def _run(self, req: CallRequest) -> Any:
+        if req.new_answer:
+            await self._persist(req, [(RESUME, list(req.resume))])
+        attempt = 0
+        while True:
+            TASK.set(_child_context(req, self.spawn))  # this asyncio task's own context
+            try:
+                if req.is_async:
+                    result = await req.fn(*req.args, **req.kwargs)
+                else:
+                    result = await asyncio.to_thread(req.fn, *req.args, **req.kwargs)
+                return await self._finish(req, result, None)
+            except GraphInterrupt as signal:
+                return await self._finish(req, None, signal)
+            except Exception as exc:
+                attempt += 1
+                delay = retry_delay(req.retry, attempt, exc)
+                if delay is None:
+                    return await self._finish(req, None, exc)
+            await asyncio.sleep(delay)
+
+    async def _finish(self, req: CallRequest, value: Any, error: BaseException | None) -> Any:
+        rec = _outcome(req, value, error)
+        req.site.record(req, rec)
+        await self._persist(req, _writes(rec))
+        if error is not None:
+            raise error
+        req.site.report(req.name, value)
+        return value

@@ -1,0 +1,135 @@
+"""The functional API: ``@entrypoint`` and ``@task`` (LangGraph 1.1.6-compatible).
+
+An entrypoint is a function run as a one-node graph: it can call ``interrupt()``,
+and it keeps a value between invocations of a thread (``previous``). A task is a
+function whose calls, made from an entrypoint or from any graph node, run in
+parallel and are *durable*: each call's result is saved when it finishes, so
+when the caller runs again after an interrupt (or a crash) the call returns the
+saved result instead of running again. This is how work before ``interrupt()``
+— a model call, a payment, an e-mail — happens once.
+
+Calls are matched to saved results by their order within the caller, so the
+caller must make the same calls in the same order every time it runs;
+pausepoint raises :class:`~pausepoint.errors.NondeterministicTaskError` when a
+re-run calls a different task at a recorded position.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from pausepoint.types import CachePolicy, RetryPolicy
+
+__all__ = ["entrypoint", "task"]
+
+R = TypeVar("R")
+S = TypeVar("S")
+
+
+class _TaskFunction:
+    """A ``@task``-decorated function: calling it inside a node returns a future."""
+
+    def __init__(
+        self, fn: Callable[..., Any], retry: tuple[RetryPolicy, ...], name: str | None
+    ) -> None:
+        self.func = fn
+        self.retry = retry
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+        self.is_async = inspect.iscoroutinefunction(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from pausepoint.scratchpad import current_task
+
+        ctx = current_task(f"task {self.name!r}")
+        return ctx.call(self.name, self.func, args, kwargs, self.is_async, self.retry)
+
+
+def task(
+    __func_or_none__: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: CachePolicy | None = None,
+) -> Any:
+    """Make a function a durable task (usable as ``@task`` or ``@task(retry_policy=...)``).
+
+    Calling it inside an entrypoint or a graph node starts it and returns a future:
+    ``.result()`` in sync code, ``await`` in async code. Its result is saved when it
+    finishes; a re-run of the caller gets the saved result back without running it.
+
+    Args:
+        name: The task's name in streams and saved results (default: the function's).
+        retry_policy: How to retry the task when it fails.
+        cache_policy: Accepted for compatibility; results are not cached across threads.
+    """
+    if isinstance(retry_policy, RetryPolicy):
+        retry: tuple[RetryPolicy, ...] = (retry_policy,)
+    else:
+        retry = tuple(retry_policy or ())
+
+    def wrap(fn: Callable[..., Any]) -> _TaskFunction:
+        return _TaskFunction(fn, retry, name)
+
+    return wrap(__func_or_none__) if __func_or_none__ is not None else wrap
+
+
+class entrypoint:
+    """Turn a function into a graph with one node: ``@entrypoint(checkpointer=...)``.
+
+    The function takes the input as its first argument and may ask for ``previous``
+    (what the last invocation of the thread saved), ``config`` and ``writer`` by
+    keyword. What it returns is the output and, unless it returns
+    ``entrypoint.final(value=..., save=...)``, also what the next invocation gets
+    as ``previous``. The result has ``invoke``/``stream``/``get_state``/... like any
+    compiled graph.
+
+    Args:
+        checkpointer: A saver, needed for ``interrupt()`` and ``previous``.
+        retry_policy: How to retry the function when it fails.
+        store: Accepted for compatibility; unused.
+        cache: Accepted for compatibility; unused.
+        context_schema: Accepted for compatibility; unused.
+        cache_policy: Accepted for compatibility; unused.
+    """
+
+    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    class final(Generic[R, S]):
+        """Return ``value`` to the caller but save ``save`` for the next ``previous``."""
+
+        value: R
+        save: S
+
+    def __init__(
+        self,
+        checkpointer: Any = None,
+        store: Any = None,
+        cache: Any = None,
+        context_schema: Any = None,
+        cache_policy: Any = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    ) -> None:
+        self.checkpointer = checkpointer
+        if isinstance(retry_policy, RetryPolicy):
+            self.retry: tuple[RetryPolicy, ...] = (retry_policy,)
+        else:
+            self.retry = tuple(retry_policy or ())
+
+    def __call__(self, func: Callable[..., Any]) -> Any:
+        """Build the graph of ``func``."""
+        from pausepoint.graph.entry import build_entrypoint
+
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise TypeError(
+                f"entrypoint {func.__name__!r} is a generator; entrypoints must return a "
+                "value (use get_stream_writer() or a `writer` parameter to stream)"
+            )
+        if not inspect.signature(func).parameters:
+            raise TypeError(
+                f"entrypoint {func.__name__!r} takes no arguments; it needs one for the input"
+            )
+        return build_entrypoint(func, self.checkpointer, self.retry)

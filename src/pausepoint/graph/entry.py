@@ -1,0 +1,86 @@
+"""The graph of an ``@entrypoint``: one node reading the input, writing the output."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from pausepoint.channels import EphemeralValue, LastValue, Topic
+from pausepoint.constants import END, PREVIOUS, START, TASKS
+from pausepoint.graph.build import takes
+from pausepoint.graph.compiled import CompiledStateGraph
+from pausepoint.graph.schema import SchemaInfo
+from pausepoint.loop.spec import GraphSpec, NodeProc
+from pausepoint.types import RetryPolicy
+
+__all__ = ["build_entrypoint"]
+
+
+def build_entrypoint(
+    func: Callable[..., Any], checkpointer: Any, retry: tuple[RetryPolicy, ...]
+) -> CompiledStateGraph:
+    """A compiled graph running ``func`` as its only node."""
+    name = getattr(func, "__name__", "entrypoint")
+    inject = frozenset(k for k in ("config", "writer", "previous") if takes(func, k))
+    node = NodeProc(
+        name=name,
+        triggers=(START,),
+        reads=(),
+        input_schema=None,
+        fn=func,
+        is_async=inspect.iscoroutinefunction(func),
+        accepts_config=False,
+        subgraph=None,
+        retry=retry,
+        hidden=False,
+        edges=(),
+        joins=(),
+        branches=(),
+        metadata={},
+        input_channel=START,
+        inject=inject,
+        returns=(END, PREVIOUS),
+    )
+    plain = SchemaInfo.of(dict)
+    channels = {
+        START: EphemeralValue(START),
+        END: LastValue(END),
+        PREVIOUS: LastValue(PREVIOUS),
+        TASKS: Topic(TASKS),
+    }
+    spec = GraphSpec(
+        name=name,
+        channels=channels,
+        nodes={name: node},
+        state=plain,
+        input=plain,
+        output_keys=(END,),
+        state_keys=(END, PREVIOUS),
+        triggered_by={START: (name,)},
+        transient=frozenset({START, TASKS}),
+        output_channel=END,
+    )
+    _allow_declared_types(func, checkpointer)
+    return CompiledStateGraph(
+        spec,
+        builder=None,
+        checkpointer=checkpointer,
+        interrupt_before=(),
+        interrupt_after=(),
+        debug=False,
+    )
+
+
+def _allow_declared_types(func: Callable[..., Any], checkpointer: Any) -> None:
+    """Let the saver store the types the entrypoint's signature names (DESIGN §4.7)."""
+    register = getattr(getattr(checkpointer, "serde", None), "register_schema", None)
+    if register is None:
+        return
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:  # unresolvable annotations: nothing declared we can read
+        return
+    for hint in hints.values():
+        register(hint)

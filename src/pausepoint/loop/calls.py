@@ -1,0 +1,164 @@
+"""``@task`` calls made while a node runs: ids, memoized results, bound answers.
+
+A call to a ``@task`` function inside a running node (or entrypoint) is a task of
+its own, with an id derived from its parent task and its position among the
+parent's calls, so it is the same task every time the parent re-runs. When a
+call finishes, its result is saved as a pending write; when the parent runs
+again (after an interrupt, a failure or a crash), the call finds that write and
+returns the saved result without running. Calls must therefore be made in the
+same order on every run: pausepoint checks that the task recorded at a position
+is the one called there (:class:`~pausepoint.errors.NondeterministicTaskError`).
+
+Pure bookkeeping: the drivers run the calls and save their writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pausepoint.config import RunnableConfig
+from pausepoint.constants import PUSH, RETURN
+from pausepoint.errors import GraphInterrupt, NondeterministicTaskError
+from pausepoint.loop.pending import TaskRecord, is_own_interrupt
+from pausepoint.loop.tasks import task_id, task_ns
+from pausepoint.types import RetryPolicy
+
+__all__ = ["CallRequest", "CallSite", "Memo", "returned"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CallRequest:
+    """A ``@task`` call the driver must run (and whose writes it must save)."""
+
+    id: str
+    name: str
+    ns: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    is_async: bool
+    retry: tuple[RetryPolicy, ...]
+    resume: tuple[Any, ...]
+    new_answer: bool
+    save_config: RunnableConfig | None
+    site: CallSite
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Memo:
+    """A call whose outcome is already known: a saved result, or a pause still pending."""
+
+    value: Any = None
+    pause: GraphInterrupt | None = None
+
+
+def returned(name: str, value: Any) -> dict[str, Any]:
+    """The ``RETURN`` write of a finished call (the name is kept for the determinism check)."""
+    return {"task": name, "value": value}
+
+
+def _saved_return(rec: TaskRecord) -> dict[str, Any]:
+    saved: Any = next((v for c, v in rec.writes if c == RETURN), None)
+    if isinstance(saved, dict):
+        record: dict[str, Any] = saved  # pyright: ignore[reportUnknownVariableType]
+        return record
+    return {"value": saved}
+
+
+class CallSite:
+    """The calls of one parent task, shared by its attempts."""
+
+    def __init__(
+        self,
+        parent_id: str,
+        checkpoint_id: str,
+        graph_ns: str,
+        step: int,
+        records: Mapping[str, TaskRecord],
+        answers: Mapping[str, Any],
+        save_config: RunnableConfig | None,
+    ) -> None:
+        self.parent_id = parent_id
+        self.checkpoint_id = checkpoint_id
+        self.graph_ns = graph_ns
+        self.step = step
+        self.records = records
+        self.answers = answers
+        self.save_config = save_config
+        # Outcomes reached in this invocation: a retried parent reuses them too.
+        # Written by the threads that run calls: single dict operations, which
+        # need no lock.
+        self.finished: dict[str, TaskRecord] = {}
+        self.emit: Callable[[dict[str, Any]], None] | None = None
+        """Reports a finished call in ``updates`` (set when that mode is streamed)."""
+
+    def request(
+        self,
+        index: int,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        is_async: bool,
+        retry: tuple[RetryPolicy, ...],
+    ) -> CallRequest | Memo:
+        """What to do for the parent's ``index``-th call, of task ``name``."""
+        cid = task_id(
+            self.checkpoint_id,
+            self.graph_ns,
+            self.step,
+            "__call__",
+            PUSH,
+            f"{self.parent_id}/{index}",
+        )
+        rec = self.finished.get(cid) or self.records.get(cid)
+        ns = task_ns(self.graph_ns, name, cid)
+        if rec is not None and rec.done:
+            return self._memo(rec, index, name)
+        resume = tuple(rec.resume or ()) if rec is not None else ()
+        new_answer = False
+        if rec is not None and rec.resumable:
+            answer = [self.answers[i.id] for i in rec.interrupts if i.id in self.answers]
+            if answer and is_own_interrupt(rec.interrupts[0], ns):
+                resume, new_answer = (*resume, answer[0]), True
+            elif rec.paused and self.answers:
+                # Partially resumed parent: a call nobody answered stays paused (§4.6).
+                return Memo(pause=GraphInterrupt(rec.interrupts))
+        return CallRequest(
+            cid,
+            name,
+            ns,
+            fn,
+            args,
+            kwargs,
+            is_async,
+            retry,
+            resume,
+            new_answer,
+            self.save_config,
+            self,
+        )
+
+    def _memo(self, rec: TaskRecord, index: int, name: str) -> Memo:
+        saved = _saved_return(rec)
+        recorded = saved.get("task")
+        if recorded is not None and recorded != name:
+            raise NondeterministicTaskError(
+                f"call #{index} of this node ran task {recorded!r} before, but now calls "
+                f"{name!r}. Saved task results are matched to calls by their order, so a "
+                "node must call the same tasks in the same order every time it runs "
+                "(move decisions that change the calls into a task of their own, or "
+                "after the interrupt)."
+            )
+        return Memo(value=saved.get("value"))
+
+    def report(self, name: str, value: Any) -> None:
+        """Stream ``{name: value}`` in ``updates`` when someone listens."""
+        if self.emit is not None:
+            self.emit({name: value})
+
+    def record(self, request: CallRequest, rec: TaskRecord) -> None:
+        """Remember a call's outcome for later attempts of the same parent."""
+        self.finished[request.id] = rec
