@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import inspect
 import queue
+import threading
 import time
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -74,7 +75,7 @@ def drive(
     finally:
         loop.close()
         calls.close()
-        if pool is not None:
+        if pool is not None and pool is not _SHARED.pool:
             pool.shutdown(wait=False)
 
 
@@ -113,10 +114,39 @@ def _start_all(
         _start(tasks[0], events, calls)
         return pool
     if pool is None:
-        pool = ThreadPoolExecutor(max_workers, "pausepoint")
+        pool = _pool_for(max_workers)
     for task in tasks:
         pool.submit(contextvars.copy_context().run, _start_in_worker, task, events, calls)
     return pool
+
+
+class _SharedPool:
+    """One pool for the parallel steps of top-level runs, started on first use.
+
+    Starting threads for every invoke cost about half of a 10-way fan-out's time
+    (benchmarks/, fanout-10). Only runs started outside any task use it: a run
+    nested in a task (a subgraph) blocks its worker while it waits, so it gets a
+    private pool and can never starve the shared one.
+    """
+
+    def __init__(self) -> None:
+        self.pool: ThreadPoolExecutor | None = None
+        self.lock = threading.Lock()
+
+    def get(self) -> ThreadPoolExecutor:
+        with self.lock:
+            if self.pool is None:
+                self.pool = ThreadPoolExecutor(32, "pausepoint-shared")
+            return self.pool
+
+
+_SHARED = _SharedPool()
+
+
+def _pool_for(max_workers: int | None) -> ThreadPoolExecutor:
+    if max_workers is None and TASK.get() is None:
+        return _SHARED.get()
+    return ThreadPoolExecutor(max_workers, "pausepoint")
 
 
 def _start(task: ExecTask, events: queue.SimpleQueue[_Event], calls: SyncCalls) -> None:
