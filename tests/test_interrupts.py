@@ -283,3 +283,12 @@ def test_recursion_limit_is_per_invocation(drive):
         assert out["__interrupt__"][0].value == f"checkpoint at {paused_at}"
         out = drive.invoke(graph, Command(resume="ok"), config)
     assert out == {"n": 9}
+
+
+def test_a_root_graph_ignores_a_namespace_in_its_config(drive):
+    """Only a graph run inside a task is nested; a copied checkpoint_ns changes nothing."""
+    graph = form_graph()
+    config = {"configurable": {"thread_id": "ns", "checkpoint_ns": "form:some-task"}}
+    out = drive.invoke(graph, {"answers": []}, config)
+    assert out["__interrupt__"][0].value == "name?"  # suppressed at the root, not raised
+    assert drive.get_state(graph, cfg("ns")).next == ("form",)  # saved in the root namespace

@@ -9,6 +9,7 @@ the driver call.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import queue
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
@@ -75,6 +76,10 @@ class CompiledStateGraph:
         if parent is not None and self.checkpointer is not False:
             return self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
         saver = self.checkpointer if self.checkpointer not in (None, False, True) else None
+        if cfg.checkpoint_ns:
+            # A graph run on its own is a root graph, whatever namespace the config
+            # names (one copied from a subgraph's snapshot, say): as in LangGraph.
+            cfg = dataclasses.replace(cfg, checkpoint_ns="")
         if saver is not None and cfg.thread_id is None:
             raise ValueError(
                 "Checkpointer requires one or more of the following 'configurable' keys: "
