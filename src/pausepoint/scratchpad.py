@@ -103,7 +103,9 @@ class TaskContext:
         req = self.calls.request(index, name, fn, args, kwargs, is_async, retry)
         if isinstance(req, Memo):
             return TaskFuture.of(req)
-        return self.spawn(req)
+        future = self.spawn(req)
+        self.calls.started.append(future)
+        return future
 
     def interrupt(self, value: Any) -> Any:
         """``interrupt(value)`` for this task; see :func:`pausepoint.types.interrupt`."""

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
 
-from pausepoint.drivers.calls import AsyncCalls
+from pausepoint.drivers.calls import AsyncCalls, asettle
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
 from pausepoint.loop.effects import (
@@ -119,7 +119,8 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
     """Run one task to its outcome, retrying by its policy; never raises."""
     attempt = 0
     while True:
-        TASK.set(task.context(calls.spawn))  # this asyncio task has its own context
+        context = task.context(calls.spawn)
+        TASK.set(context)  # this asyncio task has its own context
         try:
             return Outcome(task.task, await _run_body(task.body()))
         except GraphBubbleUp as signal:
@@ -129,6 +130,8 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
             delay = retry_delay(task.retry, attempt, exc)
             if delay is None:
                 return Outcome(task.task, error=exc)
+        finally:
+            await asettle(context.calls)  # the task's @task calls end with it
         await asyncio.sleep(delay)
 
 

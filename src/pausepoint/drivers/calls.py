@@ -24,7 +24,7 @@ from pausepoint.loop.effects import SaveWrites
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
 
-__all__ = ["AsyncCalls", "SyncCalls", "TaskFuture"]
+__all__ = ["AsyncCalls", "SyncCalls", "TaskFuture", "asettle", "settle"]
 
 _PENDING: Any = object()
 
@@ -58,6 +58,18 @@ class TaskFuture:
         if self._async is not None:
             return self._async.done()
         return True
+
+    def wait(self) -> None:
+        """Block until the call has finished, whatever its outcome."""
+        if self._sync is not None:
+            concurrent.futures.wait([self._sync])
+
+    async def settled(self) -> None:
+        """Wait (asynchronously) until the call has finished, whatever its outcome."""
+        if self._async is not None:
+            await asyncio.wait([self._async])
+        elif self._sync is not None:
+            await asyncio.wait([asyncio.wrap_future(self._sync)])
 
     def result(self, timeout: float | None = None) -> Any:
         """Wait for the task and return its result (or raise its exception)."""
@@ -134,6 +146,22 @@ def _save(req: CallRequest, writes: list[tuple[str, Any]]) -> SaveWrites | None:
     return SaveWrites(req.save_config, writes, req.id, "")
 
 
+def settle(site: CallSite | None) -> None:
+    """Wait for every call a task started: a task ends only when its calls have.
+
+    A caller that fails (or pauses) on one call's outcome must not leave a sibling
+    call running past the end of the step, where it would still write.
+    """
+    for future in site.started if site is not None else ():
+        future.wait()
+
+
+async def asettle(site: CallSite | None) -> None:
+    """:func:`settle` for the async driver."""
+    for future in site.started if site is not None else ():
+        await future.settled()
+
+
 class SyncCalls:
     """Runs ``@task`` calls in a thread pool and saves their writes with a sync saver."""
 
@@ -167,15 +195,19 @@ class SyncCalls:
             self._persist(req, [(RESUME, list(req.resume))])
         attempt = 0
         while True:
-            token = TASK.set(_child_context(req, self.spawn))
+            child = _child_context(req, self.spawn)
+            token = TASK.set(child)
             try:
                 result = req.fn(*req.args, **req.kwargs)
                 if asyncio.iscoroutine(result):
                     result = asyncio.run(result)
+                settle(child.calls)
                 return self._finish(req, result, None)
             except GraphInterrupt as signal:
+                settle(child.calls)
                 return self._finish(req, None, signal)
             except Exception as exc:
+                settle(child.calls)
                 attempt += 1
                 delay = retry_delay(req.retry, attempt, exc)
                 if delay is None:
@@ -225,16 +257,20 @@ class AsyncCalls:
             await self._persist(req, [(RESUME, list(req.resume))])
         attempt = 0
         while True:
-            TASK.set(_child_context(req, self.spawn))  # this asyncio task's own context
+            child = _child_context(req, self.spawn)
+            TASK.set(child)  # this asyncio task's own context
             try:
                 if req.is_async:
                     result = await req.fn(*req.args, **req.kwargs)
                 else:
                     result = await asyncio.to_thread(req.fn, *req.args, **req.kwargs)
+                await asettle(child.calls)
                 return await self._finish(req, result, None)
             except GraphInterrupt as signal:
+                await asettle(child.calls)
                 return await self._finish(req, None, signal)
             except Exception as exc:
+                await asettle(child.calls)
                 attempt += 1
                 delay = retry_delay(req.retry, attempt, exc)
                 if delay is None:

@@ -19,7 +19,7 @@ from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pausepoint.drivers.calls import SyncCalls
+from pausepoint.drivers.calls import SyncCalls, settle
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
 from pausepoint.loop.effects import (
@@ -161,7 +161,8 @@ def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
     """Run one task to its outcome, retrying by its policy; never raises."""
     attempt = 0
     while True:
-        token = TASK.set(task.context(calls.spawn))
+        context = task.context(calls.spawn)
+        token = TASK.set(context)
         try:
             return Outcome(task.task, _run_body(task.body()))
         except GraphBubbleUp as signal:
@@ -172,6 +173,7 @@ def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         finally:
+            settle(context.calls)  # the task's @task calls end with it
             TASK.reset(token)
         time.sleep(delay)
 

@@ -91,6 +91,8 @@ class CallSite:
         # Written by the threads that run calls: single dict operations, which
         # need no lock.
         self.finished: dict[str, TaskRecord] = {}
+        self.started: list[Any] = []
+        """Futures of the calls started here: the parent's outcome waits for them."""
         self.emit: Callable[[dict[str, Any]], None] | None = None
         """Reports a finished call in ``updates`` (set when that mode is streamed)."""
 

@@ -105,8 +105,14 @@ def is_resume_map(resume: Any) -> bool:
     )
 
 
-def parse_resume(resume: Any, pending: list[Interrupt]) -> ResumeMap:
+def parse_resume(
+    resume: Any, pending: list[Interrupt], also: list[Interrupt] | None = None
+) -> ResumeMap:
     """Turn ``Command(resume=...)`` into a map checked against the pending interrupts.
+
+    ``pending`` are the interrupts the run reported (a plain value must meet exactly
+    one); ``also`` are further ones an id map may answer (those of ``@task`` calls
+    that paused beside the one their caller reported).
 
     Raises:
         NothingToResumeError: Nothing is pending.
@@ -125,7 +131,8 @@ def parse_resume(resume: Any, pending: list[Interrupt]) -> ResumeMap:
             raise UnknownInterruptIdError(
                 f"Command(resume={{}}) answers no interrupt; pending ids: {ids!r}"
             )
-        unknown = [k for k in resume if k not in ids]
+        known = {*ids, *(i.id for i in also or ())}
+        unknown = [k for k in resume if k not in known]
         if unknown:
             raise UnknownInterruptIdError(
                 f"Command(resume=...) names interrupt ids that are not pending: {unknown!r}. "

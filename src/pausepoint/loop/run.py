@@ -298,11 +298,25 @@ class _Run:
                 renamed = yield from fork(self)
                 if is_resume_map(resume):
                     resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
-            self.resume = parse_resume(resume, pending_interrupts(self.records))
+            self.resume = parse_resume(
+                resume, self.reported_interrupts(), pending_interrupts(self.records)
+            )
         writes = command_writes(self.spec, Command(update=cmd.update, goto=cmd.goto), "")
         if writes:
             self.null_writes.extend(writes)
             yield from self.save_writes(NULL_TASK_ID, writes)
+
+    def reported_interrupts(self) -> list[Interrupt]:
+        """The interrupts this checkpoint's tasks reported (what the caller was shown)."""
+        tasks = prepare_tasks(
+            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
+        )
+        found: list[Interrupt] = []
+        for task in tasks:
+            rec = self.records.get(task.id)
+            if rec is not None and rec.resumable:
+                found.extend(rec.interrupts)
+        return found
 
     def bind_resume(self) -> Generator[Effect, Any, None]:
         """Give each answered task its new resume value, saved before it re-runs."""
