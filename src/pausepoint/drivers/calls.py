@@ -8,13 +8,13 @@ crash after a task finished never runs it again.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import threading
 import time
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import ERROR, INTERRUPT, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
@@ -23,6 +23,9 @@ from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
 from pausepoint.loop.effects import SaveWrites
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["AsyncCalls", "SyncCalls", "TaskFuture", "asettle", "settle"]
 
@@ -66,6 +69,8 @@ class TaskFuture:
 
     async def settled(self) -> None:
         """Wait (asynchronously) until the call has finished, whatever its outcome."""
+        import asyncio
+
         if self._async is not None:
             await asyncio.wait([self._async])
         elif self._sync is not None:
@@ -87,6 +92,8 @@ class TaskFuture:
         return self._value
 
     def __await__(self) -> Generator[Any, None, Any]:
+        import asyncio
+
         if self._async is not None:
             return self._async.__await__()
         if self._sync is not None:
@@ -199,7 +206,9 @@ class SyncCalls:
             token = TASK.set(child)
             try:
                 result = req.fn(*req.args, **req.kwargs)
-                if asyncio.iscoroutine(result):
+                if inspect.iscoroutine(result):
+                    import asyncio  # only for an async task under the sync driver
+
                     result = asyncio.run(result)
                 settle(child.calls)
                 return self._finish(req, result, None)
@@ -235,6 +244,8 @@ class AsyncCalls:
 
     def spawn(self, req: CallRequest) -> TaskFuture:
         """Start the call on the event loop (from any thread)."""
+        import asyncio
+
         try:
             on_loop = asyncio.get_running_loop() is self.loop
         except RuntimeError:
@@ -253,6 +264,8 @@ class AsyncCalls:
             await perform(self.saver, effect)
 
     async def _run(self, req: CallRequest) -> Any:
+        import asyncio
+
         if req.new_answer:
             await self._persist(req, [(RESUME, list(req.resume))])
         attempt = 0

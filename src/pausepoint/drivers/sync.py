@@ -9,7 +9,6 @@ they finish.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import inspect
 import queue
@@ -184,6 +183,8 @@ def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[s
         while True:
             result = call.sync(*call.args, **call.kwargs)
             if inspect.isawaitable(result):
+                import asyncio  # only for an async node under the sync driver
+
                 result = asyncio.run(_await(result))
             call = body.send(result)
     except StopIteration as stop:

@@ -1,7 +1,21 @@
 """Graph building: ``StateGraph`` and its compiled form."""
 
+from typing import TYPE_CHECKING, Any
+
 from pausepoint.constants import END, START
-from pausepoint.graph.compiled import CompiledStateGraph
 from pausepoint.graph.state import StateGraph
 
+if TYPE_CHECKING:
+    from pausepoint.graph.compiled import CompiledStateGraph
+
 __all__ = ["END", "START", "CompiledStateGraph", "StateGraph"]
+
+
+def __getattr__(name: str) -> Any:
+    # The engine (loop, drivers) loads on first compile(), not on import: a program
+    # that only declares graphs, or imports the everyday names, stays quick to start.
+    if name == "CompiledStateGraph":
+        from pausepoint.graph.compiled import CompiledStateGraph
+
+        return CompiledStateGraph
+    raise AttributeError(f"module 'pausepoint.graph' has no attribute {name!r}")

@@ -8,14 +8,12 @@ the driver call.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import queue
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from pausepoint.config import RunConfig, RunnableConfig
-from pausepoint.drivers import async_ as adriver
 from pausepoint.drivers import sync as sdriver
 from pausepoint.errors import CheckpointerRequiredError
 from pausepoint.graph.output import ChunkShape, invoke_output
@@ -324,7 +322,7 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        sink = adriver.AsyncSink()
+        sink = _adriver().AsyncSink()
         opts, saver = self._options(
             config,
             shape.modes,
@@ -337,7 +335,7 @@ class CompiledStateGraph:
         )
         result: list[RunResult] = []
         nested = opts.nest is not None
-        async for chunk in adriver.drive(run(self.spec, input, opts), saver, sink, result):
+        async for chunk in _adriver().drive(run(self.spec, input, opts), saver, sink, result):
             if nested:
                 _forward(opts, chunk)
             elif (shaped := shape.shape(chunk)) is not None:
@@ -364,7 +362,7 @@ class CompiledStateGraph:
                     input, config, stream_mode=stream_mode, durability=durability
                 )
             ]
-        sink = adriver.AsyncSink()
+        sink = _adriver().AsyncSink()
         opts, saver = self._options(
             config,
             frozenset(),
@@ -375,13 +373,13 @@ class CompiledStateGraph:
             sink=None,
         )
         result: list[RunResult] = []
-        async for chunk in adriver.drive(run(self.spec, input, opts), saver, sink, result):
+        async for chunk in _adriver().drive(run(self.spec, input, opts), saver, sink, result):
             _forward(opts, chunk)
         return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state`."""
-        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
+        return await _to_thread(self.get_state, config, subgraphs=subgraphs)
 
     async def aget_state_history(
         self,
@@ -392,7 +390,7 @@ class CompiledStateGraph:
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
         """Async :meth:`get_state_history`."""
-        items = await asyncio.to_thread(
+        items = await _to_thread(
             lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
         )
         for item in items:
@@ -406,13 +404,13 @@ class CompiledStateGraph:
         task_id: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`update_state`."""
-        return await asyncio.to_thread(self.update_state, config, values, as_node, task_id)
+        return await _to_thread(self.update_state, config, values, as_node, task_id)
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """Async :meth:`bulk_update_state`."""
-        return await asyncio.to_thread(self.bulk_update_state, config, supersteps)
+        return await _to_thread(self.bulk_update_state, config, supersteps)
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -464,3 +462,17 @@ def _forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
 
 def _empty_snapshot(config: RunnableConfig) -> StateSnapshot:
     return StateSnapshot({}, (), config, None, None, None, (), ())
+
+
+def _adriver() -> Any:
+    # The async driver (and asyncio with it) is imported on first async use:
+    # `import pausepoint` stays light for sync programs.
+    from pausepoint.drivers import async_
+
+    return async_
+
+
+async def _to_thread(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
