@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import importlib.util
 import os
 import platform
 import shlex
@@ -15,22 +16,21 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import chart
+import measures
 import workloads
+from measures import LG, PP, Measure, Table
 
-PP, LG, FLOOR = "pausepoint", "langgraph", workloads.FLOOR
+__all__ = ["RunInfo", "Table", "markdown", "write"]
 
 
 @dataclass(frozen=True)
-class Table:
-    names: list[str]
-    series: dict[tuple[str, str], Any]  # (library, workload) -> run.Series
-    has_langgraph: bool
-
-    def median(self, library: str, name: str) -> float | None:
-        found = self.series.get((library, name))
-        if found is None or found.error or not found.medians:
-            return None
-        return statistics.median(found.medians)
+class RunInfo:
+    argv: list[str]
+    plan: Any  # run.Plan
+    wall: float  # seconds, the whole run
+    source: str  # the pausepoint commit measured
+    load_before: str  # /proc/loadavg at the start
 
 
 # --------------------------------------------------------------------------- format
@@ -39,10 +39,21 @@ class Table:
 def duration(seconds: float | None) -> str:
     if seconds is None:
         return "—"
+    if seconds <= 0:
+        return "≈ 0 (noise)"  # a difference of two medians can come out negative
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if seconds >= scale:
             return f"{seconds / scale:.3g} {unit}"
     return f"{seconds / 1e-9:.3g} ns"
+
+
+def size(n: float | None) -> str:
+    if n is None:
+        return "—"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
 
 
 def ratio(a: float | None, b: float | None) -> str:
@@ -78,44 +89,54 @@ def node_runs(table: Table, name: str) -> str:
 def main_table(table: Table) -> list[str]:
     lines = [
         "| workload | pausepoint median (min–max) | LangGraph median (min–max) "
-        "| pp / LG | pp / floor | LG / floor | floor | node runs pp / LG |",
-        "|---|---|---|---|---|---|---|---|",
+        "| pp / LG | target | pp / floor | LG / floor | floor | node runs pp / LG |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name in table.names:
-        pp, lg, fl = (table.median(lib, name) for lib in (PP, LG, FLOOR))
+    for m in measures.per_workload(table):
+        name = m.label
         lines.append(
             f"| {name} | {cell(table, PP, name)} | {cell(table, LG, name)} "
-            f"| {ratio(pp, lg)} | {ratio(pp, fl)} | {ratio(lg, fl)} | {duration(fl)} "
-            f"| {node_runs(table, name)} |"
+            f"| {ratio(m.pp, m.lg)} | {m.verdict()} | {ratio(m.pp, m.floor)} "
+            f"| {ratio(m.lg, m.floor)} | {duration(m.floor)} | {node_runs(table, name)} |"
+        )
+    return lines
+
+
+def _derived(title: str, rows: list[Measure], fmt: Any = duration) -> list[str]:
+    if not rows:
+        return []
+    lines = ["", title, "", "| measure | pausepoint | LangGraph | pp / LG | target | floor |"]
+    lines.append("|---|---|---|---|---|---|")
+    for m in rows:
+        lines.append(
+            f"| {m.label} | {fmt(m.pp)} | {fmt(m.lg)} | {ratio(m.pp, m.lg)} "
+            f"| {m.verdict()} | {fmt(m.floor)} |"
         )
     return lines
 
 
 def per_superstep(table: Table) -> list[str]:
-    """(chain-100 − chain-10) / 90: the cost of one more superstep, start-up excluded."""
-    lines: list[str] = []
-    for tag in ("none", "memory"):
-        short, long = f"chain-10/{tag}", f"chain-100/{tag}"
-        if short not in table.names or long not in table.names:
-            continue
-        costs = {}
-        for lib in (PP, LG, FLOOR):
-            a, b = table.median(lib, short), table.median(lib, long)
-            costs[lib] = None if a is None or b is None else (b - a) / 90
-        lines.append(
-            f"| {tag} | {duration(costs[PP])} | {duration(costs[LG])} "
-            f"| {ratio(costs[PP], costs[LG])} | {duration(costs[FLOOR])} |"
-        )
-    if not lines:
-        return []
-    head = [
-        "",
-        "Per-superstep cost, (chain-100 − chain-10) / 90 (start-up excluded):",
-        "",
-        "| checkpointer | pausepoint | LangGraph | pp / LG | floor |",
-        "|---|---|---|---|---|",
-    ]
-    return head + lines
+    title = "Per-superstep cost, (chain-100 − chain-10) / 90 (start-up excluded):"
+    return _derived(title, measures.superstep(table))
+
+
+def checkpoints(table: Table) -> list[str]:
+    title = (
+        "Checkpoint cost per step vs state size, (…/memory − …/none) / 100 steps; "
+        "the growing list holds 5,050 items on average over its 100 checkpoints:"
+    )
+    return _derived(title, measures.checkpoint_per_step(table))
+
+
+def memory(table: Table) -> list[str]:
+    title = (
+        "Memory of the threads workloads (measured inside each worker after its first run): "
+        "`peak` = tracemalloc peak over pausing then resuming every thread; `retained` = "
+        "traced bytes held once all are paused (after gc); `maxrss` = growth of the "
+        "process's peak RSS over the first, untraced run (coarse: pages and allocator "
+        "slack; 0 in `--quick`, where one process runs every workload):"
+    )
+    return _derived(title, measures.memory(table), size)
 
 
 def growth(table: Table) -> list[str]:
@@ -124,21 +145,39 @@ def growth(table: Table) -> list[str]:
     if small not in table.names or large not in table.names:
         return []
     rows = []
+    factors = measures.growth(table)
     for lib in (PP, LG):
-        a, b = table.median(lib, small), table.median(lib, large)
+        a, b, factor = table.median(lib, small), table.median(lib, large), factors[lib]
+        shape = (
+            "—"
+            if factor is None
+            else ("linear" if factor <= measures.LINEAR else "**superlinear**")
+        )
         rows.append(
-            f"| {lib} | {duration(a)} | {duration(b)} | {ratio(b, a)} "
+            f"| {lib} | {duration(a)} | {duration(b)} | {ratio(b, a)} | {shape} "
             f"| {node_runs_of(table, lib, small)} → {node_runs_of(table, lib, large)} |"
         )
     return [
         "",
         "Resuming K parallel interrupts one at a time, K = 10 → 100 "
-        "(linear ≈ 10×, quadratic ≈ 100×):",
+        f"(linear ≈ 10×, quadratic ≈ 100×; counted linear up to {measures.LINEAR:g}×):",
         "",
-        "| library | K = 10 | K = 100 | growth | node runs |",
-        "|---|---|---|---|---|",
+        "| library | K = 10 | K = 100 | growth | shape | node runs |",
+        "|---|---|---|---|---|---|",
         *rows,
     ]
+
+
+def summary(table: Table) -> list[str]:
+    rows = measures.summary(table)
+    if not rows:
+        return []
+    lines = ["", "Issue 6 targets (pausepoint / LangGraph, this run):", ""]
+    lines += ["| target | measured by | pp / LG | verdict |", "|---|---|---|---|"]
+    for m in rows:
+        what = m.target.source if m.target else ""
+        lines.append(f"| {what} | {m.label} | {ratio(m.pp, m.lg)} | {m.verdict()} |")
+    return lines
 
 
 def node_runs_of(table: Table, library: str, name: str) -> str:
@@ -166,17 +205,26 @@ def notes(table: Table) -> list[str]:
     return lines
 
 
-def environment(argv: list[str], plan: Any, wall: float, source: str) -> list[str]:
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def environment(run: RunInfo) -> list[str]:
+    plan, wall = run.plan, run.wall
     began = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=wall)
     versions = ", ".join(f"{p} {_version(p)}" for p in (PP, LG))
     return [
         f"- date: {began:%Y-%m-%d %H:%M} UTC (start of the run)",
-        f"- pausepoint source: {source}",
+        f"- pausepoint source: {run.source}",
         f"- machine: {os.cpu_count()} cores, {_cpu_model()}, {platform.system()} "
-        f"{platform.release()}",
+        f"{platform.release()}; load average (1, 5, 15 min) at start {run.load_before}, "
+        f"at end {load_average()}",
         f"- Python {platform.python_version()} ({platform.python_implementation()}); {versions}",
-        f"- command: `{shlex.join(['python', 'benchmarks/run.py', *argv])}`",
-        f"- {plan.rounds} round(s) alternating {' → '.join(plan.libraries)}; "
+        f"- command: `{shlex.join(['python', 'benchmarks/run.py', *run.argv])}`",
+        f"- {plan.rounds} round(s) alternating {' → '.join(plan.libraries)}{_capped(plan)}; "
         f"a cell is the median (min–max) of the per-process medians; "
         f"each process warms up, then times ≥ {plan.min_iters} iterations and "
         f"≥ {plan.budget:g} s (one run if a run takes ≥ {2 * plan.budget:g} s); "
@@ -184,10 +232,19 @@ def environment(argv: list[str], plan: Any, wall: float, source: str) -> list[st
     ]
 
 
-def markdown(table: Table, argv: list[str], plan: Any, wall: float, source: str) -> str:
-    head = environment(argv, plan, wall, source)
-    lines = ["# pausepoint vs LangGraph 1.1.6", "", *head, ""]
-    lines += main_table(table) + per_superstep(table) + growth(table) + notes(table)
+def _capped(plan: Any) -> str:
+    capped = [
+        f"{name}: {spec.rounds}"
+        for name in plan.workloads
+        if (spec := workloads.WORKLOADS[name]).rounds is not None and spec.rounds < plan.rounds
+    ]
+    return f" (rounds capped for {', '.join(capped)})" if capped else ""
+
+
+def markdown(table: Table, run: RunInfo) -> str:
+    lines = ["# pausepoint vs LangGraph 1.1.6", "", *environment(run), ""]
+    lines += main_table(table) + summary(table) + per_superstep(table) + growth(table)
+    lines += checkpoints(table) + memory(table) + notes(table)
     return "\n".join(lines) + "\n"
 
 
@@ -199,8 +256,16 @@ def _version(package: str) -> str:
 
 
 def source_state() -> str:
-    """The checked-out commit, plus a digest of uncommitted changes under src/ if any."""
+    """The checked-out commit, plus a digest of uncommitted changes under src/ if any.
+
+    When pausepoint is imported from outside this checkout (``PYTHONPATH`` pointing at
+    an exported snapshot, to measure one commit while src/ keeps changing), says so,
+    quoting the snapshot's ``.bench-source`` file if it has one.
+    """
     root = Path(__file__).resolve().parent.parent
+    elsewhere = _outside_checkout(root)
+    if elsewhere is not None:
+        return elsewhere
     try:
         head = _git(root, "rev-parse", "--short", "HEAD")
         diff = _git(root, "diff", "HEAD", "--", "src")
@@ -211,6 +276,19 @@ def source_state() -> str:
         return f"commit {head}"
     digest = hashlib.sha1((diff + untracked).encode()).hexdigest()[:8]
     return f"commit {head} + uncommitted changes under src/ (diff {digest})"
+
+
+def _outside_checkout(root: Path) -> str | None:
+    spec = importlib.util.find_spec("pausepoint")  # finds it without importing it
+    if spec is None or spec.origin is None:
+        return "pausepoint not found"
+    package = Path(spec.origin).resolve().parent
+    if package.is_relative_to(root):
+        return None
+    snapshot = package.parent.parent
+    note = snapshot / ".bench-source"
+    label = note.read_text().strip() if note.exists() else "no .bench-source note"
+    return f"{label} (pausepoint imported from {package}, not this checkout)"
 
 
 def describe_source(before: str, after: str) -> str:
@@ -242,39 +320,7 @@ def _cpu_model() -> str:
 def write(text: str, table: Table, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    chart(table, out.with_suffix(".png"))
-
-
-def chart(table: Table, path: Path) -> None:
-    """A log-scale bar chart of the medians; skipped silently without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return
-    names = list(reversed(table.names))
-    height = 0.27
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.5))
-    for offset, lib, colour in (
-        (height, PP, "#2a7ab9"),
-        (0, LG, "#e08a2c"),
-        (-height, FLOOR, "#999999"),
-    ):
-        values = [table.median(lib, n) or 0 for n in names]
-        ax.barh([k + offset for k in range(len(names))], values, height, label=lib, color=colour)
-    ax.set_yticks(range(len(names)), names)
-    ax.set_xscale("log")
-    ax.set_xlabel("seconds per iteration (median, log scale)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, frameon=False)
-    ax.set_title(
-        f"pausepoint vs LangGraph 1.1.6 — Python {platform.python_version()}, "
-        f"{os.cpu_count()} cores"
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    chart.ratio_chart(measures.chart_measures(table), out.with_suffix(".png"))
 
 
 if __name__ == "__main__":  # pragma: no cover - a helper module, run through run.py

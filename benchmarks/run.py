@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import report
+import scale
 import workloads
 
 HERE = Path(__file__).resolve().parent
@@ -52,27 +53,45 @@ class Series:
     iters: list[int] = field(default_factory=list)
     node_runs: int | None = None
     error: str | None = None
+    extras: dict[str, list[float]] = field(default_factory=dict)  # memory figures, bytes
 
 
 # --------------------------------------------------------------------------- worker
 
 
-def measure(library: str, workload: str, budget: float, min_iters: int) -> dict[str, Any]:
-    """Build one case, check it, warm up, then time iterations for ``budget`` seconds."""
+def measure(
+    library: str, workload: str, budget: float, min_iters: int, settle: bool = True
+) -> dict[str, Any]:
+    """Build one case, check it, warm up, then time iterations for ``budget`` seconds.
+
+    ``settle``: a slow child-process workload is run a second time before its single
+    timed run (off in ``--quick``, which only checks that the suite runs).
+    """
     try:
         case = workloads.make_case(library, workload)
+        runs_before, rss_before = case.node_runs[0], scale.max_rss()
         start = time.perf_counter()
         first = case.run(-1)
         elapsed = time.perf_counter() - start
+        rss_grown = scale.max_rss() - rss_before
         case.cleanup(-1)
         problem = case.check(first)
         if problem:
             return {"error": problem}
-        node_runs = case.node_runs[0]
+        found: dict[str, Any] = {"node_runs": case.node_runs[0] - runs_before}
+        if case.probe is not None:
+            # Peak RSS only grows in a fresh process whose first run is the biggest yet,
+            # hence measured around that run (0 in --quick, where workloads share one).
+            found["extras"] = {**case.probe(), "maxrss": rss_grown}
         if elapsed >= 2 * budget:
             # Seconds per iteration: warm-up effects are lost in the noise, and a
             # second run would double the cost of the whole suite for this one cell.
-            return {"median": elapsed, "iters": 1, "node_runs": node_runs}
+            # Except for a child process's own figure: its first run may have written
+            # the bytecode caches, which no later start pays for.
+            if settle and case.clock is not None:
+                first = case.run(-2)
+                case.cleanup(-2)
+            return {**found, "median": _clock(case, first, elapsed), "iters": 1}
         _warm_up(case, start + budget / 5)
         times, last = _timed(case, budget, min_iters)
         problem = case.check(last)
@@ -80,7 +99,12 @@ def measure(library: str, workload: str, budget: float, min_iters: int) -> dict[
             return {"error": f"after {len(times)} timed iterations: {problem}"}
     except Exception as exc:
         return {"error": f"{type(exc).__name__}: {exc}"}
-    return {"median": statistics.median(times), "iters": len(times), "node_runs": node_runs}
+    return {**found, "median": statistics.median(times), "iters": len(times)}
+
+
+def _clock(case: workloads.Case, result: Any, elapsed: float) -> float:
+    # A workload that times a child process reports its own figure.
+    return elapsed if case.clock is None else case.clock(result)
 
 
 def _warm_up(case: workloads.Case, until: float) -> None:
@@ -107,7 +131,7 @@ def _timed(case: workloads.Case, budget: float, min_iters: int) -> tuple[list[fl
         result = case.run(i)
         elapsed = time.perf_counter() - start
         case.cleanup(i)
-        times.append(elapsed)
+        times.append(_clock(case, result, elapsed))
         spent += elapsed
     return times, result
 
@@ -116,7 +140,8 @@ def worker(args: argparse.Namespace) -> int:
     library, names = args.worker[0], args.worker[1:]
     budget = 0.3 if args.budget is None else args.budget
     min_iters = args.min_iters or 5
-    results = {name: measure(library, name, budget, min_iters) for name in names}
+    settle = not args.quick
+    results = {name: measure(library, name, budget, min_iters, settle) for name in names}
     print(json.dumps({"library": library, "results": results}))
     return 0
 
@@ -130,6 +155,8 @@ def spawn(plan: Plan, library: str, names: list[str]) -> dict[str, Any]:
     # The floor is microseconds per iteration: a quarter of the budget is plenty.
     budget = plan.budget / 4 if library == workloads.FLOOR else plan.budget
     command += ["--budget", str(budget), "--min-iters", str(plan.min_iters)]
+    if plan.batch:
+        command.append("--quick")
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=plan.timeout, check=False
@@ -149,7 +176,7 @@ def collect(plan: Plan) -> dict[tuple[str, str], Series]:
     for round_no in range(plan.rounds):
         for names in groups:
             for library in plan.libraries:
-                wanted = [n for n in names if _has_side(library, n)]
+                wanted = [n for n in names if _has_side(library, n, round_no)]
                 if not wanted:
                     continue
                 _progress(round_no, plan.rounds, library, wanted)
@@ -159,8 +186,11 @@ def collect(plan: Plan) -> dict[tuple[str, str], Series]:
     return series
 
 
-def _has_side(library: str, name: str) -> bool:
-    return library != workloads.FLOOR or workloads.WORKLOADS[name].floor is not None
+def _has_side(library: str, name: str, round_no: int) -> bool:
+    spec = workloads.WORKLOADS[name]
+    if spec.rounds is not None and round_no >= spec.rounds:
+        return False
+    return library != workloads.FLOOR or spec.floor is not None
 
 
 def _record(into: Series, result: dict[str, Any]) -> None:
@@ -170,6 +200,8 @@ def _record(into: Series, result: dict[str, Any]) -> None:
     into.medians.append(result["median"])
     into.iters.append(result["iters"])
     into.node_runs = result["node_runs"]
+    for key, value in result.get("extras", {}).items():
+        into.extras.setdefault(key, []).append(value)
 
 
 def _progress(round_no: int, rounds: int, library: str, names: list[str]) -> None:
@@ -227,13 +259,15 @@ def main(argv: list[str]) -> int:
             print(f"{spec.name:<28} {spec.summary}")
         return 0
     started = time.perf_counter()
+    load_before = report.load_average()
     source_before = report.source_state()
     has_langgraph = langgraph_available()
     plan = make_plan(args, has_langgraph)
     series = collect(plan)
     table = report.Table(plan.workloads, series, has_langgraph)
     source = report.describe_source(source_before, report.source_state())
-    text = report.markdown(table, argv, plan, time.perf_counter() - started, source)
+    run = report.RunInfo(argv, plan, time.perf_counter() - started, source, load_before)
+    text = report.markdown(table, run)
     print(text)
     out = args.out or (None if args.quick else HERE / "results" / "latest.md")
     if out is not None and not args.no_write:

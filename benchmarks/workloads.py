@@ -1,15 +1,9 @@
-"""Benchmark workloads, each written once against a library namespace.
+"""The graph workloads and the registry of every workload.
 
-A *library* is a namespace holding ``StateGraph, START, END, interrupt, Command,
-InMemorySaver``, loaded from pausepoint or from LangGraph 1.1.6 by the same names, so
-one function builds the same graph on either side. ``floor`` is not a graph library:
-it is the same work done in plain Python (dict updates in a loop, a dict as the
-store), so each ratio to it says how far a library is from the limit.
-
-Every workload returns a :class:`Case`: ``run(i)`` does one timed iteration (``i`` is
-unique per iteration, used as the thread id), ``check(result)`` returns an error
-message or ``None``, ``cleanup(i)`` runs outside the timed region, and ``node_runs``
-counts how many times a node body ran (to show re-execution on resume).
+Each workload is written once against a library namespace (see ``cases``) so the
+same graph code runs on pausepoint and on LangGraph 1.1.6, and once as plain Python
+(the floor). ``scale`` adds the many-threads and growing-state workloads,
+``startup`` the fresh-interpreter ones (import time, cold start).
 """
 
 from __future__ import annotations
@@ -17,78 +11,32 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
-LIBRARIES = ("pausepoint", "langgraph")
-FLOOR = "floor"
+import scale
+import startup
+from cases import (
+    DATABASE,
+    FAN_OUT,
+    FLOOR,
+    IMPLIED,
+    IMPORT,
+    LIBRARIES,
+    OVERHEAD,
+    Case,
+    Target,
+    Workload,
+    ask_graph,
+    config,
+    drop,
+    expect,
+    forget,
+    load_library,
+    open_saver,
+)
 
-
-def load_library(name: str) -> SimpleNamespace:
-    """Import the graph names of ``name`` (pausepoint or langgraph) into one namespace."""
-    if name == "pausepoint":
-        from pausepoint.checkpoint.memory import InMemorySaver
-        from pausepoint.graph import END, START, StateGraph
-        from pausepoint.types import Command, interrupt
-    elif name == "langgraph":
-        from langgraph.checkpoint.memory import InMemorySaver
-        from langgraph.graph import END, START, StateGraph
-        from langgraph.types import Command, interrupt
-    else:
-        raise ValueError(f"unknown library {name!r}; expected one of {LIBRARIES}")
-    return SimpleNamespace(
-        name=name,
-        StateGraph=StateGraph,
-        START=START,
-        END=END,
-        interrupt=interrupt,
-        Command=Command,
-        InMemorySaver=InMemorySaver,
-    )
-
-
-# --------------------------------------------------------------------------- cases
-
-
-@dataclass
-class Case:
-    run: Callable[[int], Any]
-    check: Callable[[Any], str | None]
-    cleanup: Callable[[int], None] = lambda i: None
-    node_runs: list[int] = field(default_factory=lambda: [0])
-
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    summary: str
-    build: Callable[[SimpleNamespace], Case]
-    floor: Callable[[], Case] | None = None
-
-
-def _config(i: int, limit: int = 10_000) -> dict[str, Any]:
-    return {"configurable": {"thread_id": f"t{i}"}, "recursion_limit": limit}
-
-
-def _forget(saver: Any) -> Callable[[int], None]:
-    # Drop each finished thread outside the timed region, so a long run does not
-    # time a saver that grows with the iteration count.
-    if saver is None:
-        return lambda i: None
-    return lambda i: saver.delete_thread(f"t{i}")
-
-
-def _drop(store: dict[str, Any]) -> Callable[[int], None]:
-    def cleanup(i: int) -> None:
-        store.pop(f"t{i}", None)
-
-    return cleanup
-
-
-def _expect(what: str, got: Any, want: Any) -> str | None:
-    return None if got == want else f"wrong result: {what} is {got!r}, expected {want!r}"
+__all__ = ["FLOOR", "LIBRARIES", "QUICK", "FULL", "WORKLOADS", "Case", "Workload", "make_case"]
 
 
 # --------------------------------------------------------------------------- chain
@@ -113,9 +61,9 @@ def chain(n: int, saver: bool) -> Callable[[SimpleNamespace], Case]:
         checkpointer = lib.InMemorySaver() if saver else None
         graph = builder.compile(checkpointer=checkpointer)
         return Case(
-            run=lambda i: graph.invoke({"count": 0}, _config(i, n + 10)),
-            check=lambda out: _expect("count", out.get("count"), n),
-            cleanup=_forget(checkpointer),
+            run=lambda i: graph.invoke({"count": 0}, config(i, n + 10)),
+            check=lambda out: expect("count", out.get("count"), n),
+            cleanup=forget(checkpointer),
         )
 
     return build
@@ -138,8 +86,8 @@ def chain_floor(n: int, saver: bool) -> Callable[[], Case]:
 
         return Case(
             run=run,
-            check=lambda out: _expect("count", out["count"], n),
-            cleanup=_drop(store),
+            check=lambda out: expect("count", out["count"], n),
+            cleanup=drop(store),
         )
 
     return build
@@ -172,9 +120,9 @@ def fanout(k: int, saver: bool) -> Callable[[SimpleNamespace], Case]:
 
         graph = _fan_graph(lib, k, branch, saver)
         return Case(
-            run=lambda i: graph.invoke({"out": [], "total": 0}, _config(i)),
-            check=lambda out: _expect("total", out.get("total"), k * (k - 1) // 2),
-            cleanup=_forget(graph.checkpointer),
+            run=lambda i: graph.invoke({"out": [], "total": 0}, config(i)),
+            check=lambda out: expect("total", out.get("total"), k * (k - 1) // 2),
+            cleanup=forget(graph.checkpointer),
         )
 
     return build
@@ -196,8 +144,8 @@ def fanout_floor(k: int, saver: bool) -> Callable[[], Case]:
 
         return Case(
             run=run,
-            check=lambda out: _expect("total", out["total"], k * (k - 1) // 2),
-            cleanup=_drop(store),
+            check=lambda out: expect("total", out["total"], k * (k - 1) // 2),
+            cleanup=drop(store),
         )
 
     return build
@@ -206,83 +154,26 @@ def fanout_floor(k: int, saver: bool) -> Callable[[], Case]:
 # --------------------------------------------------------------------------- interrupts
 
 
-class AskState(TypedDict):
-    question: str
-    answer: str
-
-
-def open_saver(lib: SimpleNamespace, kind: str) -> Any:
-    """A saver of ``kind`` (memory, sqlite, postgres) from ``lib``'s own packages.
-
-    SQLite uses a fresh file in a temporary directory; PostgreSQL uses
-    ``PAUSEPOINT_PG_URL`` (each library keeps to its own tables).
-    """
-    if kind == "memory":
-        return lib.InMemorySaver()
-    if kind == "sqlite":
-        import sqlite3
-        import tempfile
-
-        path = Path(tempfile.mkdtemp(prefix=f"bench-{lib.name}-")) / "bench.db"
-        conn = sqlite3.connect(str(path), check_same_thread=False)
-        if lib.name == "pausepoint":
-            from pausepoint.checkpoint.sqlite import SqliteSaver
-
-            return SqliteSaver(conn)
-        from langgraph.checkpoint.sqlite import SqliteSaver as LGSqliteSaver
-
-        return LGSqliteSaver(conn)
-    return _postgres_saver(lib)
-
-
-def _postgres_saver(lib: SimpleNamespace) -> Any:
-    import psycopg
-    from psycopg.rows import dict_row
-
-    url = os.environ["PAUSEPOINT_PG_URL"]
-    if lib.name == "pausepoint":
-        from pausepoint.checkpoint.postgres import PostgresSaver
-
-        saver = PostgresSaver(psycopg.connect(url, autocommit=True, prepare_threshold=None))
-    else:
-        from langgraph.checkpoint.postgres import PostgresSaver as LGPostgresSaver
-
-        conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
-        saver = LGPostgresSaver(conn)  # pyright: ignore[reportArgumentType]
-    saver.setup()
-    return saver
-
-
 def roundtrip(lib: SimpleNamespace, kind: str = "memory") -> Case:
     runs = [0]
-
-    def ask(state: AskState) -> dict[str, str]:
-        runs[0] += 1
-        return {"answer": lib.interrupt(state["question"])}
-
-    builder = lib.StateGraph(AskState)
-    builder.add_node("ask", ask)
-    builder.add_edge(lib.START, "ask")
-    builder.add_edge("ask", lib.END)
     saver = open_saver(lib, kind)
-    graph = builder.compile(checkpointer=saver)
+    graph = ask_graph(lib, saver, runs)
     prefix = f"{lib.name}-{os.getpid()}-"
 
     def run(i: int) -> tuple[Any, Any]:
-        config = _config(i)
-        config["configurable"]["thread_id"] = prefix + config["configurable"]["thread_id"]
-        paused = graph.invoke({"question": "ok?", "answer": ""}, config)
-        return paused, graph.invoke(lib.Command(resume="yes"), config)
+        cfg = config(f"{prefix}{i}")
+        paused = graph.invoke({"question": "ok?", "answer": ""}, cfg)
+        return paused, graph.invoke(lib.Command(resume="yes"), cfg)
 
     def check(out: tuple[Any, Any]) -> str | None:
         paused, done = out
         pending = [x.value for x in paused.get("__interrupt__", [])]
-        return _expect("interrupts", pending, ["ok?"]) or _expect(
+        return expect("interrupts", pending, ["ok?"]) or expect(
             "answer", (done.get("answer"), "__interrupt__" in done), ("yes", False)
         )
 
     def cleanup(i: int) -> None:
-        saver.delete_thread(f"{prefix}t{i}")
+        saver.delete_thread(f"t{prefix}{i}")
 
     return Case(run=run, check=check, cleanup=cleanup, node_runs=runs)
 
@@ -299,8 +190,8 @@ def roundtrip_floor() -> Case:
 
     return Case(
         run=run,
-        check=lambda out: _expect("answer", out["answer"], "yes"),
-        cleanup=_drop(store),
+        check=lambda out: expect("answer", out["answer"], "yes"),
+        cleanup=drop(store),
     )
 
 
@@ -320,23 +211,23 @@ def fan_interrupt(k: int, one_by_one: bool) -> Callable[[SimpleNamespace], Case]
         graph = _fan_graph(lib, k, branch, saver=True)
 
         def run(i: int) -> tuple[int, Any]:
-            config = _config(i)
-            pending = graph.invoke({"out": [], "total": 0}, config)["__interrupt__"]
+            cfg = config(i)
+            pending = graph.invoke({"out": [], "total": 0}, cfg)["__interrupt__"]
             answers = {p.id: p.value * 2 for p in pending}
             if not one_by_one:
-                return len(pending), graph.invoke(lib.Command(resume=answers), config)
+                return len(pending), graph.invoke(lib.Command(resume=answers), cfg)
             out: Any = None
             for interrupt_id, value in answers.items():
-                out = graph.invoke(lib.Command(resume={interrupt_id: value}), config)
+                out = graph.invoke(lib.Command(resume={interrupt_id: value}), cfg)
             return len(pending), out
 
         def check(result: tuple[int, Any]) -> str | None:
             n_pending, out = result
-            return _expect("pending interrupts", n_pending, k) or _expect(
+            return expect("pending interrupts", n_pending, k) or expect(
                 "total", (out.get("total"), "__interrupt__" in out), (k * (k - 1), False)
             )
 
-        return Case(run=run, check=check, cleanup=_forget(graph.checkpointer), node_runs=runs)
+        return Case(run=run, check=check, cleanup=forget(graph.checkpointer), node_runs=runs)
 
     return build
 
@@ -357,8 +248,8 @@ def fan_interrupt_floor(k: int, one_by_one: bool) -> Callable[[], Case]:
 
         return Case(
             run=run,
-            check=lambda out: _expect("total", out["total"], k * (k - 1)),
-            cleanup=_drop(store),
+            check=lambda out: expect("total", out["total"], k * (k - 1)),
+            cleanup=drop(store),
         )
 
     return build
@@ -367,35 +258,25 @@ def fan_interrupt_floor(k: int, one_by_one: bool) -> Callable[[], Case]:
 # --------------------------------------------------------------------------- registry
 
 
-def _all() -> list[Workload]:
+def _graph_workloads() -> list[Workload]:
     found: list[Workload] = []
     for n in (10, 100):
         for saver, tag in ((False, "none"), (True, "memory")):
+            summary = f"a chain of {n} nodes, each adding 1 to an int; checkpointer: {tag}"
             found.append(
                 Workload(
-                    f"chain-{n}/{tag}",
-                    f"a chain of {n} nodes, each adding 1 to an int; checkpointer: {tag}",
-                    chain(n, saver),
-                    chain_floor(n, saver),
+                    f"chain-{n}/{tag}", summary, chain(n, saver), chain_floor(n, saver), OVERHEAD
                 )
             )
     for saver, tag in ((False, "none"), (True, "memory")):
+        summary = f"10 nodes from START in one superstep, joined by one node; checkpointer: {tag}"
         found.append(
             Workload(
-                f"fanout-10/{tag}",
-                f"10 nodes from START in one superstep, joined by one node; checkpointer: {tag}",
-                fanout(10, saver),
-                fanout_floor(10, saver),
+                f"fanout-10/{tag}", summary, fanout(10, saver), fanout_floor(10, saver), IMPLIED
             )
         )
-    found.append(
-        Workload(
-            "interrupt-roundtrip",
-            "one node calls interrupt(); invoke pauses, Command(resume=...) finishes",
-            roundtrip,
-            roundtrip_floor,
-        )
-    )
+    summary = "one node calls interrupt(); invoke pauses, Command(resume=...) finishes"
+    found.append(Workload("interrupt-roundtrip", summary, roundtrip, roundtrip_floor, OVERHEAD))
     for kind in ("sqlite", "postgres"):
         if kind == "postgres" and not os.environ.get("PAUSEPOINT_PG_URL"):
             continue  # needs a server: .ci/run and `make bench` with PAUSEPOINT_PG_URL set
@@ -405,27 +286,86 @@ def _all() -> list[Workload]:
                 f"the interrupt round trip on each library's own {kind} saver",
                 lambda lib, kind=kind: roundtrip(lib, kind),
                 roundtrip_floor,
+                DATABASE,
             )
         )
     for k in (10, 100):
         for one_by_one, tag in ((False, "by-map"), (True, "one-by-one")):
             how = "one id per invoke, K invokes" if one_by_one else "one id map, one invoke"
+            target = FAN_OUT if k == 100 and one_by_one else IMPLIED
             found.append(
                 Workload(
                     f"fan-interrupt-{k}/{tag}",
                     f"{k} branches from START each interrupt; resumed {how}",
                     fan_interrupt(k, one_by_one),
                     fan_interrupt_floor(k, one_by_one),
+                    target,
                 )
             )
     return found
 
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in _all()}
+def _scale_workloads() -> list[Workload]:
+    found: list[Workload] = []
+    for n, rounds in ((1000, 3), (20, None)):
+        found.append(
+            Workload(
+                f"threads-{n}",
+                f"{n} threads each paused by interrupt() on one InMemorySaver, then all "
+                "resumed; time for all, and memory (see the memory table)",
+                scale.threads(n),
+                scale.threads_floor(n),
+                IMPLIED,
+                rounds=rounds,
+            )
+        )
+    for total, tags in ((10_000, ("none", "memory")), (1_000, ("memory",))):
+        for tag in tags:
+            found.append(
+                Workload(
+                    f"list-{total}/{tag}",
+                    f"an operator.add list grown to {total:,} items by 100 items a step "
+                    f"({total // 100} chained nodes); checkpointer: {tag}",
+                    scale.list_growth(total, tag == "memory"),
+                    scale.list_growth_floor(total, tag == "memory"),
+                    IMPLIED,
+                )
+            )
+    return found
+
+
+def _startup_workloads() -> list[Workload]:
+    return [
+        Workload(
+            "import",
+            "python -X importtime: cumulative µs of the top-level imports of the everyday "
+            "names (StateGraph, START, END, interrupt, Command, InMemorySaver)",
+            startup.import_time,
+            None,
+            IMPORT,
+            by_name=True,
+        ),
+        Workload(
+            "cold-start",
+            "wall time of a fresh interpreter that imports, builds a 3-node graph and "
+            "invokes it once; floor: python -c pass",
+            startup.cold_start,
+            startup.cold_start_floor,
+            Target(0.1, "import of the everyday names", explicit=False),
+            by_name=True,
+        ),
+    ]
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w for w in _graph_workloads() + _scale_workloads() + _startup_workloads()
+}
 QUICK = ["chain-10/none", "chain-10/memory", "fanout-10/none", "interrupt-roundtrip"]
 QUICK += ["fan-interrupt-10/by-map", "fan-interrupt-10/one-by-one"]
 QUICK += [name for name in WORKLOADS if name.startswith("roundtrip/")]
-FULL = [name for name in WORKLOADS]
+QUICK += ["threads-20", "list-1000/memory", "import", "cold-start"]
+_QUICK_ONLY = {"threads-20", "list-1000/memory"}
+FULL = [name for name in WORKLOADS if name not in _QUICK_ONLY]
 
 
 def make_case(library: str, workload: str) -> Case:
@@ -435,4 +375,6 @@ def make_case(library: str, workload: str) -> Case:
         if spec.floor is None:
             raise ValueError(f"workload {workload!r} has no plain-Python floor")
         return spec.floor()
+    if spec.by_name:
+        return spec.build(library)
     return spec.build(load_library(library))
