@@ -64,10 +64,11 @@ class InMemorySaver(BaseCheckpointSaver):
         self._lock = threading.Lock()
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored
         self._threads: dict[str, dict[str, dict[str, _Stored]]] = {}
-        # (thread_id, checkpoint_ns, channel) -> (value object, its encoding): a value
+        # thread_id -> (checkpoint_ns, channel) -> (value object, its encoding): a value
         # that a step did not change is the same object, so it is encoded once.
-        # Holding the object keeps its identity from being reused.
-        self._encoded: dict[tuple[str, str, str], tuple[Any, bytes]] = {}
+        # Holding the object keeps its identity from being reused; per-thread maps
+        # let delete_thread drop a thread's entries without scanning the others.
+        self._encoded: dict[str, dict[tuple[str, str], tuple[Any, bytes]]] = {}
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -176,12 +177,13 @@ class InMemorySaver(BaseCheckpointSaver):
         }
 
     def _encode(self, thread: str, ns: str, chan: str, value: Any) -> bytes:
-        key = (thread, ns, chan)
-        known = self._encoded.get(key)
+        key = (ns, chan)
+        cache = self._encoded.setdefault(thread, {})
+        known = cache.get(key)
         if known is not None and known[0] is value:
             return known[1]
         blob = self.serde.dumps(value, label=f"channel {chan!r}")
-        self._encoded[key] = (value, blob)
+        cache[key] = (value, blob)
         return blob
 
     def put_writes(
@@ -217,8 +219,7 @@ class InMemorySaver(BaseCheckpointSaver):
         thread = str(thread_id)
         with self._lock:
             self._threads.pop(thread, None)
-            for key in [k for k in self._encoded if k[0] == thread]:
-                del self._encoded[key]
+            self._encoded.pop(thread, None)
 
 
 def _copy(checkpoint: Checkpoint, values: dict[str, Any]) -> Checkpoint:
