@@ -122,6 +122,10 @@ class _Run:
         self.parent_config: RunnableConfig | None = None
         self.persisted: RunnableConfig | None = None
         self.run_metadata = opts.config.run_metadata()
+        # Bumped whenever channels change outside a new checkpoint (null writes),
+        # so current_tasks() never reuses tasks prepared from older values.
+        self.epoch = 0
+        self._prepared: tuple[tuple[str, int, int], list[Task]] | None = None
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -259,6 +263,7 @@ class _Run:
         if isinstance(inp, Command):
             yield from self.take_command(inp)  # pyright: ignore[reportUnknownArgumentType]
         if self.null_writes:
+            self.epoch += 1
             apply_writes(
                 self.checkpoint, self.channels, [InputWrites(NULL_TASK_ID, self.null_writes)]
             )
@@ -306,11 +311,29 @@ class _Run:
             self.null_writes.extend(writes)
             yield from self.save_writes(NULL_TASK_ID, writes)
 
+    def current_tasks(self) -> list[Task]:
+        """The tasks of the step that starts at the current checkpoint, prepared once.
+
+        Resuming asks for them up to three times (checking the answer, binding it,
+        running the step); preparing them is O(tasks), so a resume of one of K
+        paused tasks would pay for K three times over.
+        """
+        key = (self.checkpoint["id"], self.step, self.epoch)
+        if self._prepared is None or self._prepared[0] != key:
+            tasks = prepare_tasks(
+                self.spec,
+                self.checkpoint,
+                self.channels,
+                self.step,
+                self.cfg.checkpoint_ns,
+                self.updated,
+            )
+            self._prepared = (key, tasks)
+        return self._prepared[1]
+
     def reported_interrupts(self) -> list[Interrupt]:
         """The interrupts this checkpoint's tasks reported (what the caller was shown)."""
-        tasks = prepare_tasks(
-            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
-        )
+        tasks = self.current_tasks()
         found: list[Interrupt] = []
         for task in tasks:
             rec = self.records.get(task.id)
@@ -322,10 +345,7 @@ class _Run:
         """Give each answered task its new resume value, saved before it re-runs."""
         if self.resume is None:
             return
-        tasks = prepare_tasks(
-            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
-        )
-        for task in tasks:
+        for task in self.current_tasks():
             rec = self.records.get(task.id)
             if rec is None or not rec.resumable:
                 continue
@@ -369,14 +389,7 @@ class _Run:
                 "stop condition. You can increase the limit by setting the `recursion_limit` "
                 "config key."
             )
-        self.tasks = prepare_tasks(
-            self.spec,
-            self.checkpoint,
-            self.channels,
-            self.step,
-            self.cfg.checkpoint_ns,
-            self.updated,
-        )
+        self.tasks = self.current_tasks()
         if not self.tasks:
             return False
         to_run, paused = self.match_records()
