@@ -292,3 +292,16 @@ def test_a_root_graph_ignores_a_namespace_in_its_config(drive):
     out = drive.invoke(graph, {"answers": []}, config)
     assert out["__interrupt__"][0].value == "name?"  # suppressed at the root, not raised
     assert drive.get_state(graph, cfg("ns")).next == ("form",)  # saved in the root namespace
+
+
+def test_invoke_with_another_stream_mode_keeps_the_run_options(drive):
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"answers": ["a"]})
+    g.add_node("b", lambda s: {"answers": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    graph = g.compile(checkpointer=InMemorySaver())
+    chunks = drive.invoke(
+        graph, {"answers": []}, cfg("modes"), stream_mode="updates", interrupt_before=["b"]
+    )
+    assert chunks == [{"a": {"answers": ["a"]}}, {"__interrupt__": ()}]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import queue
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
 from pausepoint.config import RunConfig, RunnableConfig
@@ -129,6 +129,22 @@ class CompiledStateGraph:
         )
         return opts, saver
 
+    def _begin(
+        self, input: Any, config: RunnableConfig | None, args: _RunArgs, sink: Any
+    ) -> tuple[Generator[Any, Any, RunResult], RunOptions, Any]:
+        """The loop of one run, its options and its saver: shared by every run method."""
+        opts, saver = self._options(
+            config,
+            args.modes,
+            subgraphs=args.subgraphs,
+            durability=args.durability,
+            interrupt_before=args.interrupt_before,
+            interrupt_after=args.interrupt_after,
+            sink=sink,
+            output_keys=args.output_keys,
+        )
+        return run(self.spec, input, opts), opts, saver
+
     # --- sync ------------------------------------------------------------------------------
 
     def stream(
@@ -154,29 +170,13 @@ class CompiledStateGraph:
         (with ``{"__interrupt__": (...)}`` in ``updates``).
         """
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
+        args = _RunArgs(
+            shape.modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys
+        )
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        opts, saver = self._options(
-            config,
-            shape.modes,
-            subgraphs=subgraphs,
-            durability=durability,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            sink=lambda ns, mode, payload: events.put(("chunk", (ns, mode, payload))),  # pyright: ignore[reportUnknownLambdaType]
-            output_keys=output_keys,
-        )
-        driver = sdriver.drive(
-            run(self.spec, input, opts), saver, events, opts.config.max_concurrency
-        )
-        nested = opts.nest is not None
-        while True:
-            try:
-                chunk = next(driver)
-            except StopIteration:
-                return
-            if nested:
-                _forward(opts, chunk)
-            elif (shaped := shape.shape(chunk)) is not None:
+        loop, opts, saver = self._begin(input, config, args, _queue_sink(events))
+        for chunk in sdriver.drive(loop, saver, events, opts.config.max_concurrency):
+            if (shaped := _deliver(opts, shape, chunk)) is not None:
                 yield shaped
 
     def invoke(
@@ -197,29 +197,20 @@ class CompiledStateGraph:
         When the run pauses, the returned dict also holds ``"__interrupt__"``: the
         list of pending :class:`~pausepoint.types.Interrupt`s.
         """
+        args = _RunArgs(
+            frozenset(), False, durability, interrupt_before, interrupt_after, output_keys
+        )
         if stream_mode != "values":
-            return list(self.stream(input, config, stream_mode=stream_mode, durability=durability))
+            return list(self.stream(input, config, stream_mode=stream_mode, **args.passed()))
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        opts, saver = self._options(
-            config,
-            frozenset(),
-            subgraphs=False,
-            durability=durability,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            sink=None,
-        )
-        driver = sdriver.drive(
-            run(self.spec, input, opts), saver, events, opts.config.max_concurrency
-        )
+        loop, opts, saver = self._begin(input, config, args, None)
+        driver = sdriver.drive(loop, saver, events, opts.config.max_concurrency)
         while True:
             try:
-                chunk = next(driver)
+                _deliver(opts, None, next(driver))
             except StopIteration as stop:
                 result: RunResult = stop.value
-                break
-            _forward(opts, chunk)
-        return invoke_output(result, output_keys, version)
+                return invoke_output(result, output_keys, version)
 
     def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's state at its newest checkpoint (or at the config's checkpoint_id).
@@ -322,23 +313,14 @@ class CompiledStateGraph:
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        sink = _adriver().AsyncSink()
-        opts, saver = self._options(
-            config,
-            shape.modes,
-            subgraphs=subgraphs,
-            durability=durability,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            sink=lambda ns, mode, payload: sink.put(("chunk", (ns, mode, payload))),  # pyright: ignore[reportUnknownLambdaType]
-            output_keys=output_keys,
+        args = _RunArgs(
+            shape.modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys
         )
+        sink = _adriver().AsyncSink()
+        loop, opts, saver = self._begin(input, config, args, _async_sink(sink))
         result: list[RunResult] = []
-        nested = opts.nest is not None
-        async for chunk in _adriver().drive(run(self.spec, input, opts), saver, sink, result):
-            if nested:
-                _forward(opts, chunk)
-            elif (shaped := shape.shape(chunk)) is not None:
+        async for chunk in _adriver().drive(loop, saver, sink, result):
+            if (shaped := _deliver(opts, shape, chunk)) is not None:
                 yield shaped
 
     async def ainvoke(
@@ -355,26 +337,17 @@ class CompiledStateGraph:
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`."""
-        if stream_mode != "values":
-            return [
-                c
-                async for c in self.astream(
-                    input, config, stream_mode=stream_mode, durability=durability
-                )
-            ]
-        sink = _adriver().AsyncSink()
-        opts, saver = self._options(
-            config,
-            frozenset(),
-            subgraphs=False,
-            durability=durability,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-            sink=None,
+        args = _RunArgs(
+            frozenset(), False, durability, interrupt_before, interrupt_after, output_keys
         )
+        if stream_mode != "values":
+            chunks = self.astream(input, config, stream_mode=stream_mode, **args.passed())
+            return [c async for c in chunks]
+        sink = _adriver().AsyncSink()
+        loop, opts, saver = self._begin(input, config, args, None)
         result: list[RunResult] = []
-        async for chunk in _adriver().drive(run(self.spec, input, opts), saver, sink, result):
-            _forward(opts, chunk)
+        async for chunk in _adriver().drive(loop, saver, sink, result):
+            _deliver(opts, None, chunk)
         return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
@@ -452,6 +425,51 @@ def _key_tuple(output_keys: str | Sequence[str] | None) -> tuple[str, ...] | Non
     if output_keys is None:
         return None
     return (output_keys,) if isinstance(output_keys, str) else tuple(output_keys)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _RunArgs:
+    """The run options a caller passes to invoke/stream and their async forms."""
+
+    modes: frozenset[str]
+    subgraphs: bool
+    durability: Any
+    interrupt_before: Any
+    interrupt_after: Any
+    output_keys: str | Sequence[str] | None
+
+    def passed(self) -> dict[str, Any]:
+        """The keyword arguments to hand on to ``stream``/``astream``."""
+        return {
+            "durability": self.durability,
+            "interrupt_before": self.interrupt_before,
+            "interrupt_after": self.interrupt_after,
+            "output_keys": self.output_keys,
+        }
+
+
+def _queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Any:
+    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        events.put(("chunk", (ns, mode, payload)))
+
+    return put
+
+
+def _async_sink(sink: Any) -> Any:
+    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        sink.put(("chunk", (ns, mode, payload)))
+
+    return put
+
+
+def _deliver(
+    opts: RunOptions, shape: ChunkShape | None, chunk: tuple[tuple[str, ...], str, Any]
+) -> Any:
+    """A nested run passes chunks up to its parent; a root run shapes them for the caller."""
+    if opts.nest is not None:
+        _forward(opts, chunk)
+        return None
+    return shape.shape(chunk) if shape is not None else None
 
 
 def _forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
