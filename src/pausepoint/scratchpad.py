@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pausepoint.errors import GraphInterrupt
 from pausepoint.types import Interrupt
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.calls import CallRequest, CallSite
     from pausepoint.types import Durability, RetryPolicy
 
-__all__ = ["TASK", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
+__all__ = ["TASK", "ContextOrigin", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
 
 
 class Scratchpad:
@@ -70,19 +70,92 @@ class NestInfo:
     parents: Mapping[str, str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class TaskContext:
-    """The running task, as seen from inside its node function."""
+class ContextOrigin(Protocol):
+    """Where a task context gets the pieces it makes on first use (an ``ExecTask``)."""
 
-    name: str
-    task_id: str
-    checkpoint_ns: str
-    config: RunnableConfig
-    scratchpad: Scratchpad
-    stream_writer: Callable[[Any], None]
-    nest: NestInfo
-    calls: CallSite | None = None
-    spawn: Callable[[CallRequest], Any] | None = None
+    def config(self) -> RunnableConfig: ...  # noqa: D102
+
+    def nest(self) -> NestInfo: ...  # noqa: D102
+
+    def call_site(self) -> CallSite: ...  # noqa: D102
+
+    def open_call_site(self) -> CallSite | None: ...  # noqa: D102
+
+
+class TaskContext:
+    """The running task, as seen from inside its node function.
+
+    Read-only once made. ``config``, ``nest`` and ``calls`` are either given or
+    made on first use by ``origin`` (most nodes never read them).
+    """
+
+    __slots__ = (
+        "_calls",
+        "_config",
+        "_nest",
+        "checkpoint_ns",
+        "name",
+        "origin",
+        "scratchpad",
+        "spawn",
+        "stream_writer",
+        "task_id",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        task_id: str,
+        checkpoint_ns: str,
+        scratchpad: Scratchpad,
+        stream_writer: Callable[[Any], None],
+        *,
+        config: RunnableConfig | None = None,
+        nest: NestInfo | None = None,
+        calls: CallSite | None = None,
+        spawn: Callable[[CallRequest], Any] | None = None,
+        origin: ContextOrigin | None = None,
+    ) -> None:
+        self.name = name
+        self.task_id = task_id
+        self.checkpoint_ns = checkpoint_ns
+        self.scratchpad = scratchpad
+        self.stream_writer = stream_writer
+        self.spawn = spawn
+        self.origin = origin
+        self._config = config
+        self._nest = nest
+        self._calls = calls
+
+    @property
+    def config(self) -> RunnableConfig:
+        """The node's config (what ``get_config()`` returns)."""
+        if self._config is None:
+            assert self.origin is not None, "a context is made with a config or an origin"
+            self._config = self.origin.config()
+        return self._config
+
+    @property
+    def nest(self) -> NestInfo:
+        """What a graph run inside this task inherits."""
+        if self._nest is None:
+            assert self.origin is not None, "a context is made with nest info or an origin"
+            self._nest = self.origin.nest()
+        return self._nest
+
+    @property
+    def calls(self) -> CallSite | None:
+        """The bookkeeping of this task's ``@task`` calls (made on the first call)."""
+        if self._calls is None and self.origin is not None:
+            self._calls = self.origin.call_site()
+        return self._calls
+
+    @property
+    def open_calls(self) -> CallSite | None:
+        """The call site if any ``@task`` call was made here, without making one."""
+        if self._calls is None and self.origin is not None:
+            return self.origin.open_call_site()
+        return self._calls
 
     def call(
         self,

@@ -3,42 +3,84 @@
 Checkpoint ids sort in creation order as strings, which is what ``list`` and
 ``before`` rely on. Within one process the clock is forced to move forward, so
 two checkpoints made in the same 100 ns tick still get increasing ids.
+
+Every superstep makes one id and one timestamp, so both are built by hand from
+one clock reading: ``uuid.UUID(...)`` plus ``datetime.now(UTC).isoformat()``
+cost ~6 µs per step on the 2-core benchmark machine, this ~1.5 µs.
 """
 
 from __future__ import annotations
 
-import datetime
+import os
 import random
 import threading
 import time
 
-__all__ = ["new_checkpoint_id", "now_iso"]
+__all__ = ["new_checkpoint_id", "new_stamp", "now_iso"]
 
 _GREGORIAN_OFFSET = 0x01B21DD213814000  # 100-ns ticks from 1582-10-15 to 1970-01-01
 _lock = threading.Lock()
 _last = 0
-_clock_seq = random.getrandbits(14)
+_suffix = ""
+_second: tuple[int, str] = (-1, "")
 
 
-def new_checkpoint_id() -> str:
-    """A new UUIDv6 string, greater than every id this process made before."""
+def _new_suffix() -> None:
+    """The id's last 16 hex digits: variant, clock sequence and node, random per process.
+
+    A forked child draws its own, so parent and child never make the same id in
+    the same tick.
+    """
+    global _suffix
+    low = (0x2 << 62) | (random.getrandbits(14) << 48) | random.getrandbits(48)
+    h = f"{low:016x}"
+    _suffix = f"-{h[:4]}-{h[4:]}"
+
+
+_new_suffix()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_suffix)
+
+
+def _next_ticks() -> int:
     global _last
     with _lock:
         ticks = time.time_ns() // 100 + _GREGORIAN_OFFSET
         if ticks <= _last:
             ticks = _last + 1
         _last = ticks
-    time_high = (ticks >> 12) & 0xFFFFFFFFFFFF
-    time_low = ticks & 0x0FFF
-    node = random.getrandbits(48)
-    value = (time_high << 80) | (0x6 << 76) | (time_low << 64)
-    value |= (0x2 << 62) | (_clock_seq << 48) | node
-    # Formatting the hex by hand is ~4x cheaper than uuid.UUID(int=...).__str__(),
-    # and this runs once per superstep.
-    h = f"{value:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return ticks
+
+
+def _format_id(ticks: int) -> str:
+    # 60 bits of ticks: the first 12 hex digits are time_high, the last 3 time_low.
+    h = "%015x" % ticks  # noqa: UP031 (measured: faster than an f-string format spec here)
+    return f"{h[:8]}-{h[8:12]}-6{h[12:]}{_suffix}"
+
+
+def _format_ts(unix_us: int) -> str:
+    """``datetime.fromtimestamp(t, UTC).isoformat()``, with the date part cached per second."""
+    global _second
+    sec, micros = divmod(unix_us, 1_000_000)
+    cached, prefix = _second
+    if sec != cached:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+        _second = (sec, prefix)
+    # isoformat() leaves the fraction out when it is zero; so does this.
+    return f"{prefix}.{micros:06d}+00:00" if micros else f"{prefix}+00:00"
+
+
+def new_checkpoint_id() -> str:
+    """A new UUIDv6 string, greater than every id this process made before."""
+    return _format_id(_next_ticks())
+
+
+def new_stamp() -> tuple[str, str]:
+    """A new checkpoint id and its creation time (``Checkpoint["ts"]``), from one clock read."""
+    ticks = _next_ticks()
+    return _format_id(ticks), _format_ts((ticks - _GREGORIAN_OFFSET) // 10)
 
 
 def now_iso() -> str:
     """The current UTC time in ISO 8601, as stored in ``Checkpoint["ts"]``."""
-    return datetime.datetime.now(datetime.UTC).isoformat()
+    return _format_ts(time.time_ns() // 1000)

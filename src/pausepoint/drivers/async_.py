@@ -131,7 +131,7 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         finally:
-            await asettle(context.calls)  # the task's @task calls end with it
+            await asettle(context.open_calls)  # the task's @task calls end with it
         await asyncio.sleep(delay)
 
 

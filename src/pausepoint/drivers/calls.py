@@ -119,12 +119,12 @@ def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
     )
     site.emit = req.site.emit
     return TaskContext(
-        name=req.name,
-        task_id=req.id,
-        checkpoint_ns=req.ns,
+        req.name,
+        req.id,
+        req.ns,
+        Scratchpad(list(req.resume)),
+        parent.stream_writer,
         config=parent.config,
-        scratchpad=Scratchpad(list(req.resume)),
-        stream_writer=parent.stream_writer,
         nest=parent.nest,
         calls=site,
         spawn=spawner,
@@ -210,13 +210,13 @@ class SyncCalls:
                     import asyncio  # only for an async task under the sync driver
 
                     result = asyncio.run(result)
-                settle(child.calls)
+                settle(child.open_calls)
                 return self._finish(req, result, None)
             except GraphInterrupt as signal:
-                settle(child.calls)
+                settle(child.open_calls)
                 return self._finish(req, None, signal)
             except Exception as exc:
-                settle(child.calls)
+                settle(child.open_calls)
                 attempt += 1
                 delay = retry_delay(req.retry, attempt, exc)
                 if delay is None:
@@ -277,13 +277,13 @@ class AsyncCalls:
                     result = await req.fn(*req.args, **req.kwargs)
                 else:
                     result = await asyncio.to_thread(req.fn, *req.args, **req.kwargs)
-                await asettle(child.calls)
+                await asettle(child.open_calls)
                 return await self._finish(req, result, None)
             except GraphInterrupt as signal:
-                await asettle(child.calls)
+                await asettle(child.open_calls)
                 return await self._finish(req, None, signal)
             except Exception as exc:
-                await asettle(child.calls)
+                await asettle(child.open_calls)
                 attempt += 1
                 delay = retry_delay(req.retry, attempt, exc)
                 if delay is None:

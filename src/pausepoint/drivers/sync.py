@@ -172,9 +172,13 @@ def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         finally:
-            settle(context.calls)  # the task's @task calls end with it
+            settle(context.open_calls)  # the task's @task calls end with it
             TASK.reset(token)
         time.sleep(delay)
+
+
+# What nodes and edges usually return; isawaitable()'s ABC check is skipped for them.
+_PLAIN_RESULTS = frozenset({dict, type(None), str, list, tuple, int, bool})
 
 
 def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[str, Any]]:
@@ -182,7 +186,7 @@ def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[s
         call = next(body)
         while True:
             result = call.sync(*call.args, **call.kwargs)
-            if inspect.isawaitable(result):
+            if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
                 import asyncio  # only for an async node under the sync driver
 
                 result = asyncio.run(_await(result))

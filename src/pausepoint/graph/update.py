@@ -154,7 +154,7 @@ def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[t
         tid = task_id(base.checkpoint["id"], ns, base.step, node, "__update__", node)
         task = Task(tid, node, ("", node), None, (), proc, task_ns(ns, node, tid))
     config: RunnableConfig = {"configurable": conf}
-    body = node_body(spec, task, config, base.channels)
+    body = node_body(spec, task, lambda: config, base.channels)
     value: Any = None
     try:
         while True:

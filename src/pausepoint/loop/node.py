@@ -7,7 +7,8 @@ both drivers: the sync driver calls functions, the async driver awaits them.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pausepoint.channels import Channel
@@ -22,15 +23,19 @@ from pausepoint.types import Command, Send
 __all__ = ["node_body", "result_writes"]
 
 Writes = list[tuple[str, Any]]
+_NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 def node_body(
     spec: GraphSpec,
     task: Task,
-    config: Any,
+    config: Callable[[], Any],
     channels: Mapping[str, Channel],
 ) -> Generator[Call, Any, Writes]:
-    """Run ``task``'s node and return its writes (state updates and edge triggers)."""
+    """Run ``task``'s node and return its writes (state updates and edge triggers).
+
+    ``config`` makes the node's config; it is called only when something takes one.
+    """
     node = task.node
     if node.name == START:
         result: Any = task.input
@@ -42,7 +47,7 @@ def node_body(
     writes.extend((chan, node.name) for chan in node.joins)
     for branch in node.branches:
         state = fresh_state(spec, node, channels, writes)
-        kwargs = {"config": config} if branch.accepts_config else {}
+        kwargs = {"config": config()} if branch.accepts_config else {}
         dest = yield Call(
             branch.path, branch.path if branch.path_is_async else None, (state,), kwargs
         )
@@ -50,14 +55,18 @@ def node_body(
     return writes
 
 
-def _node_call(node: NodeProc, value: Any, config: Any, channels: Mapping[str, Channel]) -> Call:
+def _node_call(
+    node: NodeProc, value: Any, config: Callable[[], Any], channels: Mapping[str, Channel]
+) -> Call:
     if node.subgraph is not None:
-        return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config))
+        return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config()))
     fn = node.fn
     assert fn is not None
+    if not (node.accepts_config or node.inject):
+        return Call(fn, fn if node.is_async else None, (value,), _NO_KWARGS)
     kwargs: dict[str, Any] = {}
     if node.accepts_config or "config" in node.inject:
-        kwargs["config"] = config
+        kwargs["config"] = config()
     if "writer" in node.inject:
         from pausepoint.config import get_stream_writer
 

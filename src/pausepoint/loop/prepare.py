@@ -1,14 +1,21 @@
-"""Turning a task into something a driver can execute: body, context and retry policy."""
+"""Turning a task into something a driver can execute: body, context and retry policy.
+
+Most nodes never look at their config, never call a ``@task`` and never run a
+subgraph, so those pieces are made on first use: a task's config dict, its
+``@task`` call bookkeeping and what a nested graph inherits. Building all three
+eagerly for every task was ~15% of a one-node superstep (benchmarks/,
+chain-100/none, sampled with py-spy).
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.loop.calls import CallRequest, CallSite
 from pausepoint.loop.effects import Call
 from pausepoint.loop.node import node_body
+from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
 from pausepoint.scratchpad import NestInfo, Scratchpad, TaskContext
 from pausepoint.types import RetryPolicy
@@ -17,99 +24,167 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["ExecTask", "prepare_for_execution"]
+__all__ = ["ExecTask", "StepFrame", "prepare_for_execution"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+class StepFrame:
+    """What every task of one superstep shares, captured when the step starts.
+
+    Captured, not read later: the run moves on (its resume map, its records)
+    while the step's tasks still run.
+    """
+
+    __slots__ = (
+        "_nest",
+        "answers",
+        "channels",
+        "checkpoint_id",
+        "records",
+        "resuming",
+        "run",
+        "save_config",
+        "spec",
+        "step",
+        "writer",
+    )
+
+    def __init__(self, run: _Run) -> None:
+        opts = run.opts
+        self.run = run
+        self.spec = run.spec
+        self.channels = run.channels
+        self.step = run.step
+        self.checkpoint_id: str = run.checkpoint["id"]
+        self.records: Mapping[str, TaskRecord] = run.records
+        self.answers: Mapping[str, Any] = run.resume.values if run.resume else {}
+        self.resuming = run.resuming
+        self.save_config = (
+            run.saved_config if opts.has_saver and opts.durability != "exit" else None
+        )
+        self.writer: Callable[[Any], None] = _ignore
+        sink, ns = opts.sink, opts.ns
+        if sink is not None and "custom" in opts.stream_modes:
+
+            def write_custom(value: Any) -> None:
+                sink(ns, "custom", value)
+
+            self.writer = write_custom
+        self._nest: NestInfo | None = None
+
+    def nest(self) -> NestInfo:
+        """What a graph run inside a task of this step inherits (made once per step)."""
+        if self._nest is None:
+            run = self.run
+            opts = run.opts
+            self._nest = NestInfo(
+                saver=opts.saver,
+                thread_id=run.cfg.thread_id,
+                durability=opts.durability,
+                resume_map=self.answers,
+                resuming=self.resuming,
+                sink=opts.sink,
+                stream_modes=opts.stream_modes,
+                stream_subgraphs=opts.stream_subgraphs,
+                parents={
+                    **(opts.nest.parents if opts.nest else {}),
+                    run.cfg.checkpoint_ns: self.checkpoint_id,
+                },
+            )
+        return self._nest
+
+
 class ExecTask:
-    """A task ready to run: a fresh body and context per attempt, and its retry policy."""
+    """A task ready to run: a fresh body and context per attempt, and its retry policy.
 
-    task: Task
-    body: Callable[[], Generator[Call, Any, list[tuple[str, Any]]]]
-    context: Callable[[Callable[[CallRequest], Any]], TaskContext]
-    """A fresh context per attempt, given the driver's way to start ``@task`` calls."""
-    retry: tuple[RetryPolicy, ...]
+    The config and the ``@task`` call site are made on first use and then shared
+    by every attempt.
+    """
 
+    __slots__ = ("_config", "_site", "frame", "retry", "saved_resume", "task")
 
-def prepare_for_execution(run: _Run, task: Task) -> ExecTask:
-    """Bind ``task`` to the run's channels, config and resume values."""
-    config = task_config(run, task)
-    rec = run.records.get(task.id)
-    saved_resume = list(rec.resume or []) if rec is not None else []
-    opts = run.opts
-    nest = NestInfo(
-        saver=opts.saver,
-        thread_id=run.cfg.thread_id,
-        durability=opts.durability,
-        resume_map=run.resume.values if run.resume else {},
-        resuming=run.resuming,
-        sink=opts.sink,
-        stream_modes=opts.stream_modes,
-        stream_subgraphs=opts.stream_subgraphs,
-        parents={
-            **(opts.nest.parents if opts.nest else {}),
-            run.cfg.checkpoint_ns: run.checkpoint["id"],
-        },
-    )
-    sink = opts.sink
-    ns = opts.ns
-    writer: Callable[[Any], None] = _ignore
-    if sink is not None and "custom" in opts.stream_modes:
+    def __init__(self, frame: StepFrame, task: Task, saved_resume: list[Any]) -> None:
+        self.frame = frame
+        self.task = task
+        self.retry: tuple[RetryPolicy, ...] = task.node.retry
+        self.saved_resume = saved_resume
+        self._config: RunnableConfig | None = None
+        self._site: CallSite | None = None
 
-        def write_custom(value: Any) -> None:
-            sink(ns, "custom", value)
+    def config(self) -> RunnableConfig:
+        """The config the node receives (``config`` argument and ``get_config()``)."""
+        if self._config is None:
+            self._config = task_config(self.frame.run, self.task, self.frame.step)
+        return self._config
 
-        writer = write_custom
+    def call_site(self) -> CallSite:
+        """The bookkeeping of this task's ``@task`` calls, shared by its attempts."""
+        if self._site is None:
+            frame = self.frame
+            site = CallSite(
+                self.task.id,
+                frame.checkpoint_id,
+                frame.run.cfg.checkpoint_ns,
+                frame.step,
+                frame.records,
+                frame.answers,
+                frame.save_config,
+            )
+            opts = frame.run.opts
+            sink, ns = opts.sink, opts.ns
+            if sink is not None and "updates" in opts.stream_modes:
 
-    channels = run.channels
-    spec = run.spec
-    calls = CallSite(
-        task.id,
-        run.checkpoint["id"],
-        run.cfg.checkpoint_ns,
-        run.step,
-        run.records,
-        nest.resume_map,
-        run.saved_config if run.opts.has_saver and run.opts.durability != "exit" else None,
-    )
-    if sink is not None and "updates" in opts.stream_modes:
+                def report(update: dict[str, Any]) -> None:
+                    sink(ns, "updates", update)
 
-        def report(update: dict[str, Any]) -> None:
-            sink(ns, "updates", update)
+                site.emit = report
+            self._site = site
+        return self._site
 
-        calls.emit = report
+    def open_call_site(self) -> CallSite | None:
+        """The call site if this task made one (it started ``@task`` calls), else None."""
+        return self._site
 
-    def context(spawn: Callable[[CallRequest], Any]) -> TaskContext:
+    def nest(self) -> NestInfo:
+        """What a graph run inside this task inherits."""
+        return self.frame.nest()
+
+    def context(self, spawn: Callable[[CallRequest], Any]) -> TaskContext:
+        """A fresh context for one attempt, given the driver's way to start ``@task`` calls."""
+        task = self.task
         return TaskContext(
-            name=task.name,
-            task_id=task.id,
-            checkpoint_ns=task.ns,
-            config=config,
-            scratchpad=Scratchpad(list(saved_resume)),
-            stream_writer=writer,
-            nest=nest,
-            calls=calls,
+            task.name,
+            task.id,
+            task.ns,
+            Scratchpad(list(self.saved_resume)),
+            self.frame.writer,
             spawn=spawn,
+            origin=self,
         )
 
-    def body() -> Generator[Call, Any, list[tuple[str, Any]]]:
-        return node_body(spec, task, config, channels)
+    def body(self) -> Generator[Call, Any, list[tuple[str, Any]]]:
+        """A fresh run of the node (a generator of calls for the driver)."""
+        return node_body(self.frame.spec, self.task, self.config, self.frame.channels)
 
-    return ExecTask(task, body, context, task.node.retry)
+
+def prepare_for_execution(frame: StepFrame, task: Task) -> ExecTask:
+    """Bind ``task`` to its step and to the answers it has received so far."""
+    rec = frame.records.get(task.id)
+    saved = rec.resume if rec is not None else None
+    return ExecTask(frame, task, list(saved) if saved else [])
 
 
 def _ignore(_value: Any) -> None:
     return None
 
 
-def task_config(run: _Run, task: Task) -> RunnableConfig:
+def task_config(run: _Run, task: Task, step: int) -> RunnableConfig:
     """The config a node receives (``config`` argument and ``get_config()``)."""
     cfg = run.cfg
     conf = {**cfg.configurable, "checkpoint_ns": task.ns, "thread_id": cfg.thread_id}
     conf.pop("checkpoint_id", None)
     metadata = {
         **cfg.metadata,
-        "langgraph_step": run.step,
+        "langgraph_step": step,
         "langgraph_node": task.name,
         "langgraph_triggers": task.triggers,
         "langgraph_path": task.path,

@@ -21,7 +21,7 @@ from pausepoint.checkpoint.base import (
     copy_checkpoint,
     empty_checkpoint,
 )
-from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
+from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME
 from pausepoint.errors import (
@@ -53,9 +53,10 @@ from pausepoint.loop.pending import (
     pending_interrupts,
     read_records,
 )
+from pausepoint.loop.prepare import StepFrame, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks
-from pausepoint.loop.writes import InputWrites, apply_writes
+from pausepoint.loop.writes import InputWrites, VersionClock, apply_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Command, Durability, Interrupt
 
@@ -100,7 +101,7 @@ class _Run:
         self.input = input
         self.opts = opts
         self.cfg = opts.config
-        self.checkpoint: Checkpoint = empty_checkpoint(new_checkpoint_id(), now_iso())
+        self.checkpoint: Checkpoint = empty_checkpoint(*new_stamp())
         self.metadata: CheckpointMetadata = {"source": "input", "step": -2, "parents": {}}
         self.saved_config: RunnableConfig | None = None
         self.channels: dict[str, Channel] = spec.fresh_channels({})
@@ -116,6 +117,12 @@ class _Run:
         self.pausing = False
         self.historical = False
         self.out_keys = opts.output_keys or spec.output_keys
+        modes = opts.stream_modes
+        # Read on every step: looked up once here.
+        self.streams_values = "values" in modes
+        self.streams_updates = "updates" in modes
+        self.streams_tasks = "tasks" in modes or "debug" in modes
+        self.streams_checkpoints = "checkpoints" in modes or "debug" in modes
         # Channels the last applied step changed; None while unknown (after loading a
         # checkpoint), which makes the next step consider every node.
         self.updated: set[str] | None = None
@@ -126,6 +133,7 @@ class _Run:
         # so current_tasks() never reuses tasks prepared from older values.
         self.epoch = 0
         self._prepared: tuple[tuple[str, int, int], list[Task]] | None = None
+        self.clock = VersionClock()
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -150,8 +158,7 @@ class _Run:
 
     def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
         parent = self.saved_config or self.cfg.with_checkpoint(None)
-        self.checkpoint["id"] = new_checkpoint_id()
-        self.checkpoint["ts"] = now_iso()
+        self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
         self.metadata = {
             "source": source,  # type: ignore[typeddict-item]
             "step": self.step,
@@ -167,7 +174,7 @@ class _Run:
         else:
             self.saved_config = self.cfg.with_checkpoint(self.checkpoint["id"])
             self.dirty = self.opts.has_saver
-        if self.wants("checkpoints") or self.wants("debug"):
+        if self.streams_checkpoints:
             yield from out.checkpoint_events(self, parent)
 
     def flush_exit(self) -> Generator[Effect, Any, None]:
@@ -372,7 +379,7 @@ class _Run:
             t.writes = []
         start: list[tuple[str, Any]] = [(START, inp)]
         sources = [*discard, InputWrites(START, start)]
-        updated = apply_writes(self.checkpoint, self.channels, sources)
+        updated = apply_writes(self.checkpoint, self.channels, sources, clock=self.clock)
         # Before this run the thread may have left triggers pending only if some
         # task was discarded, and those are now consumed: the next step needs
         # to look only at what the input changed.
@@ -393,7 +400,8 @@ class _Run:
         if not self.tasks:
             return False
         to_run, paused = self.match_records()
-        yield from out.cached_updates(self)
+        if self.streams_updates and len(to_run) < len(self.tasks):
+            yield from out.cached_updates(self)
         if self.should_interrupt(self.opts.interrupt_before):
             raise GraphInterrupt(())
         interrupts = [i for t in paused for i in self.records[t.id].interrupts]
@@ -418,6 +426,8 @@ class _Run:
 
     def match_records(self) -> tuple[list[Task], list[Task]]:
         """Split tasks into those to run and those paused without an answer (DESIGN §4.6)."""
+        if not self.records:  # a fresh step: nothing ran or paused here before
+            return list(self.tasks), []
         to_run: list[Task] = []
         paused: list[Task] = []
         answered: Mapping[str, Any] = self.resume.values if self.resume else {}
@@ -449,14 +459,14 @@ class _Run:
         return any(t.name in nodes for t in self.tasks)
 
     def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
-        from pausepoint.loop.prepare import prepare_for_execution
-
-        yield from out.task_starts(self, to_run)
-        yield RunTasks([prepare_for_execution(self, t) for t in to_run])
+        if self.streams_tasks:
+            yield from out.task_starts(self, to_run)
+        frame = StepFrame(self)
+        yield RunTasks([prepare_for_execution(frame, t) for t in to_run])
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
         for _ in to_run:
-            outcome: Outcome = yield NextOutcome()
+            outcome: Outcome = yield _NEXT_OUTCOME
             yield from self.finish(outcome, interrupts, errors)
         if errors:
             raise errors[0]
@@ -466,11 +476,13 @@ class _Run:
         self, outcome: Outcome, interrupts: list[Interrupt], errors: list[BaseException]
     ) -> Generator[Effect, Any, None]:
         task, err = outcome.task, outcome.error
-        path = repr(task.path)
+        path = repr(task.path) if self.opts.has_saver else ""
         if err is None:
             task.writes = list(outcome.writes)
-            yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
-            yield from out.task_result(self, task, None, ())
+            if self.opts.has_saver:
+                yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
+            if self.streams_updates or self.streams_tasks:
+                yield from out.task_result(self, task, None, ())
         elif isinstance(err, GraphInterrupt):
             # An empty interrupt is a subgraph's static breakpoint: it pauses us too.
             self.pausing = True
@@ -501,10 +513,10 @@ class _Run:
     def after_tick(self) -> Generator[Effect, Any, None]:
         ran = self.tasks
         live = None if self.updated is None else self.updated & self.spec.transient
-        updated = apply_writes(self.checkpoint, self.channels, ran, live)
+        updated = apply_writes(self.checkpoint, self.channels, ran, live, self.clock)
         self.updated = updated
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
-        if self.wants("values") and not updated.isdisjoint(self.out_keys):
+        if self.streams_values and not updated.isdisjoint(self.out_keys):
             yield self.emit("values", self.output())
         yield from self.save_checkpoint("loop")
         self.resume = None
@@ -544,6 +556,9 @@ class _Run:
             chan = self.channels[self.spec.output_channel]
             return chan.get() if chan.is_available() else None
         return read_values(self.channels, self.out_keys)
+
+
+_NEXT_OUTCOME = NextOutcome()
 
 
 def _with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:

@@ -80,11 +80,7 @@ def prepare_tasks(
     versions = checkpoint["channel_versions"]
     seen_all = checkpoint["versions_seen"]
     for node in _candidates(spec, updated):
-        seen = seen_all.get(node.name, {})
-        if any(
-            channels[c].is_available() and versions.get(c, 0) > seen.get(c, 0)
-            for c in node.triggers
-        ):
+        if _is_triggered(node, channels, versions, seen_all.get(node.name, _NONE_SEEN)):
             tid = task_id(checkpoint["id"], ns, step, node.name, PULL, node.name)
             tasks.append(
                 Task(
@@ -98,6 +94,23 @@ def prepare_tasks(
                 )
             )
     return tasks
+
+
+_NONE_SEEN: Mapping[str, Any] = {}
+
+
+def _is_triggered(
+    node: NodeProc,
+    channels: Mapping[str, Channel],
+    versions: Mapping[str, Any],
+    seen: Mapping[str, Any],
+) -> bool:
+    """Whether a channel ``node`` is triggered by holds a version the node has not seen."""
+    for c in node.triggers:
+        version = versions.get(c)
+        if version is not None and version > seen.get(c, 0) and channels[c].is_available():
+            return True
+    return False
 
 
 def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[NodeProc]:
