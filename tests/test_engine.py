@@ -215,6 +215,41 @@ def test_checkpoints_history_and_update_state(drive):
     assert state.parent_config == history[0].config
 
 
+def test_history_keeps_each_checkpoints_seen_versions(drive):
+    # InMemorySaver shares versions_seen entries between checkpoints (the engine
+    # replaces entries, never edits them): every old checkpoint must still read as
+    # it was written, which the SQLite saver (it encodes everything) shows.
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+
+    def build(saver: Any) -> Any:
+        g = StateGraph(S)
+        g.add_node("a", _step("a"))
+        g.add_node("b", lambda s: {"log": ["b"]})
+        g.add_node("c", lambda s: {"log": ["c"]})
+        g.add_node("d", _step("d"))
+        g.add_edge(START, "a")
+        g.add_edge("a", "b")
+        g.add_edge("a", "c")
+        g.add_edge(["b", "c"], "d")
+        g.add_edge("d", END)
+        return g.compile(checkpointer=saver)
+
+    cfg = {"configurable": {"thread_id": "t"}}
+    seen: list[list[Any]] = []
+    with SqliteSaver.from_conn_string(":memory:") as sqlite:
+        for saver in (InMemorySaver(), sqlite):
+            graph = build(saver)
+            drive.invoke(graph, {"x": 0, "log": []}, cfg)
+            drive.invoke(graph, {"x": 10, "log": []}, cfg)  # a second run on the thread
+            seen.append([t.checkpoint["versions_seen"] for t in saver.list(cfg)])
+    memory, durable = seen
+    assert memory == durable
+    assert len(memory) == 10  # (input + 4 steps) x 2 runs
+    assert memory[-1] == {"__input__": {}}  # as LangGraph names the input
+    assert set(memory[-2]) == {"__input__", "__start__"}
+    assert memory[0]["a"] != memory[4]["a"]  # the second run's "a" saw newer versions
+
+
 def test_thread_id_required_with_checkpointer(drive):
     with pytest.raises(ValueError, match="thread_id"):
         drive.invoke(chain(1, InMemorySaver()), {"x": 0, "log": []})

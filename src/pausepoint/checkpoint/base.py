@@ -23,6 +23,11 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
 - ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces.
 - Values are stored so that later mutation of the caller's objects never changes
   what is stored.
+- A checkpoint's ``versions_seen`` entries (the per-node dicts) are read-only once
+  the checkpoint is handed to ``put``: the engine replaces an entry with a new dict
+  rather than changing it, so a saver may keep the entries it is given without
+  copying them (``InMemorySaver`` does; copying them made every step cost O(nodes)
+  in Python). Code that calls ``put`` itself must do the same.
 """
 
 from __future__ import annotations

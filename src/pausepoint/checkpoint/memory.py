@@ -163,9 +163,7 @@ class InMemorySaver(BaseCheckpointSaver):
             chan: self._encode(thread, ns, chan, value)
             for chan, value in checkpoint["channel_values"].items()
         }
-        stored = _Stored(
-            _copy(checkpoint, {}), values, dumps(metadata, label="metadata"), parent_id
-        )
+        stored = _Stored(_keep(checkpoint), values, dumps(metadata, label="metadata"), parent_id)
         with self._lock:
             self._threads.setdefault(thread, {}).setdefault(ns, {})[checkpoint["id"]] = stored
         return {
@@ -220,6 +218,23 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             self._threads.pop(thread, None)
             self._encoded.pop(thread, None)
+
+
+def _keep(checkpoint: Checkpoint) -> Checkpoint:
+    """What ``put`` stores: the checkpoint without values, sharing its seen-version entries.
+
+    The entries are read-only by the saver contract (:mod:`pausepoint.checkpoint.base`);
+    only the outer dicts, which the engine does change, are copied.
+    """
+    return {
+        "v": checkpoint["v"],
+        "id": checkpoint["id"],
+        "ts": checkpoint["ts"],
+        "channel_values": {},
+        "channel_versions": dict(checkpoint["channel_versions"]),
+        "versions_seen": dict(checkpoint["versions_seen"]),
+        "updated_channels": None if (u := checkpoint.get("updated_channels")) is None else list(u),
+    }
 
 
 def _copy(checkpoint: Checkpoint, values: dict[str, Any]) -> Checkpoint:

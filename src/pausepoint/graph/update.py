@@ -25,7 +25,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
 from pausepoint.config import RunnableConfig
-from pausepoint.constants import END, INTERRUPT, NULL_TASK_ID, RESUME, START
+from pausepoint.constants import END, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
@@ -90,7 +90,7 @@ def _base(
     step = int(saved.metadata.get("step", -1)) + 1
     records, null_writes = read_records(saved.pending_writes or [])
     if null_writes:
-        apply_writes(checkpoint, channels, [InputWrites(NULL_TASK_ID, null_writes)])
+        apply_writes(checkpoint, channels, [InputWrites(INPUT, null_writes)])
     tasks = prepare_tasks(spec, checkpoint, channels, step, conf["checkpoint_ns"])
     paused = [(t, records[t.id]) for t in tasks if t.id in records and records[t.id].paused]
     if apply_pending:

@@ -23,7 +23,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig, RunnableConfig
-from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME
+from pausepoint.constants import ERROR, INPUT, INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME
 from pausepoint.errors import (
     CheckpointerRequiredError,
     EmptyInputError,
@@ -157,6 +157,12 @@ class _Run:
             self.unsaved.append((task_id, writes))
 
     def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
+        self.records, self.null_writes, self.unsaved = {}, [], []
+        if not (self.opts.has_saver or self.streams_checkpoints):
+            # Nobody can see this checkpoint, so it keeps the run's first id: task
+            # ids hash the step too, so they still differ from step to step. (A new
+            # id and timestamp were ~10% of a step without a checkpointer.)
+            return
         parent = self.saved_config or self.cfg.with_checkpoint(None)
         self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
         self.metadata = {
@@ -165,7 +171,6 @@ class _Run:
             "parents": dict(self.opts.nest.parents) if self.opts.nest else {},
             **self.run_metadata,  # type: ignore[typeddict-item]
         }
-        self.records, self.null_writes, self.unsaved = {}, [], []
         if self._saving_now():
             # The saver copies what it keeps (its contract), so no copy is made here.
             self.saved_config = yield SaveCheckpoint(parent, self.checkpoint, self.metadata, {})
@@ -271,9 +276,7 @@ class _Run:
             yield from self.take_command(inp)  # pyright: ignore[reportUnknownArgumentType]
         if self.null_writes:
             self.epoch += 1
-            apply_writes(
-                self.checkpoint, self.channels, [InputWrites(NULL_TASK_ID, self.null_writes)]
-            )
+            apply_writes(self.checkpoint, self.channels, [InputWrites(INPUT, self.null_writes)])
         if inp is None or isinstance(inp, Command):
             if not has_state:
                 raise EmptyInputError(
@@ -378,7 +381,7 @@ class _Run:
         for t in discard:
             t.writes = []
         start: list[tuple[str, Any]] = [(START, inp)]
-        sources = [*discard, InputWrites(START, start)]
+        sources = [*discard, InputWrites(INPUT, start)]
         updated = apply_writes(self.checkpoint, self.channels, sources, clock=self.clock)
         # Before this run the thread may have left triggers pending only if some
         # task was discarded, and those are now consumed: the next step needs

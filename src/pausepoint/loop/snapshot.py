@@ -6,6 +6,7 @@ from typing import Any
 
 from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
 from pausepoint.config import RunnableConfig
+from pausepoint.constants import INPUT
 from pausepoint.loop.pending import read_records
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, read_values
@@ -42,7 +43,7 @@ def build_snapshot(
     tasks = prepare_tasks(spec, checkpoint, channels, step, ns)
     records, null_writes = read_records(saved.pending_writes or [])
     if null_writes:
-        apply_writes(checkpoint, channels, [InputWrites("__input__", null_writes)])
+        apply_writes(checkpoint, channels, [InputWrites(INPUT, null_writes)])
     done: list[Task] = []
     for task in tasks:
         rec = records.get(task.id)

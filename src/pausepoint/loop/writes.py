@@ -111,6 +111,9 @@ def _collect(
 ) -> tuple[dict[str, list[Any]], bool]:
     """One pass over the sources: mark triggers seen, consume them, group writes.
 
+    ``versions_seen`` entries are replaced, never changed in place (see
+    :mod:`pausepoint.checkpoint.base`).
+
     Returns the writes by channel, and whether any source was a task that ran
     (had triggers). Channels changed by being consumed (barriers) go to ``changed``.
     """
@@ -119,14 +122,17 @@ def _collect(
     ran = False
     for src in ordered:
         triggers = src.triggers
+        mine = seen.get(src.name)
+        if mine is None:
+            mine = seen[src.name] = {}
         if triggers:
             ran = True
-            mine = seen.get(src.name)
-            if mine is None:
-                mine = seen[src.name] = {}
+            # A new dict, never a change in place: a saver may keep the old one
+            # (InMemorySaver shares unchanged entries between checkpoints).
+            marks = {chan: versions[chan] for chan in triggers if chan in versions}
+            if marks:
+                seen[src.name] = {**mine, **marks} if mine else marks
             for chan in triggers:
-                if chan in versions:
-                    mine[chan] = versions[chan]
                 if chan not in consumed and chan in channels:
                     consumed.add(chan)
                     if channels[chan].consume():

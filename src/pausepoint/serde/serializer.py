@@ -144,6 +144,11 @@ class Serializer:
             SerializationError: ``obj`` holds a value of an unsupported type.
 
         """
+        if obj is None:  # the commonest pending write: an edge trigger's value
+            return b"null"
+        kind = type(obj)
+        if kind is str or kind is int or kind is bool:  # JSON as they are; no tree to walk
+            return self._json.encode(obj).encode("ascii")
         return self._json.encode(self.to_tree(obj, label=label)).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
