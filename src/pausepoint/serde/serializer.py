@@ -146,7 +146,7 @@ class Serializer:
         """
         if obj is None:  # the commonest pending write: an edge trigger's value
             return b"null"
-        kind = type(obj)
+        kind: type[Any] = type(obj)  # pyright: ignore[reportUnknownVariableType]
         if kind is str or kind is int or kind is bool:  # JSON as they are; no tree to walk
             return self._json.encode(obj).encode("ascii")
         return self._json.encode(self.to_tree(obj, label=label)).encode("ascii")
