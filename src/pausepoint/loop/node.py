@@ -79,6 +79,9 @@ def _node_call(
 
 def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writes:
     """The writes of a node's return value: a dict, ``None``, a ``Command`` or an object."""
+    if node.returns is None and type(result) is dict:  # the common case, first
+        keys = spec.state_key_set
+        return [(k, v) for k, v in result.items() if k in keys]  # pyright: ignore[reportUnknownVariableType]
     if node.returns is not None:
         output, saved = node.returns
         value = getattr(result, "value", result) if _is_final(result) else result
@@ -101,7 +104,7 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
             f"Expected dict, got {result!r}: node {node.name!r} must return a dict "
             "of state updates, None, or a Command"
         )
-    return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_keys]
+    return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_key_set]
 
 
 def _is_final(result: Any) -> bool:
@@ -128,7 +131,7 @@ def command_writes(spec: GraphSpec, cmd: Command[Any], ns: str) -> Writes:
     """The writes of a ``Command`` returned by a node (or given as graph input)."""
     if cmd.graph == Command.PARENT:
         raise ParentCommand(cmd, ns)
-    writes: Writes = [(k, v) for k, v in cmd.update_items() if k in spec.state_keys]
+    writes: Writes = [(k, v) for k, v in cmd.update_items() if k in spec.state_key_set]
     for target in cmd.goto_targets():
         if (write := goto_write(spec, target)) is not None:
             writes.append(write)

@@ -71,6 +71,11 @@ class GraphSpec:
     """Channels whose value lasts one step (edge triggers, input, ``Send`` packets)."""
     output_channel: str | None = None
     """A graph whose output is one channel's bare value (an entrypoint's return)."""
+    state_key_set: frozenset[str] = dataclasses.field(init=False)
+    """``state_keys`` as a set, for membership tests on every write."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state_key_set", frozenset(self.state_keys))
 
     def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""

@@ -10,7 +10,7 @@ a corrupt or crafted payload fails when it is *read*, and runs nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pausepoint.errors import CheckpointDecodeError, SerializationError
@@ -25,6 +25,34 @@ FORMAT = "ppjson/1"
 """The type string of payloads written by :class:`Serializer` (versioned)."""
 
 T = TypeVar("T", bound=type)
+
+
+def _text_encoder(settings: json.JSONEncoder) -> Callable[[Any], str]:
+    """``settings.encode`` for a JSON-native tree, made once.
+
+    ``JSONEncoder.encode`` builds its C encoder again on every call, which was half
+    the cost of encoding a small value (1.7 µs of 3.7 µs for a checkpoint's metadata);
+    this builds it once. Falls back to ``encode`` where the C accelerator is missing.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has it
+        return settings.encode
+    one = make(
+        None,  # no circular-reference markers (check_circular=False)
+        settings.default,
+        json.encoder.encode_basestring_ascii,  # ensure_ascii=True
+        None,  # no indent
+        settings.key_separator,
+        settings.item_separator,
+        settings.sort_keys,
+        settings.skipkeys,
+        settings.allow_nan,
+    )
+
+    def encode(tree: Any) -> str:
+        return "".join(one(tree, 0))
+
+    return encode
 
 
 @runtime_checkable
@@ -61,7 +89,7 @@ class Serializer:
 
     """
 
-    __slots__ = ("_decoder", "_encoder", "_json", "registry")
+    __slots__ = ("_decoder", "_encoder", "_json", "_text", "registry")
 
     def __init__(self, allowed_types: Iterable[type | tuple[type, str]] = ()) -> None:
         self.registry = TypeRegistry(allowed_types)
@@ -69,6 +97,7 @@ class Serializer:
         self._json = json.JSONEncoder(
             ensure_ascii=True, allow_nan=False, check_circular=False, separators=(",", ":")
         )
+        self._text = _text_encoder(self._json)
         self._decoder = json.JSONDecoder(object_hook=make_object_hook(self.registry))
 
     def register(self, cls: T, *, name: str | None = None) -> T:
@@ -149,7 +178,7 @@ class Serializer:
         kind: type[Any] = type(obj)  # pyright: ignore[reportUnknownVariableType]
         if kind is str or kind is int or kind is bool:  # JSON as they are; no tree to walk
             return self._json.encode(obj).encode("ascii")
-        return self._json.encode(self.to_tree(obj, label=label)).encode("ascii")
+        return self._text(self.to_tree(obj, label=label)).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
         """Decode bytes written by :meth:`dumps`.
@@ -196,7 +225,7 @@ class Serializer:
         Used for checkpoint metadata, so databases can filter on its top-level keys.
         """
         tree = {str(k): self.to_tree(v, label=f"{label}[{k!r}]") for k, v in mapping.items()}
-        return self._json.encode(tree)
+        return self._text(tree)
 
     def loads_mapping(self, text: str | bytes) -> dict[str, Any]:
         """Decode what :meth:`dumps_mapping` wrote.
