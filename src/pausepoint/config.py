@@ -58,7 +58,9 @@ class RunConfig:
         """Parse and validate a caller's config dict."""
         cfg: RunnableConfig = dict(config or {})  # type: ignore[assignment]
         conf = dict(cfg.get("configurable") or {})
-        limit = cfg.get("recursion_limit", default_recursion_limit())
+        limit = cfg.get("recursion_limit")
+        if limit is None:
+            limit = default_recursion_limit()
         if not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(f"recursion_limit must be a positive integer, got {limit!r}")
         thread = conf.get("thread_id")

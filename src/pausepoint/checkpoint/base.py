@@ -113,14 +113,18 @@ def empty_checkpoint(checkpoint_id: str, ts: str) -> Checkpoint:
 
 
 def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
-    """A copy whose dicts can be changed without touching ``checkpoint``'s."""
+    """A copy whose dicts can be changed without touching ``checkpoint``'s.
+
+    The ``versions_seen`` entries are shared, not copied: they are replaced, never
+    edited (see the contracts above).
+    """
     return {
         "v": checkpoint["v"],
         "id": checkpoint["id"],
         "ts": checkpoint["ts"],
         "channel_values": dict(checkpoint["channel_values"]),
         "channel_versions": dict(checkpoint["channel_versions"]),
-        "versions_seen": {k: dict(v) for k, v in checkpoint["versions_seen"].items()},
+        "versions_seen": dict(checkpoint["versions_seen"]),
         "updated_channels": checkpoint.get("updated_channels"),
     }
 

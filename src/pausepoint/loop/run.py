@@ -101,10 +101,11 @@ class _Run:
         self.input = input
         self.opts = opts
         self.cfg = opts.config
-        self.checkpoint: Checkpoint = empty_checkpoint(*new_stamp())
+        # A new thread's empty state until restore() finds a saved one (start_fresh).
+        self.checkpoint: Checkpoint = empty_checkpoint("", "")
         self.metadata: CheckpointMetadata = {"source": "input", "step": -2, "parents": {}}
         self.saved_config: RunnableConfig | None = None
-        self.channels: dict[str, Channel] = spec.fresh_channels({})
+        self.channels: dict[str, Channel] = {}
         self.records: dict[str, TaskRecord] = {}
         self.null_writes: list[tuple[str, Any]] = []
         self.resume: ResumeMap | None = None
@@ -208,6 +209,8 @@ class _Run:
                 )
         else:
             self.check_no_saver_input()
+        if not self.channels:
+            self.start_fresh()
         try:
             yield from self.first()
             while (yield from self.tick()):
@@ -244,6 +247,16 @@ class _Run:
                 "Cannot use Command(resume=...) without checkpointer: compile the graph "
                 "with checkpointer=InMemorySaver() (or SqliteSaver) and pass a thread_id"
             )
+
+    def start_fresh(self) -> None:
+        """Begin from no saved state: empty channels, and an id for the empty checkpoint.
+
+        The id is needed now only if no checkpoint will be saved (task ids hash it);
+        otherwise saving the input checkpoint gives it one.
+        """
+        self.channels = self.spec.fresh_channels({})
+        if not (self.opts.has_saver or self.streams_checkpoints):
+            self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
 
     def restore(self, saved: CheckpointTuple | None) -> None:
         if saved is None:
@@ -375,8 +388,12 @@ class _Run:
         ):
             kind: Any = type(inp)  # pyright: ignore[reportUnknownVariableType]
             raise TypeError(f"Expected the graph input to be a dict, got {kind.__name__}")
-        discard = prepare_tasks(
-            self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
+        discard = (
+            prepare_tasks(
+                self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
+            )
+            if self.checkpoint["channel_versions"]  # a new thread has no pending tasks
+            else []
         )
         for t in discard:
             t.writes = []

@@ -27,6 +27,9 @@ FORMAT = "ppjson/1"
 T = TypeVar("T", bound=type)
 
 
+_json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+
 def _text_encoder(settings: json.JSONEncoder) -> Callable[[Any], str]:
     """``settings.encode`` for a JSON-native tree, made once.
 
@@ -89,7 +92,7 @@ class Serializer:
 
     """
 
-    __slots__ = ("_decoder", "_encoder", "_json", "_text", "registry")
+    __slots__ = ("_decoder", "_encoder", "_json", "_scan", "_text", "registry")
 
     def __init__(self, allowed_types: Iterable[type | tuple[type, str]] = ()) -> None:
         self.registry = TypeRegistry(allowed_types)
@@ -99,6 +102,7 @@ class Serializer:
         )
         self._text = _text_encoder(self._json)
         self._decoder = json.JSONDecoder(object_hook=make_object_hook(self.registry))
+        self._scan = self._decoder.scan_once
 
     def register(self, cls: T, *, name: str | None = None) -> T:
         """Allow ``cls`` (Enum, dataclass, NamedTuple, Pydantic model); usable as a decorator.
@@ -176,8 +180,12 @@ class Serializer:
         if obj is None:  # the commonest pending write: an edge trigger's value
             return b"null"
         kind: type[Any] = type(obj)  # pyright: ignore[reportUnknownVariableType]
-        if kind is str or kind is int or kind is bool:  # JSON as they are; no tree to walk
-            return self._json.encode(obj).encode("ascii")
+        if kind is str:  # JSON as they are: no tree to walk
+            return _json_string(obj).encode("ascii")
+        if kind is int:
+            return int.__repr__(obj).encode("ascii")
+        if kind is bool:
+            return b"true" if obj else b"false"
         return self._text(self.to_tree(obj, label=label)).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
@@ -190,7 +198,15 @@ class Serializer:
         """
         try:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
-            return self._decoder.decode(text)
+            # The scanner directly: JSONDecoder.decode adds two regex matches and
+            # two calls around it (a third of decoding a small value).
+            try:
+                value, end = self._scan(text, 0)
+            except StopIteration:
+                end = -1
+            if end != len(text):  # whitespace around it, or an error worth its message
+                value = self._decoder.decode(text)
+            return value
         except CheckpointDecodeError as exc:
             raise CheckpointDecodeError(f"cannot decode a stored value: {exc}") from None
         except Exception as exc:  # any failure inside a crafted payload is a decode error
