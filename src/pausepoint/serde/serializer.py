@@ -102,7 +102,8 @@ class Serializer:
         )
         self._text = _text_encoder(self._json)
         self._decoder = json.JSONDecoder(object_hook=make_object_hook(self.registry))
-        self._scan = self._decoder.scan_once
+        # Set by JSONDecoder.__init__ (the C scanner when available); not in its stubs.
+        self._scan: Callable[[str, int], tuple[Any, int]] = getattr(self._decoder, "scan_once")  # noqa: B009
 
     def register(self, cls: T, *, name: str | None = None) -> T:
         """Allow ``cls`` (Enum, dataclass, NamedTuple, Pydantic model); usable as a decorator.
@@ -200,6 +201,7 @@ class Serializer:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             # The scanner directly: JSONDecoder.decode adds two regex matches and
             # two calls around it (a third of decoding a small value).
+            value: Any = None
             try:
                 value, end = self._scan(text, 0)
             except StopIteration:
