@@ -143,16 +143,23 @@ _PUT = """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns, checkpoi
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = excluded.parent_checkpoint_id, type = excluded.type,
     checkpoint = excluded.checkpoint, metadata = excluded.metadata"""
-_INSERT_WRITE = """INSERT INTO pausepoint_writes (thread_id, checkpoint_ns, checkpoint_id,
-    task_id, idx, channel, type, value, task_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) """
-_WRITE_IGNORE = _INSERT_WRITE + "DO NOTHING"
-_WRITE_UPSERT = (
-    _INSERT_WRITE + "DO UPDATE SET channel = excluded.channel, type = excluded.type, "
-    "value = excluded.value, task_path = excluded.task_path"
-)
+_INSERT_WRITES = """INSERT INTO pausepoint_writes (thread_id, checkpoint_ns, checkpoint_id,
+    task_id, idx, channel, type, value, task_path) VALUES """
+_WRITE_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# Ordinary writes (idx >= 0) are kept once; special ones (idx < 0) are replaced. One
+# statement does both, so a task's writes are one round trip and atomic on their own.
+_ON_WRITE_CONFLICT = """ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+    DO UPDATE SET channel = excluded.channel, type = excluded.type,
+    value = excluded.value, task_path = excluded.task_path WHERE excluded.idx < 0"""
+WRITE_ROWS_PER_STATEMENT = 500
+"""Rows per INSERT (9 parameters each; SQLite allows 32,766 per statement)."""
 _SELECT_WRITES = """SELECT task_id, channel, type, value FROM pausepoint_writes
     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY seq"""
+_WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDER BY seq),
+    array_agg(type ORDER BY seq), array_agg(value ORDER BY seq) FROM pausepoint_writes w
+    WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
+    AND w.checkpoint_id = c.checkpoint_id"""
+"""PostgreSQL: a checkpoint's pending writes as four arrays (NULL when it has none)."""
 _CHECKPOINT_KEYS = frozenset({"v", "id", "channel_values", "channel_versions", "versions_seen"})
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
 
@@ -263,11 +270,19 @@ def get_tuple_flow(
         sql, params = _SELECT_LATEST, (thread, ns)
     else:
         sql, params = _SELECT_ONE, (thread, ns, checkpoint_id)
+    if dialect.name == "postgres":
+        # One round trip: the writes come along as arrays in the checkpoint's row.
+        sql = f"SELECT c.*, w.* FROM ({sql}) c LEFT JOIN LATERAL ({_WRITE_ARRAYS}) w ON true"
     rows = yield Statement(dialect.sql(sql), params, fetch=True)
     if not rows:
         return None
-    writes = yield _writes_of(dialect, rows[0])
-    return _to_tuple(rows[0], writes, codec, codec.load_metadata(rows[0][6]))
+    row = rows[0]
+    if dialect.name == "postgres":
+        tasks, channels, types, values = row[7:11]
+        writes: Rows = list(zip(tasks, channels, types, values, strict=True)) if tasks else []
+    else:
+        writes = yield _writes_of(dialect, row)
+    return _to_tuple(row, writes, codec, codec.load_metadata(row[6]))
 
 
 def _filter_sql(
@@ -370,20 +385,28 @@ def put_writes_flow(
     thread, ns, checkpoint_id = config_keys(config)
     if checkpoint_id is None:
         raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-    rows: list[tuple[bool, Row]] = []
+    # Position of the first write to a slot, value of the last: what one upsert per
+    # write would leave (one statement may not touch a row twice).
+    rows: dict[int, Row] = {}
     for n, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, n)
         type_, blob = codec.dump(value, f"the write to channel {channel!r} of task {task_id!r}")
-        row = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
-        rows.append((idx < 0, row))
-    # One executemany per run of same-kind rows keeps the insertion order in ``seq``.
-    start = 0
-    for end in range(1, len(rows) + 1):
-        if end == len(rows) or rows[end][0] != rows[start][0]:
-            text = _WRITE_UPSERT if rows[start][0] else _WRITE_IGNORE
-            yield Statement(dialect.sql(text), [r for _, r in rows[start:end]], many=True)
-            start = end
+        rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
+    ordered = list(rows.values())
+    for start in range(0, len(ordered), WRITE_ROWS_PER_STATEMENT):
+        chunk = ordered[start : start + WRITE_ROWS_PER_STATEMENT]
+        text = _INSERT_WRITES + ", ".join([_WRITE_ROW] * len(chunk)) + _ON_WRITE_CONFLICT
+        yield Statement(dialect.sql(text), [v for row in chunk for v in row])
     return None
+
+
+def one_statement(writes: Sequence[object]) -> bool:
+    """Whether :func:`put_writes_flow` stores ``writes`` in a single statement.
+
+    A single statement is atomic by itself, so a saver in autocommit mode need not
+    wrap it in a transaction (a round trip each for BEGIN and COMMIT).
+    """
+    return len(writes) <= WRITE_ROWS_PER_STATEMENT
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:

@@ -5,7 +5,8 @@ For many workers on many machines sharing threads. Install the extra with
 lock) or a ``psycopg_pool`` pool (a connection per call, no shared lock).
 Connections must use ``autocommit=True``; give them ``prepare_threshold=None``
 when a pooler (PgBouncer) sits in between — ``from_conn_string`` does both.
-Each write is one transaction. SQL and row mapping are shared with SQLite
+Each write is atomic: one statement in autocommit mode (no BEGIN/COMMIT round
+trips), or one transaction when it needs several. SQL and row mapping are shared with SQLite
 (:mod:`pausepoint.checkpoint._sql`); the two classes differ only in how they get
 a cursor.
 
@@ -170,7 +171,7 @@ class PostgresSaver(BaseCheckpointSaver):
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
         flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata)
-        return self._run(flow, write=True)
+        return self._run(flow)  # one statement: atomic without BEGIN/COMMIT round trips
 
     def put_writes(
         self,
@@ -183,7 +184,7 @@ class PostgresSaver(BaseCheckpointSaver):
         flow = _sql.put_writes_flow(
             _D, self._codec, config, writes, task_id=task_id, task_path=task_path
         )
-        self._run(flow, write=True)
+        self._run(flow, write=not _sql.one_statement(writes))
 
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -280,7 +281,7 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     ) -> RunnableConfig:
         """Async ``put``; see :mod:`pausepoint.checkpoint.base`."""
         flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata)
-        return await self._run(flow, write=True)
+        return await self._run(flow)  # one statement: atomic without BEGIN/COMMIT
 
     async def aput_writes(
         self,
@@ -293,7 +294,7 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         flow = _sql.put_writes_flow(
             _D, self._codec, config, writes, task_id=task_id, task_path=task_path
         )
-        await self._run(flow, write=True)
+        await self._run(flow, write=not _sql.one_statement(writes))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``; see :mod:`pausepoint.checkpoint.base`."""

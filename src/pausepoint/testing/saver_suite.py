@@ -271,6 +271,24 @@ class SaverConformance:
         assert order == [*expected, ("task-c", "i"), ("task-c", "b2")]
 
     @pytest.mark.asyncio
+    async def test_many_writes_and_repeated_special_writes(
+        self, ops: SaverOps, thread: str
+    ) -> None:
+        """Many writes in one call keep their order; a repeated special write keeps both.
+
+        Both meaning: its first position and its last value.
+        """
+        (config,) = await _chain(ops, thread, 1)
+        many = [(f"c{n}", n) for n in range(1234)]
+        await ops.put_writes(config, [*many, (ERROR, "first"), (ERROR, "last")], "task-1")
+        got = await ops.get_tuple(config)
+        assert got is not None
+        writes = got.pending_writes or []
+        assert [(w.channel, w.value) for w in writes[:-1]] == many
+        assert writes[-1].channel == ERROR
+        assert "last" in str(writes[-1].value)
+
+    @pytest.mark.asyncio
     async def test_writes_belong_to_their_checkpoint(self, ops: SaverOps, thread: str) -> None:
         """Writes are kept per checkpoint, in ``get_tuple`` and ``list`` alike."""
         first, second = await _chain(ops, thread, 2)
