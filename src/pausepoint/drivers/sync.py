@@ -59,18 +59,20 @@ def drive(
             except StopIteration as stop:
                 return stop.value
             send, error = None, None
-            match effect:
-                case Emit(ns=ns, mode=mode, payload=payload):
-                    yield (ns, mode, payload)
-                case NextOutcome():
-                    send = yield from _next_outcome(events)
-                case RunTasks(tasks=tasks):
-                    pool = _start_all(tasks, events, pool, max_workers, calls)
-                case _:
-                    try:
-                        send = perform(saver, effect)
-                    except Exception as exc:  # sent into the loop, which decides
-                        error = exc
+            # Dispatch on the exact type: every step passes here several times, and a
+            # match on class patterns tries each pattern's isinstance in turn.
+            kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
+            if kind is NextOutcome:
+                send = yield from _next_outcome(events)
+            elif kind is RunTasks:
+                pool = _start_all(effect.tasks, events, pool, max_workers, calls)
+            elif kind is Emit:
+                yield (effect.ns, effect.mode, effect.payload)
+            else:
+                try:
+                    send = perform(saver, effect)
+                except Exception as exc:  # sent into the loop, which decides
+                    error = exc
     finally:
         loop.close()
         calls.close()
@@ -185,7 +187,7 @@ def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[s
     try:
         call = next(body)
         while True:
-            result = call.sync(*call.args, **call.kwargs)
+            result = call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
             if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
                 import asyncio  # only for an async node under the sync driver
 

@@ -43,8 +43,7 @@ def node_body(
     else:
         result = yield _node_call(node, task.input, config, channels)
         writes = result_writes(spec, node, result, task.ns)
-    writes.extend((chan, None) for chan in node.edges)
-    writes.extend((chan, node.name) for chan in node.joins)
+    writes.extend(node.after_writes)
     for branch in node.branches:
         state = fresh_state(spec, node, channels, writes)
         kwargs = {"config": config()} if branch.accepts_config else {}

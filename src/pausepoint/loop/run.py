@@ -485,8 +485,12 @@ class _Run:
         yield RunTasks([prepare_for_execution(frame, t) for t in to_run])
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
+        quiet = not (self.opts.has_saver or self.streams_updates or self.streams_tasks)
         for _ in to_run:
             outcome: Outcome = yield _NEXT_OUTCOME
+            if quiet and outcome.error is None:  # nothing to save or report: just keep it
+                outcome.task.writes = list(outcome.writes)
+                continue
             yield from self.finish(outcome, interrupts, errors)
         if errors:
             raise errors[0]

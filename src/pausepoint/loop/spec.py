@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.constants import PULL
 from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:
@@ -52,6 +53,16 @@ class NodeProc:
     """Keyword arguments to pass: ``config``, ``writer``, ``previous``."""
     returns: tuple[str, str] | None = None
     """Write the return value to these ``(output, saved)`` channels (an entrypoint)."""
+    after_writes: tuple[tuple[str, Any], ...] = dataclasses.field(init=False)
+    """The writes that follow every run: edge triggers, then join marks (made once)."""
+    pull_key: str = dataclasses.field(init=False)
+    """The node's part of its pull task's id (see ``loop.tasks.task_id``), made once."""
+
+    def __post_init__(self) -> None:
+        after = [(chan, None) for chan in self.edges]
+        after += [(chan, self.name) for chan in self.joins]
+        object.__setattr__(self, "after_writes", tuple(after))
+        object.__setattr__(self, "pull_key", f"{self.name}\x00{PULL}\x00{self.name}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -46,9 +46,16 @@ class Task:
 
 def task_id(checkpoint_id: str, ns: str, step: int, name: str, kind: str, key: str) -> str:
     """A uuid-shaped xxh3-128 digest of the task's coordinates."""
-    digest = xxh3_128_hexdigest(
-        "\x00".join((checkpoint_id, ns, str(step), name, kind, key)).encode()
-    )
+    return _hashed(f"{checkpoint_id}\x00{ns}\x00{step}\x00{name}\x00{kind}\x00{key}")
+
+
+def _pull_task_id(checkpoint_id: str, ns: str, step: int, node: NodeProc) -> str:
+    """``task_id`` of ``node``'s pull task, from the part of the key made at compile time."""
+    return _hashed(f"{checkpoint_id}\x00{ns}\x00{step}\x00{node.pull_key}")
+
+
+def _hashed(key: str) -> str:
+    digest = xxh3_128_hexdigest(key.encode())
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
 
 
@@ -81,7 +88,7 @@ def prepare_tasks(
     seen_all = checkpoint["versions_seen"]
     for node in _candidates(spec, updated):
         if _is_triggered(node, channels, versions, seen_all.get(node.name, _NONE_SEEN)):
-            tid = task_id(checkpoint["id"], ns, step, node.name, PULL, node.name)
+            tid = _pull_task_id(checkpoint["id"], ns, step, node)
             tasks.append(
                 Task(
                     id=tid,
