@@ -82,16 +82,15 @@ def drive(
 
 def perform(saver: Any, effect: Any) -> Any:
     """Carry out a saver effect with a sync saver."""
-    match effect:
-        case LoadCheckpoint(config=config):
-            return saver.get_tuple(config)
-        case SaveCheckpoint(config=config, checkpoint=cp, metadata=md, new_versions=nv):
-            return saver.put(config, cp, md, nv)
-        case SaveWrites(config=config, writes=writes, task_id=tid, task_path=path):
-            saver.put_writes(config, writes, tid, path)
-            return None
-        case _:
-            raise TypeError(f"unknown effect {effect!r}")
+    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
+    if kind is SaveWrites:
+        saver.put_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
+        return None
+    if kind is SaveCheckpoint:
+        return saver.put(effect.config, effect.checkpoint, effect.metadata, effect.new_versions)
+    if kind is LoadCheckpoint:
+        return saver.get_tuple(effect.config)
+    raise TypeError(f"unknown effect {effect!r}")
 
 
 def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, Outcome]:

