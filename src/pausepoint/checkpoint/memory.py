@@ -26,6 +26,7 @@ from pausepoint.checkpoint.base import (
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
 from pausepoint.serde import Serializer
+from pausepoint.types import Interrupt
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
@@ -36,18 +37,18 @@ class _Stored:
     def __init__(
         self,
         checkpoint: Checkpoint,
-        values: dict[str, bytes],
+        values: dict[str, Any],
         metadata: bytes,
         parent_id: str | None,
     ) -> None:
         # The checkpoint without its values: ids, versions and seen-versions, which
         # are plain str/int data and are copied rather than encoded.
         self.checkpoint = checkpoint
-        self.values = values
+        self.values = values  # an encoding (bytes), or the value itself if immutable
         self.metadata = metadata
         self.parent_id = parent_id
-        # (task_id, idx) -> (channel, encoded value); dict order is insertion order.
-        self.writes: dict[tuple[str, int], tuple[str, bytes]] = {}
+        # (task_id, idx) -> (channel, kept value); dict order is insertion order.
+        self.writes: dict[tuple[str, int], tuple[str, Any]] = {}
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -69,6 +70,7 @@ class InMemorySaver(BaseCheckpointSaver):
         # Holding the object keeps its identity from being reused; per-thread maps
         # let delete_thread drop a thread's entries without scanning the others.
         self._encoded: dict[str, dict[tuple[str, str], tuple[Any, bytes]]] = {}
+        # Immutable values (see _is_frozen) skip both: they are kept as they are.
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -134,17 +136,17 @@ class InMemorySaver(BaseCheckpointSaver):
             if (pid := stored.parent_id)
             else None
         )
-        loads = self.serde.loads
+        thaw = self._thaw
         writes = [
-            PendingWrite(task_id, channel, loads(value))
+            PendingWrite(task_id, channel, thaw(value))
             for (task_id, _idx), (channel, value) in stored.writes.items()
         ]
         return CheckpointTuple(
             config={
                 "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
             },
-            checkpoint=_copy(stored.checkpoint, {k: loads(v) for k, v in stored.values.items()}),
-            metadata=loads(stored.metadata),
+            checkpoint=_copy(stored.checkpoint, {k: thaw(v) for k, v in stored.values.items()}),
+            metadata=self.serde.loads(stored.metadata),
             parent_config=parent,  # type: ignore[arg-type]
             pending_writes=writes,
         )
@@ -174,7 +176,9 @@ class InMemorySaver(BaseCheckpointSaver):
             }
         }
 
-    def _encode(self, thread: str, ns: str, chan: str, value: Any) -> bytes:
+    def _encode(self, thread: str, ns: str, chan: str, value: Any) -> Any:
+        if _is_frozen(value):
+            return value
         key = (ns, chan)
         cache = self._encoded.setdefault(thread, {})
         known = cache.get(key)
@@ -183,6 +187,24 @@ class InMemorySaver(BaseCheckpointSaver):
         blob = self.serde.dumps(value, label=f"channel {chan!r}")
         cache[key] = (value, blob)
         return blob
+
+    def _freeze(self, channel: str, value: Any) -> Any:
+        """What a write keeps: the value itself if immutable, else its encoding."""
+        if _is_frozen(value):
+            return value
+        if type(value) is tuple and value and all(_is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType]
+            found: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
+            return _Interrupts((i.value, i.id) for i in found)
+        return self.serde.dumps(value, label=f"write to {channel!r}")
+
+    def _thaw(self, kept: Any) -> Any:
+        """The value a kept form stands for (a new object wherever it could be changed)."""
+        kind: type[Any] = type(kept)  # pyright: ignore[reportUnknownVariableType]
+        if kind is bytes:
+            return self.serde.loads(kept)
+        if kind is _Interrupts:
+            return tuple(Interrupt(value, iid) for value, iid in kept)
+        return kept
 
     def put_writes(
         self,
@@ -195,10 +217,8 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        copied = [
-            (channel, self.serde.dumps(value, label=f"write to {channel!r}"))
-            for channel, value in writes
-        ]
+        freeze = self._freeze
+        copied = [(channel, freeze(channel, value)) for channel, value in writes]
         with self._lock:
             stored = self._threads.get(thread, {}).get(ns, {}).get(checkpoint_id)
             if stored is None:
@@ -218,6 +238,33 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             self._threads.pop(thread, None)
             self._encoded.pop(thread, None)
+
+
+_FROZEN = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_frozen(value: Any) -> bool:
+    """Immutable, so kept as it is: no copy needed, and nothing to decode on reads.
+
+    Checked before encoding: a counter, a name or an edge trigger's ``None`` is
+    stored and read back without the serializer (they can always be encoded), which
+    is most values and writes of a typical step, and smaller than their encoding.
+    Bytes are not in the list: a kept ``bytes`` is an encoding.
+    """
+    return type(value) in _FROZEN
+
+
+def _is_frozen_interrupt(value: Any) -> bool:
+    return type(value) is Interrupt and type(value.id) is str and _is_frozen(value.value)
+
+
+class _Interrupts(tuple[tuple[Any, str], ...]):
+    """A kept ``INTERRUPT`` write whose values are immutable: ``(value, id)`` pairs.
+
+    Read back as new :class:`Interrupt` objects (they are mutable), with no decoding.
+    """
+
+    __slots__ = ()
 
 
 def _keep(checkpoint: Checkpoint) -> Checkpoint:

@@ -65,7 +65,9 @@ def read_records(
             if w.channel != RESUME:
                 null_writes.append((w.channel, w.value))
             continue
-        rec = records.setdefault(w.task_id, TaskRecord())
+        rec = records.get(w.task_id)
+        if rec is None:
+            rec = records[w.task_id] = TaskRecord()
         if w.channel == INTERRUPT:
             found: Any = w.value or ()
             rec.interrupts = tuple(found)

@@ -564,10 +564,12 @@ class _Run:
     def suppress(self, exc: GraphInterrupt) -> Generator[Effect, Any, RunResult]:
         """The root graph swallows interrupts and reports them with the output."""
         if self.tasks and any(t.writes for t in self.tasks):
+            # The output shows what finished siblings wrote (as LangGraph's does);
+            # applied to a scratch copy, so the checkpoint stays as saved.
             scratch = copy_checkpoint(self.checkpoint)
             done = [t for t in self.tasks if t.writes]
             updated = apply_writes(scratch, self.channels, done)
-            if self.wants("values") and not updated.isdisjoint(self.out_keys):
+            if self.streams_values and not updated.isdisjoint(self.out_keys):
                 yield self.emit("values", self.output())
         if not exc.interrupts and self.wants("updates"):
             yield self.emit("updates", {INTERRUPT: ()})
