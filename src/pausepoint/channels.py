@@ -58,7 +58,12 @@ class Channel:
         return new
 
     def _empty_copy(self) -> Channel:
-        return type(self)(self.key)
+        # Every run spawns every channel of its graph: a copy of the slots is ~2x
+        # cheaper than going through the __init__ chain again.
+        new = object.__new__(type(self))
+        new.key = self.key
+        new.value = MISSING
+        return new
 
     def get(self) -> Any:
         """The current value; raises ``EmptyChannelError`` when there is none."""
@@ -111,7 +116,11 @@ class EphemeralValue(Channel):
         self.guard = guard
 
     def _empty_copy(self) -> Channel:
-        return EphemeralValue(self.key, self.guard)
+        new = object.__new__(EphemeralValue)
+        new.key = self.key
+        new.value = MISSING
+        new.guard = self.guard
+        return new
 
     def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
         if not values:

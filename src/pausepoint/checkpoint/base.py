@@ -32,7 +32,6 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
@@ -80,9 +79,12 @@ class CheckpointMetadata(TypedDict, total=False):
     parents: dict[str, str]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class PendingWrite:
-    """One write of a task, saved against the checkpoint of the step it ran in."""
+class PendingWrite(NamedTuple):
+    """One write of a task, saved against the checkpoint of the step it ran in.
+
+    A named tuple, so ``task_id, channel, value = write`` works as with LangGraph's
+    plain tuples (and it is cheap to make: a checkpoint may carry hundreds).
+    """
 
     task_id: str
     channel: str

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.ids import now_iso
 from pausepoint.loop.effects import Emit
-from pausepoint.loop.tasks import Task, prepare_tasks
+from pausepoint.loop.tasks import Task, prepare_tasks, task_input
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
@@ -55,7 +55,8 @@ def task_starts(run: _Run, tasks: Sequence[Task]) -> Generator[Emit, Any, None]:
     for task in tasks:
         if task.node.hidden:
             continue
-        payload = {"id": task.id, "name": task.name, "input": task.input, "triggers": task.triggers}
+        given = task_input(run.spec, task, run.channels)
+        payload = {"id": task.id, "name": task.name, "input": given, "triggers": task.triggers}
         yield from _task_event(run, "task", payload)
 
 

@@ -17,7 +17,7 @@ from pausepoint.errors import InvalidUpdateError, ParentCommand
 from pausepoint.graph.schema import update_as_pairs
 from pausepoint.loop.effects import Call
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
-from pausepoint.loop.tasks import Task, read_values
+from pausepoint.loop.tasks import Task, read_values, task_input
 from pausepoint.types import Command, Send
 
 __all__ = ["node_body", "result_writes"]
@@ -38,10 +38,10 @@ def node_body(
     """
     node = task.node
     if node.name == START:
-        result: Any = task.input
+        result: Any = task_input(spec, task, channels)
         writes = spec.input.input_pairs(result)
     else:
-        result = yield _node_call(node, task.input, config, channels)
+        result = yield _node_call(node, task_input(spec, task, channels), config, channels)
         writes = result_writes(spec, node, result, task.ns)
     writes.extend(node.after_writes)
     for branch in node.branches:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from xxhash import xxh3_128_hexdigest
 
@@ -21,7 +21,7 @@ from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import Send
 
-__all__ = ["Task", "prepare_tasks", "task_id", "task_ns"]
+__all__ = ["UNREAD", "Task", "prepare_tasks", "task_id", "task_input", "task_ns"]
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -94,7 +94,7 @@ def prepare_tasks(
                     id=tid,
                     name=node.name,
                     path=(PULL, node.name),
-                    input=read_input(spec, node, channels),
+                    input=UNREAD,  # read when the task runs: a paused task never does
                     triggers=node.triggers,
                     node=node,
                     ns=task_ns(ns, node.name, tid),
@@ -143,6 +143,28 @@ def _push_task(
         node=node,
         ns=task_ns(ns, node.name, tid),
     )
+
+
+class _Unread:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD: Final = _Unread()
+"""A pull task's input before it is read (see :func:`task_input`)."""
+
+
+def task_input(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> Any:
+    """The task's input, read from the channels on first use (before the step applies).
+
+    Reading it lazily spares the tasks that do not run (paused ones, when a partial
+    resume answers another) a copy of the state each.
+    """
+    if task.input is UNREAD:
+        task.input = read_input(spec, task.node, channels)
+    return task.input
 
 
 def read_input(spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel]) -> Any:
