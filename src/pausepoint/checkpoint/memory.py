@@ -11,8 +11,8 @@ history.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, cast
 
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
@@ -137,8 +137,9 @@ class InMemorySaver(BaseCheckpointSaver):
             else None
         )
         thaw = self._thaw
-        writes = [
-            PendingWrite(task_id, channel, thaw(value))
+        new = _new_write
+        writes: list[PendingWrite] = [
+            new(PendingWrite, (task_id, channel, thaw(value)))
             for (task_id, _idx), (channel, value) in stored.writes.items()
         ]
         return CheckpointTuple(
@@ -239,6 +240,13 @@ class InMemorySaver(BaseCheckpointSaver):
             self._threads.pop(thread, None)
             self._encoded.pop(thread, None)
 
+
+# PendingWrite's own __new__ is a Python-level function; tuple's is not (a checkpoint
+# read makes one per pending write).
+_new_write = cast(
+    "Callable[[type[PendingWrite], tuple[str, str, Any]], PendingWrite]",
+    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
+)
 
 _FROZEN = frozenset({str, int, float, bool, type(None)})
 
