@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -86,17 +86,19 @@ class TaskContext:
     """The running task, as seen from inside its node function.
 
     Read-only once made. ``config``, ``nest`` and ``calls`` are either given or
-    made on first use by ``origin`` (most nodes never read them).
+    made on first use by ``origin`` (most nodes never read them); the scratchpad is
+    made on first use from the saved answers in ``resume``.
     """
 
     __slots__ = (
         "_calls",
         "_config",
         "_nest",
+        "_resume",
+        "_scratchpad",
         "checkpoint_ns",
         "name",
         "origin",
-        "scratchpad",
         "spawn",
         "stream_writer",
         "task_id",
@@ -107,9 +109,10 @@ class TaskContext:
         name: str,
         task_id: str,
         checkpoint_ns: str,
-        scratchpad: Scratchpad,
+        scratchpad: Scratchpad | None,
         stream_writer: Callable[[Any], None],
         *,
+        resume: Sequence[Any] = (),
         config: RunnableConfig | None = None,
         nest: NestInfo | None = None,
         calls: CallSite | None = None,
@@ -119,13 +122,21 @@ class TaskContext:
         self.name = name
         self.task_id = task_id
         self.checkpoint_ns = checkpoint_ns
-        self.scratchpad = scratchpad
+        self._scratchpad = scratchpad
+        self._resume = resume
         self.stream_writer = stream_writer
         self.spawn = spawn
         self.origin = origin
         self._config = config
         self._nest = nest
         self._calls = calls
+
+    @property
+    def scratchpad(self) -> Scratchpad:
+        """The task's interrupt and call counters (made on first use from ``resume``)."""
+        if self._scratchpad is None:
+            self._scratchpad = Scratchpad(list(self._resume))
+        return self._scratchpad
 
     @property
     def config(self) -> RunnableConfig:

@@ -17,7 +17,7 @@ from pausepoint.loop.effects import Call
 from pausepoint.loop.node import node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
-from pausepoint.scratchpad import NestInfo, Scratchpad, TaskContext
+from pausepoint.scratchpad import NestInfo, TaskContext
 from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:
@@ -155,8 +155,9 @@ class ExecTask:
             task.name,
             task.id,
             task.ns,
-            Scratchpad(list(self.saved_resume)),
+            None,
             self.frame.writer,
+            resume=self.saved_resume,
             spawn=spawn,
             origin=self,
         )
