@@ -239,6 +239,8 @@ class SaverConformance:
             PendingWrite("task-1", "a", 1),
             PendingWrite("task-1", "b", 2),
         ]
+        task_id, channel, value = got.pending_writes[0]  # unpacks like LangGraph's tuples
+        assert (task_id, channel, value) == ("task-1", "a", 1)
 
     @pytest.mark.asyncio
     async def test_special_writes_are_upserted(self, ops: SaverOps, thread: str) -> None:
