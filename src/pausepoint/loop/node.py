@@ -20,7 +20,7 @@ from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 from pausepoint.loop.tasks import Task, read_values, task_input
 from pausepoint.types import Command, Send
 
-__all__ = ["node_body", "result_writes"]
+__all__ = ["input_writes", "node_body", "result_writes"]
 
 Writes = list[tuple[str, Any]]
 _NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
@@ -38,12 +38,11 @@ def node_body(
     """
     node = task.node
     if node.name == START:
-        result: Any = task_input(spec, task, channels)
-        writes = spec.input.input_pairs(result)
+        writes = input_writes(spec, task, channels)
     else:
         result = yield _node_call(node, task_input(spec, task, channels), config, channels)
         writes = result_writes(spec, node, result, task.ns)
-    writes.extend(node.after_writes)
+        writes.extend(node.after_writes)
     for branch in node.branches:
         state = fresh_state(spec, node, channels, writes)
         kwargs = {"config": config()} if branch.accepts_config else {}
@@ -51,6 +50,17 @@ def node_body(
             branch.path, branch.path if branch.path_is_async else None, (state,), kwargs
         )
         writes.extend(branch_writes(spec, branch, dest))
+    return writes
+
+
+def input_writes(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> Writes:
+    """The writes of the ``__start__`` task: the graph input as state updates, then its edges.
+
+    Pure (no user code), so the loop may apply it without a driver round trip when the
+    start node has no conditional edges.
+    """
+    writes = spec.input.input_pairs(task_input(spec, task, channels))
+    writes.extend(task.node.after_writes)
     return writes
 
 
