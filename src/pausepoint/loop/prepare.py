@@ -22,9 +22,9 @@ from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
-    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+    from pausepoint.loop.run import RunOptions, _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["ExecTask", "StepFrame", "prepare_for_execution"]
+__all__ = ["ExecTask", "StepFrame", "custom_writer", "prepare_for_execution"]
 
 
 class StepFrame:
@@ -61,14 +61,7 @@ class StepFrame:
         self.save_config = (
             run.saved_config if opts.has_saver and opts.durability != "exit" else None
         )
-        self.writer: Callable[[Any], None] = _ignore
-        sink, ns = opts.sink, opts.ns
-        if sink is not None and "custom" in opts.stream_modes:
-
-            def write_custom(value: Any) -> None:
-                sink(ns, "custom", value)
-
-            self.writer = write_custom
+        self.writer = run.custom_writer
         self._nest: NestInfo | None = None
 
     def nest(self) -> NestInfo:
@@ -165,6 +158,18 @@ class ExecTask:
     def body(self) -> Generator[Call, Any, list[tuple[str, Any]]]:
         """A fresh run of the node (a generator of calls for the driver)."""
         return node_body(self.frame.spec, self.task, self.config, self.frame.channels)
+
+
+def custom_writer(opts: RunOptions) -> Callable[[Any], None]:
+    """What ``get_stream_writer()`` returns in this run's tasks (made once per run)."""
+    sink, ns = opts.sink, opts.ns
+    if sink is None or "custom" not in opts.stream_modes:
+        return _ignore
+
+    def write_custom(value: Any) -> None:
+        sink(ns, "custom", value)
+
+    return write_custom
 
 
 def prepare_for_execution(frame: StepFrame, task: Task) -> ExecTask:

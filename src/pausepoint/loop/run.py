@@ -53,7 +53,7 @@ from pausepoint.loop.pending import (
     pending_interrupts,
     read_records,
 )
-from pausepoint.loop.prepare import StepFrame, prepare_for_execution
+from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks
 from pausepoint.loop.writes import InputWrites, VersionClock, apply_writes
@@ -124,6 +124,8 @@ class _Run:
         self.streams_updates = "updates" in modes
         self.streams_tasks = "tasks" in modes or "debug" in modes
         self.streams_checkpoints = "checkpoints" in modes or "debug" in modes
+        # Whether anyone can see the checkpoints of this run (a saver, or a stream).
+        self.checkpoint_visible = opts.has_saver or self.streams_checkpoints
         # Channels the last applied step changed; None while unknown (after loading a
         # checkpoint), which makes the next step consider every node.
         self.updated: set[str] | None = None
@@ -135,6 +137,7 @@ class _Run:
         self.epoch = 0
         self._prepared: tuple[tuple[str, int, int], list[Task]] | None = None
         self.clock = VersionClock()
+        self.custom_writer = custom_writer(opts)
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -157,9 +160,13 @@ class _Run:
         else:
             self.unsaved.append((task_id, writes))
 
-    def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
+    def forget_step(self) -> None:
+        """Drop what belonged to the checkpoint the run is leaving."""
         self.records, self.null_writes, self.unsaved = {}, [], []
-        if not (self.opts.has_saver or self.streams_checkpoints):
+
+    def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
+        self.forget_step()
+        if not self.checkpoint_visible:
             # Nobody can see this checkpoint, so it keeps the run's first id: task
             # ids hash the step too, so they still differ from step to step. (A new
             # id and timestamp were ~10% of a step without a checkpointer.)
@@ -255,7 +262,7 @@ class _Run:
         otherwise saving the input checkpoint gives it one.
         """
         self.channels = self.spec.fresh_channels({})
-        if not (self.opts.has_saver or self.streams_checkpoints):
+        if not self.checkpoint_visible:
             self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
 
     def restore(self, saved: CheckpointTuple | None) -> None:
@@ -422,9 +429,9 @@ class _Run:
         to_run, paused = self.match_records()
         if self.streams_updates and len(to_run) < len(self.tasks):
             yield from out.cached_updates(self)
-        if self.should_interrupt(self.opts.interrupt_before):
+        if self.opts.interrupt_before and self.should_interrupt(self.opts.interrupt_before):
             raise GraphInterrupt(())
-        interrupts = [i for t in paused for i in self.records[t.id].interrupts]
+        interrupts = [i for t in paused for i in self.records[t.id].interrupts] if paused else []
         self.pausing = bool(paused)
         if to_run:
             interrupts += yield from self.execute(to_run)
@@ -554,11 +561,14 @@ class _Run:
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):
             yield self.emit("values", self.output())
-        yield from self.save_checkpoint("loop")
+        if self.checkpoint_visible:
+            yield from self.save_checkpoint("loop")
+        else:
+            self.forget_step()
         self.resume = None
         self.resuming = False
         self.step += 1
-        if self.should_interrupt_after(ran):
+        if self.opts.interrupt_after and self.should_interrupt_after(ran):
             raise GraphInterrupt(())
 
     def should_interrupt_after(self, ran: list[Task]) -> bool:
