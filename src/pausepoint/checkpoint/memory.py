@@ -171,7 +171,7 @@ class InMemorySaver(BaseCheckpointSaver):
         thaw = self._thaw
         new = _new_write
         writes: list[PendingWrite] = [
-            new(PendingWrite, (task_id, channel, thaw(value)))
+            new(PendingWrite, (task_id, channel, thaw(value) if type(value) in _THAWED else value))
             for (task_id, _idx), (channel, value) in stored.writes.items()
         ]
         return CheckpointTuple(
@@ -305,6 +305,10 @@ class _Interrupts(tuple[tuple[Any, str], ...]):
     """
 
     __slots__ = ()
+
+
+_THAWED = frozenset({bytes, _Interrupts})
+"""Kept forms that stand for something else (see ``InMemorySaver._thaw``)."""
 
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

@@ -23,7 +23,16 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig, RunnableConfig
-from pausepoint.constants import ERROR, INPUT, INTERRUPT, NO_WRITES, NULL_TASK_ID, RESUME, START
+from pausepoint.constants import (
+    ERROR,
+    INPUT,
+    INTERRUPT,
+    NO_WRITES,
+    NULL_TASK_ID,
+    PULL,
+    RESUME,
+    START,
+)
 from pausepoint.errors import (
     CheckpointerRequiredError,
     EmptyInputError,
@@ -519,11 +528,15 @@ class _Run:
         self, outcome: Outcome, interrupts: list[Interrupt], errors: list[BaseException]
     ) -> Generator[Effect, Any, None]:
         task, err = outcome.task, outcome.error
-        path = repr(task.path) if self.opts.has_saver else ""
+        path = _path_repr(task) if self.opts.has_saver else ""
         if err is None:
             task.writes = list(outcome.writes)
             if self.opts.has_saver:
-                yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
+                writes = task.writes or [(NO_WRITES, None)]
+                if self._saving_now() and self.saved_config is not None:  # save_writes, inline
+                    yield SaveWrites(self.saved_config, writes, task.id, path)
+                else:
+                    self.unsaved.append((task.id, writes))
             if self.streams_updates or self.streams_tasks:
                 yield from out.task_result(self, task, None, ())
         elif isinstance(err, GraphInterrupt):
@@ -607,6 +620,11 @@ class _Run:
 
 
 _NEXT_OUTCOME = NextOutcome()
+
+
+def _path_repr(task: Task) -> str:
+    """``repr(task.path)``, as savers store it; a pull task's is made once per node."""
+    return task.node.pull_path if task.path[0] == PULL else repr(task.path)
 
 
 def _is_pure(task: Task) -> bool:

@@ -57,12 +57,15 @@ class NodeProc:
     """The writes that follow every run: edge triggers, then join marks (made once)."""
     pull_key: str = dataclasses.field(init=False)
     """The node's part of its pull task's id (see ``loop.tasks.task_id``), made once."""
+    pull_path: str = dataclasses.field(init=False)
+    """``repr`` of its pull task's path, as savers store it with the task's writes."""
 
     def __post_init__(self) -> None:
         after = [(chan, None) for chan in self.edges]
         after += [(chan, self.name) for chan in self.joins]
         object.__setattr__(self, "after_writes", tuple(after))
         object.__setattr__(self, "pull_key", f"{self.name}\x00{PULL}\x00{self.name}")
+        object.__setattr__(self, "pull_path", repr((PULL, self.name)))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
