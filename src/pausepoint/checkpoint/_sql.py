@@ -152,7 +152,9 @@ _ON_WRITE_CONFLICT = """ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, t
     DO UPDATE SET channel = excluded.channel, type = excluded.type,
     value = excluded.value, task_path = excluded.task_path WHERE excluded.idx < 0"""
 WRITE_ROWS_PER_STATEMENT = 500
-"""Rows per INSERT (9 parameters each; SQLite allows 32,766 per statement)."""
+"""Rows per INSERT on PostgreSQL (9 parameters each; it allows 65,535 per statement)."""
+_SQLITE_ROWS_PER_STATEMENT = 100
+"""SQLite before 3.32 allows only 999 parameters per statement (Ubuntu 20.04 has 3.31)."""
 _SELECT_WRITES = """SELECT task_id, channel, type, value FROM pausepoint_writes
     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY seq"""
 _WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDER BY seq),
@@ -393,15 +395,16 @@ def put_writes_flow(
         type_, blob = codec.dump(value, f"the write to channel {channel!r} of task {task_id!r}")
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     ordered = list(rows.values())
-    for start in range(0, len(ordered), WRITE_ROWS_PER_STATEMENT):
-        chunk = ordered[start : start + WRITE_ROWS_PER_STATEMENT]
+    size = WRITE_ROWS_PER_STATEMENT if dialect.name == "postgres" else _SQLITE_ROWS_PER_STATEMENT
+    for start in range(0, len(ordered), size):
+        chunk = ordered[start : start + size]
         text = _INSERT_WRITES + ", ".join([_WRITE_ROW] * len(chunk)) + _ON_WRITE_CONFLICT
         yield Statement(dialect.sql(text), [v for row in chunk for v in row])
     return None
 
 
 def one_statement(writes: Sequence[object]) -> bool:
-    """Whether :func:`put_writes_flow` stores ``writes`` in a single statement.
+    """Whether :func:`put_writes_flow` stores ``writes`` in a single PostgreSQL statement.
 
     A single statement is atomic by itself, so a saver in autocommit mode need not
     wrap it in a transaction (a round trip each for BEGIN and COMMIT).
