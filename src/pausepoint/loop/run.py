@@ -159,15 +159,27 @@ class _Run:
     def _saving_now(self) -> bool:
         return self.opts.has_saver and self.opts.durability != "exit"
 
+    def writes_effect(
+        self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
+    ) -> SaveWrites | None:
+        """The effect that saves a task's writes now, or None (kept for later, or no saver).
+
+        A plain method, so the per-task hot path in ``finish`` yields the effect
+        without making a generator for it.
+        """
+        if not self.opts.has_saver:
+            return None
+        if self._saving_now() and self.saved_config is not None:
+            return SaveWrites(self.saved_config, writes, task_id, path)
+        self.unsaved.append((task_id, writes))
+        return None
+
     def save_writes(
         self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
     ) -> Generator[Effect, Any, None]:
-        if not self.opts.has_saver:
-            return
-        if self._saving_now() and self.saved_config is not None:
-            yield SaveWrites(self.saved_config, writes, task_id, path)
-        else:
-            self.unsaved.append((task_id, writes))
+        effect = self.writes_effect(task_id, writes, path)
+        if effect is not None:
+            yield effect
 
     def forget_step(self) -> None:
         """Drop what belonged to the checkpoint the run is leaving."""
@@ -531,12 +543,9 @@ class _Run:
         path = _path_repr(task) if self.opts.has_saver else ""
         if err is None:
             task.writes = list(outcome.writes)
-            if self.opts.has_saver:
-                writes = task.writes or [(NO_WRITES, None)]
-                if self._saving_now() and self.saved_config is not None:  # save_writes, inline
-                    yield SaveWrites(self.saved_config, writes, task.id, path)
-                else:
-                    self.unsaved.append((task.id, writes))
+            saving = self.writes_effect(task.id, task.writes or [(NO_WRITES, None)], path)
+            if saving is not None:
+                yield saving
             if self.streams_updates or self.streams_tasks:
                 yield from out.task_result(self, task, None, ())
         elif isinstance(err, GraphInterrupt):
