@@ -71,26 +71,27 @@ async def drive(
                 result.append(stop.value)
                 return
             send, error = None, None
-            match effect:
-                case Emit(ns=ns, mode=mode, payload=payload):
-                    yield (ns, mode, payload)
-                case NextOutcome():
-                    while True:
-                        kind, item = await sink.queue.get()
-                        if kind == "done":
-                            send = item
-                            break
-                        yield item
-                case RunTasks(tasks=tasks):
-                    for task in tasks:
-                        t = asyncio.create_task(_start(task, sink, calls))  # pyright: ignore[reportArgumentType]
-                        running.add(t)
-                        t.add_done_callback(running.discard)
-                case _:
-                    try:
-                        send = await perform(saver, effect)
-                    except Exception as exc:  # sent into the loop, which decides
-                        error = exc
+            # Exact-type dispatch, as in the sync driver.
+            kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
+            if kind is NextOutcome:
+                while True:
+                    event, item = await sink.queue.get()
+                    if event == "done":
+                        send = item
+                        break
+                    yield item
+            elif kind is RunTasks:
+                for task in effect.tasks:
+                    t = asyncio.create_task(_start(task, sink, calls))
+                    running.add(t)
+                    t.add_done_callback(running.discard)
+            elif kind is Emit:
+                yield (effect.ns, effect.mode, effect.payload)
+            else:
+                try:
+                    send = await perform(saver, effect)
+                except Exception as exc:  # sent into the loop, which decides
+                    error = exc
     finally:
         loop.close()
         for t in running:
@@ -99,16 +100,17 @@ async def drive(
 
 async def perform(saver: Any, effect: Any) -> Any:
     """Carry out a saver effect with an async saver."""
-    match effect:
-        case LoadCheckpoint(config=config):
-            return await saver.aget_tuple(config)
-        case SaveCheckpoint(config=config, checkpoint=cp, metadata=md, new_versions=nv):
-            return await saver.aput(config, cp, md, nv)
-        case SaveWrites(config=config, writes=writes, task_id=tid, task_path=path):
-            await saver.aput_writes(config, writes, tid, path)
-            return None
-        case _:
-            raise TypeError(f"unknown effect {effect!r}")
+    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
+    if kind is SaveWrites:
+        await saver.aput_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
+        return None
+    if kind is SaveCheckpoint:
+        return await saver.aput(
+            effect.config, effect.checkpoint, effect.metadata, effect.new_versions
+        )
+    if kind is LoadCheckpoint:
+        return await saver.aget_tuple(effect.config)
+    raise TypeError(f"unknown effect {effect!r}")
 
 
 async def _start(task: ExecTask, sink: AsyncSink, calls: AsyncCalls) -> None:
