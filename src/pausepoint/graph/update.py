@@ -23,7 +23,7 @@ from pausepoint.checkpoint.base import (
     copy_checkpoint,
     empty_checkpoint,
 )
-from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
+from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import END, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
@@ -62,8 +62,7 @@ def update_effects(
             raise InvalidUpdateError("bulk_update_state got an empty superstep")
         sources = [_update_task(spec, base, u) for u in updates]
         apply_writes(base.checkpoint, base.channels, sources)
-        base.checkpoint["id"] = new_checkpoint_id()
-        base.checkpoint["ts"] = now_iso()
+        base.checkpoint["id"], base.checkpoint["ts"] = new_stamp()
         base.checkpoint["channel_values"] = {
             k: v for k, c in base.channels.items() if (v := c.checkpoint()) is not MISSING
         }
@@ -82,7 +81,7 @@ def _base(
     spec: GraphSpec, saved: CheckpointTuple | None, conf: dict[str, Any], apply_pending: bool
 ) -> _Base:
     if saved is None:
-        checkpoint = empty_checkpoint(new_checkpoint_id(), now_iso())
+        checkpoint = empty_checkpoint(*new_stamp())
         channels = spec.fresh_channels({})
         return _Base(checkpoint, channels, 0, {"configurable": conf}, [])
     checkpoint = copy_checkpoint(saved.checkpoint)

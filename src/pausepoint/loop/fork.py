@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_128_hexdigest
 
-from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
+from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.constants import INTERRUPT, RESUME
 from pausepoint.loop.effects import SaveCheckpoint
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
@@ -40,8 +40,7 @@ def fork(run: _Run) -> Generator[Any, Any, dict[str, str]]:
     old_tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, step, ns)
     old_records = run.records
     parent = run.saved_config or run.cfg.with_checkpoint(None)
-    run.checkpoint["id"] = new_checkpoint_id()
-    run.checkpoint["ts"] = now_iso()
+    run.checkpoint["id"], run.checkpoint["ts"] = new_stamp()
     run.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
         "source": "fork",
         "step": step - 1,

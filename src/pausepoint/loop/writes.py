@@ -79,7 +79,7 @@ def apply_writes(
         ordered.sort(key=_sort_key)
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"]
-    next_version = clock.next(versions) if clock is not None else _top(versions) + 1
+    next_version = (clock or VersionClock()).next(versions)
     changed: list[str] = []
     by_channel, ran = _collect(ordered, seen, versions, channels, changed)
     updated: set[str] = set()
@@ -96,7 +96,7 @@ def apply_writes(
                 changed.append(chan)
     if changed:
         _record(checkpoint, channels, changed, next_version)
-        if clock is not None:
+        if clock is not None:  # a throwaway clock needs no update
             clock.top = next_version
     checkpoint["updated_channels"] = sorted(updated) if len(updated) > 1 else list(updated)
     return updated
@@ -149,10 +149,6 @@ def _collect(
 
 def _sort_key(src: WriteSource) -> tuple[str, str]:
     return src.sort_key
-
-
-def _top(versions: Mapping[str, Any]) -> Any:
-    return max(versions.values(), default=0)
 
 
 def _record(
