@@ -325,3 +325,43 @@ def test_a_redefined_class_replaces_the_old_registration() -> None:
     assert type(out) is second
     with pytest.raises(SerializationError):
         ser.dumps(first(1))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"source": "loop", "step": 3, "parents": {}},
+        {"a": None, "b": True, "c": "é\n", "d": -1},
+        {"__pp__": "tuple", "v": 1},  # a user dict that looks tagged: never the fast path
+        {1: "int key"},
+        {"x": 1.5, "y": float("nan")},
+        {"nested": {"k": 1}},
+    ],
+)
+def test_fast_paths_write_what_the_tree_walk_writes(value: Any) -> None:
+    # Scalars and flat str-keyed dicts skip the encoder's walk; the bytes must be the
+    # same as the walk's, or old and new payloads would differ.
+    ser = Serializer()
+    walked = ser._text(ser.to_tree(value)).encode("ascii")  # pyright: ignore[reportPrivateUsage]
+    assert ser.dumps(value) == walked
+    back = ser.loads(walked)
+    assert back.keys() == value.keys()
+
+
+@pytest.mark.parametrize("value", ["text é", 7, -(2**70), True, False, None])
+def test_scalar_fast_path_round_trips(value: Any) -> None:
+    ser = Serializer()
+    assert ser.dumps(value) == ser._text(ser.to_tree(value)).encode("ascii")  # pyright: ignore[reportPrivateUsage]
+    back = ser.loads(ser.dumps(value))
+    assert back == value
+    assert type(back) is type(value)
+
+
+def test_reads_accept_surrounding_whitespace_and_refuse_extra_data() -> None:
+    # Reads go straight to the JSON scanner; anything else falls back to the full
+    # decoder, for whitespace and for a precise error.
+    ser = Serializer()
+    assert ser.loads(b' \n[1, {"a": 2}]\n') == [1, {"a": 2}]
+    for bad in (b"", b"1 2", b'"a" x', b"nul", b"\xff"):
+        with pytest.raises(CheckpointDecodeError, match="cannot decode a stored value"):
+            ser.loads(bad)

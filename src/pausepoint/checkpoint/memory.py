@@ -5,7 +5,8 @@ Everything is lost when the process exits; use
 Values are stored encoded by the same serializer the durable savers use, so a
 value that SQLite or PostgreSQL would refuse is refused here too (at write time,
 naming where it is), and mutating state objects after a step never changes
-history.
+history. Immutable values (str, int, float, bool, None, and interrupts holding
+them) are kept as they are: they always encode, and need no copy.
 """
 
 from __future__ import annotations
