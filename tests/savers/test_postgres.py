@@ -100,3 +100,56 @@ async def test_async_saver_refuses_sync_calls(pg_url: str, pg_schema: str) -> No
             *(saver.aput(CONFIG, make_checkpoint(), make_metadata(i), {}) for i in range(5))
         )
         assert len({c["configurable"]["checkpoint_id"] for c in configs}) == 5
+
+
+def test_a_pause_and_resume_take_nine_statements(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+    # Each write is one statement, atomic without BEGIN/COMMIT, and get_tuple reads a
+    # checkpoint with its writes in one query: 9 round trips (LangGraph's saver: 13).
+    from typing import TypedDict
+
+    import psycopg
+
+    from pausepoint import END, START, Command, StateGraph, interrupt
+
+    class Ask(TypedDict):
+        question: str
+        answer: str
+
+    sent: list[str] = []
+    opened: list[bool] = []
+
+    class Counting(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            sent.append(str(query).split()[0])
+            return super().execute(query, params, **kwargs)
+
+        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
+            sent.append("MANY")
+            super().executemany(query, params_seq, **kwargs)
+
+    def ask(state: Ask) -> dict[str, Any]:
+        return {"answer": interrupt(state["question"])}
+
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        conn.cursor_factory = Counting
+        transaction = conn.transaction
+
+        def counted_transaction(*args: Any, **kwargs: Any) -> Any:
+            opened.append(True)
+            return transaction(*args, **kwargs)
+
+        conn.transaction = counted_transaction  # type: ignore[method-assign]
+        builder = StateGraph(Ask)
+        builder.add_node("ask", ask)
+        builder.add_edge(START, "ask")
+        builder.add_edge("ask", END)
+        graph = builder.compile(checkpointer=saver)
+        cfg: Any = {"configurable": {"thread_id": "count"}}
+        graph.invoke({"question": "ship it?", "answer": ""}, cfg)
+        assert graph.invoke(Command(resume="yes"), cfg)["answer"] == "yes"
+    assert sent.count("SELECT") == 2
+    assert sent.count("INSERT") == 7
+    assert len(sent) == 9
+    assert opened == []
