@@ -163,6 +163,51 @@ def test_resume_value_consumed_once(drive):
     assert drive.invoke(graph, Command(resume="B"), cfg("once"))["answers"] == ["A", "B"]
 
 
+def test_a_task_that_failed_then_pauses_reads_as_paused(drive):
+    """A failure saved by an earlier run is cleared when the task pauses on a re-run.
+
+    LangGraph 1.1.6 keeps showing the old error next to the new interrupt; pausepoint
+    shows the task as paused. A pause that follows no failure saves no error slot.
+    """
+    from pausepoint.constants import ERROR, INTERRUPT
+
+    broken = {"on": True}
+
+    def node(state: S) -> dict[str, Any]:
+        if broken["on"]:
+            raise ValueError("not yet")
+        return {"answers": [interrupt("now?")]}
+
+    g = StateGraph(S)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    saver = InMemorySaver()
+    graph = g.compile(checkpointer=saver)
+    with pytest.raises(ValueError, match="not yet"):
+        drive.invoke(graph, {"answers": []}, cfg("f"))
+    (failed,) = drive.get_state(graph, cfg("f")).tasks
+    assert failed.error is not None
+    assert not failed.interrupts
+    broken["on"] = False
+    assert drive.invoke(graph, None, cfg("f"))["__interrupt__"][0].value == "now?"
+    (paused,) = drive.get_state(graph, cfg("f")).tasks
+    assert paused.error is None
+    assert [i.value for i in paused.interrupts] == ["now?"]
+    saved = saver.get_tuple(cfg("f"))
+    assert saved is not None
+    assert saved.pending_writes is not None
+    assert [(w.channel, w.value) for w in saved.pending_writes if w.channel == ERROR][-1:] == [
+        (ERROR, None)
+    ]
+    assert drive.invoke(graph, Command(resume="ok"), cfg("f"))["answers"] == ["ok"]
+
+    drive.invoke(graph, {"answers": []}, cfg("g"))
+    fresh = saver.get_tuple(cfg("g"))
+    assert fresh is not None
+    assert fresh.pending_writes is not None
+    assert [w.channel for w in fresh.pending_writes] == [INTERRUPT]
+
+
 def test_interrupt_is_not_swallowed_by_except_exception(drive):
     def node(state: S) -> dict[str, Any]:
         try:

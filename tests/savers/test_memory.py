@@ -66,3 +66,121 @@ def test_mutable_values_are_copied_and_unknown_types_refused() -> None:
     after = saver.get_tuple(config)
     assert after is not None
     assert after.pending_writes == []
+
+
+def _put(
+    saver: InMemorySaver,
+    thread: str,
+    versions: dict[str, Any],
+    seen: dict[str, dict[str, Any]],
+    *,
+    parent: str | None = None,
+    stamp: tuple[str, str] | None = None,
+) -> Any:
+    checkpoint = empty_checkpoint(*(stamp or new_stamp()))
+    checkpoint["channel_values"] = dict.fromkeys(versions, "v")
+    checkpoint["channel_versions"] = versions
+    checkpoint["versions_seen"] = seen
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": parent}}
+    return saver.put(config, checkpoint, {"source": "loop", "step": 0, "parents": {}}, {})
+
+
+def _go_idle(saver: InMemorySaver) -> None:
+    """Put to enough other threads that the earlier ones are compacted (shared parts)."""
+    for n in range(40):
+        _put(saver, f"other-{n}", {"x": 1}, {"node": {"x": 1}})
+
+
+def test_equal_versions_of_other_types_stay_apart() -> None:
+    # An idle thread's small version maps and versions_seen entries are shared with
+    # other checkpoints and threads by content; 1, 1.0 and True are equal but must
+    # read back as given.
+    saver = InMemorySaver()
+    configs = {
+        kind: _put(saver, f"t-{kind.__name__}", {"x": kind(1)}, {"node": {"x": kind(1)}})
+        for kind in (int, float, bool)
+    }
+    _go_idle(saver)
+    for kind, config in configs.items():
+        got = saver.get_tuple(config)
+        assert got is not None
+        version = got.checkpoint["channel_versions"]["x"]
+        seen = got.checkpoint["versions_seen"]["node"]["x"]
+        assert (type(version), type(seen)) == (kind, kind)
+
+
+def test_shared_entries_are_copied_for_readers() -> None:
+    # Two threads store equal versions_seen entries (kept once); a reader that edits
+    # what it got changes neither the store nor the other thread.
+    saver = InMemorySaver()
+    first = _put(saver, "a", {"x": 2}, {"node": {"x": 1}})
+    second = _put(saver, "b", {"x": 2}, {"node": {"x": 1}})
+    _go_idle(saver)
+    got = saver.get_tuple(first)
+    assert got is not None
+    got.checkpoint["versions_seen"]["node"]["x"] = 99
+    got.checkpoint["channel_versions"]["x"] = 99
+    for config in (first, second):
+        again = saver.get_tuple(config)
+        assert again is not None
+        assert again.checkpoint["versions_seen"] == {"node": {"x": 1}}
+        assert again.checkpoint["channel_versions"] == {"x": 2}
+
+
+def test_large_version_maps_round_trip() -> None:
+    # Maps above the packing limit are kept as plain copies: same result for readers.
+    saver = InMemorySaver()
+    versions = {f"c{i}": i + 1 for i in range(40)}
+    seen = {f"n{i}": {f"c{i}": i + 1} for i in range(40)}
+    config = _put(saver, "big", dict(versions), {k: dict(v) for k, v in seen.items()})
+    _go_idle(saver)
+    got = saver.get_tuple(config)
+    assert got is not None
+    assert got.checkpoint["channel_versions"] == versions
+    assert got.checkpoint["versions_seen"] == seen
+
+
+def test_timestamps_read_back_as_put() -> None:
+    # The ts of a checkpoint stamped by new_stamp() is made again from its id; any
+    # other ts (or id) is kept as given.
+    saver = InMemorySaver()
+    stamped = new_stamp()
+    other_ts = (new_stamp()[0], "2020-01-02T03:04:05.000006+00:00")
+    foreign_id = ("checkpoint-from-elsewhere", "2021-05-06T07:08:09+00:00")
+    configs = [
+        _put(saver, f"ts-{n}", {"x": 1}, {}, stamp=stamp)
+        for n, stamp in enumerate((stamped, other_ts, foreign_id))
+    ]
+    _go_idle(saver)
+    for config, stamp in zip(configs, (stamped, other_ts, foreign_id), strict=True):
+        got = saver.get_tuple(config)
+        assert got is not None
+        assert (got.checkpoint["id"], got.checkpoint["ts"]) == stamp
+
+
+def test_a_thread_keeps_its_history_and_forgets_its_values_once_idle() -> None:
+    # The saver remembers the last values put to recent threads only (to skip encoding
+    # unchanged ones): a paused thread does not keep its state objects alive for ever.
+    # Compacting an idle thread changes nothing a reader sees.
+    saver = InMemorySaver()
+    parent = _put(saver, "h", {"x": 1}, {"a": {"x": 1}})
+    child = _put(
+        saver,
+        "h",
+        {"x": 2},
+        {"a": {"x": 1}, "b": {"x": 2}},
+        parent=parent["configurable"]["checkpoint_id"],
+    )
+    saver.put_writes(child, [("x", [1, 2]), (INTERRUPT, (Interrupt("ok?", "i" * 32),))], "task")
+    before = [
+        (t.checkpoint, t.metadata, t.parent_config, t.pending_writes) for t in saver.list(child)
+    ]
+    for n in range(200):
+        config = _saved(saver, {"items": [n]}) if n % 2 else _put(saver, f"many-{n}", {"x": 1}, {})
+        assert saver.get_tuple(config) is not None
+    assert len(saver._recent) <= 32  # pyright: ignore[reportPrivateUsage]
+    after = [
+        (t.checkpoint, t.metadata, t.parent_config, t.pending_writes) for t in saver.list(child)
+    ]
+    assert after == before
+    assert after[0][2] == parent

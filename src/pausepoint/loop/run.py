@@ -555,8 +555,12 @@ class _Run:
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
-            # The ERROR slot is cleared so the task reads as paused, not failed.
-            yield from self.save_writes(task.id, [(INTERRUPT, found), (ERROR, None)], path)
+            saved: list[tuple[str, Any]] = [(INTERRUPT, found)]
+            if rec.error is not None:
+                # A saved failure is cleared so the task reads as paused, not failed.
+                rec.error = None
+                saved.append((ERROR, None))
+            yield from self.save_writes(task.id, saved, path)
             yield from self.emit_interrupts(found)
             yield from out.task_result(self, task, None, found)
         elif isinstance(err, ParentCommand) and err.origin != task.ns:
