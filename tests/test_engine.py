@@ -66,6 +66,26 @@ def test_two_writers_of_a_last_value_key_fail(drive):
         drive.invoke(g.compile(), {"x": 0, "log": []})
 
 
+def test_a_step_that_fails_to_apply_keeps_every_tasks_writes(drive):
+    # The last task's writes normally go with the step's checkpoint; when applying
+    # the step fails there is no checkpoint, and they are saved on their own.
+    saver = InMemorySaver()
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"x": 1})
+    g.add_node("b", lambda s: {"x": 2})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    graph = g.compile(checkpointer=saver)
+    cfg: Any = {"configurable": {"thread_id": "apply-fails"}}
+    with pytest.raises(InvalidUpdateError, match="Can receive only one value per step"):
+        drive.invoke(graph, {"x": 0, "log": []}, cfg)
+    saved = saver.get_tuple(cfg)
+    assert saved is not None
+    assert saved.metadata["step"] == 0
+    writes = sorted((w.channel, w.value) for w in saved.pending_writes or [])
+    assert writes == [("x", 1), ("x", 2)]
+
+
 def test_overwrite_bypasses_reducer(drive):
     g = StateGraph(S)
     g.add_node("a", lambda s: {"log": Overwrite(["fresh"])})

@@ -350,3 +350,38 @@ def test_invoke_with_another_stream_mode_keeps_the_run_options(drive):
         graph, {"answers": []}, cfg("modes"), stream_mode="updates", interrupt_before=["b"]
     )
     assert chunks == [{"a": {"answers": ["a"]}}, {"__interrupt__": ()}]
+
+
+class _PlainSaver:
+    """A saver with the protocol's methods only (no ``put_after_writes``), delegating."""
+
+    def __init__(self) -> None:
+        self.inner = InMemorySaver()
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if "after_writes" in name:
+            raise AttributeError(name)
+        self.calls.append(name)
+        return getattr(self.inner, name)
+
+
+def test_a_saver_without_put_after_writes_gets_its_two_calls(drive):
+    saver = _PlainSaver()
+    g = StateGraph(S)
+    g.add_node("ask", lambda s: {"answers": [interrupt("ok?")]})
+    g.add_edge(START, "ask")
+    graph = g.compile(checkpointer=saver)  # pyright: ignore[reportArgumentType]
+    drive.invoke(graph, {"answers": []}, cfg("plain"))
+    assert drive.invoke(graph, Command(resume="yes"), cfg("plain"))["answers"] == ["yes"]
+    puts = [c for c in saver.calls if c in {"put", "aput", "put_writes", "aput_writes"}]
+    # input checkpoint; input writes + step checkpoint; interrupt; resume; writes + checkpoint
+    assert [c.lstrip("a") for c in puts] == [
+        "put",
+        "put_writes",
+        "put",
+        "put_writes",
+        "put_writes",
+        "put_writes",
+        "put",
+    ]

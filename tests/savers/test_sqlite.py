@@ -141,3 +141,43 @@ def test_writers_in_two_processes_do_not_lose_data(tmp_path: Path) -> None:
     with SqliteSaver.from_conn_string(path) as saver:
         for name in ("p1", "p2"):
             assert len(list(saver.list({"configurable": {"thread_id": name}}))) == 20
+
+
+@pytest.mark.parametrize(("stream", "commits"), [(False, 5), (True, 7)])
+def test_a_pause_and_resume_commit_five_times(tmp_path: Path, stream: bool, commits: int) -> None:
+    # A step's last task writes are committed with the step's checkpoint (one fsync),
+    # unless a stream is read: the caller's code then runs between the two, so the
+    # writes are saved first, on their own.
+    from typing import Any, TypedDict
+
+    from pausepoint import END, START, Command, StateGraph, interrupt
+
+    class Ask(TypedDict):
+        question: str
+        answer: str
+
+    def ask(state: Ask) -> dict[str, Any]:
+        return {"answer": interrupt(state["question"])}
+
+    conn = sqlite3.connect(tmp_path / "c.db", check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    sent: list[str] = []
+    conn.set_trace_callback(sent.append)
+    builder = StateGraph(Ask)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    graph = builder.compile(checkpointer=saver)
+    cfg: Any = {"configurable": {"thread_id": "count"}}
+    for given in ({"question": "ship it?", "answer": ""}, Command(resume="yes")):
+        if stream:
+            list(graph.stream(given, cfg, stream_mode="updates"))
+        else:
+            graph.invoke(given, cfg)
+    conn.set_trace_callback(None)
+    assert sum(s.strip().upper() == "COMMIT" for s in sent) == commits
+    assert graph.get_state(cfg).values == {"question": "ship it?", "answer": "yes"}
+    paused = [h for h in graph.get_state_history(cfg) if h.metadata["step"] == 0]
+    assert [(t.name, t.result) for t in paused[0].tasks] == [("ask", {"answer": "yes"})]
+    conn.close()

@@ -27,6 +27,7 @@ from pausepoint.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
+    TaskWrites,
     config_keys,
 )
 from pausepoint.config import RunnableConfig
@@ -360,6 +361,21 @@ def put_flow(
     metadata: CheckpointMetadata,
 ) -> Flow[RunnableConfig]:
     """Store a checkpoint whose parent is the config's ``checkpoint_id``."""
+    yield _put_statement(dialect, codec, config, checkpoint, metadata)
+    thread, ns, _ = config_keys(config)
+    return _config(thread, ns, checkpoint["id"])
+
+
+def _put_statement(
+    dialect: Dialect,
+    codec: SqlCodec,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    before: str = "",
+    first: Sequence[Any] = (),
+) -> Statement:
+    """The INSERT of a checkpoint; ``before`` (with its parameters ``first``) leads it."""
     thread, ns, parent_id = config_keys(config)
     # Encode everything before the first statement: a bad value changes nothing.
     type_, blob = codec.dump(checkpoint, "checkpoint")
@@ -369,9 +385,8 @@ def put_flow(
             "cannot save checkpoint metadata containing a NUL character ('\\x00'): "
             "PostgreSQL's JSONB cannot store it; remove it from the run's metadata"
         )
-    params = (thread, ns, checkpoint["id"], parent_id, type_, blob, meta)
-    yield Statement(dialect.sql(_PUT), params)
-    return _config(thread, ns, checkpoint["id"])
+    params = (*first, thread, ns, checkpoint["id"], parent_id, type_, blob, meta)
+    return Statement(dialect.sql(before + _PUT), params)
 
 
 def put_writes_flow(
@@ -384,6 +399,19 @@ def put_writes_flow(
     task_path: str,
 ) -> Flow[None]:
     """Store a task's writes: ordinary ones inserted once, special ones upserted."""
+    rows = _write_rows(codec, config, writes, task_id, task_path)
+    for text, params in _write_chunks(dialect, rows):
+        yield Statement(dialect.sql(text), params)
+    return None
+
+
+def _write_rows(
+    codec: SqlCodec,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> list[Row]:
     thread, ns, checkpoint_id = config_keys(config)
     if checkpoint_id is None:
         raise ValueError("put_writes needs a config with a 'checkpoint_id'")
@@ -394,13 +422,73 @@ def put_writes_flow(
         idx = WRITES_IDX_MAP.get(channel, n)
         type_, blob = codec.dump(value, f"the write to channel {channel!r} of task {task_id!r}")
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
-    ordered = list(rows.values())
+    return list(rows.values())
+
+
+def _write_chunks(dialect: Dialect, rows: Sequence[Row]) -> list[tuple[str, list[Any]]]:
+    """The upserts (text with ``?``, parameters) that store ``rows``."""
     size = WRITE_ROWS_PER_STATEMENT if dialect.name == "postgres" else _SQLITE_ROWS_PER_STATEMENT
-    for start in range(0, len(ordered), size):
-        chunk = ordered[start : start + size]
+    out: list[tuple[str, list[Any]]] = []
+    for start in range(0, len(rows), size):
+        chunk = rows[start : start + size]
         text = _INSERT_WRITES + ", ".join([_WRITE_ROW] * len(chunk)) + _ON_WRITE_CONFLICT
-        yield Statement(dialect.sql(text), [v for row in chunk for v in row])
-    return None
+        out.append((text, [v for row in chunk for v in row]))
+    return out
+
+
+def put_after_writes_flow(
+    dialect: Dialect,
+    codec: SqlCodec,
+    config: RunnableConfig,
+    writes: Sequence[TaskWrites],
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+) -> Flow[RunnableConfig]:
+    """Tasks' writes against the config's checkpoint, then a checkpoint after it.
+
+    Everything is encoded before the first statement. On PostgreSQL, when the writes
+    fit one upsert, it leads the checkpoint's INSERT as a data-modifying ``WITH``:
+    one statement, atomic on its own (see :func:`one_statement_after_writes`).
+    """
+    rows = [
+        row
+        for task in writes
+        for row in _write_rows(codec, config, task.writes, task.task_id, task.task_path)
+    ]
+    chunks = _write_chunks(dialect, _first_of_each_slot(rows))
+    if dialect.name == "postgres" and len(chunks) == 1:
+        text, params = chunks[0]
+        yield _put_statement(
+            dialect, codec, config, checkpoint, metadata, f"WITH w AS ({text}) ", params
+        )
+    else:
+        put = _put_statement(dialect, codec, config, checkpoint, metadata)
+        for text, params in chunks:
+            yield Statement(dialect.sql(text), params)
+        yield put
+    thread, ns, _ = config_keys(config)
+    return _config(thread, ns, checkpoint["id"])
+
+
+def _first_of_each_slot(rows: list[Row]) -> list[Row]:
+    """One row per (task, idx), where the first row's place holds the last one's value.
+
+    Rows of several tasks go in one upsert, which may not touch a row twice: a
+    task named twice keeps its first position and its last values (as separate
+    calls would, for special writes; ordinary ones are kept once, so the first wins).
+    """
+    slots: dict[tuple[Any, Any], Row] = {}
+    for row in rows:
+        key = (row[3], row[4])
+        if key in slots and row[4] >= 0:
+            continue
+        slots[key] = row
+    return list(slots.values())
+
+
+def one_statement_after_writes(writes: Sequence[TaskWrites]) -> bool:
+    """Whether :func:`put_after_writes_flow` is one PostgreSQL statement."""
+    return sum(len(task.writes) for task in writes) <= WRITE_ROWS_PER_STATEMENT
 
 
 def one_statement(writes: Sequence[object]) -> bool:

@@ -20,6 +20,12 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
 - ``list`` yields newest first (by checkpoint id, which is time-ordered), filtered by
   config (thread, ns, checkpoint id), metadata ``filter`` (key equality), ``before``
   (ids strictly older than the given config's id) and ``limit``.
+- ``put_after_writes`` stores task writes against the config's checkpoint and then a
+  new checkpoint after it, as ``put_writes`` for each then ``put`` would, but all or
+  nothing: a value that cannot be stored changes nothing. The database savers do it
+  in one transaction (SQLite: one commit; PostgreSQL: one statement when the writes
+  fit one). The engine uses it for the last task of a step when nothing happens
+  between that task's end and the step's checkpoint (no stream is being read).
 - ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces.
 - Values are stored so that later mutation of the caller's objects never changes
   what is stored.
@@ -47,6 +53,7 @@ __all__ = [
     "CheckpointTuple",
     "PendingWrite",
     "SaverProtocol",
+    "TaskWrites",
     "Version",
     "empty_checkpoint",
 ]
@@ -89,6 +96,14 @@ class PendingWrite(NamedTuple):
     task_id: str
     channel: str
     value: Any
+
+
+class TaskWrites(NamedTuple):
+    """One task's writes, as ``put_writes`` takes them (for ``put_after_writes``)."""
+
+    task_id: str
+    writes: Sequence[tuple[str, Any]]
+    task_path: str = ""
 
 
 class CheckpointTuple(NamedTuple):
@@ -223,6 +238,23 @@ class BaseCheckpointSaver:
         """See the module docstring for the contract."""
         raise NotImplementedError
 
+    def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """``put_writes`` for each of ``writes``, then ``put``; see the module docstring.
+
+        This default is not all-or-nothing (a value the ``put`` refuses comes after the
+        writes are stored): a saver overrides it to be (the conformance suite checks).
+        """
+        for task in writes:
+            self.put_writes(config, task.writes, task.task_id, task.task_path)
+        return self.put(config, checkpoint, metadata, new_versions)
+
     def delete_thread(self, thread_id: str) -> None:
         """See the module docstring for the contract."""
         raise NotImplementedError
@@ -271,6 +303,17 @@ class BaseCheckpointSaver:
     ) -> None:
         """Async :meth:`put_writes`."""
         self.put_writes(config, writes, task_id, task_path)
+
+    async def aput_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put_after_writes`."""
+        return self.put_after_writes(config, writes, checkpoint, metadata, new_versions)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""

@@ -24,6 +24,7 @@ from pausepoint.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
+    TaskWrites,
     config_keys,
 )
 from pausepoint.checkpoint.ids import is_stamp, stamp_time
@@ -265,7 +266,21 @@ class InMemorySaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
+        return self.put_after_writes(config, (), checkpoint, metadata, new_versions)
+
+    def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`: all encoded first, so all or nothing."""
         thread, ns, parent_id = config_keys(config)
+        frozen = [(task, self._frozen_writes(task.writes)) for task in writes]
+        if frozen and parent_id is None:
+            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.pop(thread, None) or _Recent()
         channel_values = checkpoint["channel_values"]
         kept, encoded = self._keep_values(channel_values, recent.encoded.get(ns))
@@ -280,6 +295,10 @@ class InMemorySaver(BaseCheckpointSaver):
             self.serde.dumps(metadata, label="metadata"),
         )
         with self._lock:
+            if frozen:
+                parent = self._stored(thread, ns, parent_id)
+                for task, copied in frozen:
+                    _add_writes(parent, task.task_id, copied)
             if ns:
                 by_id = self._nested.setdefault(thread, {}).setdefault(ns, {})
             else:
@@ -408,24 +427,20 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        freeze = self._freeze
-        copied = [(channel, freeze(channel, value)) for channel, value in writes]
+        copied = self._frozen_writes(writes)
         with self._lock:
-            by_id = self._by_id(thread, ns)
-            stored = by_id.get(checkpoint_id) if by_id is not None else None
-            if stored is None:
-                raise KeyError(
-                    f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}"
-                )
-            kept = stored.writes
-            if kept is None:
-                kept = stored.writes = {}
-            for n, (channel, value) in enumerate(copied):
-                idx = WRITES_IDX_MAP.get(channel, n)
-                key = (task_id, idx)
-                if idx >= 0 and key in kept:
-                    continue
-                kept[key] = (channel, value)
+            _add_writes(self._stored(thread, ns, checkpoint_id), task_id, copied)
+
+    def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        freeze = self._freeze
+        return [(channel, freeze(channel, value)) for channel, value in writes]
+
+    def _stored(self, thread: str, ns: str, checkpoint_id: str | None) -> _Stored:
+        by_id = self._by_id(thread, ns)
+        stored = by_id.get(checkpoint_id) if by_id is not None and checkpoint_id else None
+        if stored is None:
+            raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
+        return stored
 
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -434,6 +449,19 @@ class InMemorySaver(BaseCheckpointSaver):
             self._root.pop(thread, None)
             self._nested.pop(thread, None)
             self._recent.pop(thread, None)
+
+
+def _add_writes(stored: _Stored, task_id: str, copied: list[tuple[str, Any]]) -> None:
+    """Keep a task's (frozen) writes: ordinary ones once, special ones replaced."""
+    kept = stored.writes
+    if kept is None:
+        kept = stored.writes = {}
+    for n, (channel, value) in enumerate(copied):
+        idx = WRITES_IDX_MAP.get(channel, n)
+        key = (task_id, idx)
+        if idx >= 0 and key in kept:
+            continue
+        kept[key] = (channel, value)
 
 
 # PendingWrite's own __new__ is a Python-level function; tuple's is not (a checkpoint

@@ -31,6 +31,7 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    TaskWrites,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.serde import SerializerProtocol
@@ -186,6 +187,18 @@ class PostgresSaver(BaseCheckpointSaver):
         )
         self._run(flow, write=not _sql.one_statement(writes))
 
+    def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`: one statement when the writes fit one."""
+        flow = _sql.put_after_writes_flow(_D, self._codec, config, writes, checkpoint, metadata)
+        return self._run(flow, write=not _sql.one_statement_after_writes(writes))
+
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
@@ -296,6 +309,18 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         )
         await self._run(flow, write=not _sql.one_statement(writes))
 
+    async def aput_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async ``put_after_writes``; see :mod:`pausepoint.checkpoint.base`."""
+        flow = _sql.put_after_writes_flow(_D, self._codec, config, writes, checkpoint, metadata)
+        return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
+
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``; see :mod:`pausepoint.checkpoint.base`."""
         await self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
@@ -334,6 +359,17 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     ) -> None:
         """Not available: use :meth:`aput_writes`, or :class:`PostgresSaver` in sync code."""
         raise _sync_call("put_writes")
+
+    def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Not available: use :meth:`aput_after_writes`, or :class:`PostgresSaver`."""
+        raise _sync_call("put_after_writes")
 
     def delete_thread(self, thread_id: str) -> None:
         """Not available: use :meth:`adelete_thread`, or :class:`PostgresSaver`."""

@@ -26,6 +26,7 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    TaskWrites,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.serde import SerializerProtocol
@@ -151,6 +152,20 @@ class SqliteSaver(BaseCheckpointSaver):
         )
         self._run(flow, write=True)
 
+    def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`: one transaction, so one commit."""
+        flow = _sql.put_after_writes_flow(
+            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata
+        )
+        return self._run(flow, write=True)
+
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
@@ -196,6 +211,19 @@ class SqliteSaver(BaseCheckpointSaver):
     ) -> None:
         """Async :meth:`put_writes` (runs in a worker thread)."""
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def aput_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put_after_writes` (runs in a worker thread)."""
+        return await asyncio.to_thread(
+            self.put_after_writes, config, writes, checkpoint, metadata, new_versions
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread` (runs in a worker thread)."""

@@ -15,7 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+    from pausepoint.checkpoint.base import (
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        TaskWrites,
+    )
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.prepare import ExecTask
     from pausepoint.loop.tasks import Task
@@ -41,12 +46,17 @@ class LoadCheckpoint:
 
 @dataclasses.dataclass(slots=True)
 class SaveCheckpoint:
-    """``saver.put(...)``; send back the returned config."""
+    """``saver.put(...)``; send back the returned config.
+
+    With ``writes``, ``saver.put_after_writes(...)``: those task writes are saved
+    against ``config``'s checkpoint first, in the same saver call (one commit).
+    """
 
     config: RunnableConfig
     checkpoint: Checkpoint
     metadata: CheckpointMetadata
     new_versions: ChannelVersions
+    writes: Sequence[TaskWrites] = ()
 
 
 @dataclasses.dataclass(slots=True)

@@ -18,6 +18,7 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    TaskWrites,
     copy_checkpoint,
     empty_checkpoint,
 )
@@ -147,6 +148,11 @@ class _Run:
         self._prepared: tuple[tuple[str, int, int], list[Task]] | None = None
         self.clock = VersionClock()
         self.custom_writer = custom_writer(opts)
+        # The last task of a step may leave its writes to be saved with the step's
+        # checkpoint, in one saver call (a commit less per step on SQLite/PostgreSQL),
+        # when nothing is streamed: then no caller code runs in between.
+        self.folds = opts.has_saver and opts.durability != "exit" and not modes
+        self.held: SaveWrites | None = None
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -202,7 +208,11 @@ class _Run:
         }
         if self._saving_now():
             # The saver copies what it keeps (its contract), so no copy is made here.
-            self.saved_config = yield SaveCheckpoint(parent, self.checkpoint, self.metadata, {})
+            held, self.held = self.held, None
+            writes = () if held is None else (_task_writes(held),)
+            self.saved_config = yield SaveCheckpoint(
+                parent, self.checkpoint, self.metadata, {}, writes
+            )
             self.persisted = self.saved_config
             self.dirty = False
         else:
@@ -210,6 +220,12 @@ class _Run:
             self.dirty = self.opts.has_saver
         if self.streams_checkpoints:
             yield from out.checkpoint_events(self, parent)
+
+    def flush_held(self) -> Generator[Effect, Any, None]:
+        """Save writes left for a checkpoint that will not be saved (the step failed)."""
+        held, self.held = self.held, None
+        if held is not None:
+            yield held
 
     def flush_exit(self) -> Generator[Effect, Any, None]:
         """Durability "exit": write the last checkpoint (if new) and its writes now."""
@@ -519,33 +535,47 @@ class _Run:
                 outcome = Outcome(task, input_writes(self.spec, task, self.channels))
             except Exception as exc:  # a bad input: the same outcome a driver would send
                 outcome = Outcome(task, error=exc)
-            yield from self.finish(outcome, interrupts, errors)
+            yield from self.finish(outcome, interrupts, errors, hold=True)
             if errors:
                 raise errors[0]
             return interrupts
         frame = StepFrame(self)
         yield RunTasks([prepare_for_execution(frame, t) for t in to_run])
         quiet = not (self.opts.has_saver or self.streams_updates or self.streams_tasks)
-        for _ in to_run:
+        last = len(to_run) - 1
+        for n in range(len(to_run)):
             outcome: Outcome = yield _NEXT_OUTCOME
             if quiet and outcome.error is None:  # nothing to save or report: just keep it
                 outcome.task.writes = list(outcome.writes)
                 continue
-            yield from self.finish(outcome, interrupts, errors)
+            yield from self.finish(outcome, interrupts, errors, hold=n == last)
         if errors:
             raise errors[0]
         return interrupts
 
     def finish(
-        self, outcome: Outcome, interrupts: list[Interrupt], errors: list[BaseException]
+        self,
+        outcome: Outcome,
+        interrupts: list[Interrupt],
+        errors: list[BaseException],
+        *,
+        hold: bool = False,
     ) -> Generator[Effect, Any, None]:
+        """Save and report a task's outcome.
+
+        ``hold``: the step's last outcome, whose writes may wait for the step's
+        checkpoint (``folds``) if nothing in the step paused or failed.
+        """
         task, err = outcome.task, outcome.error
         path = _path_repr(task) if self.opts.has_saver else ""
         if err is None:
             task.writes = list(outcome.writes)
             saving = self.writes_effect(task.id, task.writes or [(NO_WRITES, None)], path)
             if saving is not None:
-                yield saving
+                if hold and self.folds and not (interrupts or errors or self.pausing):
+                    self.held = saving
+                else:
+                    yield saving
             if self.streams_updates or self.streams_tasks:
                 yield from out.task_result(self, task, None, ())
         elif isinstance(err, GraphInterrupt):
@@ -582,7 +612,12 @@ class _Run:
     def after_tick(self) -> Generator[Effect, Any, None]:
         ran = self.tasks
         live = None if self.updated is None else self.updated & self.spec.transient
-        updated = apply_writes(self.checkpoint, self.channels, ran, live, self.clock)
+        try:
+            updated = apply_writes(self.checkpoint, self.channels, ran, live, self.clock)
+        except Exception:
+            # No checkpoint follows: writes left for it are saved on their own.
+            yield from self.flush_held()
+            raise
         self.updated = updated
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):
@@ -633,6 +668,10 @@ class _Run:
 
 
 _NEXT_OUTCOME = NextOutcome()
+
+
+def _task_writes(effect: SaveWrites) -> TaskWrites:
+    return TaskWrites(effect.task_id, effect.writes, effect.task_path)
 
 
 def _path_repr(task: Task) -> str:

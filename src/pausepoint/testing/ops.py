@@ -17,6 +17,7 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    TaskWrites,
 )
 from pausepoint.config import RunnableConfig
 
@@ -41,6 +42,16 @@ class SaverOps:
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
     ) -> None:
         """Store a task's writes."""
+        raise NotImplementedError
+
+    async def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> RunnableConfig:
+        """Store tasks' writes, then a checkpoint after the config's."""
         raise NotImplementedError
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -85,6 +96,16 @@ class SyncOps(SaverOps):
     ) -> None:
         """Call ``put_writes``."""
         self.saver.put_writes(config, writes, task_id)
+
+    async def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> RunnableConfig:
+        """Call ``put_after_writes``."""
+        return self.saver.put_after_writes(config, writes, checkpoint, metadata, {})
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Call ``get_tuple``."""
@@ -134,6 +155,16 @@ class AsyncOps(SaverOps):
     ) -> None:
         """Await ``aput_writes``."""
         await self.saver.aput_writes(config, writes, task_id)
+
+    async def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+    ) -> RunnableConfig:
+        """Await ``aput_after_writes``."""
+        return await self.saver.aput_after_writes(config, writes, checkpoint, metadata, {})
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Await ``aget_tuple``."""

@@ -26,6 +26,7 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     PendingWrite,
+    TaskWrites,
     empty_checkpoint,
 )
 from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
@@ -289,6 +290,57 @@ class SaverConformance:
         assert [(w.channel, w.value) for w in writes[:-1]] == many
         assert writes[-1].channel == ERROR
         assert "last" in str(writes[-1].value)
+
+    @pytest.mark.asyncio
+    async def test_put_after_writes_is_writes_then_put(self, ops: SaverOps, thread: str) -> None:
+        """``put_after_writes`` stores what ``put_writes`` for each, then ``put`` would."""
+        (config,) = await _chain(ops, thread, 1)
+        await ops.put_writes(config, [("a", 1)], "task-1")
+        child = make_checkpoint({"a": 2}, a=2)
+        writes = [
+            TaskWrites("task-1", [("a", 10), (INTERRUPT, ()), ("b", 2)]),
+            TaskWrites("task-2", [("c", [3]), (ERROR, "first")], "path"),
+            TaskWrites("task-2", [(ERROR, "last")]),
+        ]
+        got_config = await ops.put_after_writes(config, writes, child, make_metadata(1))
+        assert got_config == _config(thread, "", child["id"])
+        parent = await ops.get_tuple(config)
+        assert parent is not None
+        assert [(w.task_id, w.channel) for w in parent.pending_writes or []] == [
+            ("task-1", "a"),
+            ("task-1", INTERRUPT),
+            ("task-1", "b"),
+            ("task-2", "c"),
+            ("task-2", ERROR),
+        ]
+        values = {(w.task_id, w.channel): w.value for w in parent.pending_writes or []}
+        assert values[("task-1", "a")] == 1  # an ordinary write is kept once
+        assert values[("task-2", "c")] == [3]
+        assert "last" in str(values[("task-2", ERROR)])  # a special one is replaced
+        latest = await ops.get_tuple(_config(thread))
+        assert latest is not None
+        assert latest.checkpoint["id"] == child["id"]
+        assert latest.checkpoint["channel_values"] == {"a": 2}
+        assert latest.parent_config == config
+        assert latest.pending_writes == []
+
+    @pytest.mark.asyncio
+    async def test_put_after_writes_refuses_a_bad_value_and_changes_nothing(
+        self, ops: SaverOps, thread: str
+    ) -> None:
+        """A write or a checkpoint value that cannot be stored leaves the thread as it was."""
+        (config,) = await _chain(ops, thread, 1)
+        many = [(f"c{n}", n) for n in range(1234)]
+        for writes, checkpoint in (
+            ([TaskWrites("task-1", [*many, ("bad", object())])], make_checkpoint({"a": 1})),
+            ([TaskWrites("task-1", many)], make_checkpoint({"bad": object()})),
+        ):
+            with pytest.raises(Exception, match="bad"):
+                await ops.put_after_writes(config, writes, checkpoint, make_metadata(1))
+            got = await ops.get_tuple(_config(thread))
+            assert got is not None
+            assert got.checkpoint["id"] == _id(config)
+            assert got.pending_writes == []
 
     @pytest.mark.asyncio
     async def test_writes_belong_to_their_checkpoint(self, ops: SaverOps, thread: str) -> None:
