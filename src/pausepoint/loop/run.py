@@ -473,8 +473,9 @@ class _Run:
         if to_run:
             interrupts += yield from self.execute(to_run)
         if interrupts or self.pausing:
-            for t in paused:
-                yield from self.emit_interrupts(self.records[t.id].interrupts)
+            if self.streams_updates or self.streams_values:
+                for t in paused:
+                    yield from self.emit_interrupts(self.records[t.id].interrupts)
             raise GraphInterrupt(tuple(interrupts))
         yield from self.after_tick()
         return True
