@@ -184,3 +184,36 @@ def test_a_thread_keeps_its_history_and_forgets_its_values_once_idle() -> None:
     ]
     assert after == before
     assert after[0][2] == parent
+
+
+def test_a_value_changed_in_place_and_written_again_is_saved_anew() -> None:
+    # A node that appends to its input list and returns the same list object: the
+    # channel gets a new version, so the saver must encode the value again (an
+    # encoding kept for the same object at the old version is stale).
+    from typing import TypedDict
+
+    from pausepoint import START, StateGraph
+
+    class Items(TypedDict):
+        items: list[int]
+
+    def add(n: int) -> Any:
+        def node(state: Items) -> dict[str, Any]:
+            state["items"].append(n)
+            return {"items": state["items"]}
+
+        return node
+
+    builder = StateGraph(Items)
+    builder.add_node("a", add(1))
+    builder.add_node("b", add(2))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    cfg: Any = {"configurable": {"thread_id": "in-place"}}
+    assert graph.invoke({"items": []}, cfg) == {"items": [1, 2]}
+    assert graph.get_state(cfg).values == {"items": [1, 2]}
+    steps = {h.metadata["step"]: h.values for h in graph.get_state_history(cfg)}
+    assert steps[0] == {"items": []}
+    assert steps[1] == {"items": [1]}
+    assert steps[2] == {"items": [1, 2]}

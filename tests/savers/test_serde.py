@@ -348,6 +348,25 @@ def test_fast_paths_write_what_the_tree_walk_writes(value: Any) -> None:
     assert back.keys() == value.keys()
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        list(range(1000)),
+        [1, "a", None, True, "__pp__", -(2**70), "é\n"],
+        [],
+        [1.5],  # floats take the walk (nan and infinities are tagged)
+        [[1], (2,)],  # nested: the walk
+        [{"__pp__": "tuple", "v": 1}],
+    ],
+)
+def test_list_fast_path_writes_what_the_tree_walk_writes(value: list[Any]) -> None:
+    # A list of str/int/bool/None is JSON as it is: same bytes, same value back.
+    ser = Serializer()
+    walked = ser._text(ser.to_tree(value)).encode("ascii")  # pyright: ignore[reportPrivateUsage]
+    assert ser.dumps(value) == walked
+    assert ser.loads(walked) == value
+
+
 @pytest.mark.parametrize("value", ["text é", 7, -(2**70), True, False, None])
 def test_scalar_fast_path_round_trips(value: Any) -> None:
     ser = Serializer()

@@ -114,12 +114,18 @@ class _Stored:
         }
 
 
+_Encoded = tuple[Any, Any, bytes]
+"""A channel value, its version and its encoding (see ``_Recent``)."""
+
+
 class _Recent:
     """What a thread put lately, while it is among the most recently put threads.
 
-    ``encoded``: checkpoint_ns -> channel -> (value object, its encoding), the last
-    put's values that are not kept as they are: a value a step did not change is the
-    same object, encoded once (holding it keeps its identity from being reused).
+    ``encoded``: checkpoint_ns -> channel -> (value object, channel version, encoding),
+    the last put's values that are not kept as they are: a value no step wrote since
+    is the same object at the same version, encoded once (holding it keeps its
+    identity from being reused). The version matters: a node may change its input
+    list in place and return it, the same object with new content.
     ``fresh``: the checkpoints put since the thread became recent, not yet compacted
     (``InMemorySaver._compact``).
     """
@@ -127,7 +133,7 @@ class _Recent:
     __slots__ = ("encoded", "fresh")
 
     def __init__(self) -> None:
-        self.encoded: dict[str, dict[str, tuple[Any, bytes]]] = {}
+        self.encoded: dict[str, dict[str, _Encoded]] = {}
         self.fresh: list[_Stored] = []
 
 
@@ -283,7 +289,9 @@ class InMemorySaver(BaseCheckpointSaver):
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.pop(thread, None) or _Recent()
         channel_values = checkpoint["channel_values"]
-        kept, encoded = self._keep_values(channel_values, recent.encoded.get(ns))
+        kept, encoded = self._keep_values(
+            channel_values, checkpoint["channel_versions"], recent.encoded.get(ns)
+        )
         recent.encoded[ns] = encoded
         updated = checkpoint.get("updated_channels")
         stored = _Stored(
@@ -321,25 +329,30 @@ class InMemorySaver(BaseCheckpointSaver):
         }
 
     def _keep_values(
-        self, values: dict[str, Any], known: dict[str, tuple[Any, bytes]] | None
-    ) -> tuple[list[Any], dict[str, tuple[Any, bytes]]]:
+        self,
+        values: dict[str, Any],
+        versions: Mapping[str, Any],
+        known: dict[str, _Encoded] | None,
+    ) -> tuple[list[Any], dict[str, _Encoded]]:
         """What a checkpoint keeps of each channel value, and the encodings made or reused.
 
         Immutable values are kept as they are (see ``_is_frozen``); others are encoded,
-        unless ``known`` (the namespace's last put) had the very same object.
+        unless ``known`` (the namespace's last put) had the very same object at the
+        same channel version.
         """
-        encoded: dict[str, tuple[Any, bytes]] = {}
+        encoded: dict[str, _Encoded] = {}
         kept: list[Any] = []
         for chan, value in values.items():
             if type(value) in _FROZEN:
                 kept.append(value)
                 continue
+            version = versions.get(chan)
             hit = known.get(chan) if known is not None else None
-            if hit is not None and hit[0] is value:
-                blob = hit[1]
+            if hit is not None and hit[0] is value and hit[1] == version:
+                blob = hit[2]
             else:
                 blob = self.serde.dumps(value, label=f"channel {chan!r}")
-            encoded[chan] = (value, blob)
+            encoded[chan] = (value, version, blob)
             kept.append(blob)
         return kept, encoded
 

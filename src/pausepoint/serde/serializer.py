@@ -206,9 +206,12 @@ class Serializer:
             return int.__repr__(obj).encode("ascii")
         if kind is bool:
             return b"true" if obj else b"false"
-        if kind is dict and _is_flat_json(obj):
-            return self._text(obj).encode("ascii")
-        return self._text(self.to_tree(obj, label=label)).encode("ascii")
+        # A flat dict, or a list of str/int/bool/None (checked in C), is JSON as it is:
+        # 5,000 ints encode in ~0.45 ms so, ~0.6 ms through the tree walk.
+        flat = (kind is dict and _is_flat_json(obj)) or (
+            kind is list and _FLAT_VALUES.issuperset(map(type, obj))  # pyright: ignore[reportUnknownArgumentType]
+        )
+        return self._text(obj if flat else self.to_tree(obj, label=label)).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
         """Decode bytes written by :meth:`dumps`.
