@@ -217,3 +217,60 @@ def test_a_value_changed_in_place_and_written_again_is_saved_anew() -> None:
     assert steps[0] == {"items": []}
     assert steps[1] == {"items": [1]}
     assert steps[2] == {"items": [1, 2]}
+
+
+def test_lists_saved_step_by_step_match_a_saver_that_encodes_everything(tmp_path: Any) -> None:
+    # InMemorySaver encodes only the appended part of a list of immutable items that
+    # extends the one it saved last; whatever nodes do to the list (append in place,
+    # change an item in place, shrink it, add a dict, start over), every checkpoint
+    # must hold what SqliteSaver (which encodes every value whole) holds.
+    import sqlite3
+    from typing import TypedDict
+
+    from pausepoint import START, StateGraph
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+
+    class Items(TypedDict):
+        items: list[Any]
+
+    def steps() -> list[Any]:
+        def append_in_place(state: Items) -> dict[str, Any]:
+            state["items"].extend(["x", 2**70, None])
+            return {"items": state["items"]}
+
+        def change_in_place(state: Items) -> dict[str, Any]:
+            state["items"][0] = "changed"
+            return {"items": state["items"]}
+
+        return [
+            lambda s: {"items": [*s["items"], 1, "a"]},
+            append_in_place,
+            lambda s: {"items": s["items"] + [True]},
+            change_in_place,
+            lambda s: {"items": s["items"][:2]},
+            lambda s: {"items": [*s["items"], {"k": 1}]},
+            lambda s: {"items": [7]},
+            lambda s: {"items": [7, 8]},
+            lambda s: {"items": []},
+            lambda s: {"items": [9]},
+        ]
+
+    def history(saver: Any) -> list[Any]:
+        builder = StateGraph(Items)
+        previous = START
+        for n, step in enumerate(steps()):
+            builder.add_node(f"n{n}", step)
+            builder.add_edge(previous, f"n{n}")
+            previous = f"n{n}"
+        graph = builder.compile(checkpointer=saver)
+        cfg: Any = {"configurable": {"thread_id": "lists"}}
+        graph.invoke({"items": [0]}, cfg)
+        return [(h.metadata["step"], h.values) for h in graph.get_state_history(cfg)]
+
+    conn = sqlite3.connect(tmp_path / "lists.db", check_same_thread=False)
+    expected = history(SqliteSaver(conn))
+    conn.close()
+    got = history(InMemorySaver())
+    assert got == expected
+    assert got[0] == (10, {"items": [9]})
+    assert (4, {"items": ["changed", 1, "a", "x", 2**70, None, True]}) in got
