@@ -26,22 +26,18 @@ from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import (
     ERROR,
-    INPUT,
     INTERRUPT,
     NO_WRITES,
-    NULL_TASK_ID,
     PULL,
-    RESUME,
     START,
 )
 from pausepoint.errors import (
     CheckpointerRequiredError,
-    EmptyInputError,
     GraphInterrupt,
     GraphRecursionError,
-    InvalidCommandError,
     ParentCommand,
 )
+from pausepoint.loop import begin
 from pausepoint.loop import emit as out
 from pausepoint.loop.effects import (
     Emit,
@@ -52,21 +48,16 @@ from pausepoint.loop.effects import (
     SaveCheckpoint,
     SaveWrites,
 )
-from pausepoint.loop.fork import fork, forkable_interrupts
 from pausepoint.loop.node import command_writes, input_writes
 from pausepoint.loop.pending import (
     ResumeMap,
     TaskRecord,
-    is_own_interrupt,
-    is_resume_map,
-    parse_resume,
-    pending_interrupts,
     read_records,
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks
-from pausepoint.loop.writes import InputWrites, VersionClock, apply_writes
+from pausepoint.loop.writes import VersionClock, apply_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Command, Durability, Interrupt
 
@@ -256,7 +247,7 @@ class _Run:
         if not self.channels:
             self.start_fresh()
         try:
-            yield from self.first()
+            yield from begin.first(self)
             while (yield from self.tick()):
                 pass
         except GraphInterrupt as exc:
@@ -316,68 +307,6 @@ class _Run:
 
     # --- input -------------------------------------------------------------------------
 
-    def first(self) -> Generator[Effect, Any, None]:
-        self.stop = self.step + self.cfg.recursion_limit + 1
-        inp = self.input
-        nest = self.opts.nest
-        has_state = bool(self.checkpoint["channel_versions"])
-        if nest is not None and nest.resuming and has_state:
-            inp = None
-        if self.opts.nest is not None and nest is not None:
-            self.resume = ResumeMap(nest.resume_map) if nest.resume_map else None
-        if self.historical and inp is None:
-            # Replay: the tasks of this old checkpoint run again, asking their
-            # questions again (saved answers are not reused), as in LangGraph.
-            self.records = {}
-        if isinstance(inp, Command):
-            yield from self.take_command(inp)  # pyright: ignore[reportUnknownArgumentType]
-        if self.null_writes:
-            self.epoch += 1
-            apply_writes(self.checkpoint, self.channels, [InputWrites(INPUT, self.null_writes)])
-        if inp is None or isinstance(inp, Command):
-            if not has_state:
-                raise EmptyInputError(
-                    "Received no input: the thread has no checkpoint to continue from. "
-                    "Pass the graph's input (a dict of state values) to start a run."
-                )
-            self.resuming = True
-            self.checkpoint["versions_seen"][INTERRUPT] = dict(self.checkpoint["channel_versions"])
-            if self.wants("values"):
-                yield self.emit("values", self.output())
-            yield from out.resumed_checkpoint(self)
-            yield from self.bind_resume()
-            return
-        yield from self.take_input(inp)
-
-    def take_command(self, cmd: Command[Any]) -> Generator[Effect, Any, None]:
-        if cmd.graph == Command.PARENT:
-            raise InvalidCommandError(
-                "Command(graph=Command.PARENT) was given as graph input, but a graph "
-                "called directly has no parent graph. Return it from a node of a subgraph."
-            )
-        if cmd.resume is None and cmd.update is None and not cmd.goto:
-            raise InvalidCommandError(
-                "Received an empty Command(): give it resume=, update= or goto=; "
-                "to continue a paused run without a value, invoke with None"
-            )
-        if cmd.resume is not None:
-            if not self.opts.has_saver:
-                self.check_no_saver_input()
-            resume: Any = cmd.resume
-            if self.historical:
-                # DESIGN §4.2: answering an old checkpoint forks the thread there.
-                parse_resume(resume, forkable_interrupts(self.records))
-                renamed = yield from fork(self)
-                if is_resume_map(resume):
-                    resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
-            self.resume = parse_resume(
-                resume, self.reported_interrupts(), pending_interrupts(self.records)
-            )
-        writes = command_writes(self.spec, Command(update=cmd.update, goto=cmd.goto), "")
-        if writes:
-            self.null_writes.extend(writes)
-            yield from self.save_writes(NULL_TASK_ID, writes)
-
     def current_tasks(self) -> list[Task]:
         """The tasks of the step that starts at the current checkpoint, prepared once.
 
@@ -397,59 +326,6 @@ class _Run:
             )
             self._prepared = (key, tasks)
         return self._prepared[1]
-
-    def reported_interrupts(self) -> list[Interrupt]:
-        """The interrupts this checkpoint's tasks reported (what the caller was shown)."""
-        tasks = self.current_tasks()
-        found: list[Interrupt] = []
-        for task in tasks:
-            rec = self.records.get(task.id)
-            if rec is not None and rec.resumable:
-                found.extend(rec.interrupts)
-        return found
-
-    def bind_resume(self) -> Generator[Effect, Any, None]:
-        """Give each answered task its new resume value, saved before it re-runs."""
-        if self.resume is None:
-            return
-        for task in self.current_tasks():
-            rec = self.records.get(task.id)
-            if rec is None or not rec.resumable:
-                continue
-            for intr in rec.interrupts:
-                if intr.id in self.resume.values and is_own_interrupt(intr, task.ns):
-                    rec.resume = [*(rec.resume or []), self.resume.values[intr.id]]
-                    yield from self.save_writes(task.id, [(RESUME, rec.resume)])
-
-    def take_input(self, inp: Any) -> Generator[Effect, Any, None]:
-        from pausepoint.constants import START
-
-        if (
-            not isinstance(inp, dict)
-            and self.spec.input.kind == "typeddict"
-            and not hasattr(type(inp), "model_fields")  # pyright: ignore[reportUnknownArgumentType]
-            and not dataclasses.is_dataclass(inp)
-        ):
-            kind: Any = type(inp)  # pyright: ignore[reportUnknownVariableType]
-            raise TypeError(f"Expected the graph input to be a dict, got {kind.__name__}")
-        discard = (
-            prepare_tasks(
-                self.spec, self.checkpoint, self.channels, self.step, self.cfg.checkpoint_ns
-            )
-            if self.checkpoint["channel_versions"]  # a new thread has no pending tasks
-            else []
-        )
-        for t in discard:
-            t.writes = []
-        start: list[tuple[str, Any]] = [(START, inp)]
-        sources = [*discard, InputWrites(INPUT, start)]
-        updated = apply_writes(self.checkpoint, self.channels, sources, clock=self.clock)
-        # Before this run the thread may have left triggers pending only if some
-        # task was discarded, and those are now consumed: the next step needs
-        # to look only at what the input changed.
-        self.updated = updated
-        yield from self.save_checkpoint("input")
-        self.step += 1
 
     # --- supersteps ----------------------------------------------------------------------
 

@@ -1,0 +1,153 @@
+"""How a run starts: taking its input (DESIGN §4).
+
+New input is applied as the input pseudo-task and checkpointed; ``None`` continues
+the thread's newest (or the config's) checkpoint; a ``Command`` continues it with a
+resume value bound to the tasks it answers, an update, or a goto. Functions of the
+run (:class:`pausepoint.loop.run._Run`), as :mod:`pausepoint.loop.fork` is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
+from pausepoint.errors import EmptyInputError, InvalidCommandError
+from pausepoint.loop import emit as out
+from pausepoint.loop.fork import fork, forkable_interrupts
+from pausepoint.loop.node import command_writes
+from pausepoint.loop.pending import (
+    ResumeMap,
+    is_own_interrupt,
+    is_resume_map,
+    parse_resume,
+    pending_interrupts,
+)
+from pausepoint.loop.tasks import prepare_tasks
+from pausepoint.loop.writes import InputWrites, apply_writes
+from pausepoint.types import Command, Interrupt
+
+if TYPE_CHECKING:
+    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["first"]
+
+Effect = Any
+
+
+def first(run: _Run) -> Generator[Effect, Any, None]:
+    """Take the run's input: new input, ``None`` to continue, or a ``Command``."""
+    run.stop = run.step + run.cfg.recursion_limit + 1
+    inp = run.input
+    nest = run.opts.nest
+    has_state = bool(run.checkpoint["channel_versions"])
+    if nest is not None and nest.resuming and has_state:
+        inp = None
+    if run.opts.nest is not None and nest is not None:
+        run.resume = ResumeMap(nest.resume_map) if nest.resume_map else None
+    if run.historical and inp is None:
+        # Replay: the tasks of this old checkpoint run again, asking their
+        # questions again (saved answers are not reused), as in LangGraph.
+        run.records = {}
+    if isinstance(inp, Command):
+        yield from take_command(run, inp)  # pyright: ignore[reportUnknownArgumentType]
+    if run.null_writes:
+        run.epoch += 1
+        apply_writes(run.checkpoint, run.channels, [InputWrites(INPUT, run.null_writes)])
+    if inp is None or isinstance(inp, Command):
+        if not has_state:
+            raise EmptyInputError(
+                "Received no input: the thread has no checkpoint to continue from. "
+                "Pass the graph's input (a dict of state values) to start a run."
+            )
+        run.resuming = True
+        run.checkpoint["versions_seen"][INTERRUPT] = dict(run.checkpoint["channel_versions"])
+        if run.wants("values"):
+            yield run.emit("values", run.output())
+        yield from out.resumed_checkpoint(run)
+        yield from bind_resume(run)
+        return
+    yield from take_input(run, inp)
+
+
+def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
+    """Check a ``Command``, parse its resume (forking an old checkpoint), save its update."""
+    if cmd.graph == Command.PARENT:
+        raise InvalidCommandError(
+            "Command(graph=Command.PARENT) was given as graph input, but a graph "
+            "called directly has no parent graph. Return it from a node of a subgraph."
+        )
+    if cmd.resume is None and cmd.update is None and not cmd.goto:
+        raise InvalidCommandError(
+            "Received an empty Command(): give it resume=, update= or goto=; "
+            "to continue a paused run without a value, invoke with None"
+        )
+    if cmd.resume is not None:
+        if not run.opts.has_saver:
+            run.check_no_saver_input()
+        resume: Any = cmd.resume
+        if run.historical:
+            # DESIGN §4.2: answering an old checkpoint forks the thread there.
+            parse_resume(resume, forkable_interrupts(run.records))
+            renamed = yield from fork(run)
+            if is_resume_map(resume):
+                resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
+        run.resume = parse_resume(resume, reported_interrupts(run), pending_interrupts(run.records))
+    writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
+    if writes:
+        run.null_writes.extend(writes)
+        yield from run.save_writes(NULL_TASK_ID, writes)
+
+
+def reported_interrupts(run: _Run) -> list[Interrupt]:
+    """The interrupts this checkpoint's tasks reported (what the caller was shown)."""
+    tasks = run.current_tasks()
+    found: list[Interrupt] = []
+    for task in tasks:
+        rec = run.records.get(task.id)
+        if rec is not None and rec.resumable:
+            found.extend(rec.interrupts)
+    return found
+
+
+def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
+    """Give each answered task its new resume value, saved before it re-runs."""
+    if run.resume is None:
+        return
+    for task in run.current_tasks():
+        rec = run.records.get(task.id)
+        if rec is None or not rec.resumable:
+            continue
+        for intr in rec.interrupts:
+            if intr.id in run.resume.values and is_own_interrupt(intr, task.ns):
+                rec.resume = [*(rec.resume or []), run.resume.values[intr.id]]
+                yield from run.save_writes(task.id, [(RESUME, rec.resume)])
+
+
+def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
+    """New input: tasks left pending are dropped, the input applied and checkpointed."""
+    if (
+        not isinstance(inp, dict)
+        and run.spec.input.kind == "typeddict"
+        and not hasattr(type(inp), "model_fields")  # pyright: ignore[reportUnknownArgumentType]
+        and not dataclasses.is_dataclass(inp)
+    ):
+        kind: Any = type(inp)  # pyright: ignore[reportUnknownVariableType]
+        raise TypeError(f"Expected the graph input to be a dict, got {kind.__name__}")
+    discard = (
+        prepare_tasks(run.spec, run.checkpoint, run.channels, run.step, run.cfg.checkpoint_ns)
+        if run.checkpoint["channel_versions"]  # a new thread has no pending tasks
+        else []
+    )
+    for t in discard:
+        t.writes = []
+    start: list[tuple[str, Any]] = [(START, inp)]
+    sources = [*discard, InputWrites(INPUT, start)]
+    updated = apply_writes(run.checkpoint, run.channels, sources, clock=run.clock)
+    # Before this run the thread may have left triggers pending only if some
+    # task was discarded, and those are now consumed: the next step needs
+    # to look only at what the input changed.
+    run.updated = updated
+    yield from run.save_checkpoint("input")
+    run.step += 1
