@@ -106,15 +106,11 @@ def test_a_pause_and_resume_take_seven_statements(pg_url: str, pg_kwargs: dict[s
     # Each write is one statement, atomic without BEGIN/COMMIT; a step's last task
     # writes go with the step's checkpoint in one (WITH ... INSERT); get_tuple reads a
     # checkpoint with its writes in one query: 7 round trips (LangGraph's saver: 13).
-    from typing import TypedDict
-
     import psycopg
 
-    from pausepoint import END, START, Command, StateGraph, interrupt
+    from pausepoint import Command
 
-    class Ask(TypedDict):
-        question: str
-        answer: str
+    from .graphs import ask_graph
 
     sent: list[str] = []
     opened: list[bool] = []
@@ -128,9 +124,6 @@ def test_a_pause_and_resume_take_seven_statements(pg_url: str, pg_kwargs: dict[s
             sent.append("MANY")
             super().executemany(query, params_seq, **kwargs)
 
-    def ask(state: Ask) -> dict[str, Any]:
-        return {"answer": interrupt(state["question"])}
-
     with psycopg.connect(pg_url, **pg_kwargs) as conn:
         saver = PostgresSaver(conn)
         saver.setup()
@@ -142,11 +135,7 @@ def test_a_pause_and_resume_take_seven_statements(pg_url: str, pg_kwargs: dict[s
             return transaction(*args, **kwargs)
 
         conn.transaction = counted_transaction  # type: ignore[method-assign]
-        builder = StateGraph(Ask)
-        builder.add_node("ask", ask)
-        builder.add_edge(START, "ask")
-        builder.add_edge("ask", END)
-        graph = builder.compile(checkpointer=saver)
+        graph = ask_graph(saver)
         cfg: Any = {"configurable": {"thread_id": "count"}}
         graph.invoke({"question": "ship it?", "answer": ""}, cfg)
         assert graph.invoke(Command(resume="yes"), cfg)["answer"] == "yes"

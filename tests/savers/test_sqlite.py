@@ -148,27 +148,18 @@ def test_a_pause_and_resume_commit_five_times(tmp_path: Path, stream: bool, comm
     # A step's last task writes are committed with the step's checkpoint (one fsync),
     # unless a stream is read: the caller's code then runs between the two, so the
     # writes are saved first, on their own.
-    from typing import Any, TypedDict
+    from typing import Any
 
-    from pausepoint import END, START, Command, StateGraph, interrupt
+    from pausepoint import Command
 
-    class Ask(TypedDict):
-        question: str
-        answer: str
-
-    def ask(state: Ask) -> dict[str, Any]:
-        return {"answer": interrupt(state["question"])}
+    from .graphs import ask_graph
 
     conn = sqlite3.connect(tmp_path / "c.db", check_same_thread=False)
     saver = SqliteSaver(conn)
     saver.setup()
     sent: list[str] = []
     conn.set_trace_callback(sent.append)
-    builder = StateGraph(Ask)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    graph = builder.compile(checkpointer=saver)
+    graph = ask_graph(saver)
     cfg: Any = {"configurable": {"thread_id": "count"}}
     for given in ({"question": "ship it?", "answer": ""}, Command(resume="yes")):
         if stream:
