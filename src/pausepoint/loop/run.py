@@ -57,7 +57,7 @@ from pausepoint.loop.pending import (
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks
-from pausepoint.loop.writes import VersionClock, apply_writes
+from pausepoint.loop.writes import VersionClock, apply_writes, preview_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Command, Durability, Interrupt
 
@@ -525,10 +525,9 @@ class _Run:
         """The root graph swallows interrupts and reports them with the output."""
         if self.tasks and any(t.writes for t in self.tasks):
             # The output shows what finished siblings wrote (as LangGraph's does);
-            # applied to a scratch copy, so the checkpoint stays as saved.
-            scratch = copy_checkpoint(self.checkpoint)
+            # applied to the channels only, so the checkpoint stays as saved.
             done = [t for t in self.tasks if t.writes]
-            updated = apply_writes(scratch, self.channels, done)
+            updated = preview_writes(self.channels, done, self.out_keys)
             if self.streams_values and not updated.isdisjoint(self.out_keys):
                 yield self.emit("values", self.output())
         if not exc.interrupts and self.wants("updates"):

@@ -14,7 +14,7 @@ from pausepoint.channels import MISSING, Channel
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, PUSH, RESUME, RETURN, SCHEDULED
 
-__all__ = ["InputWrites", "VersionClock", "WriteSource", "apply_writes"]
+__all__ = ["InputWrites", "VersionClock", "WriteSource", "apply_writes", "preview_writes"]
 
 _NOT_CHANNELS = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, SCHEDULED})
 
@@ -99,6 +99,35 @@ def apply_writes(
         if clock is not None:  # a throwaway clock needs no update
             clock.top = next_version
     checkpoint["updated_channels"] = sorted(updated) if len(updated) > 1 else list(updated)
+    return updated
+
+
+def preview_writes(
+    channels: Mapping[str, Channel], sources: Iterable[WriteSource], keys: Collection[str]
+) -> set[str]:
+    """Apply writes to ``channels`` only, to read ``keys`` as a step would leave them.
+
+    For the output of a run that pauses with some tasks done: no versions, no
+    ``versions_seen`` marks and no consumed triggers, which nobody reads afterwards
+    (the whole of :func:`apply_writes` made a resume of one of K paused tasks cost
+    O(K) dicts for nothing). A one-step value in ``keys`` that got no write clears,
+    as it would in the step. Returns the channels updated.
+    """
+    ordered = sorted(sources, key=_sort_key)
+    by_channel: dict[str, list[Any]] = {}
+    for src in ordered:
+        for chan, value in src.writes:
+            if chan in channels and chan not in _NOT_CHANNELS:
+                by_channel.setdefault(chan, []).append(value)
+    updated: set[str] = set()
+    for chan, values in by_channel.items():
+        channel = channels[chan]
+        if channel.update(values) and channel.is_available():
+            updated.add(chan)
+    for chan in keys:
+        channel = channels.get(chan)
+        if channel is not None and chan not in updated and channel.is_available():
+            channel.update(())
     return updated
 
 
