@@ -24,8 +24,9 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   new checkpoint after it, as ``put_writes`` for each then ``put`` would, but all or
   nothing: a value that cannot be stored changes nothing. The database savers do it
   in one transaction (SQLite: one commit; PostgreSQL: one statement when the writes
-  fit one). The engine uses it for the last task of a step when nothing happens
-  between that task's end and the step's checkpoint (no stream is being read).
+  fit one). The engine uses it, for a saver whose ``batches_writes`` is true, for the
+  last task of a step when nothing happens between that task's end and the step's
+  checkpoint (no stream is being read).
 - ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces.
 - Values are stored so that later mutation of the caller's objects never changes
   what is stored.
@@ -39,7 +40,7 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
 from typing_extensions import TypedDict
 
@@ -237,6 +238,10 @@ class BaseCheckpointSaver:
     ) -> None:
         """See the module docstring for the contract."""
         raise NotImplementedError
+
+    batches_writes: ClassVar[bool] = False
+    """Whether :meth:`put_after_writes` saves a round trip or a commit over separate
+    calls; the engine uses it only for savers that say so (the database savers)."""
 
     def put_after_writes(
         self,

@@ -95,6 +95,8 @@ class PostgresSaver(BaseCheckpointSaver):
     Call :meth:`setup` once (it is idempotent) before first use.
     """
 
+    batches_writes = True  # put_after_writes: one statement instead of two
+
     def __init__(
         self,
         conn: psycopg.Connection[Any] | psycopg_pool.ConnectionPool[Any],
@@ -214,6 +216,8 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
 
     Call :meth:`setup` once (it is idempotent) before first use.
     """
+
+    batches_writes = True  # aput_after_writes: one statement instead of two
 
     def __init__(
         self,

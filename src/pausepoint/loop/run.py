@@ -141,8 +141,14 @@ class _Run:
         self.custom_writer = custom_writer(opts)
         # The last task of a step may leave its writes to be saved with the step's
         # checkpoint, in one saver call (a commit less per step on SQLite/PostgreSQL),
-        # when nothing is streamed: then no caller code runs in between.
-        self.folds = opts.has_saver and opts.durability != "exit" and not modes
+        # when nothing is streamed: then no caller code runs in between. Only for a
+        # saver that says it gains by it (InMemorySaver would only pay for the call).
+        self.folds = (
+            opts.has_saver
+            and opts.durability != "exit"
+            and not modes
+            and bool(getattr(opts.saver, "batches_writes", False))
+        )
         self.held: SaveWrites | None = None
 
     # --- effects helpers ---------------------------------------------------------------
