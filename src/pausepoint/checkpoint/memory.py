@@ -286,7 +286,7 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: all encoded first, so all or nothing."""
         thread, ns, parent_id = config_keys(config)
-        frozen = [(task, self._frozen_writes(task.writes)) for task in writes]
+        frozen = [(task, self._frozen_writes(task.writes)) for task in writes] if writes else ()
         if frozen and parent_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.pop(thread, None) or _Recent()
@@ -477,9 +477,26 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        copied = self._frozen_writes(writes)
+        # Every task of every step comes here: the helpers put_after_writes uses are
+        # inlined (three calls less, ~4k instructions a step).
+        freeze = self._freeze
+        copied = [(channel, freeze(channel, value)) for channel, value in writes]
         with self._lock:
-            _add_writes(self._stored(thread, ns, checkpoint_id), task_id, copied)
+            by_id = self._nested.get(thread, {}).get(ns) if ns else self._root.get(thread)
+            stored = by_id.get(checkpoint_id) if by_id is not None else None
+            if stored is None:
+                raise KeyError(
+                    f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}"
+                )
+            kept = stored.writes
+            if kept is None:
+                kept = stored.writes = {}
+            for n, (channel, value) in enumerate(copied):
+                idx = WRITES_IDX_MAP.get(channel, n)
+                key = (task_id, idx)
+                if idx >= 0 and key in kept:
+                    continue
+                kept[key] = (channel, value)
 
     def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
         freeze = self._freeze
