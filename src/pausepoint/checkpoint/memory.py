@@ -289,7 +289,7 @@ class InMemorySaver(BaseCheckpointSaver):
         frozen = [(task, self._frozen_writes(task.writes)) for task in writes] if writes else ()
         if frozen and parent_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        recent = self._recent.pop(thread, None) or _Recent()
+        recent = self._recent.get(thread) or _Recent()  # left in place if encoding fails
         channel_values = checkpoint["channel_values"]
         kept, encoded = self._keep_values(
             channel_values, checkpoint["channel_versions"], recent.encoded.get(ns)
@@ -319,6 +319,7 @@ class InMemorySaver(BaseCheckpointSaver):
             by_id[stored.id] = stored
             # Most recent thread last; the oldest leaves when full, compacted.
             recent.fresh.append(stored)
+            self._recent.pop(thread, None)
             self._recent[thread] = recent
             if len(self._recent) > _RECENT_THREADS:
                 self._compact(self._recent.pop(next(iter(self._recent))).fresh)
