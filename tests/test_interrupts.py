@@ -353,7 +353,8 @@ def test_invoke_with_another_stream_mode_keeps_the_run_options(drive):
 
 
 class _PlainSaver:
-    """A saver with the protocol's methods only (no ``put_after_writes``), delegating."""
+    """A saver with the protocol's methods only (no ``put_after_writes``, no
+    ``batches_writes``), delegating to an InMemorySaver."""
 
     def __init__(self) -> None:
         self.inner = InMemorySaver()
@@ -366,7 +367,9 @@ class _PlainSaver:
         return getattr(self.inner, name)
 
 
-def test_a_saver_without_put_after_writes_gets_its_two_calls(drive):
+def test_a_saver_that_does_not_batch_writes_gets_separate_calls(drive):
+    # The engine asks for put_after_writes only from savers whose batches_writes is
+    # true; any other saver gets put_writes and put, as before the method existed.
     saver = _PlainSaver()
     g = StateGraph(S)
     g.add_node("ask", lambda s: {"answers": [interrupt("ok?")]})

@@ -305,10 +305,8 @@ class InMemorySaver(BaseCheckpointSaver):
             self.serde.dumps(metadata, label="metadata"),
         )
         with self._lock:
-            if frozen:
-                parent = self._stored(thread, ns, parent_id)
-                for task, copied in frozen:
-                    _add_writes(parent, task.task_id, copied)
+            for task, copied in frozen:  # one parent: found for all or for none
+                self._add_writes(thread, ns, parent_id, task.task_id, copied)
             if ns:
                 by_id = self._nested.setdefault(thread, {}).setdefault(ns, {})
             else:
@@ -478,37 +476,36 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        # Every task of every step comes here: the helpers put_after_writes uses are
-        # inlined (three calls less, ~4k instructions a step).
-        freeze = self._freeze
-        copied = [(channel, freeze(channel, value)) for channel, value in writes]
+        copied = self._frozen_writes(writes)
         with self._lock:
-            by_id = self._nested.get(thread, {}).get(ns) if ns else self._root.get(thread)
-            stored = by_id.get(checkpoint_id) if by_id is not None else None
-            if stored is None:
-                raise KeyError(
-                    f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}"
-                )
-            kept = stored.writes
-            if kept is None:
-                kept = stored.writes = {}
-            for n, (channel, value) in enumerate(copied):
-                idx = WRITES_IDX_MAP.get(channel, n)
-                key = (task_id, idx)
-                if idx >= 0 and key in kept:
-                    continue
-                kept[key] = (channel, value)
+            self._add_writes(thread, ns, checkpoint_id, task_id, copied)
 
     def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
         freeze = self._freeze
         return [(channel, freeze(channel, value)) for channel, value in writes]
 
-    def _stored(self, thread: str, ns: str, checkpoint_id: str | None) -> _Stored:
+    def _add_writes(
+        self,
+        thread: str,
+        ns: str,
+        checkpoint_id: str | None,
+        task_id: str,
+        copied: list[tuple[str, Any]],
+    ) -> None:
+        """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked)."""
         by_id = self._by_id(thread, ns)
         stored = by_id.get(checkpoint_id) if by_id is not None and checkpoint_id else None
         if stored is None:
             raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
-        return stored
+        kept = stored.writes
+        if kept is None:
+            kept = stored.writes = {}
+        for n, (channel, value) in enumerate(copied):
+            idx = WRITES_IDX_MAP.get(channel, n)
+            key = (task_id, idx)
+            if idx >= 0 and key in kept:
+                continue
+            kept[key] = (channel, value)
 
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -517,19 +514,6 @@ class InMemorySaver(BaseCheckpointSaver):
             self._root.pop(thread, None)
             self._nested.pop(thread, None)
             self._recent.pop(thread, None)
-
-
-def _add_writes(stored: _Stored, task_id: str, copied: list[tuple[str, Any]]) -> None:
-    """Keep a task's (frozen) writes: ordinary ones once, special ones replaced."""
-    kept = stored.writes
-    if kept is None:
-        kept = stored.writes = {}
-    for n, (channel, value) in enumerate(copied):
-        idx = WRITES_IDX_MAP.get(channel, n)
-        key = (task_id, idx)
-        if idx >= 0 and key in kept:
-            continue
-        kept[key] = (channel, value)
 
 
 # PendingWrite's own __new__ is a Python-level function; tuple's is not (a checkpoint

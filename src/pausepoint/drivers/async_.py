@@ -105,25 +105,20 @@ async def perform(saver: Any, effect: Any) -> Any:
         await saver.aput_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
         return None
     if kind is SaveCheckpoint:
-        if effect.writes:
-            return await aput_after_writes(saver, effect)
+        if effect.writes:  # only for a saver whose batches_writes is true
+            return await saver.aput_after_writes(
+                effect.config,
+                effect.writes,
+                effect.checkpoint,
+                effect.metadata,
+                effect.new_versions,
+            )
         return await saver.aput(
             effect.config, effect.checkpoint, effect.metadata, effect.new_versions
         )
     if kind is LoadCheckpoint:
         return await saver.aget_tuple(effect.config)
     raise TypeError(f"unknown effect {effect!r}")
-
-
-async def aput_after_writes(saver: Any, effect: SaveCheckpoint) -> Any:
-    """``saver.aput_after_writes``; its two parts for a saver that does not have it."""
-    method = getattr(saver, "aput_after_writes", None)
-    args = (effect.config, effect.checkpoint, effect.metadata, effect.new_versions)
-    if method is not None:
-        return await method(args[0], effect.writes, *args[1:])
-    for task in effect.writes:
-        await saver.aput_writes(effect.config, task.writes, task.task_id, task.task_path)
-    return await saver.aput(*args)
 
 
 async def _start(task: ExecTask, sink: AsyncSink, calls: AsyncCalls) -> None:

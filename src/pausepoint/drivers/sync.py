@@ -87,23 +87,18 @@ def perform(saver: Any, effect: Any) -> Any:
         saver.put_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
         return None
     if kind is SaveCheckpoint:
-        if effect.writes:
-            return put_after_writes(saver, effect)
+        if effect.writes:  # only for a saver whose batches_writes is true
+            return saver.put_after_writes(
+                effect.config,
+                effect.writes,
+                effect.checkpoint,
+                effect.metadata,
+                effect.new_versions,
+            )
         return saver.put(effect.config, effect.checkpoint, effect.metadata, effect.new_versions)
     if kind is LoadCheckpoint:
         return saver.get_tuple(effect.config)
     raise TypeError(f"unknown effect {effect!r}")
-
-
-def put_after_writes(saver: Any, effect: SaveCheckpoint) -> Any:
-    """``saver.put_after_writes``; its two parts for a saver that does not have it."""
-    method = getattr(saver, "put_after_writes", None)
-    args = (effect.config, effect.checkpoint, effect.metadata, effect.new_versions)
-    if method is not None:
-        return method(args[0], effect.writes, *args[1:])
-    for task in effect.writes:
-        saver.put_writes(effect.config, task.writes, task.task_id, task.task_path)
-    return saver.put(*args)
 
 
 def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, Outcome]:
