@@ -361,7 +361,7 @@ class _PlainSaver:
         self.calls: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
-        if "after_writes" in name:
+        if "after_writes" in name or name == "batches_writes":
             raise AttributeError(name)
         self.calls.append(name)
         return getattr(self.inner, name)

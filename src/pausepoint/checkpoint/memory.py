@@ -148,6 +148,8 @@ class InMemorySaver(BaseCheckpointSaver):
             this saver register their state schemas' types with it.
     """
 
+    batches_writes = True  # one call and one lock instead of two (~4k instructions a step)
+
     def __init__(self, *, serde: Serializer | None = None) -> None:
         self.serde = serde if serde is not None else Serializer()
         self._lock = threading.Lock()

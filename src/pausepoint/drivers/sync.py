@@ -1,10 +1,10 @@
 """The sync driver: the loop's effects carried out with a thread pool and a sync saver.
 
 Tasks of a step run in worker threads, each in a copy of the caller's context
-variables; a step with a single task runs in the caller's thread. Finished
-tasks and stream chunks from the workers (custom writes, subgraph output) come
-back through one queue, so the loop sees outcomes one at a time, in the order
-they finish.
+variables; a step with a single task runs in the caller's thread, and its
+outcome goes straight back into the loop. Finished tasks and stream chunks from
+the workers (custom writes, subgraph output) come back through one queue, so
+the loop sees outcomes one at a time, in the order they finish.
 """
 
 from __future__ import annotations
@@ -65,7 +65,13 @@ def drive(
             if kind is NextOutcome:
                 send = yield from _next_outcome(events)
             elif kind is RunTasks:
-                pool = _start_all(effect.tasks, events, pool, max_workers, calls)
+                tasks = effect.tasks
+                if len(tasks) == 1:  # run here, and answer with the outcome at once
+                    send = contextvars.copy_context().run(run_task, tasks[0], calls)
+                    if not events.empty():
+                        yield from _chunks_so_far(events)
+                else:
+                    pool = _start_all(tasks, events, pool, max_workers, calls)
             elif kind is Emit:
                 yield (effect.ns, effect.mode, effect.payload)
             else:
@@ -110,17 +116,21 @@ def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, O
         yield item
 
 
+def _chunks_so_far(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, None]:
+    """Pass on the chunks a task run in this thread made (no outcome is queued then)."""
+    while not events.empty():
+        _kind, item = events.get()
+        yield item
+
+
 def _start_all(
     tasks: Sequence[Any],
     events: queue.SimpleQueue[_Event],
     pool: ThreadPoolExecutor | None,
     max_workers: int | None,
     calls: SyncCalls,
-) -> ThreadPoolExecutor | None:
-    """Start a step's tasks: a lone task runs in this thread, several in the pool."""
-    if len(tasks) == 1:
-        _start(tasks[0], events, calls)
-        return pool
+) -> ThreadPoolExecutor:
+    """Start a step's tasks in the pool; their outcomes come back through ``events``."""
     if pool is None:
         pool = _pool_for(max_workers)
     for task in tasks:
@@ -155,10 +165,6 @@ def _pool_for(max_workers: int | None) -> ThreadPoolExecutor:
     if max_workers is None and TASK.get() is None:
         return _SHARED.get()
     return ThreadPoolExecutor(max_workers, "pausepoint")
-
-
-def _start(task: ExecTask, events: queue.SimpleQueue[_Event], calls: SyncCalls) -> None:
-    events.put(("done", contextvars.copy_context().run(run_task, task, calls)))
 
 
 def _start_in_worker(task: ExecTask, events: queue.SimpleQueue[_Event], calls: SyncCalls) -> None:

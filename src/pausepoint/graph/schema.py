@@ -33,6 +33,11 @@ class SchemaInfo:
     keys: tuple[str, ...]
     channels: Mapping[str, Channel]
     kind: str  # "typeddict" | "dataclass" | "pydantic" | "dict"
+    is_dict: bool = dataclasses.field(init=False)
+    """Whether values of this schema are plain dicts (a TypedDict, or ``dict``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_dict", self.kind in ("typeddict", "dict"))
 
     @classmethod
     def of(cls, schema: Any) -> SchemaInfo:
@@ -44,7 +49,7 @@ class SchemaInfo:
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
         """Build the value a node receives: the schema's type filled with ``values``."""
-        if self.kind in ("typeddict", "dict"):
+        if self.is_dict:
             return dict(values)
         try:
             return self.schema(**values)

@@ -140,7 +140,7 @@ def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[t
     conf = dict(base.config.get("configurable") or {})
     ns = str(conf.get("checkpoint_ns", ""))
     if node == START:
-        task = Task("", START, ("", START), values, (), dataclasses.replace(proc, fn=None), "")
+        task = Task("", START, ("", START), values, (), dataclasses.replace(proc, fn=None), "", [])
     else:
         proc = dataclasses.replace(
             proc,
@@ -151,7 +151,7 @@ def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[t
             inject=frozenset(),
         )
         tid = task_id(base.checkpoint["id"], ns, base.step, node, "__update__", node)
-        task = Task(tid, node, ("", node), None, (), proc, task_ns(ns, node, tid))
+        task = Task(tid, node, ("", node), None, (), proc, task_ns(ns, node, tid), [])
     config: RunnableConfig = {"configurable": conf}
     body = node_body(spec, task, lambda: config, base.channels)
     value: Any = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.tasks import Task
 
 __all__ = [
+    "NO_KWARGS",
     "Call",
     "Emit",
     "LoadCheckpoint",
@@ -35,6 +37,9 @@ __all__ = [
     "SaveCheckpoint",
     "SaveWrites",
 ]
+
+NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
+"""The ``kwargs`` of a :class:`Call` that passes none (shared, read-only)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,7 +85,12 @@ class Emit:
 
 @dataclasses.dataclass(slots=True)
 class RunTasks:
-    """Start running these tasks concurrently; then answer :class:`NextOutcome`s."""
+    """Start running these tasks concurrently; send back None, then answer :class:`NextOutcome`s.
+
+    A driver may instead run a lone task to its end at once and send back its
+    :class:`Outcome` (after passing on the stream chunks it made); no
+    :class:`NextOutcome` follows then.
+    """
 
     tasks: Sequence[ExecTask]
 
@@ -110,4 +120,4 @@ class Call:
     sync: Callable[..., Any]
     async_: Callable[..., Any] | None
     args: tuple[Any, ...]
-    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict[str, Any])
+    kwargs: Mapping[str, Any]

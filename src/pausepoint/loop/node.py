@@ -8,14 +8,13 @@ both drivers: the sync driver calls functions, the async driver awaits them.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
-from types import MappingProxyType
 from typing import Any
 
 from pausepoint.channels import Channel
 from pausepoint.constants import BRANCH_TO, END, PREVIOUS, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand
 from pausepoint.graph.schema import update_as_pairs
-from pausepoint.loop.effects import Call
+from pausepoint.loop.effects import NO_KWARGS, Call
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 from pausepoint.loop.tasks import Task, read_values, task_input
 from pausepoint.types import Command, Send
@@ -23,7 +22,6 @@ from pausepoint.types import Command, Send
 __all__ = ["input_writes", "node_body", "result_writes"]
 
 Writes = list[tuple[str, Any]]
-_NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 def node_body(
@@ -68,11 +66,11 @@ def _node_call(
     node: NodeProc, value: Any, config: Callable[[], Any], channels: Mapping[str, Channel]
 ) -> Call:
     if node.subgraph is not None:
-        return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config()))
+        return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config()), NO_KWARGS)
     fn = node.fn
     assert fn is not None
     if not (node.accepts_config or node.inject):
-        return Call(fn, fn if node.is_async else None, (value,), _NO_KWARGS)
+        return Call(fn, fn if node.is_async else None, (value,), NO_KWARGS)
     kwargs: dict[str, Any] = {}
     if node.accepts_config or "config" in node.inject:
         kwargs["config"] = config()

@@ -423,11 +423,12 @@ class _Run:
                 raise errors[0]
             return interrupts
         frame = StepFrame(self)
-        yield RunTasks([prepare_for_execution(frame, t) for t in to_run])
+        # A driver may run a lone task in place and answer with its outcome at once.
+        ran: Outcome | None = yield RunTasks([prepare_for_execution(frame, t) for t in to_run])
         quiet = not (self.opts.has_saver or self.streams_updates or self.streams_tasks)
         last = len(to_run) - 1
         for n in range(len(to_run)):
-            outcome: Outcome = yield _NEXT_OUTCOME
+            outcome: Outcome = ran if ran is not None else (yield _NEXT_OUTCOME)
             if quiet and outcome.error is None:  # nothing to save or report: just keep it
                 outcome.task.writes = list(outcome.writes)
                 continue

@@ -57,6 +57,8 @@ class NodeProc:
     """The writes that follow every run: edge triggers, then join marks (made once)."""
     pull_key: str = dataclasses.field(init=False)
     """The node's part of its pull task's id (see ``loop.tasks.task_id``), made once."""
+    pull: tuple[str, str] = dataclasses.field(init=False)
+    """Its pull task's path, ``(PULL, name)``: one tuple for all its tasks."""
     pull_path: str = dataclasses.field(init=False)
     """``repr`` of its pull task's path, as savers store it with the task's writes."""
 
@@ -65,7 +67,8 @@ class NodeProc:
         after += [(chan, self.name) for chan in self.joins]
         object.__setattr__(self, "after_writes", tuple(after))
         object.__setattr__(self, "pull_key", f"{self.name}\x00{PULL}\x00{self.name}")
-        object.__setattr__(self, "pull_path", repr((PULL, self.name)))
+        object.__setattr__(self, "pull", (PULL, self.name))
+        object.__setattr__(self, "pull_path", repr(self.pull))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
