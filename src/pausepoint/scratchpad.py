@@ -1,6 +1,6 @@
 """The running task's context: its scratchpad, namespace, config and writers.
 
-While a node runs, one frozen :class:`TaskContext` sits in the ``TASK`` context
+While a node runs, its :class:`TaskContext` sits in the ``TASK`` context
 variable. The sync driver runs each task in a copy of the caller's context and
 the async driver in its own asyncio task, so parallel tasks never see each
 other's context. ``interrupt()``, ``get_config()``, ``get_stream_writer()`` and
@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.errors import GraphInterrupt
 from pausepoint.types import Interrupt
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.calls import CallRequest, CallSite
     from pausepoint.types import Durability, RetryPolicy
 
-__all__ = ["TASK", "ContextOrigin", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
+__all__ = ["TASK", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
 
 
 class Scratchpad:
@@ -70,35 +70,23 @@ class NestInfo:
     parents: Mapping[str, str]
 
 
-class ContextOrigin(Protocol):
-    """Where a task context gets the pieces it makes on first use (an ``ExecTask``)."""
-
-    def config(self) -> RunnableConfig: ...  # noqa: D102
-
-    def nest(self) -> NestInfo: ...  # noqa: D102
-
-    def call_site(self) -> CallSite: ...  # noqa: D102
-
-    def open_call_site(self) -> CallSite | None: ...  # noqa: D102
-
-
 class TaskContext:
     """The running task, as seen from inside its node function.
 
-    Read-only once made. ``config``, ``nest`` and ``calls`` are either given or
-    made on first use by ``origin`` (most nodes never read them); the scratchpad is
-    made on first use from the saved answers in ``resume``.
+    ``config``, ``nest`` and ``calls`` are either given or made on first use by the
+    ``_make_*`` methods a subclass overrides (most nodes never read them: see
+    :class:`pausepoint.loop.prepare.ExecTask`); the scratchpad is made on first use
+    from the saved answers in ``resume``.
     """
 
     __slots__ = (
-        "_calls",
         "_config",
         "_nest",
         "_resume",
         "_scratchpad",
         "checkpoint_ns",
         "name",
-        "origin",
+        "open_calls",
         "spawn",
         "stream_writer",
         "task_id",
@@ -117,7 +105,6 @@ class TaskContext:
         nest: NestInfo | None = None,
         calls: CallSite | None = None,
         spawn: Callable[[CallRequest], Any] | None = None,
-        origin: ContextOrigin | None = None,
     ) -> None:
         self.name = name
         self.task_id = task_id
@@ -126,10 +113,10 @@ class TaskContext:
         self._resume = resume
         self.stream_writer = stream_writer
         self.spawn = spawn
-        self.origin = origin
         self._config = config
         self._nest = nest
-        self._calls = calls
+        self.open_calls = calls
+        """The call site if any ``@task`` call was made here (see ``calls``), else None."""
 
     @property
     def scratchpad(self) -> Scratchpad:
@@ -142,31 +129,31 @@ class TaskContext:
     def config(self) -> RunnableConfig:
         """The node's config (what ``get_config()`` returns)."""
         if self._config is None:
-            assert self.origin is not None, "a context is made with a config or an origin"
-            self._config = self.origin.config()
+            self._config = self._make_config()
         return self._config
 
     @property
     def nest(self) -> NestInfo:
         """What a graph run inside this task inherits."""
         if self._nest is None:
-            assert self.origin is not None, "a context is made with nest info or an origin"
-            self._nest = self.origin.nest()
+            self._nest = self._make_nest()
         return self._nest
 
     @property
     def calls(self) -> CallSite | None:
         """The bookkeeping of this task's ``@task`` calls (made on the first call)."""
-        if self._calls is None and self.origin is not None:
-            self._calls = self.origin.call_site()
-        return self._calls
+        if self.open_calls is None:
+            self.open_calls = self._make_calls()
+        return self.open_calls
 
-    @property
-    def open_calls(self) -> CallSite | None:
-        """The call site if any ``@task`` call was made here, without making one."""
-        if self._calls is None and self.origin is not None:
-            return self.origin.open_call_site()
-        return self._calls
+    def _make_config(self) -> RunnableConfig:
+        raise AssertionError("a context is made with a config, or by a subclass that makes one")
+
+    def _make_nest(self) -> NestInfo:
+        raise AssertionError("a context is made with nest info, or by a subclass that makes it")
+
+    def _make_calls(self) -> CallSite | None:
+        return None
 
     def call(
         self,

@@ -141,7 +141,8 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         finally:
-            await asettle(context.open_calls)  # the task's @task calls end with it
+            if context.open_calls is not None:  # the task's @task calls end with it
+                await asettle(context.open_calls)
         await asyncio.sleep(delay)
 
 

@@ -187,7 +187,8 @@ def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         finally:
-            settle(context.open_calls)  # the task's @task calls end with it
+            if context.open_calls is not None:  # the task's @task calls end with it
+                settle(context.open_calls)
             TASK.reset(token)
         time.sleep(delay)
 

@@ -88,6 +88,9 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
     """The writes of a node's return value: a dict, ``None``, a ``Command`` or an object."""
     if node.returns is None and type(result) is dict:  # the common case, first
         keys = spec.state_key_set
+        # Every key a state key (checked in C): the items as they are, no filtering loop.
+        if keys.issuperset(result):  # pyright: ignore[reportUnknownArgumentType]
+            return list(result.items())  # pyright: ignore[reportUnknownArgumentType]
         return [(k, v) for k, v in result.items() if k in keys]  # pyright: ignore[reportUnknownVariableType]
     if node.returns is not None:
         output, saved = node.returns

@@ -10,7 +10,7 @@ Drivers carry out its effects; see :mod:`pausepoint.loop.effects`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from pausepoint.channels import Channel
@@ -345,7 +345,8 @@ class _Run:
         self.tasks = self.current_tasks()
         if not self.tasks:
             return False
-        to_run, paused = self.match_records()
+        # A fresh step (the usual case) has nothing that ran or paused here before.
+        to_run, paused = self.match_records() if self.records else (self.tasks, [])
         if self.streams_updates and len(to_run) < len(self.tasks):
             yield from out.cached_updates(self)
         if self.opts.interrupt_before and self.should_interrupt(self.opts.interrupt_before):
@@ -373,8 +374,6 @@ class _Run:
 
     def match_records(self) -> tuple[list[Task], list[Task]]:
         """Split tasks into those to run and those paused without an answer (DESIGN §4.6)."""
-        if not self.records:  # a fresh step: nothing ran or paused here before
-            return list(self.tasks), []
         to_run: list[Task] = []
         paused: list[Task] = []
         answered: Mapping[str, Any] = self.resume.values if self.resume else {}
@@ -410,7 +409,7 @@ class _Run:
             yield from out.task_starts(self, to_run)
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
-        if len(to_run) == 1 and _is_pure(to_run[0]):
+        if len(to_run) == 1 and to_run[0].name == START and _is_pure(to_run[0]):
             # The input step calls no user code: applied here, without a driver round
             # trip (a worker context, a queue hand-off) on every invoke.
             task = to_run[0]
@@ -425,17 +424,36 @@ class _Run:
         frame = StepFrame(self)
         # A driver may run a lone task in place and answer with its outcome at once.
         ran: Outcome | None = yield RunTasks([prepare_for_execution(frame, t) for t in to_run])
-        quiet = not (self.opts.has_saver or self.streams_updates or self.streams_tasks)
+        reports = self.streams_updates or self.streams_tasks
         last = len(to_run) - 1
         for n in range(len(to_run)):
             outcome: Outcome = ran if ran is not None else (yield _NEXT_OUTCOME)
-            if quiet and outcome.error is None:  # nothing to save or report: just keep it
-                outcome.task.writes = list(outcome.writes)
+            if outcome.error is None and not reports:  # the usual case, without finish()
+                hold = n == last and not (interrupts or errors or self.pausing)
+                if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
+                    yield saving
                 continue
             yield from self.finish(outcome, interrupts, errors, hold=n == last)
         if errors:
             raise errors[0]
         return interrupts
+
+    def keep_writes(
+        self, task: Task, writes: Sequence[tuple[str, Any]], hold: bool
+    ) -> SaveWrites | None:
+        """Keep a finished task's writes; return the effect that saves them now, if any.
+
+        ``hold``: the step's last outcome, with nothing in the step paused or failed:
+        its writes may wait for the step's checkpoint (``folds``).
+        """
+        task.writes = list(writes)
+        if not self.opts.has_saver:
+            return None
+        saving = self.writes_effect(task.id, task.writes or [(NO_WRITES, None)], _path_repr(task))
+        if saving is not None and hold and self.folds:
+            self.held = saving
+            return None
+        return saving
 
     def finish(
         self,
@@ -453,13 +471,9 @@ class _Run:
         task, err = outcome.task, outcome.error
         path = _path_repr(task) if self.opts.has_saver else ""
         if err is None:
-            task.writes = list(outcome.writes)
-            saving = self.writes_effect(task.id, task.writes or [(NO_WRITES, None)], path)
-            if saving is not None:
-                if hold and self.folds and not (interrupts or errors or self.pausing):
-                    self.held = saving
-                else:
-                    yield saving
+            hold = hold and not (interrupts or errors or self.pausing)
+            if (saving := self.keep_writes(task, outcome.writes, hold)) is not None:
+                yield saving
             if self.streams_updates or self.streams_tasks:
                 yield from out.task_result(self, task, None, ())
         elif isinstance(err, GraphInterrupt):

@@ -158,7 +158,10 @@ def _collect(
             ran = True
             # A new dict, never a change in place: a saver may keep the old one
             # (InMemorySaver shares unchanged entries between checkpoints).
-            marks = {chan: versions[chan] for chan in triggers if chan in versions}
+            marks: dict[str, Any] = {}
+            for chan in triggers:
+                if chan in versions:
+                    marks[chan] = versions[chan]
             if marks:
                 seen[src.name] = {**mine, **marks} if mine else marks
             for chan in triggers:
@@ -168,11 +171,7 @@ def _collect(
                         changed.append(chan)
         for chan, value in src.writes:
             if chan in channels and chan not in _NOT_CHANNELS:
-                group = by_channel.get(chan)
-                if group is None:
-                    by_channel[chan] = [value]
-                else:
-                    group.append(value)
+                by_channel.setdefault(chan, []).append(value)
     return by_channel, ran
 
 
