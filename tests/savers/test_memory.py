@@ -127,6 +127,42 @@ def test_shared_entries_are_copied_for_readers() -> None:
         assert again.checkpoint["channel_versions"] == {"x": 2}
 
 
+@pytest.mark.parametrize("idle", [False, True], ids=["busy", "idle"])
+def test_metadata_reads_back_as_put_and_isolated(idle: bool) -> None:
+    # Metadata of immutable values is kept as its items while the thread is busy and
+    # encoded once it is idle; other metadata is encoded at once. Either way a read
+    # gets a new dict equal to what was put, types included, which the caller may
+    # change freely.
+    saver = InMemorySaver()
+    plain = {"source": "loop", "step": 3, "parents": {}, "ratio": 1.0, "flag": True, "n": None}
+    nested = {"source": "loop", "step": 4, "parents": {"": "abc"}, "tags": ["x"]}
+    given = [plain, nested]
+    configs = []
+    for metadata in given:
+        checkpoint = empty_checkpoint(*new_stamp())
+        config = {"configurable": {"thread_id": "m", "checkpoint_ns": ""}}
+        configs.append(saver.put(config, checkpoint, dict(metadata), {}))  # type: ignore[arg-type]
+    if idle:
+        _go_idle(saver)
+    for config, metadata in zip(configs, given, strict=True):
+        got = saver.get_tuple(config)
+        assert got is not None
+        assert got.metadata == metadata
+        assert [type(v) for v in got.metadata.values()] == [type(v) for v in metadata.values()]
+        got.metadata["parents"]["changed"] = "by the caller"  # type: ignore[index]
+        again = saver.get_tuple(config)
+        assert again is not None
+        assert again.metadata == metadata
+    found = list(saver.list({"configurable": {"thread_id": "m"}}, filter={"step": 3}))
+    assert [t.metadata for t in found] == [plain]
+    with pytest.raises(SerializationError, match="metadata"):
+        saver.put(configs[0], empty_checkpoint(*new_stamp()), {"bad": object()}, {})  # type: ignore[typeddict-unknown-key]
+    assert [t.metadata for t in saver.list({"configurable": {"thread_id": "m"}})] == [
+        nested,
+        plain,
+    ]
+
+
 def test_large_version_maps_round_trip() -> None:
     # Maps above the packing limit are kept as plain copies: same result for readers.
     saver = InMemorySaver()

@@ -55,8 +55,12 @@ def _next_ticks() -> int:
 
 def _format_id(ticks: int) -> str:
     # 60 bits of ticks: the first 12 hex digits are time_high, the last 3 time_low.
-    h = "%015x" % ticks  # noqa: UP031 (measured: faster than an f-string format spec here)
-    return f"{h[:8]}-{h[8:12]}-6{h[12:]}{_suffix}"
+    # hex() is ~2x faster than a "%015x" format; it has 15 digits after "0x" from
+    # 1582 + 2**56 ticks (the year 1810) until 5236.
+    h = hex(ticks)
+    if len(h) != 17:
+        h = "0x%015x" % ticks  # noqa: UP031
+    return f"{h[2:10]}-{h[10:14]}-6{h[14:]}{_suffix}"
 
 
 def _format_ts(unix_us: int) -> str:
@@ -67,8 +71,9 @@ def _format_ts(unix_us: int) -> str:
     if sec != cached:
         prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
         _second = (sec, prefix)
-    # isoformat() leaves the fraction out when it is zero; so does this.
-    return f"{prefix}.{micros:06d}+00:00" if micros else f"{prefix}+00:00"
+    # isoformat() leaves the fraction out when it is zero; so does this. The six
+    # digits are cut from 1_000_000 + micros: ~2.5x faster than a ":06d" format spec.
+    return f"{prefix}.{str(1_000_000 + micros)[1:]}+00:00" if micros else f"{prefix}+00:00"
 
 
 def new_checkpoint_id() -> str:

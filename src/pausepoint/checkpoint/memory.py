@@ -77,7 +77,7 @@ class _Stored:
         versions: _Map,
         seen: _Map,
         updated: tuple[str, ...] | None,
-        metadata: bytes,
+        metadata: _Meta,
     ) -> None:
         self.id = checkpoint["id"]
         self.v = checkpoint["v"]
@@ -234,7 +234,7 @@ class InMemorySaver(BaseCheckpointSaver):
                     if before_id is not None and cid >= before_id:
                         continue
                     stored = by_id[cid]
-                    if filter and not _matches(self.serde.loads(stored.metadata), filter):
+                    if filter and not _matches(self._metadata(stored.metadata), filter):
                         continue
                     out.append(self._tuple(thread, ns, cid, stored))
         out.sort(key=lambda t: t.checkpoint["id"], reverse=True)
@@ -263,7 +263,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
             },
             checkpoint=stored.checkpoint(values),
-            metadata=self.serde.loads(stored.metadata),
+            metadata=self._metadata(stored.metadata),
             parent_config=parent,  # type: ignore[arg-type]
             pending_writes=writes,
         )
@@ -304,7 +304,7 @@ class InMemorySaver(BaseCheckpointSaver):
             dict(checkpoint["channel_versions"]),
             dict(checkpoint["versions_seen"]),
             None if updated is None else tuple(updated),
-            self.serde.dumps(metadata, label="metadata"),
+            _plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
         )
         with self._lock:
             for task, copied in frozen:  # one parent: found for all or for none
@@ -417,8 +417,10 @@ class InMemorySaver(BaseCheckpointSaver):
             stored.seen = self._pack_seen(stored.seen, entries)
             if stored.updated is not None:
                 stored.updated = share(stored.updated, stored.updated)
-            if len(stored.metadata) <= _SHARED_BLOB:
-                stored.metadata = share(stored.metadata, stored.metadata)
+            meta = stored.metadata
+            if type(meta) is not bytes:  # idle: the encoding is smaller than the items
+                meta = self.serde.dumps(self._metadata(meta), label="metadata")
+            stored.metadata = share(meta, meta) if len(meta) <= _SHARED_BLOB else meta
 
     def _pack_versions(self, versions: _Map) -> _Map:
         if not isinstance(versions, dict) or len(versions) > _PACKED_UP_TO:
@@ -457,6 +459,12 @@ class InMemorySaver(BaseCheckpointSaver):
             found: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
             return _Interrupts((i.value, i.id) for i in found)
         return self.serde.dumps(value, label=f"write to {channel!r}")
+
+    def _metadata(self, kept: _Meta) -> CheckpointMetadata:
+        """The metadata a kept form stands for, as a new dict."""
+        if type(kept) is bytes:
+            return self.serde.loads(kept)
+        return {key: {} if value is _EMPTY else value for key, value in kept}  # type: ignore[return-value]
 
     def _thaw(self, kept: Any) -> Any:
         """The value a kept form stands for (a new object wherever it could be changed)."""
@@ -552,6 +560,34 @@ _SHARED_MAX = 4096
 
 _SHARED_BLOB = 256
 """Metadata encodings up to this many bytes are shared (most steps' are ~40)."""
+
+
+_Meta = bytes | tuple[tuple[str, Any], ...]
+"""Kept metadata: its encoding, or (see ``_plain_metadata``) its items."""
+
+_EMPTY = object()
+"""Stands for an empty dict in kept metadata items (``parents`` is usually one)."""
+
+
+def _plain_metadata(metadata: Mapping[str, Any]) -> tuple[tuple[str, Any], ...] | None:
+    """The items of metadata whose values are immutable (or empty dicts), else None.
+
+    What a step's metadata is made of (source, step, parents, run metadata of str and
+    numbers): kept as items while the thread is busy, without encoding (~0.6 µs
+    instead of ~2.6 µs a put), and encoded when it goes idle (``_compact``).
+    """
+    items: list[tuple[str, Any]] = []
+    for key, value in metadata.items():
+        kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+        if type(key) is not str:  # pyright: ignore[reportUnnecessaryComparison]
+            return None
+        if kind in _FROZEN:
+            items.append((key, value))
+        elif kind is dict and not value:
+            items.append((key, _EMPTY))
+        else:
+            return None
+    return tuple(items)
 
 
 def _is_frozen(value: Any) -> bool:
