@@ -43,16 +43,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_suffix)
 
 
-def _next_ticks() -> int:
-    global _last
-    with _lock:
-        ticks = time.time_ns() // 100 + _GREGORIAN_OFFSET
-        if ticks <= _last:
-            ticks = _last + 1
-        _last = ticks
-    return ticks
-
-
 def _format_id(ticks: int) -> str:
     # 60 bits of ticks: the first 12 hex digits are time_high, the last 3 time_low.
     # hex() is ~2x faster than a "%015x" format; it has 15 digits after "0x" from
@@ -78,13 +68,21 @@ def _format_ts(unix_us: int) -> str:
 
 def new_checkpoint_id() -> str:
     """A new UUIDv6 string, greater than every id this process made before."""
-    return _format_id(_next_ticks())
+    return new_stamp()[0]
 
 
 def new_stamp() -> tuple[str, str]:
-    """A new checkpoint id and its creation time (``Checkpoint["ts"]``), from one clock read."""
-    global _last_stamp
-    ticks = _next_ticks()
+    """A new checkpoint id and its creation time (``Checkpoint["ts"]``), from one clock read.
+
+    Within one process the clock is forced forward: two stamps made in the same
+    100 ns tick still get increasing ids.
+    """
+    global _last, _last_stamp
+    with _lock:
+        ticks = time.time_ns() // 100 + _GREGORIAN_OFFSET
+        if ticks <= _last:
+            ticks = _last + 1
+        _last = ticks
     stamp = _last_stamp = (_format_id(ticks), _format_ts((ticks - _GREGORIAN_OFFSET) // 10))
     return stamp
 

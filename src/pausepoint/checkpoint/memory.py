@@ -288,7 +288,9 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: all encoded first, so all or nothing."""
         thread, ns, parent_id = config_keys(config)
-        frozen = [(task, self._frozen_writes(task.writes)) for task in writes] if writes else ()
+        frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
+        for task in writes:
+            frozen.append((task, self._frozen_writes(task.writes)))
         if frozen and parent_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.get(thread) or _Recent()  # left in place if encoding fails
@@ -491,8 +493,10 @@ class InMemorySaver(BaseCheckpointSaver):
             self._add_writes(thread, ns, checkpoint_id, task_id, copied)
 
     def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        freeze = self._freeze
-        return [(channel, freeze(channel, value)) for channel, value in writes]
+        freeze, plain = self._freeze, _FROZEN
+        # An immutable value (most writes: a number, a name, an edge's None) is kept
+        # as it is without a call to _freeze.
+        return [(ch, v) if type(v) in plain else (ch, freeze(ch, v)) for ch, v in writes]
 
     def _add_writes(
         self,

@@ -143,13 +143,12 @@ class _Run:
         # checkpoint, in one saver call (a commit less per step on SQLite/PostgreSQL),
         # when nothing is streamed: then no caller code runs in between. Only for a
         # saver that says it gains by it (InMemorySaver would only pay for the call).
+        # Whether checkpoints and writes are saved as the run goes (not at its exit).
+        self.saves_now = opts.has_saver and opts.durability != "exit"
         self.folds = (
-            opts.has_saver
-            and opts.durability != "exit"
-            and not modes
-            and bool(getattr(opts.saver, "batches_writes", False))
+            self.saves_now and not modes and bool(getattr(opts.saver, "batches_writes", False))
         )
-        self.held: SaveWrites | None = None
+        self.held: TaskWrites | None = None
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -158,9 +157,6 @@ class _Run:
 
     def wants(self, mode: str) -> bool:
         return mode in self.opts.stream_modes
-
-    def _saving_now(self) -> bool:
-        return self.opts.has_saver and self.opts.durability != "exit"
 
     def writes_effect(
         self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
@@ -172,7 +168,7 @@ class _Run:
         """
         if not self.opts.has_saver:
             return None
-        if self._saving_now() and self.saved_config is not None:
+        if self.saves_now and self.saved_config is not None:
             return SaveWrites(self.saved_config, writes, task_id, path)
         self.unsaved.append((task_id, writes))
         return None
@@ -203,10 +199,10 @@ class _Run:
             "parents": dict(self.opts.nest.parents) if self.opts.nest else {},
             **self.run_metadata,  # type: ignore[typeddict-item]
         }
-        if self._saving_now():
+        if self.saves_now:
             # The saver copies what it keeps (its contract), so no copy is made here.
             held, self.held = self.held, None
-            writes = () if held is None else (_task_writes(held),)
+            writes = () if held is None else (held,)
             self.saved_config = yield SaveCheckpoint(
                 parent, self.checkpoint, self.metadata, {}, writes
             )
@@ -221,8 +217,8 @@ class _Run:
     def flush_held(self) -> Generator[Effect, Any, None]:
         """Save writes left for a checkpoint that will not be saved (the step failed)."""
         held, self.held = self.held, None
-        if held is not None:
-            yield held
+        if held is not None and self.saved_config is not None:
+            yield SaveWrites(self.saved_config, held.writes, held.task_id, held.task_path)
 
     def flush_exit(self) -> Generator[Effect, Any, None]:
         """Durability "exit": write the last checkpoint (if new) and its writes now."""
@@ -449,11 +445,11 @@ class _Run:
         task.writes = list(writes)
         if not self.opts.has_saver:
             return None
-        saving = self.writes_effect(task.id, task.writes or [(NO_WRITES, None)], _path_repr(task))
-        if saving is not None and hold and self.folds:
-            self.held = saving
+        saved = task.writes or [(NO_WRITES, None)]
+        if hold and self.folds and self.saved_config is not None:
+            self.held = TaskWrites(task.id, saved, _path_repr(task))
             return None
-        return saving
+        return self.writes_effect(task.id, saved, _path_repr(task))
 
     def finish(
         self,
@@ -565,10 +561,6 @@ class _Run:
 
 
 _NEXT_OUTCOME = NextOutcome()
-
-
-def _task_writes(effect: SaveWrites) -> TaskWrites:
-    return TaskWrites(effect.task_id, effect.writes, effect.task_path)
 
 
 def _path_repr(task: Task) -> str:
