@@ -52,17 +52,11 @@ class Channel:
 
     def spawn(self, stored: Any = MISSING) -> Channel:
         """A new channel of this kind holding ``stored`` (as saved by ``checkpoint``)."""
-        new = self._empty_copy()
-        if stored is not MISSING:
-            new.value = stored
-        return new
-
-    def _empty_copy(self) -> Channel:
-        # Every run spawns every channel of its graph: a copy of the slots is ~2x
+        # Every run spawns every channel of its graph: setting the slots here is ~2x
         # cheaper than going through the __init__ chain again.
         new = object.__new__(type(self))
         new.key = self.key
-        new.value = MISSING
+        new.value = stored
         return new
 
     def get(self) -> Any:
@@ -115,10 +109,10 @@ class EphemeralValue(Channel):
         super().__init__(key)
         self.guard = guard
 
-    def _empty_copy(self) -> Channel:
+    def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
         new = object.__new__(EphemeralValue)
         new.key = self.key
-        new.value = MISSING
+        new.value = stored
         new.guard = self.guard
         return new
 
@@ -150,8 +144,11 @@ class BinaryOperatorAggregate(Channel):
         self.typ = typ
         self.value = _initial(typ)
 
-    def _empty_copy(self) -> Channel:
-        return BinaryOperatorAggregate(self.key, self.reducer, self.typ)
+    def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
+        new = BinaryOperatorAggregate(self.key, self.reducer, self.typ)
+        if stored is not MISSING:
+            new.value = stored
+        return new
 
     def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
         if not values:
@@ -205,10 +202,7 @@ class NamedBarrierValue(Channel):
     def __init__(self, key: str, names: frozenset[str]) -> None:
         super().__init__(key)
         self.names = names
-        self.value = set[str]()
-
-    def _empty_copy(self) -> Channel:
-        return NamedBarrierValue(self.key, self.names)
+        self.value = set()
 
     def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
         new = NamedBarrierValue(self.key, self.names)
@@ -239,6 +233,6 @@ class NamedBarrierValue(Channel):
 
     def consume(self) -> bool:  # noqa: D102
         if self.value == self.names:
-            self.value = set[str]()
+            self.value = set()
             return True
         return False

@@ -39,9 +39,13 @@ def default_recursion_limit() -> int:
     return int(raw) if raw else DEFAULT_RECURSION_LIMIT
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)
 class RunConfig:
-    """A caller's config, parsed: the only form the engine reads."""
+    """A caller's config, parsed: the only form the engine reads (read-only).
+
+    Not ``frozen``: a frozen ``__init__`` sets each field through
+    ``object.__setattr__`` (~3x dearer), and every invoke makes one.
+    """
 
     thread_id: str | None
     checkpoint_ns: str

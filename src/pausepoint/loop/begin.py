@@ -63,9 +63,10 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
             )
         run.resuming = True
         run.checkpoint["versions_seen"][INTERRUPT] = dict(run.checkpoint["channel_versions"])
-        if run.wants("values"):
-            yield run.emit("values", run.output())
-        yield from out.resumed_checkpoint(run)
+        if run.opts.stream_modes:
+            if run.wants("values"):
+                yield run.emit("values", run.output())
+            yield from out.resumed_checkpoint(run)
         yield from bind_resume(run)
         return
     yield from take_input(run, inp)

@@ -56,7 +56,7 @@ from pausepoint.loop.pending import (
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
-from pausepoint.loop.tasks import Task, prepare_tasks
+from pausepoint.loop.tasks import Task, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, preview_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Command, Durability, Interrupt
@@ -66,9 +66,12 @@ __all__ = ["RunOptions", "RunResult", "run"]
 Effect = Any
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(slots=True)
 class RunOptions:
-    """How to run: parsed once by the public API, read-only in the loop."""
+    """How to run: parsed once by the public API, read-only in the loop.
+
+    Not ``frozen``, as :class:`~pausepoint.config.RunConfig`: every invoke makes one.
+    """
 
     config: RunConfig
     has_saver: bool
@@ -132,7 +135,8 @@ class _Run:
         self.updated: set[str] | None = None
         self.parent_config: RunnableConfig | None = None
         self.persisted: RunnableConfig | None = None
-        self.run_metadata = opts.config.run_metadata()
+        # What checkpoints' metadata adds from the config (none is made if none is seen).
+        self.run_metadata = opts.config.run_metadata() if self.checkpoint_visible else {}
         # Bumped whenever channels change outside a new checkpoint (null writes),
         # so current_tasks() never reuses tasks prepared from older values.
         self.epoch = 0
@@ -485,8 +489,9 @@ class _Run:
                 rec.error = None
                 saved.append((ERROR, None))
             yield from self.save_writes(task.id, saved, path)
-            yield from self.emit_interrupts(found)
-            yield from out.task_result(self, task, None, found)
+            if self.opts.stream_modes:
+                yield from self.emit_interrupts(found)
+                yield from out.task_result(self, task, None, found)
         elif isinstance(err, ParentCommand) and err.origin != task.ns:
             # A subgraph's node sent this command to us: apply it as this task's result.
             here = dataclasses.replace(err.command, graph=None)
@@ -552,8 +557,6 @@ class _Run:
         return RunResult(self.output(), exc.interrupts, True)
 
     def output(self) -> Any:
-        from pausepoint.loop.tasks import read_values
-
         if self.spec.output_channel is not None:
             chan = self.channels[self.spec.output_channel]
             return chan.get() if chan.is_available() else None

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.channels import MISSING
 from pausepoint.constants import PULL
 from pausepoint.types import RetryPolicy
 
@@ -96,6 +97,4 @@ class GraphSpec:
 
     def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""
-        from pausepoint.channels import MISSING
-
         return {k: proto.spawn(stored.get(k, MISSING)) for k, proto in self.channels.items()}
