@@ -145,10 +145,8 @@ def test_loop_can_be_driven_by_hand():
 
 
 def _run_by_hand(body: Generator[Any, Any, Any]) -> Any:
-    value = None
-    try:
-        while True:
-            call = body.send(value)
-            value = call.sync(*call.args)
-    except StopIteration as done:
-        return done.value
+    # A body yields the calls to make, then its writes (a list).
+    step = next(body)
+    while not isinstance(step, list):
+        step = body.send(step.sync(*step.args))
+    return step  # pyright: ignore[reportUnknownVariableType]

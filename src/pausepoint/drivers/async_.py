@@ -24,6 +24,7 @@ from pausepoint.loop.effects import (
     SaveCheckpoint,
     SaveWrites,
 )
+from pausepoint.loop.node import Body
 from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
 from pausepoint.scratchpad import TASK
@@ -146,16 +147,15 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
         await asyncio.sleep(delay)
 
 
-async def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[str, Any]]:
+async def _run_body(body: Body) -> list[tuple[str, Any]]:
     try:
         call = next(body)
-        while True:
+        while isinstance(call, Call):
             if call.async_ is not None:
                 result = await call.async_(*call.args, **call.kwargs)
             else:
                 result = await asyncio.to_thread(call.sync, *call.args, **call.kwargs)
             call = body.send(result)
-    except StopIteration as stop:
-        return stop.value
+        return call
     finally:
         body.close()

@@ -31,6 +31,7 @@ from pausepoint.loop.effects import (
     SaveCheckpoint,
     SaveWrites,
 )
+from pausepoint.loop.node import Body
 from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
 from pausepoint.scratchpad import TASK
@@ -197,18 +198,17 @@ def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
 _PLAIN_RESULTS = frozenset({dict, type(None), str, list, tuple, int, bool})
 
 
-def _run_body(body: Generator[Call, Any, list[tuple[str, Any]]]) -> list[tuple[str, Any]]:
+def _run_body(body: Body) -> list[tuple[str, Any]]:
     try:
         call = next(body)
-        while True:
+        while isinstance(call, Call):
             result = call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
             if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
                 import asyncio  # only for an async node under the sync driver
 
                 result = asyncio.run(_await(result))
             call = body.send(result)
-    except StopIteration as stop:
-        return stop.value
+        return call
     finally:
         body.close()
 

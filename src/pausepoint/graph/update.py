@@ -27,7 +27,7 @@ from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import END, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
-from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint, SaveWrites
+from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
 from pausepoint.loop.pending import TaskRecord, read_records
 from pausepoint.loop.spec import GraphSpec
@@ -154,14 +154,13 @@ def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[t
         task = Task(tid, node, ("", node), None, (), proc, task_ns(ns, node, tid), [])
     config: RunnableConfig = {"configurable": conf}
     body = node_body(spec, task, lambda: config, base.channels)
-    value: Any = None
     try:
-        while True:
-            call = body.send(value)
-            value = call.sync(*call.args, **call.kwargs)
-    except StopIteration as stop:
-        writes: list[tuple[str, Any]] = stop.value
-        return writes
+        step = next(body)
+        while isinstance(step, Call):
+            step = body.send(step.sync(*step.args, **step.kwargs))
+        return step
+    finally:
+        body.close()
 
 
 def _carry_paused(

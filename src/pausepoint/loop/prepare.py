@@ -9,12 +9,11 @@ chain-100/none, sampled with py-spy).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.loop.calls import CallRequest, CallSite
-from pausepoint.loop.effects import Call
-from pausepoint.loop.node import node_body
+from pausepoint.loop.node import Body, node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
 from pausepoint.scratchpad import NestInfo, TaskContext
@@ -136,7 +135,7 @@ class ExecTask(TaskContext):
             site.emit = report
         return site
 
-    def body(self) -> Generator[Call, Any, list[tuple[str, Any]]]:
+    def body(self) -> Body:
         """A fresh run of the node (a generator of calls for the driver)."""
         return node_body(self.frame.spec, self.task, self._node_config, self.frame.channels)
 
