@@ -10,7 +10,7 @@ values at the start of a run and written back into the next checkpoint.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from pausepoint.errors import EmptyChannelError, InvalidUpdateError
 from pausepoint.types import Overwrite
@@ -45,6 +45,9 @@ class Channel:
     """
 
     __slots__ = ("key", "value")
+
+    consumes: ClassVar[bool] = False
+    """Whether ``consume`` can change the channel (a barrier's does; others need no call)."""
 
     def __init__(self, key: str = "") -> None:
         self.key = key
@@ -198,6 +201,8 @@ class NamedBarrierValue(Channel):
     """Becomes available once every named source has written (``add_edge([a, b], c)``)."""
 
     __slots__ = ("names",)
+
+    consumes = True
 
     def __init__(self, key: str, names: frozenset[str]) -> None:
         super().__init__(key)

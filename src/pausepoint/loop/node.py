@@ -16,7 +16,7 @@ from pausepoint.errors import InvalidUpdateError, ParentCommand
 from pausepoint.graph.schema import update_as_pairs
 from pausepoint.loop.effects import NO_KWARGS, Call
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
-from pausepoint.loop.tasks import Task, read_values, task_input
+from pausepoint.loop.tasks import UNREAD, Task, read_values, task_input
 from pausepoint.types import Command, Send
 
 __all__ = ["Body", "input_writes", "node_body", "result_writes"]
@@ -42,7 +42,8 @@ def node_body(
     if node.name == START:
         writes = input_writes(spec, task, channels)
     else:
-        result = yield _node_call(node, task_input(spec, task, channels), config, channels)
+        value = task.input if task.input is not UNREAD else task_input(spec, task, channels)
+        result = yield _node_call(node, value, config, channels)
         writes = result_writes(spec, node, result, task.ns)
         writes.extend(node.after_writes)
     for branch in node.branches:

@@ -423,7 +423,11 @@ class _Run:
             return interrupts
         frame = StepFrame(self)
         # A driver may run a lone task in place and answer with its outcome at once.
-        ran: Outcome | None = yield RunTasks([prepare_for_execution(frame, t) for t in to_run])
+        ran: Outcome | None = yield RunTasks(
+            [prepare_for_execution(frame, to_run[0])]
+            if len(to_run) == 1
+            else [prepare_for_execution(frame, t) for t in to_run]
+        )
         reports = self.streams_updates or self.streams_tasks
         last = len(to_run) - 1
         for n in range(len(to_run)):
@@ -523,7 +527,7 @@ class _Run:
             yield self.emit("values", self.output())
         if self.checkpoint_visible:
             yield from self.save_checkpoint("loop")
-        else:
+        elif self.records or self.null_writes or self.unsaved:
             self.forget_step()
         self.resume = None
         self.resuming = False

@@ -121,7 +121,7 @@ def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[No
         if chan in triggered_by:
             names.update(triggered_by[chan])
     if len(names) <= 1:
-        return [spec.nodes[name] for name in names]
+        return list(map(spec.nodes.__getitem__, names))
     return [node for name, node in spec.nodes.items() if name in names]
 
 

@@ -165,9 +165,10 @@ def _collect(
             if marks:
                 seen[src.name] = {**mine, **marks} if mine else marks
             for chan in triggers:
-                if chan not in consumed and chan in channels:
+                channel = channels.get(chan)
+                if channel is not None and channel.consumes and chan not in consumed:
                     consumed.add(chan)
-                    if channels[chan].consume():
+                    if channel.consume():
                         changed.append(chan)
         for chan, value in src.writes:
             if chan in channels and chan not in _NOT_CHANNELS:
