@@ -68,6 +68,26 @@ def test_mutable_values_are_copied_and_unknown_types_refused() -> None:
     assert after.pending_writes == []
 
 
+@pytest.mark.parametrize("written", [["a", 1, 2.5, None, True], [], [{"nested": 1}]])
+def test_written_lists_are_copied_both_ways(written: list[Any]) -> None:
+    # A list of immutable values is kept as a tuple, others encoded: either way the
+    # caller's list and every list read back are new objects.
+    saver = InMemorySaver()
+    config = _saved(saver, {"x": 1})
+    given = list(written)
+    saver.put_writes(config, [("out", given)], "task-1")
+    given.append("changed by the caller")
+    first = saver.get_tuple(config)
+    assert first is not None
+    value = first.pending_writes[0].value
+    assert type(value) is list
+    assert value == written
+    value.append("changed by a reader")
+    again = saver.get_tuple(config)
+    assert again is not None
+    assert again.pending_writes[0].value == written
+
+
 def _put(
     saver: InMemorySaver,
     thread: str,

@@ -18,6 +18,22 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import is_
 from typing import Any, cast
 
+from pausepoint.checkpoint._kept import (
+    EMPTY,
+    FLAT_ITEMS,
+    FROZEN,
+    THAWED,
+    Encoded,
+    FrozenList,
+    Interrupts,
+    Map,
+    Meta,
+    Recent,
+    Stored,
+    is_frozen,
+    is_frozen_interrupt,
+    plain_metadata,
+)
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -28,115 +44,12 @@ from pausepoint.checkpoint.base import (
     TaskWrites,
     config_keys,
 )
-from pausepoint.checkpoint.ids import is_stamp, stamp_time
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
 from pausepoint.serde import Serializer
 from pausepoint.types import Interrupt
 
 __all__ = ["InMemorySaver", "MemorySaver"]
-
-
-_Packed = tuple[tuple[str, ...], tuple[Any, ...]]
-"""A map kept as ``(keys, values)``; versions add a third item, the values' types."""
-
-_Map = dict[str, Any] | _Packed
-"""A version map as kept: packed when small (shared), a plain copy when large."""
-
-
-class _Stored:
-    """One stored checkpoint, as flat slots (a paused thread holds ~3 of them).
-
-    ``values`` is ``(names, value, value, ...)``. A put keeps plain copies of the
-    version maps; once the thread goes idle they are compacted
-    (``InMemorySaver._compact``): small maps become shared ``(keys, values)`` tuples.
-    The ``versions_seen`` entries are shared, never copied (read-only by the saver
-    contract, :mod:`pausepoint.checkpoint.base`). The id is the key in the
-    namespace's dict and the same string object as ``id``; a parent found in that
-    dict shares its id string too. ``ts`` is None when :func:`~pausepoint.checkpoint.
-    ids.stamp_time` makes it again from the id.
-    """
-
-    __slots__ = (
-        "id",
-        "metadata",
-        "parent_id",
-        "seen",
-        "ts",
-        "updated",
-        "v",
-        "values",
-        "versions",
-        "writes",
-    )
-
-    def __init__(
-        self,
-        checkpoint: Checkpoint,
-        values: tuple[Any, ...],
-        versions: _Map,
-        seen: _Map,
-        updated: tuple[str, ...] | None,
-        metadata: _Meta,
-    ) -> None:
-        self.id = checkpoint["id"]
-        self.v = checkpoint["v"]
-        ts = checkpoint["ts"]
-        self.ts = None if is_stamp(self.id, ts) else ts  # None: made again from the id
-        self.versions = versions
-        self.seen = seen
-        self.updated = updated
-        # (names, value, value, ...): each an encoding (bytes), or itself if immutable
-        self.values = values
-        self.metadata = metadata
-        self.parent_id: str | None = None
-        # (task_id, idx) -> (channel, kept value) in insertion order; None until written.
-        self.writes: dict[tuple[str, int], tuple[str, Any]] | None = None
-
-    def checkpoint(self, values: dict[str, Any]) -> Checkpoint:
-        """A new checkpoint dict for a reader: every part of it may be changed freely."""
-        seen, versions = self.seen, self.versions
-        return {
-            "v": self.v,
-            "id": self.id,
-            "ts": self.ts if self.ts is not None else stamp_time(self.id) or "",
-            "channel_values": values,
-            "channel_versions": (
-                dict(versions)
-                if isinstance(versions, dict)
-                else dict(zip(versions[0], versions[1], strict=True))
-            ),
-            "versions_seen": (
-                {k: dict(v) for k, v in seen.items()}
-                if isinstance(seen, dict)
-                else dict(zip(seen[0], map(dict, seen[1]), strict=True))
-            ),
-            "updated_channels": None if self.updated is None else list(self.updated),
-        }
-
-
-_Encoded = tuple[Any, Any, bytes, tuple[Any, ...] | None]
-"""A channel value, its version, its encoding, and for a list of immutable items a
-snapshot of them (see ``InMemorySaver._list_entry``)."""
-
-
-class _Recent:
-    """What a thread put lately, while it is among the most recently put threads.
-
-    ``encoded``: checkpoint_ns -> channel -> (value object, channel version, encoding),
-    the last put's values that are not kept as they are: a value no step wrote since
-    is the same object at the same version, encoded once (holding it keeps its
-    identity from being reused). The version matters: a node may change its input
-    list in place and return it, the same object with new content.
-    ``fresh``: the checkpoints put since the thread became recent, not yet compacted
-    (``InMemorySaver._compact``).
-    """
-
-    __slots__ = ("encoded", "fresh")
-
-    def __init__(self) -> None:
-        self.encoded: dict[str, dict[str, _Encoded]] = {}
-        self.fresh: list[_Stored] = []
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -156,12 +69,12 @@ class InMemorySaver(BaseCheckpointSaver):
         # thread_id -> checkpoint_id -> stored, for the root namespace; and
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored for subgraphs' namespaces
         # (most threads have none: one dict less each).
-        self._root: dict[str, dict[str, _Stored]] = {}
-        self._nested: dict[str, dict[str, dict[str, _Stored]]] = {}
-        # thread_id -> what it put lately (see _Recent), for the threads put to most
+        self._root: dict[str, dict[str, Stored]] = {}
+        self._nested: dict[str, dict[str, dict[str, Stored]]] = {}
+        # thread_id -> what it put lately (see Recent), for the threads put to most
         # recently, oldest first: at most _RECENT_THREADS, so a paused thread does not
         # keep its state's objects alive for ever, and its checkpoints get compacted.
-        self._recent: dict[str, _Recent] = {}
+        self._recent: dict[str, Recent] = {}
         # Small immutable parts that recur across checkpoints and threads (key tuples,
         # version tuples, metadata encodings, versions_seen entries): one object for all
         # equal ones. At most _SHARED_MAX, then it starts over. Keys hold the types of
@@ -182,13 +95,13 @@ class InMemorySaver(BaseCheckpointSaver):
                 return None
             return self._tuple(thread, ns, checkpoint_id, stored)
 
-    def _by_id(self, thread: str, ns: str) -> dict[str, _Stored] | None:
+    def _by_id(self, thread: str, ns: str) -> dict[str, Stored] | None:
         if not ns:
             return self._root.get(thread)
         nested = self._nested.get(thread)
         return nested.get(ns) if nested is not None else None
 
-    def _namespaces(self, thread: str) -> Iterator[tuple[str, dict[str, _Stored]]]:
+    def _namespaces(self, thread: str) -> Iterator[tuple[str, dict[str, Stored]]]:
         root = self._root.get(thread)
         if root is not None:
             yield "", root
@@ -240,7 +153,7 @@ class InMemorySaver(BaseCheckpointSaver):
         out.sort(key=lambda t: t.checkpoint["id"], reverse=True)
         return out
 
-    def _tuple(self, thread: str, ns: str, cid: str, stored: _Stored) -> CheckpointTuple:
+    def _tuple(self, thread: str, ns: str, cid: str, stored: Stored) -> CheckpointTuple:
         parent = (
             {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": pid}}
             if (pid := stored.parent_id)
@@ -250,14 +163,14 @@ class InMemorySaver(BaseCheckpointSaver):
         new = _new_write
         writes: list[PendingWrite] = (
             [
-                new(PendingWrite, (task_id, chan, thaw(value) if type(value) in _THAWED else value))
+                new(PendingWrite, (task_id, chan, thaw(value) if type(value) in THAWED else value))
                 for (task_id, _idx), (chan, value) in stored.writes.items()
             ]
             if stored.writes
             else []
         )
         keys, *kept = stored.values
-        values = dict(zip(keys, [thaw(v) if type(v) in _THAWED else v for v in kept], strict=True))
+        values = dict(zip(keys, [thaw(v) if type(v) in THAWED else v for v in kept], strict=True))
         return CheckpointTuple(
             config={
                 "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
@@ -293,20 +206,20 @@ class InMemorySaver(BaseCheckpointSaver):
             frozen.append((task, self._frozen_writes(task.writes)))
         if frozen and parent_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        recent = self._recent.get(thread) or _Recent()  # left in place if encoding fails
+        recent = self._recent.get(thread) or Recent()  # left in place if encoding fails
         channel_values = checkpoint["channel_values"]
         kept, encoded = self._keep_values(
             channel_values, checkpoint["channel_versions"], recent.encoded.get(ns)
         )
         recent.encoded[ns] = encoded
         updated = checkpoint.get("updated_channels")
-        stored = _Stored(
+        stored = Stored(
             checkpoint,
             (tuple(channel_values), *kept),
             dict(checkpoint["channel_versions"]),
             dict(checkpoint["versions_seen"]),
             None if updated is None else tuple(updated),
-            _plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
+            plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
         )
         with self._lock:
             for task, copied in frozen:  # one parent: found for all or for none
@@ -337,24 +250,24 @@ class InMemorySaver(BaseCheckpointSaver):
         self,
         values: dict[str, Any],
         versions: Mapping[str, Any],
-        known: dict[str, _Encoded] | None,
-    ) -> tuple[list[Any], dict[str, _Encoded]]:
+        known: dict[str, Encoded] | None,
+    ) -> tuple[list[Any], dict[str, Encoded]]:
         """What a checkpoint keeps of each channel value, and the encodings made or reused.
 
-        Immutable values are kept as they are (see ``_is_frozen``); others are encoded,
+        Immutable values are kept as they are (see ``is_frozen``); others are encoded,
         unless ``known`` (the namespace's last put) had the very same object at the
         same channel version, or the value is a list of str/int/bool/None that
         extends the one encoded last (see ``_list_entry``).
         """
-        encoded: dict[str, _Encoded] = {}
+        encoded: dict[str, Encoded] = {}
         kept: list[Any] = []
         for chan, value in values.items():
-            if type(value) in _FROZEN:
+            if type(value) in FROZEN:
                 kept.append(value)
                 continue
             version = versions.get(chan)
             hit = known.get(chan) if known is not None else None
-            entry: _Encoded
+            entry: Encoded
             if hit is not None and hit[0] is value and hit[1] == version:
                 entry = hit
             elif type(value) is list:
@@ -366,8 +279,8 @@ class InMemorySaver(BaseCheckpointSaver):
         return kept, encoded
 
     def _list_entry(
-        self, chan: str, value: list[Any], version: Any, hit: _Encoded | None
-    ) -> _Encoded:
+        self, chan: str, value: list[Any], version: Any, hit: Encoded | None
+    ) -> Encoded:
         """A list: if it extends the last one encoded, encode only what was appended.
 
         A list that grows by a few items a step (an ``operator.add`` channel) would be
@@ -384,7 +297,7 @@ class InMemorySaver(BaseCheckpointSaver):
         if before is not None and len(value) >= len(before) and all(map(is_, value, before)):
             assert hit is not None
             added = value[len(before) :]
-            if _FLAT_ITEMS.issuperset(map(type, added)):
+            if FLAT_ITEMS.issuperset(map(type, added)):
                 if not added:
                     blob = hit[2]
                 elif not before:
@@ -392,11 +305,11 @@ class InMemorySaver(BaseCheckpointSaver):
                 else:  # "[a,b]" and "[c]" make "[a,b,c]"
                     blob = b"".join((hit[2][:-1], b",", dumps(added, label=label)[1:]))
                 return (value, version, blob, tuple(value))
-        elif _FLAT_ITEMS.issuperset(map(type, value)):
+        elif FLAT_ITEMS.issuperset(map(type, value)):
             return (value, version, dumps(value, label=label), tuple(value))
         return (value, version, dumps(value, label=label), None)
 
-    def _compact(self, fresh: list[_Stored]) -> None:
+    def _compact(self, fresh: list[Stored]) -> None:
         """Keep the checkpoints of a thread that went idle in their small, shared form.
 
         A put copies the version maps as they are (one fast C call each); once the
@@ -424,7 +337,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 meta = self.serde.dumps(self._metadata(meta), label="metadata")
             stored.metadata = share(meta, meta) if len(meta) <= _SHARED_BLOB else meta
 
-    def _pack_versions(self, versions: _Map) -> _Map:
+    def _pack_versions(self, versions: Map) -> Map:
         if not isinstance(versions, dict) or len(versions) > _PACKED_UP_TO:
             return versions
         share = self._shared.setdefault
@@ -434,7 +347,7 @@ class InMemorySaver(BaseCheckpointSaver):
         packed = (share(keys, keys), vals, tuple(map(type, vals)))
         return share(packed, packed)
 
-    def _pack_seen(self, seen: _Map, entries: dict[int, Any]) -> _Map:
+    def _pack_seen(self, seen: Map, entries: dict[int, Any]) -> Map:
         """``versions_seen`` with its entries shared, one object per content."""
         if not isinstance(seen, dict) or len(seen) > _PACKED_UP_TO:
             return seen
@@ -455,25 +368,32 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def _freeze(self, channel: str, value: Any) -> Any:
         """What a write keeps: the value itself if immutable, else its encoding."""
-        if _is_frozen(value):
+        if is_frozen(value):
             return value
-        if type(value) is tuple and value and all(_is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType]
+        if type(value) is list and FROZEN.issuperset(map(type, value)):  # pyright: ignore[reportUnknownArgumentType]
+            return FrozenList(value)  # pyright: ignore[reportUnknownArgumentType]
+        if type(value) is tuple and value and all(is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             found: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
-            return _Interrupts((i.value, i.id) for i in found)
+            return Interrupts((i.value, i.id) for i in found)
         return self.serde.dumps(value, label=f"write to {channel!r}")
 
-    def _metadata(self, kept: _Meta) -> CheckpointMetadata:
+    def _metadata(self, kept: Meta) -> CheckpointMetadata:
         """The metadata a kept form stands for, as a new dict."""
         if type(kept) is bytes:
             return self.serde.loads(kept)
-        return {key: {} if value is _EMPTY else value for key, value in kept}  # type: ignore[return-value]
+        return {key: {} if value is EMPTY else value for key, value in kept}  # type: ignore[return-value]
 
     def _thaw(self, kept: Any) -> Any:
         """The value a kept form stands for (a new object wherever it could be changed)."""
         kind: type[Any] = type(kept)  # pyright: ignore[reportUnknownVariableType]
         if kind is bytes:
             return self.serde.loads(kept)
-        if kind is _Interrupts:
+        if kind is FrozenList:
+            return list(kept)
+        if kind is Interrupts:
+            if len(kept) == 1:  # the usual case, without a generator
+                ((value, iid),) = kept
+                return (Interrupt(value, iid),)
             return tuple(Interrupt(value, iid) for value, iid in kept)
         return kept
 
@@ -493,7 +413,7 @@ class InMemorySaver(BaseCheckpointSaver):
             self._add_writes(thread, ns, checkpoint_id, task_id, copied)
 
     def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        freeze, plain = self._freeze, _FROZEN
+        freeze, plain = self._freeze, FROZEN
         # An immutable value (most writes: a number, a name, an edge's None) is kept
         # as it is without a call to _freeze.
         return [(ch, v) if type(v) in plain else (ch, freeze(ch, v)) for ch, v in writes]
@@ -537,16 +457,11 @@ _new_write = cast(
     tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
 )
 
-_FROZEN = frozenset({str, int, float, bool, type(None)})
-
-_FLAT_ITEMS = frozenset({str, int, bool, type(None)})
-"""Items of a list the serializer writes as plain JSON (floats may be tagged)."""
-
 _RECENT_THREADS = 32
-"""Threads whose last put ``InMemorySaver`` remembers (see ``_Recent``)."""
+"""Threads whose last put ``InMemorySaver`` remembers (see ``Recent``)."""
 
 _PACKED_UP_TO = 16
-"""Version maps with at most this many keys are packed and shared (``_Stored``).
+"""Version maps with at most this many keys are packed and shared (``Stored``).
 
 Packing and sharing costs time per put in proportion to the keys (tuples, hashes);
 a plain copy of a dict is one fast C call. Small maps are what many paused threads
@@ -564,62 +479,6 @@ _SHARED_MAX = 4096
 
 _SHARED_BLOB = 256
 """Metadata encodings up to this many bytes are shared (most steps' are ~40)."""
-
-
-_Meta = bytes | tuple[tuple[str, Any], ...]
-"""Kept metadata: its encoding, or (see ``_plain_metadata``) its items."""
-
-_EMPTY = object()
-"""Stands for an empty dict in kept metadata items (``parents`` is usually one)."""
-
-
-def _plain_metadata(metadata: Mapping[str, Any]) -> tuple[tuple[str, Any], ...] | None:
-    """The items of metadata whose values are immutable (or empty dicts), else None.
-
-    What a step's metadata is made of (source, step, parents, run metadata of str and
-    numbers): kept as items while the thread is busy, without encoding (~0.6 µs
-    instead of ~2.6 µs a put), and encoded when it goes idle (``_compact``).
-    """
-    items: list[tuple[str, Any]] = []
-    for key, value in metadata.items():
-        kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
-        if type(key) is not str:  # pyright: ignore[reportUnnecessaryComparison]
-            return None
-        if kind in _FROZEN:
-            items.append((key, value))
-        elif kind is dict and not value:
-            items.append((key, _EMPTY))
-        else:
-            return None
-    return tuple(items)
-
-
-def _is_frozen(value: Any) -> bool:
-    """Immutable, so kept as it is: no copy needed, and nothing to decode on reads.
-
-    Checked before encoding: a counter, a name or an edge trigger's ``None`` is
-    stored and read back without the serializer (they can always be encoded), which
-    is most values and writes of a typical step, and smaller than their encoding.
-    Bytes are not in the list: a kept ``bytes`` is an encoding.
-    """
-    return type(value) in _FROZEN
-
-
-def _is_frozen_interrupt(value: Any) -> bool:
-    return type(value) is Interrupt and type(value.id) is str and _is_frozen(value.value)
-
-
-class _Interrupts(tuple[tuple[Any, str], ...]):
-    """A kept ``INTERRUPT`` write whose values are immutable: ``(value, id)`` pairs.
-
-    Read back as new :class:`Interrupt` objects (they are mutable), with no decoding.
-    """
-
-    __slots__ = ()
-
-
-_THAWED = frozenset({bytes, _Interrupts})
-"""Kept forms that stand for something else (see ``InMemorySaver._thaw``)."""
 
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
