@@ -186,10 +186,11 @@ def _postgres_saver(lib: SimpleNamespace) -> Any:
     from psycopg.rows import dict_row
 
     url = os.environ["PAUSEPOINT_PG_URL"]
+    # Both connect as their from_conn_string does: autocommit, statements prepared.
     if lib.name == "pausepoint":
         from pausepoint.checkpoint.postgres import PostgresSaver
 
-        saver = PostgresSaver(psycopg.connect(url, autocommit=True, prepare_threshold=None))
+        saver = PostgresSaver(psycopg.connect(url, autocommit=True, prepare_threshold=0))
     else:
         from langgraph.checkpoint.postgres import PostgresSaver as LGPostgresSaver
 

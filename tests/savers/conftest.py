@@ -41,9 +41,13 @@ def pg_schema(pg_url: str) -> Iterator[str]:
 
 @pytest.fixture
 def pg_kwargs(pg_schema: str) -> dict[str, Any]:
-    """Connection options for a saver confined to the test's schema."""
+    """Connection options for a saver confined to the test's schema.
+
+    Statements are prepared on first use (``from_conn_string``'s default); the
+    cross-process tests connect without prepared statements (a pooler's setting).
+    """
     return {
         "autocommit": True,
-        "prepare_threshold": None,
+        "prepare_threshold": 0,
         "options": f"-c search_path={pg_schema}",
     }
