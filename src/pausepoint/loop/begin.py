@@ -150,5 +150,8 @@ def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
     # task was discarded, and those are now consumed: the next step needs
     # to look only at what the input changed.
     run.updated = updated
-    yield from run.save_checkpoint("input")
+    if run.checkpoint_visible:
+        yield from run.save_checkpoint("input")
+    else:
+        run.forget_step()
     run.step += 1

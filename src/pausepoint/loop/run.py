@@ -413,21 +413,19 @@ class _Run:
             # The input step calls no user code: applied here, without a driver round
             # trip (a worker context, a queue hand-off) on every invoke.
             task = to_run[0]
+            ran: Outcome | None
             try:
-                outcome = Outcome(task, input_writes(self.spec, task, self.channels))
+                ran = Outcome(task, input_writes(self.spec, task, self.channels))
             except Exception as exc:  # a bad input: the same outcome a driver would send
-                outcome = Outcome(task, error=exc)
-            yield from self.finish(outcome, interrupts, errors, hold=True)
-            if errors:
-                raise errors[0]
-            return interrupts
-        frame = StepFrame(self)
-        # A driver may run a lone task in place and answer with its outcome at once.
-        ran: Outcome | None = yield RunTasks(
-            [prepare_for_execution(frame, to_run[0])]
-            if len(to_run) == 1
-            else [prepare_for_execution(frame, t) for t in to_run]
-        )
+                ran = Outcome(task, error=exc)
+        else:
+            frame = StepFrame(self)
+            # A driver may run a lone task in place and answer with its outcome at once.
+            ran = yield RunTasks(
+                [prepare_for_execution(frame, to_run[0])]
+                if len(to_run) == 1
+                else [prepare_for_execution(frame, t) for t in to_run]
+            )
         reports = self.streams_updates or self.streams_tasks
         last = len(to_run) - 1
         for n in range(len(to_run)):
