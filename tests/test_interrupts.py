@@ -388,3 +388,32 @@ def test_a_saver_that_does_not_batch_writes_gets_separate_calls(drive):
         "put_writes",
         "put",
     ]
+
+
+def test_in_memory_saver_gets_each_steps_last_writes_with_its_checkpoint(drive):
+    # InMemorySaver batches writes: with no stream read, a step's only task's writes
+    # reach it in the same call as the step's checkpoint (one call, one lock).
+    calls: list[str] = []
+
+    class Counting(InMemorySaver):
+        def put_writes(self, *args: Any, **kwargs: Any) -> None:
+            calls.append("put_writes")
+            super().put_writes(*args, **kwargs)
+
+        def put_after_writes(self, config: Any, writes: Any, *args: Any) -> Any:
+            calls.append(f"put_after_writes({[w.writes for w in writes]})")
+            return super().put_after_writes(config, writes, *args)
+
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"answers": ["a"]})
+    g.add_node("b", lambda s: {"answers": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    graph = g.compile(checkpointer=Counting())
+    assert drive.invoke(graph, {"answers": []}, cfg("batched"))["answers"] == ["a", "b"]
+    assert calls == [
+        "put_after_writes([])",  # the input checkpoint (put)
+        "put_after_writes([[('answers', []), ('branch:to:a', None)]])",
+        "put_after_writes([[('answers', ['a']), ('branch:to:b', None)]])",
+        "put_after_writes([[('answers', ['b'])]])",
+    ]

@@ -156,3 +156,30 @@ def test_a_pause_and_resume_take_seven_statements(pg_url: str, pg_kwargs: dict[s
         "__resume__",
         "answer",
     ]
+
+
+@pytest.mark.parametrize("threshold", [0, None])
+def test_statements_are_prepared_as_the_connection_says(
+    pg_url: str, pg_schema: str, threshold: int | None
+) -> None:
+    # from_conn_string prepares each statement on first use (as LangGraph's saver
+    # does); None (for a pooler that cannot keep prepared statements) never prepares.
+    from pausepoint import Command
+
+    from .graphs import ask_graph
+
+    url = f"{pg_url}?options=-csearch_path%3D{pg_schema}"
+    with PostgresSaver.from_conn_string(url, prepare_threshold=threshold) as saver:
+        saver.setup()
+        graph = ask_graph(saver)
+        cfg: Any = {"configurable": {"thread_id": "prepared"}}
+        graph.invoke({"question": "ship it?", "answer": ""}, cfg)
+        assert graph.invoke(Command(resume="yes"), cfg)["answer"] == "yes"
+        conn: Any = saver.conn
+        prepared = conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+    texts = " ".join(row[0] for row in prepared)
+    if threshold is None:
+        assert prepared == []
+    else:
+        assert "pausepoint_checkpoints" in texts
+        assert "pausepoint_writes" in texts

@@ -43,16 +43,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_suffix)
 
 
-def _format_id(ticks: int) -> str:
-    # 60 bits of ticks: the first 12 hex digits are time_high, the last 3 time_low.
-    # hex() is ~2x faster than a "%015x" format; it has 15 digits after "0x" from
-    # 1582 + 2**56 ticks (the year 1810) until 5236.
-    h = hex(ticks)
-    if len(h) != 17:
-        h = "0x%015x" % ticks  # noqa: UP031
-    return f"{h[2:10]}-{h[10:14]}-6{h[14:]}{_suffix}"
-
-
 def _format_ts(unix_us: int) -> str:
     """``datetime.fromtimestamp(t, UTC).isoformat()``, with the date part cached per second."""
     global _second
@@ -83,7 +73,14 @@ def new_stamp() -> tuple[str, str]:
         if ticks <= _last:
             ticks = _last + 1
         _last = ticks
-    stamp = _last_stamp = (_format_id(ticks), _format_ts((ticks - _GREGORIAN_OFFSET) // 10))
+    # 60 bits of ticks: the first 12 hex digits are time_high, the last 3 time_low.
+    # hex() is ~2x faster than a "%015x" format; it has 15 digits after "0x" from
+    # 1582 + 2**56 ticks (the year 1810) until 5236.
+    h = hex(ticks)
+    if len(h) != 17:
+        h = "0x%015x" % ticks  # noqa: UP031
+    checkpoint_id = f"{h[2:10]}-{h[10:14]}-6{h[14:]}{_suffix}"
+    stamp = _last_stamp = (checkpoint_id, _format_ts((ticks - _GREGORIAN_OFFSET) // 10))
     return stamp
 
 

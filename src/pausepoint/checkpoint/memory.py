@@ -222,15 +222,19 @@ class InMemorySaver(BaseCheckpointSaver):
             plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
         )
         with self._lock:
-            for task, copied in frozen:  # one parent: found for all or for none
-                self._add_writes(thread, ns, parent_id, task.task_id, copied)
-            if ns:
-                by_id = self._nested.setdefault(thread, {}).setdefault(ns, {})
-            else:
-                by_id = self._root.setdefault(thread, {})
-            if parent_id is not None and (parent := by_id.get(parent_id)) is not None:
-                parent_id = parent.id  # the same string object as the parent's key
-            stored.parent_id = parent_id
+            by_id = self._by_id(thread, ns)
+            parent = by_id.get(parent_id) if by_id and parent_id is not None else None
+            if frozen:  # one parent: found for all the writes or for none
+                kept = self._parent_of_writes(parent, thread, ns, parent_id)
+                for task, copied in frozen:
+                    _keep_writes(kept, task.task_id, copied)
+            if by_id is None:
+                if ns:
+                    by_id = self._nested.setdefault(thread, {})[ns] = {}
+                else:
+                    by_id = self._root[thread] = {}
+            # A parent found shares its id string (its key) with this checkpoint.
+            stored.parent_id = parent.id if parent is not None else parent_id
             by_id[stored.id] = stored
             # Most recent thread last; the oldest leaves when full, compacted.
             recent.fresh.append(stored)
@@ -410,7 +414,9 @@ class InMemorySaver(BaseCheckpointSaver):
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         copied = self._frozen_writes(writes)
         with self._lock:
-            self._add_writes(thread, ns, checkpoint_id, task_id, copied)
+            by_id = self._by_id(thread, ns)
+            stored = by_id.get(checkpoint_id) if by_id is not None else None
+            _keep_writes(self._parent_of_writes(stored, thread, ns, checkpoint_id), task_id, copied)
 
     def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
         freeze, plain = self._freeze, FROZEN
@@ -418,28 +424,16 @@ class InMemorySaver(BaseCheckpointSaver):
         # as it is without a call to _freeze.
         return [(ch, v) if type(v) in plain else (ch, freeze(ch, v)) for ch, v in writes]
 
-    def _add_writes(
-        self,
-        thread: str,
-        ns: str,
-        checkpoint_id: str | None,
-        task_id: str,
-        copied: list[tuple[str, Any]],
-    ) -> None:
-        """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked)."""
-        by_id = self._by_id(thread, ns)
-        stored = by_id.get(checkpoint_id) if by_id is not None and checkpoint_id else None
+    @staticmethod
+    def _parent_of_writes(
+        stored: Stored | None, thread: str, ns: str, checkpoint_id: str | None
+    ) -> dict[tuple[str, int], tuple[str, Any]]:
+        """The writes of the checkpoint that writes go to; a clear error if there is none."""
         if stored is None:
             raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
-        kept = stored.writes
-        if kept is None:
-            kept = stored.writes = {}
-        for n, (channel, value) in enumerate(copied):
-            idx = WRITES_IDX_MAP.get(channel, n)
-            key = (task_id, idx)
-            if idx >= 0 and key in kept:
-                continue
-            kept[key] = (channel, value)
+        if stored.writes is None:
+            stored.writes = {}
+        return stored.writes
 
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -483,6 +477,18 @@ _SHARED_BLOB = 256
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(metadata.get(k) == v for k, v in wanted.items())
+
+
+def _keep_writes(
+    kept: dict[tuple[str, int], tuple[str, Any]], task_id: str, copied: list[tuple[str, Any]]
+) -> None:
+    """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked)."""
+    for n, (channel, value) in enumerate(copied):
+        idx = WRITES_IDX_MAP.get(channel, n)
+        key = (task_id, idx)
+        if idx >= 0 and key in kept:
+            continue
+        kept[key] = (channel, value)
 
 
 MemorySaver = InMemorySaver

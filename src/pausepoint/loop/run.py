@@ -189,7 +189,8 @@ class _Run:
         self.records, self.null_writes, self.unsaved = {}, [], []
 
     def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
-        self.forget_step()
+        if self.records or self.null_writes or self.unsaved:
+            self.forget_step()
         if not self.checkpoint_visible:
             # Nobody can see this checkpoint, so it keeps the run's first id: task
             # ids hash the step too, so they still differ from step to step. (A new
@@ -526,7 +527,7 @@ class _Run:
         if self.checkpoint_visible:
             yield from self.save_checkpoint("loop")
         elif self.records or self.null_writes or self.unsaved:
-            self.forget_step()
+            self.forget_step()  # what save_checkpoint does first
         self.resume = None
         self.resuming = False
         self.step += 1
