@@ -150,3 +150,25 @@ def _run_by_hand(body: Generator[Any, Any, Any]) -> Any:
     while not isinstance(step, list):
         step = body.send(step.sync(*step.args))
     return step  # pyright: ignore[reportUnknownVariableType]
+
+
+def test_channels_marked_plain_keep_the_plain_value_rules():
+    # The loop reads ``value`` directly for channels whose ``plain`` is true (and asks
+    # ``consume`` only of those whose ``consumes`` is true): a channel class that
+    # overrides is_available/checkpoint/consume must say so.
+    from pausepoint import channels as ch
+
+    def subclasses(cls: type) -> list[type]:
+        found = [cls]
+        for sub in cls.__subclasses__():
+            found += subclasses(sub)
+        return found
+
+    kinds = subclasses(ch.Channel)
+    assert {k.__name__ for k in kinds} >= {"LastValue", "Topic", "NamedBarrierValue"}
+    for kind in kinds:
+        overrides = kind.is_available is not ch.Channel.is_available or (
+            kind.checkpoint is not ch.Channel.checkpoint
+        )
+        assert kind.plain is not overrides, kind
+        assert kind.consumes is (kind.consume is not ch.Channel.consume), kind

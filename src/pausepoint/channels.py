@@ -49,6 +49,11 @@ class Channel:
     consumes: ClassVar[bool] = False
     """Whether ``consume`` can change the channel (a barrier's does; others need no call)."""
 
+    plain: ClassVar[bool] = True
+    """Whether ``is_available()`` is ``value is not MISSING`` and ``checkpoint()`` is
+    ``value``: the loop's per-step passes then read ``value`` without a method call
+    (~3 % of a superstep). False for channels that override either."""
+
     def __init__(self, key: str = "") -> None:
         self.key = key
         self.value: Any = MISSING
@@ -185,6 +190,8 @@ class Topic(Channel):
 
     __slots__ = ()
 
+    plain = False
+
     def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
         had = self.value is not MISSING and bool(self.value)
         if not values:
@@ -203,6 +210,7 @@ class NamedBarrierValue(Channel):
     __slots__ = ("names",)
 
     consumes = True
+    plain = False
 
     def __init__(self, key: str, names: frozenset[str]) -> None:
         super().__init__(key)

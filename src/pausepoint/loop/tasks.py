@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from xxhash import xxh3_128_hexdigest
 
-from pausepoint.channels import Channel
+from pausepoint.channels import MISSING, Channel
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.constants import NS_END, NS_SEP, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
@@ -106,8 +106,10 @@ def _is_triggered(
     """Whether a channel ``node`` is triggered by holds a version the node has not seen."""
     for c in node.triggers:
         version = versions.get(c)
-        if version is not None and version > seen.get(c, 0) and channels[c].is_available():
-            return True
+        if version is not None and version > seen.get(c, 0):
+            chan = channels[c]
+            if chan.value is not MISSING if chan.plain else chan.is_available():
+                return True
     return False
 
 
@@ -182,6 +184,6 @@ def read_values(channels: Mapping[str, Channel], keys: tuple[str, ...]) -> dict[
     out: dict[str, Any] = {}
     for key in keys:
         chan = channels.get(key)
-        if chan is not None and chan.is_available():
+        if chan is not None and (chan.value is not MISSING if chan.plain else chan.is_available()):
             out[key] = chan.get()
     return out

@@ -87,12 +87,16 @@ def apply_writes(
         channel = channels[chan]
         if channel.update(values):
             changed.append(chan)
-            if channel.is_available():
+            if channel.value is not MISSING if channel.plain else channel.is_available():
                 updated.add(chan)
     if ran:
         for chan in channels if live is None else live:
             channel = channels[chan]
-            if chan not in updated and channel.is_available() and channel.update(()):
+            if (
+                chan not in updated
+                and (channel.value is not MISSING if channel.plain else channel.is_available())
+                and channel.update(())
+            ):
                 changed.append(chan)
     if changed:
         _record(checkpoint, channels, changed, next_version)
@@ -192,7 +196,8 @@ def _record(
     values = checkpoint["channel_values"]
     for chan in changed:
         versions[chan] = version
-        value = channels[chan].checkpoint()
+        channel = channels[chan]
+        value = channel.value if channel.plain else channel.checkpoint()
         if value is MISSING:
             values.pop(chan, None)
         else:
