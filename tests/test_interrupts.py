@@ -339,13 +339,18 @@ def test_a_root_graph_ignores_a_namespace_in_its_config(drive):
     assert drive.get_state(graph, cfg("ns")).next == ("form",)  # saved in the root namespace
 
 
-def test_invoke_with_another_stream_mode_keeps_the_run_options(drive):
+def _a_then_b(saver: Any) -> Any:
+    """START → a → b, each appending its name to ``answers``."""
     g = StateGraph(S)
     g.add_node("a", lambda s: {"answers": ["a"]})
     g.add_node("b", lambda s: {"answers": ["b"]})
     g.add_edge(START, "a")
     g.add_edge("a", "b")
-    graph = g.compile(checkpointer=InMemorySaver())
+    return g.compile(checkpointer=saver)
+
+
+def test_invoke_with_another_stream_mode_keeps_the_run_options(drive):
+    graph = _a_then_b(InMemorySaver())
     chunks = drive.invoke(
         graph, {"answers": []}, cfg("modes"), stream_mode="updates", interrupt_before=["b"]
     )
@@ -404,12 +409,7 @@ def test_in_memory_saver_gets_each_steps_last_writes_with_its_checkpoint(drive):
             calls.append(f"put_after_writes({[w.writes for w in writes]})")
             return super().put_after_writes(config, writes, *args)
 
-    g = StateGraph(S)
-    g.add_node("a", lambda s: {"answers": ["a"]})
-    g.add_node("b", lambda s: {"answers": ["b"]})
-    g.add_edge(START, "a")
-    g.add_edge("a", "b")
-    graph = g.compile(checkpointer=Counting())
+    graph = _a_then_b(Counting())
     assert drive.invoke(graph, {"answers": []}, cfg("batched"))["answers"] == ["a", "b"]
     assert calls == [
         "put_after_writes([])",  # the input checkpoint (put)
