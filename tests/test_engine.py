@@ -117,6 +117,9 @@ def test_send_map_reduce(drive):
     g.add_conditional_edges(START, lambda s: [Send("square", {"n": n}) for n in s["items"]])
     out = drive.invoke(g.compile(), {"items": [1, 2, 3], "out": []})
     assert out["out"] == [1, 4, 9]
+    # Writes apply in Send order, by index as a number: the 11th after the 10th.
+    out = drive.invoke(g.compile(), {"items": list(range(12)), "out": []})
+    assert out["out"] == [n * n for n in range(12)]
 
 
 def test_command_goto_and_update(drive):

@@ -384,12 +384,14 @@ class _Run:
                 to_run.append(task)
             elif rec.done:
                 task.writes = list(rec.writes)
-            elif (
-                rec.paused
-                and self.resume is not None
-                and not any(i.id in answered for i in rec.interrupts)
-            ):
-                paused.append(task)
+            elif rec.paused and self.resume is not None:
+                # Paused: it runs only if this resume answers one of its interrupts.
+                for i in rec.interrupts:
+                    if i.id in answered:
+                        to_run.append(task)
+                        break
+                else:
+                    paused.append(task)
             else:
                 to_run.append(task)
         return to_run, paused

@@ -37,12 +37,6 @@ class Task:
     ns: str
     writes: list[tuple[str, Any]]
 
-    @property
-    def sort_key(self) -> tuple[str, str]:
-        """Deterministic order of write application: pull tasks by name, then pushes."""
-        kind, key = self.path
-        return (kind, f"{key:010d}" if isinstance(key, int) else key)
-
 
 def task_id(checkpoint_id: str, ns: str, step: int, name: str, kind: str, key: str) -> str:
     """A uuid-shaped xxh3-128 digest of the task's coordinates."""
@@ -86,31 +80,25 @@ def prepare_tasks(
     id_prefix = f"{checkpoint['id']}\x00{ns}\x00{step}\x00"
     ns_prefix = f"{ns}{NS_SEP}" if ns else ""
     for node in _candidates(spec, updated):
-        if _is_triggered(node, channels, versions, seen_all.get(node.name, _NONE_SEEN)):
-            tid = _hashed(id_prefix + node.pull_key)
-            own_ns = f"{ns_prefix}{node.name}{NS_END}{tid}"
-            # The input is read when the task runs (UNREAD): a paused task never does.
-            tasks.append(Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, []))
+        # Triggered: a channel it is triggered by holds a version it has not seen. (In
+        # line, not a function: a resume of one of K paused tasks checks every node.)
+        seen = seen_all.get(node.name, _NONE_SEEN)
+        for c in node.triggers:
+            version = versions.get(c)
+            if version is not None and version > seen.get(c, 0):
+                chan = channels[c]
+                if chan.value is not MISSING if chan.plain else chan.is_available():
+                    break
+        else:
+            continue
+        tid = _hashed(id_prefix + node.pull_key)
+        own_ns = f"{ns_prefix}{node.name}{NS_END}{tid}"
+        # The input is read when the task runs (UNREAD): a paused task never does.
+        tasks.append(Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, []))
     return tasks
 
 
 _NONE_SEEN: Mapping[str, Any] = {}
-
-
-def _is_triggered(
-    node: NodeProc,
-    channels: Mapping[str, Channel],
-    versions: Mapping[str, Any],
-    seen: Mapping[str, Any],
-) -> bool:
-    """Whether a channel ``node`` is triggered by holds a version the node has not seen."""
-    for c in node.triggers:
-        version = versions.get(c)
-        if version is not None and version > seen.get(c, 0):
-            chan = channels[c]
-            if chan.value is not MISSING if chan.plain else chan.is_available():
-                return True
-    return False
 
 
 def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[NodeProc]:

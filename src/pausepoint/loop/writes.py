@@ -7,7 +7,8 @@ which thread finished first.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any, Protocol
 
 from pausepoint.channels import MISSING, Channel
@@ -17,6 +18,9 @@ from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, PUSH, RESUME, RETU
 __all__ = ["InputWrites", "VersionClock", "WriteSource", "apply_writes", "preview_writes"]
 
 _NOT_CHANNELS = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, SCHEDULED})
+
+_by_path: Callable[[WriteSource], tuple[str, str | int]] = attrgetter("path")
+"""The sort key of write sources, read in C (a key function per task was ~2 calls each)."""
 
 
 class WriteSource(Protocol):
@@ -32,7 +36,12 @@ class WriteSource(Protocol):
     def writes(self) -> Sequence[tuple[str, Any]]: ...  # noqa: D102
 
     @property
-    def sort_key(self) -> tuple[str, str]: ...  # noqa: D102
+    def path(self) -> tuple[str, str | int]:
+        """Where the writes come from: sources are applied in the order of their paths.
+
+        Pull tasks come by node name, then ``Send`` tasks by index (an int: 10 after 9).
+        """
+        ...
 
 
 class VersionClock:
@@ -76,7 +85,7 @@ def apply_writes(
     """
     ordered = list(sources)
     if len(ordered) > 1:
-        ordered.sort(key=_sort_key)
+        ordered.sort(key=_by_path)
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"]
     next_version = (clock or VersionClock()).next(versions)
@@ -117,7 +126,7 @@ def preview_writes(
     O(K) dicts for nothing). A one-step value in ``keys`` that got no write clears,
     as it would in the step. Returns the channels updated.
     """
-    ordered = sorted(sources, key=_sort_key)
+    ordered = sorted(sources, key=_by_path)
     by_channel: dict[str, list[Any]] = {}
     for src in ordered:
         for chan, value in src.writes:
@@ -180,10 +189,6 @@ def _collect(
     return by_channel, ran
 
 
-def _sort_key(src: WriteSource) -> tuple[str, str]:
-    return src.sort_key
-
-
 def _record(
     checkpoint: Checkpoint, channels: Mapping[str, Channel], changed: list[str], version: int
 ) -> None:
@@ -209,7 +214,7 @@ class InputWrites:
 
     __slots__ = ("name", "triggers", "writes")
 
-    sort_key = ("", "")
+    path: tuple[str, str | int] = ("", "")  # before every task
 
     def __init__(self, name: str, writes: Sequence[tuple[str, Any]]) -> None:
         self.name = name
