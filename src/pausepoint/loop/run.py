@@ -143,12 +143,12 @@ class _Run:
         self._prepared: tuple[tuple[str, int, int], list[Task]] | None = None
         self.clock = VersionClock()
         self.custom_writer = custom_writer(opts)
-        # The last task of a step may leave its writes to be saved with the step's
-        # checkpoint, in one saver call (a commit less per step on SQLite/PostgreSQL),
-        # when nothing is streamed: then no caller code runs in between. Only for a
-        # saver that says it gains by it (InMemorySaver would only pay for the call).
         # Whether checkpoints and writes are saved as the run goes (not at its exit).
         self.saves_now = opts.has_saver and opts.durability != "exit"
+        # The last task of a step may leave its writes to be saved with the step's
+        # checkpoint, in one saver call (a commit less per step on SQLite/PostgreSQL,
+        # a call and a lock less on InMemorySaver), when nothing is streamed: then no
+        # caller code runs in between. Only for a saver that says it gains by it.
         self.folds = (
             self.saves_now and not modes and bool(getattr(opts.saver, "batches_writes", False))
         )
@@ -432,7 +432,11 @@ class _Run:
         reports = self.streams_updates or self.streams_tasks
         last = len(to_run) - 1
         for n in range(len(to_run)):
-            outcome: Outcome = ran if ran is not None else (yield _NEXT_OUTCOME)
+            outcome: Outcome
+            if ran is not None:  # the lone task's outcome, already sent back
+                outcome, ran = ran, None
+            else:
+                outcome = yield _NEXT_OUTCOME
             if outcome.error is None and not reports:  # the usual case, without finish()
                 hold = n == last and not (interrupts or errors or self.pausing)
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
