@@ -28,7 +28,6 @@ from pausepoint.constants import (
     ERROR,
     INTERRUPT,
     NO_WRITES,
-    PULL,
     START,
 )
 from pausepoint.errors import (
@@ -412,7 +411,7 @@ class _Run:
             yield from out.task_starts(self, to_run)
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
-        if len(to_run) == 1 and to_run[0].name == START and _is_pure(to_run[0]):
+        if len(to_run) == 1 and to_run[0].name == START and to_run[0].is_pure_start():
             # The input step calls no user code: applied here, without a driver round
             # trip (a worker context, a queue hand-off) on every invoke.
             task = to_run[0]
@@ -460,9 +459,9 @@ class _Run:
             return None
         saved = task.writes or [(NO_WRITES, None)]
         if hold and self.folds and self.saved_config is not None:
-            self.held = TaskWrites(task.id, saved, _path_repr(task))
+            self.held = TaskWrites(task.id, saved, task.path_repr())
             return None
-        return self.writes_effect(task.id, saved, _path_repr(task))
+        return self.writes_effect(task.id, saved, task.path_repr())
 
     def finish(
         self,
@@ -478,7 +477,7 @@ class _Run:
         checkpoint (``folds``) if nothing in the step paused or failed.
         """
         task, err = outcome.task, outcome.error
-        path = _path_repr(task) if self.opts.has_saver else ""
+        path = task.path_repr() if self.opts.has_saver else ""
         if err is None:
             hold = hold and not (interrupts or errors or self.pausing)
             if (saving := self.keep_writes(task, outcome.writes, hold)) is not None:
@@ -573,16 +572,6 @@ class _Run:
 
 
 _NEXT_OUTCOME = NextOutcome()
-
-
-def _path_repr(task: Task) -> str:
-    """``repr(task.path)``, as savers store it; a pull task's is made once per node."""
-    return task.node.pull_path if task.path[0] == PULL else repr(task.path)
-
-
-def _is_pure(task: Task) -> bool:
-    """The ``__start__`` task with no conditional edge: its writes need no user code."""
-    return task.name == START and not task.node.branches and not task.node.retry
 
 
 def _with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:

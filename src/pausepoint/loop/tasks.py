@@ -17,7 +17,7 @@ from xxhash import xxh3_128_hexdigest
 
 from pausepoint.channels import MISSING, Channel
 from pausepoint.checkpoint.base import Checkpoint
-from pausepoint.constants import NS_END, NS_SEP, PUSH, START, TASKS
+from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import Send
 
@@ -36,6 +36,14 @@ class Task:
     node: NodeProc
     ns: str
     writes: list[tuple[str, Any]]
+
+    def path_repr(self) -> str:
+        """``repr(path)``, as savers store it; a pull task's is made once per node."""
+        return self.node.pull_path if self.path[0] == PULL else repr(self.path)
+
+    def is_pure_start(self) -> bool:
+        """The ``__start__`` task with no conditional edge: its writes need no user code."""
+        return self.name == START and not self.node.branches and not self.node.retry
 
 
 def task_id(checkpoint_id: str, ns: str, step: int, name: str, kind: str, key: str) -> str:
