@@ -172,3 +172,38 @@ def test_channels_marked_plain_keep_the_plain_value_rules():
         )
         assert kind.plain is not overrides, kind
         assert kind.consumes is (kind.consume is not ch.Channel.consume), kind
+
+
+def test_prepared_pull_tasks_have_the_ids_and_namespaces_task_id_gives():
+    # prepare_tasks builds pull-task ids from per-step prefixes and a key made at
+    # compile time; they must be what task_id()/task_ns() give for the same coordinates.
+    from typing import TypedDict
+
+    import pausepoint
+    from pausepoint.checkpoint.base import empty_checkpoint
+    from pausepoint.constants import PULL
+    from pausepoint.loop.tasks import prepare_tasks, task_id, task_ns
+    from pausepoint.loop.writes import InputWrites, apply_writes
+
+    class S(TypedDict):
+        x: int
+
+    g = pausepoint.StateGraph(S)
+    g.add_node("a", lambda s: s)
+    g.add_node("b", lambda s: s)
+    g.add_edge(pausepoint.START, "a")
+    g.add_edge(pausepoint.START, "b")
+    spec = g.compile().spec
+    checkpoint = empty_checkpoint("1ef-id", "")
+    channels = spec.fresh_channels({})
+    apply_writes(checkpoint, channels, [InputWrites("__input__", [("__start__", {"x": 1})])])
+    (start,) = prepare_tasks(spec, checkpoint, channels, 0, "outer:1")
+    assert start.id == task_id("1ef-id", "outer:1", 0, "__start__", PULL, "__start__")
+    assert start.ns == task_ns("outer:1", "__start__", start.id)
+    start.writes = [("x", 1), *spec.nodes["__start__"].after_writes]
+    apply_writes(checkpoint, channels, [start])
+    tasks = prepare_tasks(spec, checkpoint, channels, 1, "")
+    assert [t.name for t in tasks] == ["a", "b"]
+    for t in tasks:
+        assert t.id == task_id("1ef-id", "", 1, t.name, PULL, t.name)
+        assert t.ns == task_ns("", t.name, t.id)

@@ -150,8 +150,6 @@ def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
     # task was discarded, and those are now consumed: the next step needs
     # to look only at what the input changed.
     run.updated = updated
-    if run.checkpoint_visible:
-        yield from run.save_checkpoint("input")
-    else:
-        run.forget_step()
+    if (saving := run.leave_step("input")) is not None:
+        yield from saving
     run.step += 1

@@ -183,18 +183,20 @@ class _Run:
         if effect is not None:
             yield effect
 
-    def forget_step(self) -> None:
-        """Drop what belonged to the checkpoint the run is leaving."""
-        self.records, self.null_writes, self.unsaved = {}, [], []
+    def leave_step(self, source: str) -> Generator[Effect, Any, None] | None:
+        """Move past the current checkpoint; return the generator that saves the next.
+
+        None when nobody can see the next (no saver, no checkpoint stream): an unseen
+        checkpoint keeps the run's first id, since task ids hash the step too (a new
+        id and timestamp were ~10 % of a step without a checkpointer; no generator is
+        made for it either).
+        """
+        if self.records or self.null_writes or self.unsaved:  # what the step left behind
+            self.records, self.null_writes, self.unsaved = {}, [], []
+        return self.save_checkpoint(source) if self.checkpoint_visible else None
 
     def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
-        if self.records or self.null_writes or self.unsaved:
-            self.forget_step()
-        if not self.checkpoint_visible:
-            # Nobody can see this checkpoint, so it keeps the run's first id: task
-            # ids hash the step too, so they still differ from step to step. (A new
-            # id and timestamp were ~10% of a step without a checkpointer.)
-            return
+        """Save the next checkpoint (see :meth:`leave_step`, which calls it)."""
         parent = self.saved_config or self.cfg.with_checkpoint(None)
         self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
         self.metadata = {
@@ -529,10 +531,8 @@ class _Run:
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):
             yield self.emit("values", self.output())
-        if self.checkpoint_visible:
-            yield from self.save_checkpoint("loop")
-        elif self.records or self.null_writes or self.unsaved:
-            self.forget_step()  # what save_checkpoint does first
+        if (saving := self.leave_step("loop")) is not None:
+            yield from saving
         self.resume = None
         self.resuming = False
         self.step += 1

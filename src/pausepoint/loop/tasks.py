@@ -48,7 +48,12 @@ class Task:
 
 def task_id(checkpoint_id: str, ns: str, step: int, name: str, kind: str, key: str) -> str:
     """A uuid-shaped xxh3-128 digest of the task's coordinates."""
-    return _hashed(f"{checkpoint_id}\x00{ns}\x00{step}\x00{name}\x00{kind}\x00{key}")
+    return _hashed(f"{_id_prefix(checkpoint_id, ns, step)}{name}\x00{kind}\x00{key}")
+
+
+def _id_prefix(checkpoint_id: str, ns: str, step: int) -> str:
+    """The part of a task id's key that every task of one step shares."""
+    return f"{checkpoint_id}\x00{ns}\x00{step}\x00"
 
 
 def _hashed(key: str) -> str:
@@ -58,8 +63,12 @@ def _hashed(key: str) -> str:
 
 def task_ns(parent_ns: str, name: str, tid: str) -> str:
     """The checkpoint namespace of a task (its interrupts' ids hash this)."""
-    own = f"{name}{NS_END}{tid}"
-    return f"{parent_ns}{NS_SEP}{own}" if parent_ns else own
+    return f"{_ns_prefix(parent_ns)}{name}{NS_END}{tid}"
+
+
+def _ns_prefix(parent_ns: str) -> str:
+    """The part of a task namespace that every task of one graph run shares."""
+    return f"{parent_ns}{NS_SEP}" if parent_ns else ""
 
 
 def prepare_tasks(
@@ -85,8 +94,8 @@ def prepare_tasks(
     seen_all = checkpoint["versions_seen"]
     # task_id() and task_ns() of each pull task, with the parts shared by the step's
     # tasks made once (a step of a chain makes one task: ~2 % of it went to the calls).
-    id_prefix = f"{checkpoint['id']}\x00{ns}\x00{step}\x00"
-    ns_prefix = f"{ns}{NS_SEP}" if ns else ""
+    id_prefix = _id_prefix(checkpoint["id"], ns, step)
+    ns_prefix = _ns_prefix(ns)
     for node in _candidates(spec, updated):
         # Triggered: a channel it is triggered by holds a version it has not seen. (In
         # line, not a function: a resume of one of K paused tasks checks every node.)
