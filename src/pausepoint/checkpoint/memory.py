@@ -161,10 +161,12 @@ class InMemorySaver(BaseCheckpointSaver):
         )
         thaw = self._thaw
         new = _new_write
+        # A kept write whose value is immutable is handed out as it is (a tuple of
+        # immutables), others as a new write with a new value.
         writes: list[PendingWrite] = (
             [
-                new(PendingWrite, (task_id, chan, thaw(value) if type(value) in THAWED else value))
-                for (task_id, _idx), (chan, value) in stored.writes.items()
+                w if type(w[2]) not in THAWED else new(PendingWrite, (w[0], w[1], thaw(w[2])))
+                for w in stored.writes.values()
             ]
             if stored.writes
             else []
@@ -427,7 +429,7 @@ class InMemorySaver(BaseCheckpointSaver):
     @staticmethod
     def _parent_of_writes(
         stored: Stored | None, thread: str, ns: str, checkpoint_id: str | None
-    ) -> dict[tuple[str, int], tuple[str, Any]]:
+    ) -> dict[tuple[str, int], PendingWrite]:
         """The writes of the checkpoint that writes go to; a clear error if there is none."""
         if stored is None:
             raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
@@ -480,7 +482,7 @@ def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 
 def _keep_writes(
-    kept: dict[tuple[str, int], tuple[str, Any]], task_id: str, copied: list[tuple[str, Any]]
+    kept: dict[tuple[str, int], PendingWrite], task_id: str, copied: list[tuple[str, Any]]
 ) -> None:
     """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked)."""
     for n, (channel, value) in enumerate(copied):
@@ -488,7 +490,7 @@ def _keep_writes(
         key = (task_id, idx)
         if idx >= 0 and key in kept:
             continue
-        kept[key] = (channel, value)
+        kept[key] = _new_write(PendingWrite, (task_id, channel, value))
 
 
 MemorySaver = InMemorySaver
