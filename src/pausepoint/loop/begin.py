@@ -19,10 +19,10 @@ from pausepoint.loop.fork import fork, forkable_interrupts
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
     ResumeMap,
+    interrupt_owners,
     is_own_interrupt,
     is_resume_map,
     parse_resume,
-    pending_interrupts,
 )
 from pausepoint.loop.tasks import prepare_tasks
 from pausepoint.loop.writes import InputWrites, apply_writes
@@ -94,7 +94,8 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
             renamed = yield from fork(run)
             if is_resume_map(resume):
                 resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
-        run.resume = parse_resume(resume, reported_interrupts(run), pending_interrupts(run.records))
+        run.owners = interrupt_owners(run.records)
+        run.resume = parse_resume(resume, reported_interrupts(run), run.owners)
     writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
     if writes:
         run.null_writes.extend(writes)
@@ -103,26 +104,35 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
 
 def reported_interrupts(run: _Run) -> list[Interrupt]:
     """The interrupts this checkpoint's tasks reported (what the caller was shown)."""
-    tasks = run.current_tasks()
-    found: list[Interrupt] = []
-    for task in tasks:
-        rec = run.records.get(task.id)
-        if rec is not None and rec.resumable:
-            found.extend(rec.interrupts)
-    return found
+    records = run.records
+    return [
+        i
+        for task in run.current_tasks()
+        if (rec := records.get(task.id)) is not None and rec.interrupts and not rec.done
+        for i in rec.interrupts
+    ]
 
 
 def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
-    """Give each answered task its new resume value, saved before it re-runs."""
+    """Give each answered task its new resume value, saved before it re-runs.
+
+    Also notes which tasks an answer goes to (``run.answered``): those re-run, the
+    other paused ones stay paused (:meth:`~pausepoint.loop.run._Run.match_records`).
+    """
     if run.resume is None:
         return
+    values = run.resume.values
+    owners = run.owners if run.owners is not None else interrupt_owners(run.records)
+    run.answered = answered = {t for k in values if k in owners for t in owners[k]}
+    if not answered:
+        return
     for task in run.current_tasks():
-        rec = run.records.get(task.id)
-        if rec is None or not rec.resumable:
+        if task.id not in answered:
             continue
+        rec = run.records[task.id]
         for intr in rec.interrupts:
-            if intr.id in run.resume.values and is_own_interrupt(intr, task.ns):
-                rec.resume = [*(rec.resume or []), run.resume.values[intr.id]]
+            if intr.id in values and is_own_interrupt(intr, task.ns):
+                rec.resume = [*(rec.resume or []), values[intr.id]]
                 yield from run.save_writes(task.id, [(RESUME, rec.resume)])
 
 

@@ -10,7 +10,7 @@ Drivers carry out its effects; see :mod:`pausepoint.loop.effects`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from pausepoint.channels import Channel
@@ -112,6 +112,10 @@ class _Run:
         self.records: dict[str, TaskRecord] = {}
         self.null_writes: list[tuple[str, Any]] = []
         self.resume: ResumeMap | None = None
+        # Interrupt id → task ids holding it, when a Command's resume was checked
+        # (pending.interrupt_owners); and the tasks this run's resume answers.
+        self.owners: dict[str, list[str]] | None = None
+        self.answered: set[str] = set()
         self.resuming = False
         self.step = -1
         self.stop = 0
@@ -378,21 +382,18 @@ class _Run:
         """Split tasks into those to run and those paused without an answer (DESIGN §4.6)."""
         to_run: list[Task] = []
         paused: list[Task] = []
-        answered: Mapping[str, Any] = self.resume.values if self.resume else {}
+        records = self.records
+        resuming = self.resume is not None
+        answered = self.answered
         for task in self.tasks:
-            rec = self.records.get(task.id)
+            rec = records.get(task.id)
             if rec is None:
                 to_run.append(task)
             elif rec.done:
-                task.writes = list(rec.writes)
-            elif rec.paused and self.resume is not None:
-                # Paused: it runs only if this resume answers one of its interrupts.
-                for i in rec.interrupts:
-                    if i.id in answered:
-                        to_run.append(task)
-                        break
-                else:
-                    paused.append(task)
+                task.writes = rec.writes
+            elif resuming and rec.interrupts and not rec.error and task.id not in answered:
+                # Paused, and this resume answers none of its interrupts: it stays paused.
+                paused.append(task)
             else:
                 to_run.append(task)
         return to_run, paused
@@ -534,6 +535,7 @@ class _Run:
         if (saving := self.leave_step("loop")) is not None:
             yield from saving
         self.resume = None
+        self.answered = set()
         self.resuming = False
         self.step += 1
         if self.opts.interrupt_after and self.should_interrupt_after(ran):

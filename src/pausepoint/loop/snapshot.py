@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
@@ -84,7 +85,7 @@ def _values(spec: GraphSpec, channels: Any) -> Any:
     return read_values(channels, spec.state_keys)
 
 
-def _result(spec: GraphSpec, writes: list[tuple[str, Any]]) -> Any:
+def _result(spec: GraphSpec, writes: Sequence[tuple[str, Any]]) -> Any:
     found = {k: v for k, v in writes if k in spec.output_keys}
     return found or None
 

@@ -10,7 +10,8 @@ resumed run find the writes and interrupts its tasks saved before.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+import functools
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from xxhash import xxh3_128_hexdigest
@@ -35,7 +36,8 @@ class Task:
     triggers: tuple[str, ...]
     node: NodeProc
     ns: str
-    writes: list[tuple[str, Any]]
+    writes: Sequence[tuple[str, Any]]
+    """Set once the task finished (never changed in place): ``()`` until then."""
 
     def path_repr(self) -> str:
         """``repr(path)``, as savers store it; a pull task's is made once per node."""
@@ -56,7 +58,11 @@ def _id_prefix(checkpoint_id: str, ns: str, step: int) -> str:
     return f"{checkpoint_id}\x00{ns}\x00{step}\x00"
 
 
+@functools.lru_cache(maxsize=1024)
 def _hashed(key: str) -> str:
+    # Remembered: each resume of one of K paused tasks prepares the same K ids again
+    # (same checkpoint, same step), and hashing + formatting one is ~0.5 µs against
+    # ~0.1 µs for the lookup; a new step's ids miss at ~0.1 µs each.
     digest = xxh3_128_hexdigest(key.encode())
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
 
@@ -111,7 +117,7 @@ def prepare_tasks(
         tid = _hashed(id_prefix + node.pull_key)
         own_ns = f"{ns_prefix}{node.name}{NS_END}{tid}"
         # The input is read when the task runs (UNREAD): a paused task never does.
-        tasks.append(Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, []))
+        tasks.append(Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, ()))
     return tasks
 
 
@@ -145,7 +151,7 @@ def _push_task(
         triggers=(PUSH,),
         node=node,
         ns=task_ns(ns, node.name, tid),
-        writes=[],
+        writes=(),
     )
 
 
