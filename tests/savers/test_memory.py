@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from pausepoint.checkpoint.base import PendingWrite, empty_checkpoint
+from pausepoint.checkpoint.base import empty_checkpoint
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.checkpoint.memory import InMemorySaver
 from pausepoint.constants import INTERRUPT
@@ -86,25 +86,6 @@ def test_written_lists_are_copied_both_ways(written: list[Any]) -> None:
     again = saver.get_tuple(config)
     assert again is not None
     assert again.pending_writes[0].value == written
-
-
-def test_writes_read_back_as_named_tuples_in_order() -> None:
-    # A write of an immutable value is kept as the PendingWrite handed out (a tuple of
-    # immutables, nothing a reader can change); the others are made anew per read.
-    saver = InMemorySaver()
-    config = _saved(saver, {"x": 1})
-    written = [("a", 1), ("b", None), ("c", [1, 2]), (INTERRUPT, (Interrupt(3, "f" * 32),))]
-    saver.put_writes(config, written, "task-1")
-    reads = [saver.get_tuple(config) for _ in range(2)]
-    first, again = [[*(got.pending_writes or [])] for got in reads if got is not None]
-    for writes in (first, again):
-        assert all(isinstance(w, PendingWrite) for w in writes)
-        assert [(w.task_id, w.channel, w.value) for w in writes] == [
-            ("task-1", channel, value) for channel, value in written
-        ]
-    assert first[0] is again[0]  # kept as handed out
-    assert first[2].value is not again[2].value  # a new list each read
-    assert first[3].value[0] is not again[3].value[0]  # a new Interrupt each read
 
 
 def _put(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pausepoint.checkpoint.base import Checkpoint, PendingWrite
+from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.checkpoint.ids import is_stamp, stamp_time
 from pausepoint.types import Interrupt
 
@@ -88,7 +88,7 @@ class Stored:
         self.metadata = metadata
         self.parent_id: str | None = None
         # (task_id, idx) -> (channel, kept value) in insertion order; None until written.
-        self.writes: dict[tuple[str, int], PendingWrite] | None = None
+        self.writes: dict[tuple[str, int], tuple[str, Any]] | None = None
 
     def checkpoint(self, values: dict[str, Any]) -> Checkpoint:
         """A new checkpoint dict for a reader: every part of it may be changed freely."""

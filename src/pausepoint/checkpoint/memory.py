@@ -161,12 +161,10 @@ class InMemorySaver(BaseCheckpointSaver):
         )
         thaw = self._thaw
         new = _new_write
-        # A kept write whose value is immutable is handed out as it is (a tuple of
-        # immutables), others as a new write with a new value.
         writes: list[PendingWrite] = (
             [
-                w if type(w[2]) not in THAWED else new(PendingWrite, (w[0], w[1], thaw(w[2])))
-                for w in stored.writes.values()
+                new(PendingWrite, (task_id, chan, thaw(value) if type(value) in THAWED else value))
+                for (task_id, _idx), (chan, value) in stored.writes.items()
             ]
             if stored.writes
             else []
@@ -429,7 +427,7 @@ class InMemorySaver(BaseCheckpointSaver):
     @staticmethod
     def _parent_of_writes(
         stored: Stored | None, thread: str, ns: str, checkpoint_id: str | None
-    ) -> dict[tuple[str, int], PendingWrite]:
+    ) -> dict[tuple[str, int], tuple[str, Any]]:
         """The writes of the checkpoint that writes go to; a clear error if there is none."""
         if stored is None:
             raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
@@ -482,7 +480,7 @@ def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 
 def _keep_writes(
-    kept: dict[tuple[str, int], PendingWrite], task_id: str, copied: list[tuple[str, Any]]
+    kept: dict[tuple[str, int], tuple[str, Any]], task_id: str, copied: list[tuple[str, Any]]
 ) -> None:
     """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked)."""
     for n, (channel, value) in enumerate(copied):
@@ -490,7 +488,7 @@ def _keep_writes(
         key = (task_id, idx)
         if idx >= 0 and key in kept:
             continue
-        kept[key] = _new_write(PendingWrite, (task_id, channel, value))
+        kept[key] = (channel, value)
 
 
 MemorySaver = InMemorySaver
