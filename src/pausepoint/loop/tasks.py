@@ -58,13 +58,16 @@ def _id_prefix(checkpoint_id: str, ns: str, step: int) -> str:
     return f"{checkpoint_id}\x00{ns}\x00{step}\x00"
 
 
-@functools.lru_cache(maxsize=1024)
 def _hashed(key: str) -> str:
-    # Remembered: each resume of one of K paused tasks prepares the same K ids again
-    # (same checkpoint, same step), and hashing + formatting one is ~0.5 µs against
-    # ~0.1 µs for the lookup; a new step's ids miss at ~0.1 µs each.
     digest = xxh3_128_hexdigest(key.encode())
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
+
+
+_remembered = functools.lru_cache(maxsize=1024)(_hashed)
+"""``_hashed`` for the first step after a load: each resume of one of K paused tasks
+prepares the same K ids again (same checkpoint and step). Hashing and formatting an
+id is ~0.5 µs, the lookup ~0.1 µs; steps within a run, whose ids are all new, do not
+use it (a miss costs ~2 % of a chain's step)."""
 
 
 def task_ns(parent_ns: str, name: str, tid: str) -> str:
@@ -88,7 +91,7 @@ def prepare_tasks(
     """The tasks of the superstep that starts at ``checkpoint``: pushes first, then pulls.
 
     ``updated`` (the channels the previous step changed, when known) limits the
-    nodes considered to those those channels trigger: a step then costs what it
+    nodes considered to those these channels trigger: a step then costs what it
     changed, not the size of the graph.
     """
     tasks: list[Task] = []
@@ -102,6 +105,7 @@ def prepare_tasks(
     # tasks made once (a step of a chain makes one task: ~2 % of it went to the calls).
     id_prefix = _id_prefix(checkpoint["id"], ns, step)
     ns_prefix = _ns_prefix(ns)
+    hashed = _remembered if updated is None else _hashed
     for node in _candidates(spec, updated):
         # Triggered: a channel it is triggered by holds a version it has not seen. (In
         # line, not a function: a resume of one of K paused tasks checks every node.)
@@ -114,7 +118,7 @@ def prepare_tasks(
                     break
         else:
             continue
-        tid = _hashed(id_prefix + node.pull_key)
+        tid = hashed(id_prefix + node.pull_key)
         own_ns = f"{ns_prefix}{node.name}{NS_END}{tid}"
         # The input is read when the task runs (UNREAD): a paused task never does.
         tasks.append(Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, ()))
