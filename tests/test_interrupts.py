@@ -8,6 +8,8 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from pausepoint import END, START, Command, InMemorySaver, StateGraph, interrupt
+from pausepoint.checkpoint.base import PendingWrite
+from pausepoint.constants import ERROR, INTERRUPT, RESUME
 from pausepoint.errors import (
     AmbiguousResumeError,
     CheckpointerRequiredError,
@@ -16,6 +18,8 @@ from pausepoint.errors import (
     NothingToResumeError,
     UnknownInterruptIdError,
 )
+from pausepoint.loop.pending import interrupt_owners, parse_resume, read_records
+from pausepoint.types import Interrupt
 
 
 class S(TypedDict, total=False):
@@ -417,3 +421,34 @@ def test_in_memory_saver_gets_each_steps_last_writes_with_its_checkpoint(drive):
         "put_after_writes([[('answers', ['a']), ('branch:to:b', None)]])",
         "put_after_writes([[('answers', ['b'])]])",
     ]
+
+
+def test_interrupt_owners_index_answerable_interrupts_by_task():
+    # The index a resume checks and binds answers with: a @task call's interrupt is
+    # held by the call's record and by its caller's; a finished task's is not
+    # answerable; a task that failed after pausing still is.
+    call, other, done, failed = (c * 32 for c in "abcd")
+    writes = [
+        PendingWrite("call-task", INTERRUPT, (Interrupt("q", call),)),
+        PendingWrite("entry-task", INTERRUPT, (Interrupt("q", call), Interrupt("r", other))),
+        PendingWrite("done-task", INTERRUPT, (Interrupt("s", done),)),
+        PendingWrite("done-task", RESUME, ["yes"]),
+        PendingWrite("done-task", "out", 1),
+        PendingWrite("failed-task", INTERRUPT, (Interrupt("t", failed),)),
+        PendingWrite("failed-task", ERROR, "ValueError('boom')"),
+    ]
+    records, null_writes = read_records(writes)
+    assert null_writes == []
+    assert records["done-task"].done
+    assert records["done-task"].writes == [("out", 1)]
+    assert records["done-task"].resume == ["yes"]
+    owners = interrupt_owners(records)
+    assert owners == {
+        call: ["call-task", "entry-task"],
+        other: ["entry-task"],
+        failed: ["failed-task"],
+    }
+    reported = [*records["entry-task"].interrupts]
+    assert parse_resume({call: 1}, reported, owners).values == {call: 1}
+    with pytest.raises(UnknownInterruptIdError, match="not pending"):
+        parse_resume({done: 1}, reported, owners)
