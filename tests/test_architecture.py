@@ -207,3 +207,13 @@ def test_prepared_pull_tasks_have_the_ids_and_namespaces_task_id_gives():
     for t in tasks:
         assert t.id == task_id("1ef-id", "", 1, t.name, PULL, t.name)
         assert t.ns == task_ns("", t.name, t.id)
+    # A step prepared right after a load is remembered (a resume prepares it again);
+    # another step replaces the table, and each gets its own ids either way.
+    again = prepare_tasks(spec, checkpoint, channels, 1, "")
+    assert [(t.id, t.ns) for t in again] == [(t.id, t.ns) for t in tasks]
+    for ns, step in (("sub:2", 2), ("", 1)):
+        for t in prepare_tasks(spec, checkpoint, channels, step, ns):
+            assert t.id == task_id("1ef-id", ns, step, t.name, PULL, t.name)
+            assert t.ns == task_ns(ns, t.name, t.id)
+    moved = prepare_tasks(spec, checkpoint, channels, 3, "", updated={"branch:to:a"})
+    assert [t.id for t in moved] == [task_id("1ef-id", "", 3, "a", PULL, "a")]
