@@ -132,6 +132,7 @@ def summary(table: Table) -> list[Measure]:
     picked = [*superstep(table)]
     for name, target in (
         ("interrupt-roundtrip", OVERHEAD),
+        ("interrupt-sequence-10", OVERHEAD),
         ("fan-interrupt-100/one-by-one", FAN_OUT),
         ("import", IMPORT),
         ("roundtrip/sqlite", DATABASE),

@@ -195,6 +195,75 @@ def roundtrip_floor() -> Case:
     )
 
 
+class SequenceState(TypedDict):
+    answers: list[Any]
+
+
+def interrupt_sequence(n: int) -> Callable[[SimpleNamespace], Case]:
+    """One node asks ``n`` questions in a row; one invoke to start, ``n`` resumes.
+
+    Each resume runs the node again from the top, and its earlier ``interrupt()``
+    calls return their saved answers (both libraries), so node runs are ``n + 1``
+    and a resume costs more the further the node has got.
+    """
+
+    def build(lib: SimpleNamespace) -> Case:
+        runs = [0]
+
+        def ask(state: SequenceState) -> dict[str, list[Any]]:
+            runs[0] += 1
+            return {"answers": [lib.interrupt(q) for q in range(n)]}
+
+        builder = lib.StateGraph(SequenceState)
+        builder.add_node("ask", ask)
+        builder.add_edge(lib.START, "ask")
+        builder.add_edge("ask", lib.END)
+        graph = builder.compile(checkpointer=lib.InMemorySaver())
+
+        def run(i: int) -> tuple[list[Any], Any]:
+            cfg = config(i)
+            out = graph.invoke({"answers": []}, cfg)
+            asked: list[Any] = []
+            while "__interrupt__" in out:
+                (pending,) = out["__interrupt__"]
+                asked.append(pending.value)
+                out = graph.invoke(lib.Command(resume=pending.value * 2), cfg)
+            return asked, out
+
+        def check(result: tuple[list[Any], Any]) -> str | None:
+            asked, out = result
+            return expect("questions", asked, list(range(n))) or expect(
+                "answers", out.get("answers"), [q * 2 for q in range(n)]
+            )
+
+        return Case(run=run, check=check, cleanup=forget(graph.checkpointer), node_runs=runs)
+
+    return build
+
+
+def interrupt_sequence_floor(n: int) -> Callable[[], Case]:
+    # Per question: save the state and the question in a dict store; per answer:
+    # load them, keep the answer.
+    def build() -> Case:
+        store: dict[str, dict[str, Any]] = {}
+
+        def run(i: int) -> dict[str, Any]:
+            answers: list[Any] = []
+            for q in range(n):
+                store[f"t{i}"] = {"state": {"answers": list(answers)}, "pending": q}
+                saved = store[f"t{i}"]
+                answers = [*saved["state"]["answers"], saved["pending"] * 2]
+            return {"answers": answers}
+
+        return Case(
+            run=run,
+            check=lambda out: expect("answers", out["answers"], [q * 2 for q in range(n)]),
+            cleanup=drop(store),
+        )
+
+    return build
+
+
 def fan_interrupt(k: int, one_by_one: bool) -> Callable[[SimpleNamespace], Case]:
     """K branches from START, each interrupts; resume by id map all at once or one by one."""
 
@@ -277,6 +346,16 @@ def _graph_workloads() -> list[Workload]:
         )
     summary = "one node calls interrupt(); invoke pauses, Command(resume=...) finishes"
     found.append(Workload("interrupt-roundtrip", summary, roundtrip, roundtrip_floor, OVERHEAD))
+    summary = "one node calls interrupt() 10 times in a row; 1 invoke to start, 10 resumes"
+    found.append(
+        Workload(
+            "interrupt-sequence-10",
+            summary,
+            interrupt_sequence(10),
+            interrupt_sequence_floor(10),
+            OVERHEAD,
+        )
+    )
     for kind in ("sqlite", "postgres"):
         if kind == "postgres" and not os.environ.get("PAUSEPOINT_PG_URL"):
             continue  # needs a server: .ci/run and `make bench` with PAUSEPOINT_PG_URL set
@@ -361,7 +440,7 @@ WORKLOADS: dict[str, Workload] = {
     w.name: w for w in _graph_workloads() + _scale_workloads() + _startup_workloads()
 }
 QUICK = ["chain-10/none", "chain-10/memory", "fanout-10/none", "interrupt-roundtrip"]
-QUICK += ["fan-interrupt-10/by-map", "fan-interrupt-10/one-by-one"]
+QUICK += ["interrupt-sequence-10", "fan-interrupt-10/by-map", "fan-interrupt-10/one-by-one"]
 QUICK += [name for name in WORKLOADS if name.startswith("roundtrip/")]
 QUICK += ["threads-20", "list-1000/memory", "import", "cold-start"]
 _QUICK_ONLY = {"threads-20", "list-1000/memory"}
