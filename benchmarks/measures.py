@@ -136,7 +136,9 @@ def summary(table: Table) -> list[Measure]:
         ("fan-interrupt-100/one-by-one", FAN_OUT),
         ("import", IMPORT),
         ("roundtrip/sqlite", DATABASE),
+        ("sequence-10/sqlite", DATABASE),
         ("roundtrip/postgres", DATABASE),
+        ("sequence-10/postgres", DATABASE),
     ):
         if name in by_name:
             found = by_name[name]

@@ -199,7 +199,7 @@ class SequenceState(TypedDict):
     answers: list[Any]
 
 
-def interrupt_sequence(n: int) -> Callable[[SimpleNamespace], Case]:
+def interrupt_sequence(n: int, kind: str = "memory") -> Callable[[SimpleNamespace], Case]:
     """One node asks ``n`` questions in a row; one invoke to start, ``n`` resumes.
 
     Each resume runs the node again from the top, and its earlier ``interrupt()``
@@ -218,10 +218,12 @@ def interrupt_sequence(n: int) -> Callable[[SimpleNamespace], Case]:
         builder.add_node("ask", ask)
         builder.add_edge(lib.START, "ask")
         builder.add_edge("ask", lib.END)
-        graph = builder.compile(checkpointer=lib.InMemorySaver())
+        saver = open_saver(lib, kind)
+        graph = builder.compile(checkpointer=saver)
+        prefix = f"{lib.name}-{os.getpid()}-"  # a database may outlive the process
 
         def run(i: int) -> tuple[list[Any], Any]:
-            cfg = config(i)
+            cfg = config(f"{prefix}{i}")
             out = graph.invoke({"answers": []}, cfg)
             asked: list[Any] = []
             while "__interrupt__" in out:
@@ -236,7 +238,10 @@ def interrupt_sequence(n: int) -> Callable[[SimpleNamespace], Case]:
                 "answers", out.get("answers"), [q * 2 for q in range(n)]
             )
 
-        return Case(run=run, check=check, cleanup=forget(graph.checkpointer), node_runs=runs)
+        def cleanup(i: int) -> None:
+            saver.delete_thread(f"t{prefix}{i}")
+
+        return Case(run=run, check=check, cleanup=cleanup, node_runs=runs)
 
     return build
 
@@ -368,6 +373,15 @@ def _graph_workloads() -> list[Workload]:
                 DATABASE,
             )
         )
+        found.append(
+            Workload(
+                f"sequence-10/{kind}",
+                f"interrupt-sequence-10 on each library's own {kind} saver",
+                interrupt_sequence(10, kind),
+                interrupt_sequence_floor(10),
+                DATABASE,
+            )
+        )
     for k in (10, 100):
         for one_by_one, tag in ((False, "by-map"), (True, "one-by-one")):
             how = "one id per invoke, K invokes" if one_by_one else "one id map, one invoke"
@@ -441,7 +455,7 @@ WORKLOADS: dict[str, Workload] = {
 }
 QUICK = ["chain-10/none", "chain-10/memory", "fanout-10/none", "interrupt-roundtrip"]
 QUICK += ["interrupt-sequence-10", "fan-interrupt-10/by-map", "fan-interrupt-10/one-by-one"]
-QUICK += [name for name in WORKLOADS if name.startswith("roundtrip/")]
+QUICK += [name for name in WORKLOADS if name.startswith(("roundtrip/", "sequence-10/"))]
 QUICK += ["threads-20", "list-1000/memory", "import", "cold-start"]
 _QUICK_ONLY = {"threads-20", "list-1000/memory"}
 FULL = [name for name in WORKLOADS if name not in _QUICK_ONLY]
