@@ -25,6 +25,7 @@ from pausepoint.checkpoint.base import (
     CHECKPOINT_FORMAT,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointPut,
     CheckpointTuple,
     PendingWrite,
     TaskWrites,
@@ -139,9 +140,10 @@ _SELECT_LATEST = (
     f"{_SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? "
     "ORDER BY checkpoint_id DESC LIMIT 1"
 )
-_PUT = """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns, checkpoint_id,
-    parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, {json_param})
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+_PUT_INTO = """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns, checkpoint_id,
+    parent_checkpoint_id, type, checkpoint, metadata) VALUES """
+_PUT_ROW = "(?, ?, ?, ?, ?, ?, {json_param})"
+_ON_PUT_CONFLICT = """ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = excluded.parent_checkpoint_id, type = excluded.type,
     checkpoint = excluded.checkpoint, metadata = excluded.metadata"""
 _INSERT_WRITES = """INSERT INTO pausepoint_writes (thread_id, checkpoint_ns, checkpoint_id,
@@ -361,23 +363,21 @@ def put_flow(
     metadata: CheckpointMetadata,
 ) -> Flow[RunnableConfig]:
     """Store a checkpoint whose parent is the config's ``checkpoint_id``."""
-    yield _put_statement(dialect, codec, config, checkpoint, metadata)
+    params = _put_params(dialect, codec, config, checkpoint, metadata)
+    yield Statement(dialect.sql(_PUT_INTO + _PUT_ROW + _ON_PUT_CONFLICT), params)
     thread, ns, _ = config_keys(config)
     return _config(thread, ns, checkpoint["id"])
 
 
-def _put_statement(
+def _put_params(
     dialect: Dialect,
     codec: SqlCodec,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
-    before: str = "",
-    first: Sequence[Any] = (),
-) -> Statement:
-    """The INSERT of a checkpoint; ``before`` (with its parameters ``first``) leads it."""
+) -> Row:
+    """The parameters of a checkpoint's row (``_PUT_ROW``), its values encoded."""
     thread, ns, parent_id = config_keys(config)
-    # Encode everything before the first statement: a bad value changes nothing.
     type_, blob = codec.dump(checkpoint, "checkpoint")
     meta = codec.dump_metadata(metadata)
     if dialect.name == "postgres" and "\\u0000" in meta:
@@ -385,8 +385,7 @@ def _put_statement(
             "cannot save checkpoint metadata containing a NUL character ('\\x00'): "
             "PostgreSQL's JSONB cannot store it; remove it from the run's metadata"
         )
-    params = (*first, thread, ns, checkpoint["id"], parent_id, type_, blob, meta)
-    return Statement(dialect.sql(before + _PUT), params)
+    return (thread, ns, checkpoint["id"], parent_id, type_, blob, meta)
 
 
 def put_writes_flow(
@@ -443,30 +442,38 @@ def put_after_writes_flow(
     writes: Sequence[TaskWrites],
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
+    first: CheckpointPut | None = None,
 ) -> Flow[RunnableConfig]:
     """Tasks' writes against the config's checkpoint, then a checkpoint after it.
 
-    Everything is encoded before the first statement. On PostgreSQL, when the writes
-    fit one upsert, it leads the checkpoint's INSERT as a data-modifying ``WITH``:
-    one statement, atomic on its own (see :func:`one_statement_after_writes`).
+    With ``first`` (``put_pair``), that checkpoint is stored under the config, and the
+    writes and the other checkpoint go after it: both rows in one INSERT. Everything
+    is encoded before the first statement. On PostgreSQL, when the writes fit one
+    upsert, it leads the INSERT as a data-modifying ``WITH``: one statement, atomic on
+    its own (see :func:`one_statement_after_writes`).
     """
+    thread, ns, _ = config_keys(config)
+    rows_config = config
+    puts: list[Row] = []
+    if first is not None:
+        puts.append(_put_params(dialect, codec, config, first.checkpoint, first.metadata))
+        rows_config = _config(thread, ns, first.checkpoint["id"])
     rows = [
         row
         for task in writes
-        for row in _write_rows(codec, config, task.writes, task.task_id, task.task_path)
+        for row in _write_rows(codec, rows_config, task.writes, task.task_id, task.task_path)
     ]
+    puts.append(_put_params(dialect, codec, rows_config, checkpoint, metadata))
+    put = _PUT_INTO + ", ".join([_PUT_ROW] * len(puts)) + _ON_PUT_CONFLICT
+    params = [value for row in puts for value in row]
     chunks = _write_chunks(dialect, _first_of_each_slot(rows))
     if dialect.name == "postgres" and len(chunks) == 1:
-        text, params = chunks[0]
-        yield _put_statement(
-            dialect, codec, config, checkpoint, metadata, f"WITH w AS ({text}) ", params
-        )
+        text, first_params = chunks[0]
+        yield Statement(dialect.sql(f"WITH w AS ({text}) {put}"), (*first_params, *params))
     else:
-        put = _put_statement(dialect, codec, config, checkpoint, metadata)
-        for text, params in chunks:
-            yield Statement(dialect.sql(text), params)
-        yield put
-    thread, ns, _ = config_keys(config)
+        for text, chunk_params in chunks:
+            yield Statement(dialect.sql(text), chunk_params)
+        yield Statement(dialect.sql(put), params)
     return _config(thread, ns, checkpoint["id"])
 
 

@@ -27,6 +27,12 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   fit one). The engine uses it, for a saver whose ``batches_writes`` is true, for the
   last task of a step when nothing happens between that task's end and the step's
   checkpoint (no stream is being read).
+- ``put_pair`` stores a checkpoint under the config (as ``put``), then task writes
+  against it and a second checkpoint after it (as ``put_after_writes`` with the config
+  that ``put`` returned), all or nothing; it returns the second checkpoint's config.
+  The engine uses it, for a saver whose ``batches_checkpoints`` is true, to store a
+  new run's input checkpoint with its start step's checkpoint (SQLite: one commit
+  instead of two; PostgreSQL: one statement).
 - ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces.
 - Values are stored so that later mutation of the caller's objects never changes
   what is stored.
@@ -51,6 +57,7 @@ __all__ = [
     "ChannelVersions",
     "Checkpoint",
     "CheckpointMetadata",
+    "CheckpointPut",
     "CheckpointTuple",
     "PendingWrite",
     "SaverProtocol",
@@ -105,6 +112,14 @@ class TaskWrites(NamedTuple):
     task_id: str
     writes: Sequence[tuple[str, Any]]
     task_path: str = ""
+
+
+class CheckpointPut(NamedTuple):
+    """A checkpoint to store and what ``put`` takes with it (for ``put_pair``)."""
+
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    new_versions: ChannelVersions
 
 
 class CheckpointTuple(NamedTuple):
@@ -260,6 +275,26 @@ class BaseCheckpointSaver:
             self.put_writes(config, task.writes, task.task_id, task.task_path)
         return self.put(config, checkpoint, metadata, new_versions)
 
+    batches_checkpoints: ClassVar[bool] = False
+    """Whether :meth:`put_pair` saves a commit or a round trip over ``put`` then
+    ``put_after_writes``; the engine uses it only for savers that say so."""
+
+    def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """``put`` of ``first``, then ``put_after_writes`` of the rest under its config.
+
+        Returns the second checkpoint's config. Like :meth:`put_after_writes`, this
+        default is not all-or-nothing; a saver whose ``batches_checkpoints`` is true
+        overrides it to be (the conformance suite checks).
+        """
+        saved = self.put(config, *first)
+        return self.put_after_writes(saved, writes, *second)
+
     def delete_thread(self, thread_id: str) -> None:
         """See the module docstring for the contract."""
         raise NotImplementedError
@@ -319,6 +354,16 @@ class BaseCheckpointSaver:
     ) -> RunnableConfig:
         """Async :meth:`put_after_writes`."""
         return self.put_after_writes(config, writes, checkpoint, metadata, new_versions)
+
+    async def aput_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """Async :meth:`put_pair`."""
+        return self.put_pair(config, first, writes, second)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""

@@ -39,6 +39,7 @@ from pausepoint.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointPut,
     CheckpointTuple,
     PendingWrite,
     TaskWrites,
@@ -65,7 +66,7 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def __init__(self, *, serde: Serializer | None = None) -> None:
         self.serde = serde if serde is not None else Serializer()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant for put_pair
         # thread_id -> checkpoint_id -> stored, for the root namespace; and
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored for subgraphs' namespaces
         # (most threads have none: one dict less each).
@@ -249,6 +250,30 @@ class InMemorySaver(BaseCheckpointSaver):
                 "checkpoint_id": checkpoint["id"],
             }
         }
+
+    def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`: all or nothing.
+
+        What the second part keeps is encoded once before the first checkpoint is
+        stored (a bad value stops it there), and again by ``put_after_writes``: the
+        engine does not call this for ``InMemorySaver`` (``batches_checkpoints`` is
+        false: one lock saved would not pay for the copy of the first checkpoint).
+        """
+        checkpoint, metadata, _ = second
+        for task in writes:
+            self._frozen_writes(task.writes)
+        self._keep_values(checkpoint["channel_values"], checkpoint["channel_versions"], None)
+        if plain_metadata(metadata) is None:
+            self.serde.dumps(metadata, label="metadata")
+        with self._lock:  # held across both: no other call comes in between
+            saved = self.put(config, *first)
+            return self.put_after_writes(saved, writes, *second)
 
     def _keep_values(
         self,

@@ -34,6 +34,7 @@ from pausepoint.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointPut,
     CheckpointTuple,
     TaskWrites,
 )
@@ -100,6 +101,7 @@ class PostgresSaver(BaseCheckpointSaver):
     """
 
     batches_writes = True  # put_after_writes: one statement instead of two
+    batches_checkpoints = True  # put_pair: one statement instead of two
 
     def __init__(
         self,
@@ -219,6 +221,20 @@ class PostgresSaver(BaseCheckpointSaver):
         flow = _sql.put_after_writes_flow(_D, self._codec, config, writes, checkpoint, metadata)
         return self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
+    def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`: one statement when the writes fit one."""
+        checkpoint, metadata, _ = second
+        flow = _sql.put_after_writes_flow(
+            _D, self._codec, config, writes, checkpoint, metadata, first
+        )
+        return self._run(flow, write=not _sql.one_statement_after_writes(writes))
+
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
@@ -236,6 +252,7 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     """
 
     batches_writes = True  # aput_after_writes: one statement instead of two
+    batches_checkpoints = True  # aput_pair: one statement instead of two
 
     def __init__(
         self,
@@ -352,6 +369,20 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         flow = _sql.put_after_writes_flow(_D, self._codec, config, writes, checkpoint, metadata)
         return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
+    async def aput_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """Async ``put_pair``; see :mod:`pausepoint.checkpoint.base`."""
+        checkpoint, metadata, _ = second
+        flow = _sql.put_after_writes_flow(
+            _D, self._codec, config, writes, checkpoint, metadata, first
+        )
+        return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
+
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``; see :mod:`pausepoint.checkpoint.base`."""
         await self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
@@ -401,6 +432,16 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     ) -> RunnableConfig:
         """Not available: use :meth:`aput_after_writes`, or :class:`PostgresSaver`."""
         raise _sync_call("put_after_writes")
+
+    def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """Not available: use :meth:`aput_pair`, or :class:`PostgresSaver`."""
+        raise _sync_call("put_pair")
 
     def delete_thread(self, thread_id: str) -> None:
         """Not available: use :meth:`adelete_thread`, or :class:`PostgresSaver`."""

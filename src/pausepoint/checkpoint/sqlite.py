@@ -25,6 +25,7 @@ from pausepoint.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointPut,
     CheckpointTuple,
     TaskWrites,
 )
@@ -49,6 +50,7 @@ class SqliteSaver(BaseCheckpointSaver):
     """
 
     batches_writes = True  # put_after_writes: one commit instead of two
+    batches_checkpoints = True  # put_pair: one commit instead of two
 
     def __init__(
         self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None
@@ -168,6 +170,20 @@ class SqliteSaver(BaseCheckpointSaver):
         )
         return self._run(flow, write=True)
 
+    def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """See :mod:`pausepoint.checkpoint.base`: one transaction, so one commit."""
+        checkpoint, metadata, _ = second
+        flow = _sql.put_after_writes_flow(
+            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, first
+        )
+        return self._run(flow, write=True)
+
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
@@ -226,6 +242,16 @@ class SqliteSaver(BaseCheckpointSaver):
         return await asyncio.to_thread(
             self.put_after_writes, config, writes, checkpoint, metadata, new_versions
         )
+
+    async def aput_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """Async :meth:`put_pair` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.put_pair, config, first, writes, second)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread` (runs in a worker thread)."""

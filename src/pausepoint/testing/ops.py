@@ -16,6 +16,7 @@ from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointPut,
     CheckpointTuple,
     TaskWrites,
 )
@@ -52,6 +53,16 @@ class SaverOps:
         metadata: CheckpointMetadata,
     ) -> RunnableConfig:
         """Store tasks' writes, then a checkpoint after the config's."""
+        raise NotImplementedError
+
+    async def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """Store a checkpoint, then tasks' writes and a checkpoint after it."""
         raise NotImplementedError
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -106,6 +117,16 @@ class SyncOps(SaverOps):
     ) -> RunnableConfig:
         """Call ``put_after_writes``."""
         return self.saver.put_after_writes(config, writes, checkpoint, metadata, {})
+
+    async def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """Call ``put_pair``."""
+        return self.saver.put_pair(config, first, writes, second)
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Call ``get_tuple``."""
@@ -165,6 +186,16 @@ class AsyncOps(SaverOps):
     ) -> RunnableConfig:
         """Await ``aput_after_writes``."""
         return await self.saver.aput_after_writes(config, writes, checkpoint, metadata, {})
+
+    async def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+    ) -> RunnableConfig:
+        """Await ``aput_pair``."""
+        return await self.saver.aput_pair(config, first, writes, second)
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Await ``aget_tuple``."""

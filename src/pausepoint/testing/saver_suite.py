@@ -25,6 +25,7 @@ from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointPut,
     PendingWrite,
     TaskWrites,
     empty_checkpoint,
@@ -341,6 +342,58 @@ class SaverConformance:
             assert got is not None
             assert got.checkpoint["id"] == _id(config)
             assert got.pending_writes == []
+
+    @pytest.mark.asyncio
+    async def test_put_pair_is_put_then_writes_then_put(self, ops: SaverOps, thread: str) -> None:
+        """``put_pair``: a checkpoint, then writes against it and a checkpoint after it."""
+        (config,) = await _chain(ops, thread, 1)
+        first = make_checkpoint({"a": 1}, a=1)
+        second = make_checkpoint({"a": 2}, a=2)
+        writes = [TaskWrites("task-1", [("a", 2), ("b", None)], "path")]
+        got = await ops.put_pair(
+            config,
+            CheckpointPut(first, make_metadata(1, "input"), {}),
+            writes,
+            CheckpointPut(second, make_metadata(2), {}),
+        )
+        assert got == _config(thread, "", second["id"])
+        middle = await ops.get_tuple(_config(thread, "", first["id"]))
+        assert middle is not None
+        assert middle.parent_config == config
+        assert middle.metadata.get("source") == "input"
+        assert middle.checkpoint["channel_values"] == {"a": 1}
+        assert [(w.task_id, w.channel, w.value) for w in middle.pending_writes or []] == [
+            ("task-1", "a", 2),
+            ("task-1", "b", None),
+        ]
+        latest = await ops.get_tuple(_config(thread))
+        assert latest is not None
+        assert latest.checkpoint["id"] == second["id"]
+        assert latest.parent_config == _config(thread, "", first["id"])
+        assert latest.metadata.get("step") == 2
+        assert latest.pending_writes == []
+
+    @pytest.mark.asyncio
+    async def test_put_pair_refuses_a_bad_value_and_changes_nothing(
+        self, ops: SaverOps, thread: str
+    ) -> None:
+        """One value that cannot be stored stores neither checkpoint, nor the writes."""
+        (config,) = await _chain(ops, thread, 1)
+        good = [TaskWrites("task-1", [("a", 1)])]
+        for first, writes, second in (
+            (make_checkpoint({"bad": object()}), good, make_checkpoint({"a": 1})),
+            (make_checkpoint({"a": 1}), [TaskWrites("t", [("bad", object())])], make_checkpoint()),
+            (make_checkpoint({"a": 1}), good, make_checkpoint({"bad": object()})),
+        ):
+            with pytest.raises(Exception, match="bad"):
+                await ops.put_pair(
+                    config,
+                    CheckpointPut(first, make_metadata(1, "input"), {}),
+                    writes,
+                    CheckpointPut(second, make_metadata(2), {}),
+                )
+            assert [_id(t.config) for t in await ops.list(_config(thread))] == [_id(config)]
+            assert await ops.get_tuple(_config(thread, "", first["id"])) is None
 
     @pytest.mark.asyncio
     async def test_writes_belong_to_their_checkpoint(self, ops: SaverOps, thread: str) -> None:
