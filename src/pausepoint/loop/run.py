@@ -38,6 +38,7 @@ from pausepoint.errors import (
 )
 from pausepoint.loop import begin
 from pausepoint.loop import emit as out
+from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import (
     Emit,
     LoadCheckpoint,
@@ -355,7 +356,9 @@ class _Run:
         to_run, paused = self.match_records() if self.records else (self.tasks, [])
         if self.streams_updates and len(to_run) < len(self.tasks):
             yield from out.cached_updates(self)
-        if self.opts.interrupt_before and self.should_interrupt(self.opts.interrupt_before):
+        if self.opts.interrupt_before and pauses_at(
+            self.checkpoint, self.opts.interrupt_before, self.tasks
+        ):
             raise GraphInterrupt(())
         interrupts = [i for t in paused for i in self.records[t.id].interrupts] if paused else []
         self.pausing = bool(paused)
@@ -397,17 +400,6 @@ class _Run:
             else:
                 to_run.append(task)
         return to_run, paused
-
-    def should_interrupt(self, nodes: tuple[str, ...] | str) -> bool:
-        if not nodes:
-            return False
-        seen = self.checkpoint["versions_seen"].get(INTERRUPT, {})
-        changed = any(v > seen.get(c, 0) for c, v in self.checkpoint["channel_versions"].items())
-        if not changed:
-            return False
-        if nodes == "*":
-            return any(not t.node.hidden for t in self.tasks)
-        return any(t.name in nodes for t in self.tasks)
 
     def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
         if self.streams_tasks:
@@ -538,18 +530,8 @@ class _Run:
         self.answered = set()
         self.resuming = False
         self.step += 1
-        if self.opts.interrupt_after and self.should_interrupt_after(ran):
+        if self.opts.interrupt_after and pauses_at(self.checkpoint, self.opts.interrupt_after, ran):
             raise GraphInterrupt(())
-
-    def should_interrupt_after(self, ran: list[Task]) -> bool:
-        nodes = self.opts.interrupt_after
-        if not nodes:
-            return False
-        seen = self.checkpoint["versions_seen"].get(INTERRUPT, {})
-        changed = any(v > seen.get(c, 0) for c, v in self.checkpoint["channel_versions"].items())
-        if nodes == "*":
-            return changed and any(not t.node.hidden for t in ran)
-        return changed and any(t.name in nodes for t in ran)
 
     # --- the end -----------------------------------------------------------------------
 
