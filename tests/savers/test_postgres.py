@@ -102,10 +102,11 @@ async def test_async_saver_refuses_sync_calls(pg_url: str, pg_schema: str) -> No
         assert len({c["configurable"]["checkpoint_id"] for c in configs}) == 5
 
 
-def test_a_pause_and_resume_take_seven_statements(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+def test_a_pause_and_resume_take_six_statements(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
     # Each write is one statement, atomic without BEGIN/COMMIT; a step's last task
-    # writes go with the step's checkpoint in one (WITH ... INSERT); get_tuple reads a
-    # checkpoint with its writes in one query: 7 round trips (LangGraph's saver: 13).
+    # writes go with the step's checkpoint in one (WITH ... INSERT), and a new run's
+    # input checkpoint in the same INSERT; get_tuple reads a checkpoint with its
+    # writes in one query: 6 round trips (LangGraph's saver: 13).
     import psycopg
 
     from pausepoint import Command
@@ -139,7 +140,7 @@ def test_a_pause_and_resume_take_seven_statements(pg_url: str, pg_kwargs: dict[s
         cfg: Any = {"configurable": {"thread_id": "count"}}
         graph.invoke({"question": "ship it?", "answer": ""}, cfg)
         assert graph.invoke(Command(resume="yes"), cfg)["answer"] == "yes"
-        assert sent == ["SELECT", "INSERT", "WITH", "INSERT", "SELECT", "INSERT", "WITH"]
+        assert sent == ["SELECT", "WITH", "INSERT", "SELECT", "INSERT", "WITH"]
         assert opened == []
         # What the folded statements stored: each task's writes on its step's checkpoint.
         conn.cursor_factory = psycopg.Cursor

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from pydantic import BaseModel
 
+from pausepoint import END, START, StateGraph, interrupt
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
 from pausepoint.testing import make_checkpoint, make_metadata
+
+from .graphs import Ask
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 
@@ -143,13 +150,11 @@ def test_writers_in_two_processes_do_not_lose_data(tmp_path: Path) -> None:
             assert len(list(saver.list({"configurable": {"thread_id": name}}))) == 20
 
 
-@pytest.mark.parametrize(("stream", "commits"), [(False, 5), (True, 7)])
-def test_a_pause_and_resume_commit_five_times(tmp_path: Path, stream: bool, commits: int) -> None:
+@pytest.mark.parametrize(("stream", "commits"), [(False, 4), (True, 7)])
+def test_a_pause_and_resume_commit_four_times(tmp_path: Path, stream: bool, commits: int) -> None:
     # A step's last task writes are committed with the step's checkpoint (one fsync),
-    # unless a stream is read: the caller's code then runs between the two, so the
-    # writes are saved first, on their own.
-    from typing import Any
-
+    # and the input checkpoint with the start step's (put_pair), unless a stream is
+    # read: the caller's code then runs between them, so each is saved on its own.
     from pausepoint import Command
 
     from .graphs import ask_graph
@@ -172,3 +177,127 @@ def test_a_pause_and_resume_commit_five_times(tmp_path: Path, stream: bool, comm
     paused = [h for h in graph.get_state_history(cfg) if h.metadata["step"] == 0]
     assert [(t.name, t.result) for t in paused[0].tasks] == [("ask", {"answer": "yes"})]
     conn.close()
+
+
+def _history(graph: Any, cfg: Any) -> list[tuple[Any, ...]]:
+    """What a thread's history says, without ids or times: the parts savers must agree on."""
+    ids = [h.config["configurable"]["checkpoint_id"] for h in graph.get_state_history(cfg)]
+    shape: list[tuple[Any, ...]] = []
+    for h in graph.get_state_history(cfg):
+        parent = h.parent_config["configurable"]["checkpoint_id"] if h.parent_config else None
+        tasks = [(t.name, t.error, t.result, [i.value for i in t.interrupts]) for t in h.tasks]
+        shape.append((h.metadata, h.values, h.next, tasks, ids.index(parent) if parent else None))
+    return shape
+
+
+class _Pydantic(BaseModel):
+    n: int
+
+
+@dataclasses.dataclass
+class _Data:
+    n: int
+
+
+def _unreadable() -> _Data:
+    """An input whose fields cannot be read: it can be neither applied nor stored."""
+    broken = _Data(1)
+    del broken.n
+    return broken
+
+
+def _refuses(a: str, b: str) -> str:
+    if b == "bad":
+        raise ValueError("the reducer refused")
+    return b
+
+
+class _Reduced(TypedDict):
+    x: Annotated[str, _refuses]
+
+
+class _StrictSqlite(SqliteSaver):
+    """Refuses writes to a checkpoint it has not stored, as ``InMemorySaver`` does."""
+
+    def put_writes(
+        self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        if self.get_tuple(config) is None:
+            raise KeyError(f"writes to a checkpoint not stored: {config}")
+        super().put_writes(config, writes, task_id, task_path)
+
+
+def _graphs(saver: Any) -> dict[str, Any]:
+    """Graphs whose first steps pause or fail in every place the start step can."""
+
+    def asks(state: Any) -> dict[str, Any]:
+        return {"answer": interrupt(state["question"])}
+
+    def node(state: Any) -> dict[str, Any]:
+        return {}
+
+    built: dict[str, Any] = {}
+    for name, schema, fn in (
+        ("ask", Ask, asks),
+        ("model", _Pydantic, node),
+        ("data", _Data, node),
+        ("reducer", _Reduced, node),
+    ):
+        builder: Any = StateGraph(schema)
+        builder.add_node("a", fn)
+        builder.add_edge(START, "a")
+        builder.add_edge("a", END)
+        built[name] = builder.compile(checkpointer=saver)
+    route: Any = StateGraph(Ask)
+    route.add_node("a", asks)
+    route.add_conditional_edges(START, lambda s: "a")
+    built["routed"] = route.compile(checkpointer=saver)
+    return built
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_input_checkpoint_saved_with_the_start_step_reads_as_before(
+    tmp_path: Path, mode: str
+) -> None:
+    # SqliteSaver stores a new run's input checkpoint with its start step's
+    # (put_pair); InMemorySaver does not. Whatever the first steps do (pause, an
+    # input a node refuses, one that cannot be stored, a reducer that raises, a
+    # conditional entry, new input over a paused thread), both threads' histories
+    # must read the same, and no write may be stored before its checkpoint.
+    from pausepoint import Command, InMemorySaver
+
+    async def call(graph: Any, given: Any, cfg: Any) -> str:
+        try:
+            out = await graph.ainvoke(given, cfg) if mode == "async" else graph.invoke(given, cfg)
+        except Exception as exc:
+            return f"raised {type(exc).__name__}"
+        return "paused" if "__interrupt__" in out else "done"
+
+    scripts: list[tuple[str, list[Any]]] = [
+        ("ask", [{"question": "q?", "answer": ""}, Command(resume="yes")]),
+        ("ask", [{"question": "q?", "answer": ""}, {"question": "again?", "answer": ""}]),
+        ("model", [5]),
+        ("data", [_unreadable()]),
+        ("reducer", [{"x": "bad"}]),
+        ("routed", [{"question": "q?", "answer": ""}, Command(resume="yes")]),
+    ]
+    with _StrictSqlite.from_conn_string(str(tmp_path / "c.db")) as sqlite:
+        seen: list[Any] = []
+        for saver in (InMemorySaver(), sqlite):
+            graphs = _graphs(saver)
+            runs: list[Any] = []
+            for n, (name, inputs) in enumerate(scripts):
+                cfg: Any = {"configurable": {"thread_id": f"t{n}"}}
+                said = [await call(graphs[name], given, cfg) for given in inputs]
+                runs.append((name, said, _history(graphs[name], cfg)))
+            seen.append(runs)
+    assert seen[0] == seen[1]
+    assert [said for _, said, _ in seen[1]] == [
+        ["paused", "done"],
+        ["paused", "paused"],
+        ["raised InvalidUpdateError"],
+        ["raised AttributeError"],
+        ["raised ValueError"],
+        ["paused", "done"],
+    ]

@@ -66,7 +66,7 @@ class InMemorySaver(BaseCheckpointSaver):
 
     def __init__(self, *, serde: Serializer | None = None) -> None:
         self.serde = serde if serde is not None else Serializer()
-        self._lock = threading.RLock()  # reentrant for put_pair
+        self._lock = threading.Lock()
         # thread_id -> checkpoint_id -> stored, for the root namespace; and
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored for subgraphs' namespaces
         # (most threads have none: one dict less each).
@@ -264,6 +264,7 @@ class InMemorySaver(BaseCheckpointSaver):
         stored (a bad value stops it there), and again by ``put_after_writes``: the
         engine does not call this for ``InMemorySaver`` (``batches_checkpoints`` is
         false: one lock saved would not pay for the copy of the first checkpoint).
+        A reader may see the first checkpoint before the second, as with two puts.
         """
         checkpoint, metadata, _ = second
         for task in writes:
@@ -271,9 +272,8 @@ class InMemorySaver(BaseCheckpointSaver):
         self._keep_values(checkpoint["channel_values"], checkpoint["channel_versions"], None)
         if plain_metadata(metadata) is None:
             self.serde.dumps(metadata, label="metadata")
-        with self._lock:  # held across both: no other call comes in between
-            saved = self.put(config, *first)
-            return self.put_after_writes(saved, writes, *second)
+        saved = self.put(config, *first)
+        return self.put_after_writes(saved, writes, *second)
 
     def _keep_values(
         self,

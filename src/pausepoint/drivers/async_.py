@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Generator
 from typing import Any
 
+from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import AsyncCalls, asettle
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
@@ -106,6 +107,9 @@ async def perform(saver: Any, effect: Any) -> Any:
         await saver.aput_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
         return None
     if kind is SaveCheckpoint:
+        if effect.first is not None:  # only for a saver whose batches_checkpoints is true
+            second = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
+            return await saver.aput_pair(effect.config, effect.first, effect.writes, second)
         if effect.writes:  # only for a saver whose batches_writes is true
             return await saver.aput_after_writes(
                 effect.config,

@@ -18,6 +18,7 @@ from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import SyncCalls, settle
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
@@ -94,6 +95,9 @@ def perform(saver: Any, effect: Any) -> Any:
         saver.put_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
         return None
     if kind is SaveCheckpoint:
+        if effect.first is not None:  # only for a saver whose batches_checkpoints is true
+            second = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
+            return saver.put_pair(effect.config, effect.first, effect.writes, second)
         if effect.writes:  # only for a saver whose batches_writes is true
             return saver.put_after_writes(
                 effect.config,

@@ -12,9 +12,12 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.checkpoint.base import copy_checkpoint
+from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import EmptyInputError, InvalidCommandError
 from pausepoint.loop import emit as out
+from pausepoint.loop.effects import SaveCheckpoint
 from pausepoint.loop.fork import fork, forkable_interrupts
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
@@ -134,6 +137,40 @@ def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
             if intr.id in values and is_own_interrupt(intr, task.ns):
                 rec.resume = [*(rec.resume or []), values[intr.id]]
                 yield from run.save_writes(task.id, [(RESUME, rec.resume)])
+
+
+def start_step_follows(run: _Run) -> bool:
+    """Whether the input checkpoint just made can wait for the start step's (one call).
+
+    For a saver that stores two checkpoints at once (``batches_checkpoints``: SQLite
+    commits once instead of twice), in a root run whose steps fold their last writes
+    (``_Run.folds``: nothing is streamed), when the input changed only ``__start__``
+    and the start node has no conditional edge: the next step is that node alone,
+    applied in the loop with no driver round trip, so no caller code and no other
+    saver call comes between the two checkpoints unless the step fails or pauses
+    (then the loop saves the input checkpoint first: ``_Run.flush_waiting``).
+    """
+    if not getattr(run.opts.saver, "batches_checkpoints", False) or not run.folds:
+        return False
+    if run.opts.nest is not None or run.updated != {START}:
+        return False
+    start = run.spec.nodes.get(START)
+    return start is not None and not start.branches and not start.retry
+
+
+def wait_for_start_step(run: _Run, save: SaveCheckpoint) -> RunnableConfig:
+    """Keep the input checkpoint to save with the start step's; its config, as saved.
+
+    The start step changes the run's checkpoint dicts in place, so a copy waits.
+    """
+    run.waiting = SaveCheckpoint(save.config, copy_checkpoint(save.checkpoint), save.metadata, {})
+    return {
+        "configurable": {
+            "thread_id": run.cfg.thread_id,
+            "checkpoint_ns": run.cfg.checkpoint_ns,
+            "checkpoint_id": save.checkpoint["id"],
+        }
+    }
 
 
 def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:

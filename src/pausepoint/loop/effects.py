@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         ChannelVersions,
         Checkpoint,
         CheckpointMetadata,
+        CheckpointPut,
         TaskWrites,
     )
     from pausepoint.config import RunnableConfig
@@ -55,6 +56,9 @@ class SaveCheckpoint:
 
     With ``writes``, ``saver.put_after_writes(...)``: those task writes are saved
     against ``config``'s checkpoint first, in the same saver call (one commit).
+    With ``first``, ``saver.put_pair(config, first, writes, <this checkpoint>)``:
+    ``first`` is stored under ``config``, and the writes and this checkpoint after
+    it (a new run's input checkpoint with its start step's; ``batches_checkpoints``).
     """
 
     config: RunnableConfig
@@ -62,6 +66,7 @@ class SaveCheckpoint:
     metadata: CheckpointMetadata
     new_versions: ChannelVersions
     writes: Sequence[TaskWrites] = ()
+    first: CheckpointPut | None = None
 
 
 @dataclasses.dataclass(slots=True)

@@ -17,6 +17,7 @@ from pausepoint.channels import Channel
 from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
+    CheckpointPut,
     CheckpointTuple,
     TaskWrites,
     copy_checkpoint,
@@ -157,6 +158,9 @@ class _Run:
             self.saves_now and not modes and bool(getattr(opts.saver, "batches_writes", False))
         )
         self.held: TaskWrites | None = None
+        # A new run's input checkpoint, not saved yet: it goes with the start step's
+        # checkpoint in one saver call (see begin.wait_for_start_step).
+        self.waiting: SaveCheckpoint | None = None
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -184,6 +188,8 @@ class _Run:
     def save_writes(
         self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
     ) -> Generator[Effect, Any, None]:
+        if self.waiting is not None:  # a write never goes before its checkpoint
+            yield from self.flush_waiting()
         effect = self.writes_effect(task_id, writes, path)
         if effect is not None:
             yield effect
@@ -214,9 +220,15 @@ class _Run:
             # The saver copies what it keeps (its contract), so no copy is made here.
             held, self.held = self.held, None
             writes = () if held is None else (held,)
-            self.saved_config = yield SaveCheckpoint(
-                parent, self.checkpoint, self.metadata, {}, writes
-            )
+            save = SaveCheckpoint(parent, self.checkpoint, self.metadata, {}, writes)
+            if source == "input" and begin.start_step_follows(self):
+                self.saved_config = begin.wait_for_start_step(self, save)
+            else:
+                if (waiting := self.waiting) is not None:
+                    self.waiting = None
+                    save.config = waiting.config
+                    save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
+                self.saved_config = yield save
             self.persisted = self.saved_config
             self.dirty = False
         else:
@@ -225,8 +237,15 @@ class _Run:
         if self.streams_checkpoints:
             yield from out.checkpoint_events(self, parent)
 
+    def flush_waiting(self) -> Generator[Effect, Any, None]:
+        """Save the input checkpoint on its own: the start step's will not follow it now."""
+        waiting, self.waiting = self.waiting, None
+        if waiting is not None:
+            yield waiting
+
     def flush_held(self) -> Generator[Effect, Any, None]:
         """Save writes left for a checkpoint that will not be saved (the step failed)."""
+        yield from self.flush_waiting()
         held, self.held = self.held, None
         if held is not None and self.saved_config is not None:
             yield SaveWrites(self.saved_config, held.writes, held.task_id, held.task_path)
@@ -264,12 +283,14 @@ class _Run:
             while (yield from self.tick()):
                 pass
         except GraphInterrupt as exc:
+            yield from self.flush_waiting()
             if self.opts.durability == "exit":
                 yield from self.flush_exit()
             if self.opts.nest is not None:
                 raise
             return (yield from self.suppress(exc))
         except BaseException:
+            yield from self.flush_waiting()
             if self.opts.durability == "exit":
                 yield from self.flush_exit()
             raise
