@@ -214,6 +214,24 @@ def test_timestamps_read_back_as_put() -> None:
         assert (got.checkpoint["id"], got.checkpoint["ts"]) == stamp
 
 
+def test_timestamps_are_isoformat_whichever_seconds_alternate() -> None:
+    # The date part is cached per second for several seconds (a resume reads an old
+    # checkpoint's time and stamps a new one): every second, new or cached, alternating
+    # or past the cache's bound, formats as datetime does.
+    import datetime
+
+    from pausepoint.checkpoint import ids
+
+    start = 1_700_000_000_000_000
+    times = [start + n * 999_983 + (n % 7) * 1_000 for n in range(200)]
+    times += [start + 12, start + 86_400_000_000, start + 12, 0, start + 86_400_000_000]
+    for unix_us in times:
+        seconds, micros = divmod(unix_us, 1_000_000)
+        want = datetime.datetime.fromtimestamp(seconds, datetime.UTC).replace(microsecond=micros)
+        assert ids._format_ts(unix_us) == want.isoformat()  # pyright: ignore[reportPrivateUsage]
+    assert len(ids._prefixes) <= ids._PREFIXES_MAX  # pyright: ignore[reportPrivateUsage]
+
+
 def test_a_thread_keeps_its_history_and_forgets_its_values_once_idle() -> None:
     # The saver remembers the last values put to recent threads only (to skip encoding
     # unchanged ones): a paused thread does not keep its state objects alive for ever.

@@ -22,7 +22,9 @@ _GREGORIAN_OFFSET = 0x01B21DD213814000  # 100-ns ticks from 1582-10-15 to 1970-0
 _lock = threading.Lock()
 _last = 0
 _suffix = ""
-_second: tuple[int, str] = (-1, "")
+_prefixes: dict[int, str] = {}
+"""The date part of a timestamp by unix second, for the seconds seen lately."""
+_PREFIXES_MAX = 64
 _last_stamp: tuple[str, str] = ("", "")
 
 
@@ -44,13 +46,19 @@ if hasattr(os, "register_at_fork"):
 
 
 def _format_ts(unix_us: int) -> str:
-    """``datetime.fromtimestamp(t, UTC).isoformat()``, with the date part cached per second."""
-    global _second
+    """``datetime.fromtimestamp(t, UTC).isoformat()``, with the date part cached per second.
+
+    Several seconds are kept: a resume reads its checkpoint's time (made again from
+    the id, see :func:`stamp_time`), often from a pause long ago, then stamps a new
+    checkpoint now; with one second cached each call missed (~1.8 µs instead of 0.45).
+    """
     sec, micros = divmod(unix_us, 1_000_000)
-    cached, prefix = _second
-    if sec != cached:
+    prefix = _prefixes.get(sec)
+    if prefix is None:
         prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-        _second = (sec, prefix)
+        if len(_prefixes) >= _PREFIXES_MAX:
+            _prefixes.clear()  # bounded; it fills again from the seconds in use
+        _prefixes[sec] = prefix
     # isoformat() leaves the fraction out when it is zero; so does this. The six
     # digits are cut from 1_000_000 + micros: ~2.5x faster than a ":06d" format spec.
     return f"{prefix}.{str(1_000_000 + micros)[1:]}+00:00" if micros else f"{prefix}+00:00"
