@@ -14,6 +14,8 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from pausepoint.running import TASK, current_task
+
 __all__ = ["RunnableConfig", "get_config", "get_stream_writer"]
 
 
@@ -122,8 +124,6 @@ def get_config() -> RunnableConfig:
     Raises:
         RuntimeError: Outside a running node.
     """
-    from pausepoint.scratchpad import current_task
-
     return current_task("get_config()").config
 
 
@@ -132,8 +132,6 @@ def get_stream_writer() -> Callable[[Any], None]:
 
     Outside a running node, or when nobody streams ``custom``, it is a no-op.
     """
-    from pausepoint.scratchpad import TASK
-
     task = TASK.get()
     if task is None:
         return _ignore

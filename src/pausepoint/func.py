@@ -22,6 +22,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
+from pausepoint.running import current_task
 from pausepoint.types import CachePolicy, RetryPolicy
 
 __all__ = ["entrypoint", "task"]
@@ -43,8 +44,6 @@ class _TaskFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from pausepoint.scratchpad import current_task
-
         ctx = current_task(f"task {self.name!r}")
         return ctx.call(self.name, self.func, args, kwargs, self.is_async, self.retry)
 

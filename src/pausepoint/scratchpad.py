@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.errors import GraphInterrupt
+from pausepoint.running import TASK, current_task
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
@@ -185,17 +185,3 @@ class TaskContext:
         if idx < len(resume):
             return resume[idx]
         raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns),))
-
-
-TASK: ContextVar[TaskContext | None] = ContextVar("pausepoint_task", default=None)
-
-
-def current_task(what: str) -> TaskContext:
-    """The running task's context, or a clear error naming ``what`` was called outside one."""
-    task = TASK.get()
-    if task is None:
-        raise RuntimeError(
-            f"{what} was called outside a running graph node: call it from inside a node "
-            "function while the graph runs (invoke, stream or their async forms)"
-        )
-    return task

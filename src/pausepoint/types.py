@@ -23,6 +23,8 @@ from typing import (
 from typing_extensions import TypedDict
 from xxhash import xxh3_128_hexdigest
 
+from pausepoint.running import current_task
+
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import CheckpointMetadata
     from pausepoint.config import RunnableConfig
@@ -357,6 +359,4 @@ def interrupt(value: Any) -> Any:
         GraphInterrupt: To pause (never catch it: it is a ``BaseException``).
         RuntimeError: When called outside a running graph node.
     """
-    from pausepoint.scratchpad import current_task
-
     return current_task("interrupt()").interrupt(value)
