@@ -227,9 +227,12 @@ def test_calls_a_node_makes_run_no_import_statement():
 
     from pausepoint import func
     from pausepoint.config import get_config, get_stream_writer
+    from pausepoint.loop import node
     from pausepoint.scratchpad import TaskContext
 
     hot = [
+        node._node_call,  # pyright: ignore[reportPrivateUsage]
+        node._is_final,  # pyright: ignore[reportPrivateUsage]
         types.interrupt,
         get_config,
         get_stream_writer,

@@ -11,8 +11,10 @@ from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from pausepoint.channels import Channel
+from pausepoint.config import get_stream_writer
 from pausepoint.constants import BRANCH_TO, END, PREVIOUS, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand
+from pausepoint.func import entrypoint
 from pausepoint.graph.schema import update_as_pairs
 from pausepoint.loop.effects import NO_KWARGS, Call
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
@@ -80,8 +82,6 @@ def _node_call(
     if node.accepts_config or "config" in node.inject:
         kwargs["config"] = config()
     if "writer" in node.inject:
-        from pausepoint.config import get_stream_writer
-
         kwargs["writer"] = get_stream_writer()
     if "previous" in node.inject:
         saved = channels.get(PREVIOUS)
@@ -123,8 +123,6 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
 
 
 def _is_final(result: Any) -> bool:
-    from pausepoint.func import entrypoint
-
     return isinstance(result, entrypoint.final)
 
 
