@@ -216,6 +216,15 @@ class _Reduced(TypedDict):
     x: Annotated[str, _refuses]
 
 
+def _merge_in_place(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    a.update(b)  # changes the old value: history must not see it
+    return a
+
+
+class _Merged(TypedDict):
+    seen: Annotated[dict[str, int], _merge_in_place]
+
+
 class _StrictSqlite(SqliteSaver):
     """Refuses writes to a checkpoint it has not stored, as ``InMemorySaver`` does."""
 
@@ -242,6 +251,7 @@ def _graphs(saver: Any) -> dict[str, Any]:
         ("model", _Pydantic, node),
         ("data", _Data, node),
         ("reducer", _Reduced, node),
+        ("merge", _Merged, node),
     ):
         builder: Any = StateGraph(schema)
         builder.add_node("a", fn)
@@ -262,9 +272,10 @@ async def test_input_checkpoint_saved_with_the_start_step_reads_as_before(
 ) -> None:
     # SqliteSaver stores a new run's input checkpoint with its start step's
     # (put_pair); InMemorySaver does not. Whatever the first steps do (pause, an
-    # input a node refuses, one that cannot be stored, a reducer that raises, a
-    # conditional entry, new input over a paused thread), both threads' histories
-    # must read the same, and no write may be stored before its checkpoint.
+    # input a node refuses, one that cannot be stored, a reducer that raises or
+    # changes the old value in place, a conditional entry, new input over a paused
+    # thread), both threads' histories must read the same, and no write may be
+    # stored before its checkpoint.
     from pausepoint import Command, InMemorySaver
 
     async def call(graph: Any, given: Any, cfg: Any) -> str:
@@ -280,6 +291,7 @@ async def test_input_checkpoint_saved_with_the_start_step_reads_as_before(
         ("model", [5]),
         ("data", [_unreadable()]),
         ("reducer", [{"x": "bad"}]),
+        ("merge", [{"seen": {"a": 1}}, {"seen": {"b": 2}}, {"seen": {"c": 3}}]),
         ("routed", [{"question": "q?", "answer": ""}, Command(resume="yes")]),
     ]
     with _StrictSqlite.from_conn_string(str(tmp_path / "c.db")) as sqlite:
@@ -299,5 +311,6 @@ async def test_input_checkpoint_saved_with_the_start_step_reads_as_before(
         ["raised InvalidUpdateError"],
         ["raised AttributeError"],
         ["raised ValueError"],
+        ["done", "done", "done"],
         ["paused", "done"],
     ]

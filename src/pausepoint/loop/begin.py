@@ -149,10 +149,17 @@ def start_step_follows(run: _Run) -> bool:
     applied in the loop with no driver round trip, so no caller code and no other
     saver call comes between the two checkpoints unless the step fails or pauses
     (then the loop saves the input checkpoint first: ``_Run.flush_waiting``).
+
+    Only a new thread's: the waiting checkpoint holds the input and nothing else.
+    An older state's values would be in it too, and a reducer that changes its old
+    value in place (``a.update(b); return a``) would change them before they are
+    stored (the differential test in tests/savers/test_sqlite.py shows it).
     """
     if not getattr(run.opts.saver, "batches_checkpoints", False) or not run.folds:
         return False
     if run.opts.nest is not None or run.updated != {START}:
+        return False
+    if run.checkpoint["channel_values"].keys() != {START}:
         return False
     start = run.spec.nodes.get(START)
     return start is not None and not start.branches and not start.retry
