@@ -227,10 +227,13 @@ def test_calls_a_node_makes_run_no_import_statement():
 
     from pausepoint import func
     from pausepoint.config import get_config, get_stream_writer
+    from pausepoint.drivers.calls import AsyncCalls, SyncCalls
     from pausepoint.loop import node
     from pausepoint.scratchpad import TaskContext
 
     hot = [
+        SyncCalls._persist,  # pyright: ignore[reportPrivateUsage]
+        AsyncCalls._persist,  # pyright: ignore[reportPrivateUsage]
         node._node_call,  # pyright: ignore[reportPrivateUsage]
         node._is_final,  # pyright: ignore[reportPrivateUsage]
         types.interrupt,

@@ -20,7 +20,6 @@ from pausepoint.constants import ERROR, INTERRUPT, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
 from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
-from pausepoint.loop.effects import SaveWrites
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
 
@@ -147,12 +146,6 @@ def _writes(rec: TaskRecord) -> list[tuple[str, Any]]:
     return [(ERROR, rec.error)]
 
 
-def _save(req: CallRequest, writes: list[tuple[str, Any]]) -> SaveWrites | None:
-    if req.save_config is None:
-        return None
-    return SaveWrites(req.save_config, writes, req.id, "")
-
-
 def settle(site: CallSite | None) -> None:
     """Wait for every call a task started: a task ends only when its calls have.
 
@@ -192,10 +185,8 @@ class SyncCalls:
             self._pool.shutdown(wait=False)
 
     def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
-        from pausepoint.drivers.sync import perform
-
-        if (effect := _save(req, writes)) is not None:
-            perform(self.saver, effect)
+        if req.save_config is not None:
+            self.saver.put_writes(req.save_config, writes, req.id, "")
 
     def _run(self, req: CallRequest) -> Any:
         if req.new_answer:
@@ -258,10 +249,8 @@ class AsyncCalls:
         """Nothing to release: calls are asyncio tasks."""
 
     async def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
-        from pausepoint.drivers.async_ import perform
-
-        if (effect := _save(req, writes)) is not None:
-            await perform(self.saver, effect)
+        if req.save_config is not None:
+            await self.saver.aput_writes(req.save_config, writes, req.id, "")
 
     async def _run(self, req: CallRequest) -> Any:
         import asyncio
