@@ -171,13 +171,7 @@ def wait_for_start_step(run: _Run, save: SaveCheckpoint) -> RunnableConfig:
     The start step changes the run's checkpoint dicts in place, so a copy waits.
     """
     run.waiting = SaveCheckpoint(save.config, copy_checkpoint(save.checkpoint), save.metadata, {})
-    return {
-        "configurable": {
-            "thread_id": run.cfg.thread_id,
-            "checkpoint_ns": run.cfg.checkpoint_ns,
-            "checkpoint_id": save.checkpoint["id"],
-        }
-    }
+    return run.cfg.with_checkpoint(save.checkpoint["id"])
 
 
 def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
