@@ -9,7 +9,7 @@ import pytest
 
 from pausepoint import END, START, Command, InMemorySaver, StateGraph, interrupt
 from pausepoint.checkpoint.base import PendingWrite
-from pausepoint.constants import ERROR, INTERRUPT, RESUME
+from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME
 from pausepoint.errors import (
     AmbiguousResumeError,
     CheckpointerRequiredError,
@@ -209,7 +209,7 @@ def test_a_task_that_failed_then_pauses_reads_as_paused(drive):
     fresh = saver.get_tuple(cfg("g"))
     assert fresh is not None
     assert fresh.pending_writes is not None
-    assert [w.channel for w in fresh.pending_writes] == [INTERRUPT]
+    assert [w.channel for w in fresh.pending_writes] == [INTERRUPT, ASKED]
 
 
 def test_interrupt_is_not_swallowed_by_except_exception(drive):

@@ -22,6 +22,8 @@ TAG_HIDDEN: Final = "langsmith:hidden"
 INPUT: Final = "__input__"
 INTERRUPT: Final = "__interrupt__"
 RESUME: Final = "__resume__"
+ASKED: Final = "__asked__"
+"""Write of a paused task: which ``interrupt()`` call (0, 1, ...) asked its question."""
 ERROR: Final = "__error__"
 NO_WRITES: Final = "__no_writes__"
 SCHEDULED: Final = "__scheduled__"
@@ -30,11 +32,30 @@ RETURN: Final = "__return__"
 PREVIOUS: Final = "__previous__"
 
 RESERVED_NAMES: Final = frozenset(
-    {START, END, INPUT, INTERRUPT, RESUME, ERROR, NO_WRITES, SCHEDULED, TASKS, RETURN, PREVIOUS}
+    {
+        START,
+        END,
+        INPUT,
+        INTERRUPT,
+        RESUME,
+        ASKED,
+        ERROR,
+        NO_WRITES,
+        SCHEDULED,
+        TASKS,
+        RETURN,
+        PREVIOUS,
+    }
 )
 
 # Fixed indexes of the special writes: one of each per task, upserted in place.
-WRITES_IDX_MAP: Final[dict[str, int]] = {ERROR: -1, SCHEDULED: -2, INTERRUPT: -3, RESUME: -4}
+WRITES_IDX_MAP: Final[dict[str, int]] = {
+    ERROR: -1,
+    SCHEDULED: -2,
+    INTERRUPT: -3,
+    RESUME: -4,
+    ASKED: -5,
+}
 
 NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
 """Task id of writes that belong to no task (input updates, ``Command(resume=...)``)."""

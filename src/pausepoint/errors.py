@@ -18,7 +18,8 @@ The tree::
         ├── ResumeError              a bad ``Command(resume=...)``
         │   ├── UnknownInterruptIdError
         │   ├── NothingToResumeError
-        │   └── AmbiguousResumeError (RuntimeError too, LangGraph's type)
+        │   ├── AmbiguousResumeError (RuntimeError too, LangGraph's type)
+        │   └── AlreadyAnsweredError a different answer to a question already answered
         ├── InvalidCommandError      (InvalidUpdateError and ValueError too)
         ├── NondeterministicTaskError a re-run called other tasks than were recorded
         ├── SerializationError       a value that cannot be stored
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from pausepoint.types import Command, Interrupt
 
 __all__ = [
+    "AlreadyAnsweredError",
     "AmbiguousResumeError",
     "CheckpointDecodeError",
     "CheckpointerRequiredError",
@@ -72,8 +74,19 @@ class GraphInterrupt(GraphBubbleUp):
     and reports the interrupts under ``"__interrupt__"``. Never catch it.
     """
 
-    def __init__(self, interrupts: Sequence[Interrupt] = ()) -> None:
+    position: int | None = None
+    """Which ``interrupt()`` call of its task raised it (0 for the first), when known.
+
+    Set by ``interrupt()`` itself; the loop stores it with the question so that an
+    answer is bound to this question, never to "the next ``interrupt()`` call".
+    """
+
+    def __init__(
+        self, interrupts: Sequence[Interrupt] = (), *, position: int | None = None
+    ) -> None:
         super().__init__(tuple(interrupts))
+        if position is not None:
+            self.position = position
 
     @property
     def interrupts(self) -> tuple[Interrupt, ...]:
@@ -176,6 +189,37 @@ class NothingToResumeError(ResumeError):
 
 class AmbiguousResumeError(ResumeError, RuntimeError):
     """A plain resume value was sent while several interrupts are pending."""
+
+
+class AlreadyAnsweredError(ResumeError):
+    """A different answer was sent to a question that already has one; nothing was written.
+
+    An answer is bound to the question it answers. Sending the *same* answer again (a
+    client retry, a double submit) is harmless: the run continues with the stored
+    answer. A *different* one would silently change what the person said, so it is
+    refused. To replace a stored answer on purpose (the node failed with it), send
+    ``Command(resume=Reanswer(value))``.
+
+    Attributes:
+        interrupt: The question (its value and id).
+        position: Which ``interrupt()`` call of its task asked it (0 for the first).
+        stored: The answer already stored for it.
+        given: The answer that was refused.
+    """
+
+    def __init__(self, interrupt: Interrupt, position: int, stored: Any, given: Any) -> None:
+        self.interrupt = interrupt
+        self.position = position
+        self.stored = stored
+        self.given = given
+        super().__init__(
+            f"interrupt {interrupt.id!r} (question #{position + 1} of its task: "
+            f"{interrupt.value!r}) already has the answer {stored!r}, so {given!r} was "
+            "refused and nothing was written. Sending the same answer again continues "
+            "the run with it (so does invoke(None)); to replace the stored answer, send "
+            "Command(resume=Reanswer(value)) (pausepoint.types.Reanswer), or a map "
+            "{interrupt_id: Reanswer(value)}."
+        )
 
 
 class InvalidCommandError(PausepointError, InvalidUpdateError, ValueError):

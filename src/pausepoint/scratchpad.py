@@ -184,4 +184,4 @@ class TaskContext:
         resume = self.scratchpad.resume
         if idx < len(resume):
             return resume[idx]
-        raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns),))
+        raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns),), position=idx)

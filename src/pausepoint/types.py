@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "All",
+    "Answer",
     "CachePolicy",
     "CheckpointStreamPart",
     "Command",
@@ -41,6 +42,7 @@ __all__ = [
     "Interrupt",
     "Overwrite",
     "PregelTask",
+    "Reanswer",
     "RetryPolicy",
     "Send",
     "StateSnapshot",
@@ -88,6 +90,44 @@ class Interrupt:
     def from_ns(cls, value: Any, ns: str) -> Interrupt:
         """Build the interrupt of the task whose checkpoint namespace is ``ns``."""
         return cls(value=value, id=xxh3_128_hexdigest(ns.encode()))
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class Reanswer:
+    """Replace the stored answer of a question: ``Command(resume=Reanswer(value))``.
+
+    An answer is bound to the question it answers and kept until its task gets past
+    it. Sending another answer to an answered question raises
+    :class:`~pausepoint.errors.AlreadyAnsweredError`; wrap the new answer in
+    ``Reanswer`` to replace the stored one on purpose — typically after the node
+    failed with it (a typo'd key in an approval form). It replaces, it never queues:
+    the question gets ``value`` and the questions after it are asked anew. On a
+    question still waiting it is a plain answer. Also as a value of a resume map:
+    ``Command(resume={interrupt_id: Reanswer(value)})``.
+    """
+
+    value: Any
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answer:
+    """A stored answer to a question that its task has not got past yet.
+
+    Listed in :attr:`PregelTask.answered`: the answer is saved and the node will
+    continue with it (the worker died, a run is in flight, or the node failed after
+    ``interrupt()`` returned it; ``PregelTask.error`` says which).
+
+    Attributes:
+        interrupt: The question (value and id), as it was asked.
+        position: Which ``interrupt()`` call of the task asked it (0 for the first).
+        value: The stored answer.
+    """
+
+    interrupt: Interrupt
+    position: int
+    value: Any
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -227,7 +267,19 @@ class CachePolicy:
 
 
 class PregelTask(NamedTuple):
-    """A task of a snapshot: what will run (or ran) in the snapshot's step."""
+    """A task of a snapshot: what will run (or ran) in the snapshot's step.
+
+    A paused task is in one of three states, told apart by its fields:
+
+    - *waiting*: ``interrupts`` lists the question, nothing answers it yet;
+    - *answered, run pending*: ``interrupts`` is empty and ``answered`` holds the
+      stored answer (the worker died, or a run is in flight): ``invoke(None)``
+      continues with it, and so does sending the same answer again;
+    - *failed after the answer*: as answered, with ``error`` set: retry with
+      ``invoke(None)``, or replace the answer with ``Command(resume=Reanswer(v))``.
+
+    ``answered`` is pausepoint's own field (LangGraph has no such state).
+    """
 
     id: str
     name: str
@@ -236,6 +288,20 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: RunnableConfig | StateSnapshot | None = None
     result: Any | None = None
+    answered: tuple[Answer, ...] = ()
+
+    @property
+    def status(self) -> Literal["waiting", "answered", "failed", "ready"]:
+        """The task's state: one of four words.
+
+        ``"waiting"`` for an answer, ``"answered"`` (run pending), ``"failed"``, or
+        ``"ready"`` (not paused: it runs, or ran, in this step).
+        """
+        if self.error is not None:
+            return "failed"
+        if self.interrupts:
+            return "waiting"
+        return "answered" if self.answered else "ready"
 
 
 class StateUpdate(NamedTuple):
@@ -348,6 +414,10 @@ def interrupt(value: Any) -> Any:
     ``answer``. Several calls in one node are matched to answers by their order.
 
     Code before ``interrupt()`` runs again on resume: keep it idempotent.
+
+    Each answer is stored against the question it answers (the task and this
+    call's position in it): sending it again is harmless, and it never answers a
+    later ``interrupt()`` call.
 
     Args:
         value: Any serializable value describing what is asked.

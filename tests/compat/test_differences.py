@@ -88,6 +88,74 @@ def resume_value_consumed_once_after_node_failure(lib, drive):
     return {"retry": drive.invoke(g, None, thread()), "runs": runs["form"]}
 
 
+def _check_new_answer_refused(rec: Any) -> None:
+    assert rec["new_answer"][:2] == ("raised", "AlreadyAnsweredError"), rec
+    # The refused answer changed nothing: the stored one is shown, nothing waits.
+    assert rec["unchanged"] is True, rec
+    assert rec["tasks"] == [("form", "failed", [], ["A"])], rec
+    # The retry continues with the stored answer and asks the second question.
+    assert rec["retry"] == {
+        "__interrupt__": [("Interrupt", "second?", "<id1>")],
+        "log": [],
+        "x": 0,
+    }, rec
+    assert rec["runs"] == 3, rec
+
+
+@scenario.differs(
+    # LangGraph queues "B" behind the answer the node failed with: the retry feeds
+    # "A" to the first question again and "B" to the second, which nobody saw.
+    langgraph={
+        "new_answer": {"log": ["A", "B"], "x": 0},
+        "unchanged": False,
+        "tasks": [("form", "failed", ["first?"], [])],
+        "retry": {"log": ["A", "B"], "x": 0},
+        "runs": 3,
+    },
+    pausepoint=_check_new_answer_refused,
+)
+def new_answer_after_node_failed_with_the_stored_one(lib, drive):
+    runs: Counter[str] = Counter()
+    broken = {"on": True}
+
+    def form(state: Logged) -> dict[str, Any]:
+        runs["form"] += 1
+        first = lib.interrupt("first?")
+        if broken["on"]:
+            raise ValueError("backend down")
+        return {"log": [first, lib.interrupt("second?")]}
+
+    b = lib.StateGraph(Logged)
+    b.add_node("form", form)
+    b.add_edge(lib.START, "form")
+    g = b.compile(checkpointer=lib.InMemorySaver())
+    drive.invoke(g, {"x": 0, "log": []}, thread())
+    with pytest.raises(ValueError, match="backend down"):
+        drive.invoke(g, lib.Command(resume="A"), thread())
+    broken["on"] = False
+    before = fingerprint(drive, g, thread())
+    state = drive.get_state(g, thread())
+    new_answer = exact(drive.invoke, g, lib.Command(resume="B"), thread())
+    unchanged = fingerprint(drive, g, thread()) == before
+    tasks = [
+        (
+            t.name,
+            "failed" if t.error else "ok",
+            [i.value for i in t.interrupts],
+            [a.value for a in getattr(t, "answered", ())],
+        )
+        for t in state.tasks
+    ]
+    retry = drive.invoke(g, None, thread())
+    return {
+        "new_answer": new_answer,
+        "unchanged": unchanged,
+        "tasks": tasks,
+        "retry": retry,
+        "runs": runs["form"],
+    }
+
+
 # --- §4.2 resuming a historical checkpoint forks -----------------------------------------
 
 

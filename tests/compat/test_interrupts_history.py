@@ -135,32 +135,6 @@ def update_state_as_interrupted_node_skips_it(lib, drive):
 
 
 @scenario
-def node_fails_after_answered_interrupt_then_retry_with_new_resume(lib, drive):
-    runs: Counter[str] = Counter()
-    broken = {"on": True}
-
-    def form(state: Logged) -> dict[str, Any]:
-        runs["form"] += 1
-        first = lib.interrupt("first?")
-        if broken["on"]:
-            raise ValueError("backend down")
-        second = lib.interrupt("second?")
-        return {"log": [first, second]}
-
-    b = lib.StateGraph(Logged)
-    b.add_node("form", form)
-    b.add_edge(lib.START, "form")
-    g = b.compile(checkpointer=lib.InMemorySaver())
-    drive.invoke(g, {"x": 0, "log": []}, thread())
-    err = catch(drive.invoke, g, lib.Command(resume="A"), thread(), message=True)
-    state = drive.get_state(g, thread())
-    broken["on"] = False
-    out = drive.invoke(g, lib.Command(resume="B"), thread())
-    tasks = [(t.name, t.error, t.interrupts) for t in state.tasks]
-    return {"err": err, "tasks": tasks, "out": out, "runs": dict(runs)}
-
-
-@scenario
 def error_before_interrupt_then_rerun_with_invoke_none(lib, drive):
     runs: Counter[str] = Counter()
     broken = {"on": True}

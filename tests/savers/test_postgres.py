@@ -154,6 +154,7 @@ def test_a_pause_and_resume_take_six_statements(pg_url: str, pg_kwargs: dict[str
     assert paused is not None
     assert [w.channel for w in paused.pending_writes or []] == [
         "__interrupt__",
+        "__asked__",
         "__resume__",
         "answer",
     ]

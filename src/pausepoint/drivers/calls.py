@@ -16,11 +16,11 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.constants import ERROR, INTERRUPT, RESUME, RETURN
+from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
 from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
-from pausepoint.loop.pending import TaskRecord
+from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
 
 if TYPE_CHECKING:
@@ -134,7 +134,13 @@ def _outcome(req: CallRequest, value: Any, error: BaseException | None) -> TaskR
     if error is None:
         return TaskRecord(writes=[(RETURN, returned(req.name, value))], done=True)
     if isinstance(error, GraphInterrupt):
-        return TaskRecord(interrupts=error.interrupts, resume=list(req.resume) or None)
+        found = error.interrupts
+        own = error.position is not None and bool(found) and is_own_interrupt(found[0], req.ns)
+        return TaskRecord(
+            interrupts=found,
+            resume=list(req.resume) or None,
+            asked=error.position if own else None,
+        )
     return TaskRecord(error=repr(error), resume=list(req.resume) or None)
 
 
@@ -142,6 +148,8 @@ def _writes(rec: TaskRecord) -> list[tuple[str, Any]]:
     if rec.done:
         return list(rec.writes)
     if rec.interrupts:
+        if rec.asked is not None:
+            return [(INTERRUPT, rec.interrupts), (ASKED, rec.asked), (ERROR, None)]
         return [(INTERRUPT, rec.interrupts), (ERROR, None)]
     return [(ERROR, rec.error)]
 

@@ -17,13 +17,13 @@ from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import EmptyInputError, InvalidCommandError
 from pausepoint.loop import emit as out
+from pausepoint.loop.answers import plan_answers
 from pausepoint.loop.effects import SaveCheckpoint
 from pausepoint.loop.fork import fork, forkable_interrupts
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
     ResumeMap,
     interrupt_owners,
-    is_own_interrupt,
     is_resume_map,
     parse_resume,
 )
@@ -98,45 +98,50 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
             if is_resume_map(resume):
                 resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
         run.owners = interrupt_owners(run.records)
-        run.resume = parse_resume(resume, reported_interrupts(run), run.owners)
+        run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
+        # Checked before anything is written: a refused answer writes nothing.
+        run.answered = plan_answers(run.current_tasks(), run.records, run.resume.values, run.owners)
     writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
     if writes:
         run.null_writes.extend(writes)
         yield from run.save_writes(NULL_TASK_ID, writes)
 
 
-def reported_interrupts(run: _Run) -> list[Interrupt]:
-    """The interrupts this checkpoint's tasks reported (what the caller was shown)."""
+def reported_interrupts(run: _Run) -> tuple[list[Interrupt], set[str]]:
+    """The interrupts this checkpoint's tasks reported, and the ids already answered.
+
+    An answered question (its answer stored, the task not past it yet) is still
+    reported: sending its answer again continues the run (DESIGN §4.1).
+    """
     records = run.records
-    return [
-        i
-        for task in run.current_tasks()
-        if (rec := records.get(task.id)) is not None and rec.interrupts and not rec.done
-        for i in rec.interrupts
-    ]
+    found: list[Interrupt] = []
+    answered: set[str] = set()
+    for task in run.current_tasks():
+        rec = records.get(task.id)
+        if rec is not None and rec.interrupts and not rec.done:
+            found.extend(rec.interrupts)
+            if rec.answered:
+                answered.update(i.id for i in rec.interrupts)
+    return found, answered
 
 
 def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
-    """Give each answered task its new resume value, saved before it re-runs.
+    """Store each answer against its question, before the task re-runs.
 
-    Also notes which tasks an answer goes to (``run.answered``): those re-run, the
-    other paused ones stay paused (:meth:`~pausepoint.loop.run._Run.match_records`).
+    ``run.answered`` (task id → its new answer list, None for a resend) names the
+    tasks an answer goes to: those re-run, the other paused ones stay paused
+    (:meth:`~pausepoint.loop.run._Run.match_records`). A ``Command`` planned it in
+    :func:`take_command`; a subgraph's resume map is planned here.
     """
     if run.resume is None:
         return
-    values = run.resume.values
-    owners = run.owners if run.owners is not None else interrupt_owners(run.records)
-    run.answered = answered = {t for k in values if k in owners for t in owners[k]}
-    if not answered:
-        return
-    for task in run.current_tasks():
-        if task.id not in answered:
-            continue
-        rec = run.records[task.id]
-        for intr in rec.interrupts:
-            if intr.id in values and is_own_interrupt(intr, task.ns):
-                rec.resume = [*(rec.resume or []), values[intr.id]]
-                yield from run.save_writes(task.id, [(RESUME, rec.resume)])
+    if not run.answered:
+        owners = run.owners if run.owners is not None else interrupt_owners(run.records)
+        run.answered = plan_answers(run.current_tasks(), run.records, run.resume.values, owners)
+    for task_id, answers in run.answered.items():
+        if answers is not None:
+            run.records[task_id].resume = answers
+            yield from run.save_writes(task_id, [(RESUME, answers)])
 
 
 def start_step_follows(run: _Run) -> bool:

@@ -21,6 +21,7 @@ from typing import Any
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import PUSH, RETURN
 from pausepoint.errors import GraphInterrupt, NondeterministicTaskError
+from pausepoint.loop.answers import bind_answer
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.loop.tasks import task_id, task_ns
 from pausepoint.types import RetryPolicy
@@ -124,8 +125,11 @@ class CallSite:
         if rec is not None and rec.resumable:
             answer = [self.answers[i.id] for i in rec.interrupts if i.id in self.answers]
             if answer and is_own_interrupt(rec.interrupts[0], ns):
-                resume, new_answer = (*resume, answer[0]), True
-            elif rec.paused and self.answers:
+                # Bound to the call's question, as a node's answer is (answers.py).
+                bound = bind_answer(rec, rec.interrupts[0], answer[0])
+                if bound is not None:
+                    resume, new_answer = tuple(bound), True
+            elif rec.paused and self.answers and not rec.answered:
                 # Partially resumed parent: a call nobody answered stays paused (§4.6).
                 return Memo(pause=GraphInterrupt(rec.interrupts))
         return CallRequest(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from xxhash import xxh3_128_hexdigest
 
 from pausepoint.checkpoint.ids import new_stamp
-from pausepoint.constants import INTERRUPT, RESUME
+from pausepoint.constants import ASKED, INTERRUPT, RESUME
 from pausepoint.loop.effects import SaveCheckpoint
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.loop.tasks import prepare_tasks
@@ -77,10 +77,15 @@ def _carry(
             renamed[intr.id] = new_id
             moved.append(Interrupt(intr.value, new_id))
         answers = list(rec.resume or [])
-        # A finished task's last answer was the one to the interrupt we re-answer.
-        kept = answers[:-1] if rec.done and answers else answers
-        carried = TaskRecord(interrupts=tuple(moved), resume=kept or None)
+        if rec.asked is not None:
+            # The answers given before the question we re-answer stay; its own goes.
+            kept = answers[: rec.asked]
+        else:  # saved before positions were: a finished task's last answer was its own
+            kept = answers[:-1] if rec.done and answers else answers
+        carried = TaskRecord(interrupts=tuple(moved), resume=kept or None, asked=rec.asked)
         writes: list[tuple[str, Any]] = [(INTERRUPT, tuple(moved))]
+        if rec.asked is not None:
+            writes.append((ASKED, rec.asked))
         if kept:
             writes.append((RESUME, kept))
         return carried, writes

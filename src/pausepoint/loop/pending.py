@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from xxhash import xxh3_128_hexdigest
 
 from pausepoint.checkpoint.base import PendingWrite
-from pausepoint.constants import ERROR, INTERRUPT, NULL_TASK_ID, RESUME, SCHEDULED
+from pausepoint.constants import ASKED, ERROR, INTERRUPT, NULL_TASK_ID, RESUME, SCHEDULED
 from pausepoint.errors import (
     AmbiguousResumeError,
     NothingToResumeError,
@@ -52,6 +52,10 @@ class TaskRecord:
     writes: Sequence[tuple[str, Any]] = ()
     interrupts: tuple[Interrupt, ...] = ()
     resume: list[Any] | None = None
+    """The task's answers, one per ``interrupt()`` call, in the order they were asked."""
+    asked: int | None = None
+    """Position of the task's own question in ``interrupts`` (None: not its own, or a
+    record saved before positions were stored, read as ``len(resume)``)."""
     error: Any = None
     done: bool = False
 
@@ -62,6 +66,7 @@ class TaskRecord:
         resume: list[Any] | None = None,
         error: Any = None,
         done: bool = False,
+        asked: int | None = None,
     ) -> None:
         if writes:
             self.writes = writes
@@ -73,12 +78,38 @@ class TaskRecord:
             self.error = error
         if done:
             self.done = done
+        if asked is not None:
+            self.asked = asked
 
     def __repr__(self) -> str:
         return (
             f"TaskRecord(writes={self.writes!r}, interrupts={self.interrupts!r}, "
-            f"resume={self.resume!r}, error={self.error!r}, done={self.done!r})"
+            f"resume={self.resume!r}, asked={self.asked!r}, error={self.error!r}, "
+            f"done={self.done!r})"
         )
+
+    @property
+    def position(self) -> int:
+        """Which ``interrupt()`` call of the task asked the question in ``interrupts``."""
+        asked = self.asked
+        if asked is not None:
+            return asked
+        return len(self.resume) if self.resume else 0
+
+    @property
+    def answered(self) -> bool:
+        """Its question has a stored answer that the task has not got past yet."""
+        return (
+            bool(self.interrupts)
+            and not self.done
+            and self.resume is not None
+            and len(self.resume) > self.position
+        )
+
+    @property
+    def waiting(self) -> bool:
+        """Its question waits for an answer (asked, none stored)."""
+        return bool(self.interrupts) and not self.done and not self.answered
 
     @property
     def paused(self) -> bool:
@@ -116,6 +147,8 @@ def read_records(
             rec.resume = list(value) if isinstance(value, (list, tuple)) else [value]  # pyright: ignore[reportUnknownArgumentType]
         elif channel == ERROR:
             rec.error = value
+        elif channel == ASKED:
+            rec.asked = value
         elif channel != SCHEDULED:
             if rec.done:
                 made_here: Any = rec.writes  # the list made below
@@ -175,14 +208,19 @@ def is_resume_map(resume: Any) -> bool:
 
 
 def parse_resume(
-    resume: Any, pending: list[Interrupt], owners: Mapping[str, list[str]] | None = None
+    resume: Any,
+    pending: list[Interrupt],
+    answered: Collection[str] = (),
+    owners: Mapping[str, list[str]] | None = None,
 ) -> ResumeMap:
     """Turn ``Command(resume=...)`` into a map checked against the pending interrupts.
 
-    ``pending`` are the interrupts the run reported (a plain value must meet exactly
-    one); an id map may answer any id in ``owners`` (:func:`interrupt_owners`: those
-    reported, and those of ``@task`` calls that paused beside the one their caller
-    reported), or only those reported when it is not given.
+    ``pending`` are the interrupts the run reported; a plain value goes to the one
+    still waiting (those in ``answered`` have a stored answer), or, when none waits,
+    to the one answered (a resend: binding it checks it is the same answer). An id
+    map may answer any id in ``owners`` (:func:`interrupt_owners`: those reported,
+    and those of ``@task`` calls that paused beside the one their caller reported),
+    or only those reported when it is not given.
 
     Raises:
         NothingToResumeError: Nothing is pending.
@@ -208,7 +246,9 @@ def parse_resume(
                 f"Pending: {_describe(pending)}. Nothing was changed."
             )
         return ResumeMap(dict(resume))
-    distinct = list(dict.fromkeys(_ids(pending)))
+    ids = _ids(pending)
+    waiting = [i for i in ids if i not in answered] if answered else ids
+    distinct = list(dict.fromkeys(waiting or ids))
     if len(distinct) > 1:
         raise AmbiguousResumeError(AMBIGUOUS_MESSAGE)
     return ResumeMap({distinct[0]: resume})

@@ -26,6 +26,7 @@ from pausepoint.checkpoint.base import (
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import (
+    ASKED,
     ERROR,
     INTERRUPT,
     NO_WRITES,
@@ -53,6 +54,7 @@ from pausepoint.loop.node import command_writes, input_writes
 from pausepoint.loop.pending import (
     ResumeMap,
     TaskRecord,
+    is_own_interrupt,
     read_records,
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
@@ -115,9 +117,10 @@ class _Run:
         self.null_writes: list[tuple[str, Any]] = []
         self.resume: ResumeMap | None = None
         # Interrupt id → task ids holding it, when a Command's resume was checked
-        # (pending.interrupt_owners); and the tasks this run's resume answers.
+        # (pending.interrupt_owners); and the tasks this run's resume answers, with
+        # their new answer lists (answers.plan_answers).
         self.owners: dict[str, list[str]] | None = None
-        self.answered: set[str] = set()
+        self.answered: dict[str, list[Any] | None] = {}
         self.resuming = False
         self.step = -1
         self.stop = 0
@@ -415,8 +418,16 @@ class _Run:
                 to_run.append(task)
             elif rec.done:
                 task.writes = rec.writes
-            elif resuming and rec.interrupts and not rec.error and task.id not in answered:
-                # Paused, and this resume answers none of its interrupts: it stays paused.
+            elif (
+                resuming
+                and rec.interrupts
+                and not rec.error
+                and task.id not in answered
+                and not rec.answered
+            ):
+                # Paused, and neither this resume nor a stored answer answers its
+                # question: it stays paused. (One whose answer was stored by an earlier
+                # run that never got past it runs: DESIGN §4.1.)
                 paused.append(task)
             else:
                 to_run.append(task)
@@ -508,6 +519,10 @@ class _Run:
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
             saved: list[tuple[str, Any]] = [(INTERRUPT, found)]
+            if err.position is not None and is_own_interrupt(found[0], task.ns):
+                # Which question this is: its answer will be bound to it (answers.py).
+                rec.asked = err.position
+                saved.append((ASKED, err.position))
             if rec.error is not None:
                 # A saved failure is cleared so the task reads as paused, not failed.
                 rec.error = None
@@ -548,7 +563,7 @@ class _Run:
         if (saving := self.leave_step("loop")) is not None:
             yield from saving
         self.resume = None
-        self.answered = set()
+        self.answered = {}
         self.resuming = False
         self.step += 1
         if self.opts.interrupt_after and pauses_at(self.checkpoint, self.opts.interrupt_after, ran):

@@ -8,6 +8,7 @@ from typing import Any
 from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT
+from pausepoint.loop.answers import stored_answers
 from pausepoint.loop.pending import read_records
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, read_values
@@ -35,7 +36,8 @@ def build_snapshot(
 ) -> StateSnapshot:
     """The snapshot of ``saved``; with ``apply_pending``, finished tasks' writes are applied.
 
-    Only interrupts still waiting for an answer are listed (DESIGN §4.3).
+    Only interrupts still waiting for an answer are listed (DESIGN §4.3); a question
+    whose answer is stored but not yet used is in its task's ``answered`` (§4.1).
     """
     checkpoint = copy_checkpoint(saved.checkpoint)
     channels = spec.fresh_channels(checkpoint["channel_values"])
@@ -57,12 +59,20 @@ def build_snapshot(
     out: list[PregelTask] = []
     for task in tasks:
         rec = records.get(task.id)
-        interrupts: tuple[Interrupt, ...] = rec.interrupts if rec and rec.resumable else ()
+        interrupts: tuple[Interrupt, ...] = rec.interrupts if rec and rec.waiting else ()
         error = rec.error if rec is not None and rec.error and not rec.done else None
         result = _result(spec, rec.writes) if rec is not None and rec.done else None
+        answered = stored_answers(rec) if rec is not None else ()
         out.append(
             PregelTask(
-                task.id, task.name, task.path, error, interrupts, states.get(task.id), result
+                task.id,
+                task.name,
+                task.path,
+                error,
+                interrupts,
+                states.get(task.id),
+                result,
+                answered,
             )
         )
     parents = dict(saved.metadata.get("parents") or {})

@@ -1,0 +1,119 @@
+"""Answers bound to questions: one answer answers exactly one question (DESIGN §4.1).
+
+A question is one ``interrupt()`` call: the task that made it and the call's
+position in the task (0 for the first). Interrupt ids are shared by every call of
+one task, so the id alone does not name the question; the position is saved with
+the question (the ``ASKED`` write) when the task pauses.
+
+A task's answers are saved as one list, position by position. Binding an answer
+never appends blindly: it goes to the position of the question the task is paused
+on. So an answer sent twice (a client retry after a crash, a double submit) finds
+its question already answered and changes nothing, and never becomes the answer
+to the next question, which nobody has seen yet.
+
+Pure functions: the loop (:mod:`pausepoint.loop.begin`) and the ``@task`` call
+bookkeeping (:mod:`pausepoint.loop.calls`) both bind answers through them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pausepoint.errors import AlreadyAnsweredError, ResumeError
+from pausepoint.loop.pending import TaskRecord, is_own_interrupt
+from pausepoint.types import Answer, Interrupt, Reanswer
+
+__all__ = ["bind_answer", "plan_answers", "stored_answers"]
+
+
+def bind_answer(rec: TaskRecord, question: Interrupt, given: Any) -> list[Any] | None:
+    """The task's answer list with ``given`` bound to its question, or None if unchanged.
+
+    - The question waits: the answer is added at its position.
+    - It has the same answer already (a resend): None, nothing to store; the task
+      continues with the stored answer.
+    - It has another answer: :class:`AlreadyAnsweredError`, unless ``given`` is a
+      :class:`~pausepoint.types.Reanswer`, which replaces it.
+    """
+    replace = isinstance(given, Reanswer)
+    value = given.value if replace else given
+    answers = rec.resume or []
+    at = rec.position
+    if len(answers) > at:
+        if replace:
+            return (
+                None
+                if _same(answers[at], value) and len(answers) == at + 1
+                else [
+                    *answers[:at],
+                    value,
+                ]
+            )
+        if _same(answers[at], value):
+            return None
+        raise AlreadyAnsweredError(question, at, answers[at], value)
+    if len(answers) < at:
+        raise ResumeError(
+            f"interrupt {question.id!r} was asked as question #{at + 1} of its task, but "
+            f"only {len(answers)} earlier answer(s) are stored: the checkpoint's writes "
+            "are inconsistent (written by another program?). Nothing was written."
+        )
+    return [*answers, value]
+
+
+def plan_answers(
+    tasks: Iterable[Any],
+    records: Mapping[str, TaskRecord],
+    values: Mapping[str, Any],
+    owners: Mapping[str, list[str]],
+) -> dict[str, list[Any] | None]:
+    """Bind a resume map to the tasks it answers, before anything is written.
+
+    Returns task id → its new answer list (None: a resend, nothing to store) for
+    every task an answer goes to (those re-run; a task's ``@task`` calls bind their
+    own answers as they are called). Raises :class:`AlreadyAnsweredError` for a
+    conflicting answer, so that a refused resume writes nothing at all.
+    """
+    targets = {t for k in values if k in owners for t in owners[k]}
+    planned: dict[str, list[Any] | None] = {}
+    if not targets:
+        return planned
+    for task in tasks:
+        if task.id not in targets:
+            continue
+        rec = records[task.id]
+        bound: list[Any] | None = None
+        for intr in rec.interrupts:
+            if intr.id in values and is_own_interrupt(intr, task.ns):
+                bound = bind_answer(rec, intr, values[intr.id])
+                break
+        planned[task.id] = bound
+    for task_id in targets.difference(planned):
+        # A paused ``@task`` call: it binds its answer when its caller calls it
+        # again, but a conflict must be refused now, before anything is written.
+        rec = records[task_id]
+        question = next(i for i in rec.interrupts if i.id in values)
+        bind_answer(rec, question, values[question.id])
+    return planned
+
+
+def stored_answers(rec: TaskRecord) -> tuple[Answer, ...]:
+    """The stored answer of the question ``rec`` is paused on, if it has one."""
+    if not rec.answered or rec.resume is None:
+        return ()
+    at = rec.position
+    return tuple(Answer(i, at, rec.resume[at]) for i in rec.interrupts[:1])
+
+
+def unwrap(given: Any) -> Any:
+    """The answer inside a :class:`~pausepoint.types.Reanswer`, or ``given`` itself."""
+    return given.value if isinstance(given, Reanswer) else given
+
+
+def _same(stored: Any, given: Any) -> bool:
+    """Whether a resent answer is the stored one (a value whose ``==`` fails is not)."""
+    try:
+        return bool(stored == given)
+    except Exception:  # e.g. arrays whose == is element-wise and ambiguous as a bool
+        return False
