@@ -1,0 +1,366 @@
+"""One answer answers one question (DESIGN §4.1), through both drivers and real savers.
+
+A run that dies after an answer is stored but before its node gets past the question
+is made with a :class:`FaultySaver` failing the save that follows the answer (the
+crash tests in tests/test_answer_crashes.py kill real processes instead).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from pausepoint import START, Command, InMemorySaver, StateGraph, interrupt
+from pausepoint.checkpoint.sqlite import SqliteSaver
+from pausepoint.constants import ASKED, INTERRUPT, RESUME
+from pausepoint.errors import AlreadyAnsweredError, AmbiguousResumeError, ResumeError
+from pausepoint.func import task
+from pausepoint.graph import END
+from pausepoint.testing import FaultySaver, InjectedFault
+from pausepoint.types import Answer, Interrupt, Reanswer
+
+
+class S(TypedDict, total=False):
+    log: Annotated[list[Any], operator.add]
+
+
+def cfg(thread: str = "t") -> Any:
+    return {"configurable": {"thread_id": thread}}
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "memory":
+        yield InMemorySaver()
+        return
+    with SqliteSaver.from_conn_string(str(tmp_path / "answers.sqlite")) as s:
+        yield s
+
+
+def two_questions(runs: Counter[str], broken: dict[str, bool] | None = None) -> Any:
+    """A node asking two questions; the work after the first counts its runs."""
+    broken = broken if broken is not None else {}
+
+    def ask(state: S) -> dict[str, Any]:
+        first = interrupt("question 1")
+        runs[f"after q1 with {first!r}"] += 1
+        if broken.get("on"):
+            raise ValueError(f"cannot use {first!r}")
+        second = interrupt("question 2")
+        return {"log": [first, second]}
+
+    b = StateGraph(S)
+    b.add_node("ask", ask)
+    b.add_edge(START, "ask")
+    b.add_edge("ask", END)
+    return b
+
+
+def stored(saver: Any, thread: str = "t") -> Any:
+    """What a refused resume must leave unchanged: the head checkpoint and its writes."""
+    t = saver.get_tuple(cfg(thread))
+    writes = sorted((w.task_id, w.channel, repr(w.value)) for w in t.pending_writes or [])
+    return t.config, writes, len(list(saver.list(cfg(thread))))
+
+
+def die_after_answer(builder: Any, saver: Any, answer: Any, drive: Any) -> None:
+    """Resume, and fail the save after the answer's: the answer is stored, unused."""
+    faulty = FaultySaver(saver, fail_on="put_writes", after=1)
+    graph = builder.compile(checkpointer=faulty)
+    with pytest.raises(InjectedFault):
+        drive.invoke(graph, Command(resume=answer), cfg())
+
+
+def test_answered_question_shows_as_answered_not_waiting(drive, saver):
+    runs: Counter[str] = Counter()
+    builder = two_questions(runs)
+    graph = builder.compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    die_after_answer(builder, saver, "yes", drive)
+
+    snap = drive.get_state(graph, cfg())
+    (t,) = snap.tasks
+    assert snap.next == ("ask",)
+    assert snap.interrupts == ()
+    assert t.interrupts == ()
+    assert t.status == "answered"
+    assert t.error is None
+    (answer,) = t.answered
+    assert isinstance(answer, Answer)
+    assert (answer.interrupt.value, answer.position, answer.value) == ("question 1", 0, "yes")
+
+
+@pytest.mark.parametrize("how", ["resend", "resend-by-id", "invoke-none"])
+def test_resent_answer_continues_to_the_next_question(drive, saver, how):
+    runs: Counter[str] = Counter()
+    builder = two_questions(runs)
+    graph = builder.compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    die_after_answer(builder, saver, "yes", drive)
+
+    if how == "resend":
+        out = drive.invoke(graph, Command(resume="yes"), cfg())
+    elif how == "resend-by-id":
+        out = drive.invoke(graph, Command(resume={first["__interrupt__"][0].id: "yes"}), cfg())
+    else:
+        out = drive.invoke(graph, None, cfg())
+    # Question 2 is asked: the resent answer did not answer it.
+    assert [i.value for i in out["__interrupt__"]] == ["question 2"]
+    assert out["log"] == []
+    (t,) = drive.get_state(graph, cfg()).tasks
+    assert t.status == "waiting"
+    assert [i.value for i in t.interrupts] == ["question 2"]
+    done = drive.invoke(graph, Command(resume="acct-7"), cfg())
+    assert done["log"] == ["yes", "acct-7"]
+
+
+def test_resend_stores_no_second_answer(drive, saver):
+    builder = two_questions(Counter())
+    graph = builder.compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    die_after_answer(builder, saver, "yes", drive)
+    task_id = drive.get_state(graph, cfg()).tasks[0].id
+
+    drive.invoke(graph, Command(resume="yes"), cfg())
+    writes = {
+        w.channel: w.value
+        for w in saver.get_tuple(cfg()).pending_writes or []
+        if w.task_id == task_id
+    }
+    assert writes[RESUME] == ["yes"]
+    assert writes[ASKED] == 1
+    assert [i.value for i in writes[INTERRUPT]] == ["question 2"]
+
+
+def test_different_answer_to_answered_question_is_refused(drive, saver):
+    runs: Counter[str] = Counter()
+    builder = two_questions(runs)
+    graph = builder.compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    die_after_answer(builder, saver, "yes", drive)
+    before = stored(saver)
+
+    with pytest.raises(AlreadyAnsweredError) as caught:
+        drive.invoke(graph, Command(resume="no"), cfg())
+    err = caught.value
+    assert (err.stored, err.given, err.position) == ("yes", "no", 0)
+    assert err.interrupt.value == "question 1"
+    assert "'yes'" in str(err) and "'no'" in str(err) and "Reanswer" in str(err)
+    with pytest.raises(AlreadyAnsweredError):
+        drive.invoke(graph, Command(resume={first["__interrupt__"][0].id: "no"}), cfg())
+    assert stored(saver) == before
+    assert runs == Counter({"after q1 with 'yes'": 1})  # only the run that died
+
+
+def test_refused_answer_writes_no_update_either(drive, saver):
+    builder = two_questions(Counter())
+    graph = builder.compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    die_after_answer(builder, saver, "yes", drive)
+    before = stored(saver)
+    with pytest.raises(AlreadyAnsweredError):
+        drive.invoke(graph, Command(resume="no", update={"log": ["note"]}), cfg())
+    assert stored(saver) == before
+
+
+def test_failed_node_is_reanswered_not_queued(drive, saver):
+    runs: Counter[str] = Counter()
+    broken = {"on": True}
+    graph = two_questions(runs, broken).compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    with pytest.raises(ValueError, match="cannot use"):
+        drive.invoke(graph, Command(resume={"aprove": True}), cfg())
+
+    (t,) = drive.get_state(graph, cfg()).tasks
+    assert t.status == "failed"
+    assert "cannot use" in str(t.error)
+    assert [a.value for a in t.answered] == [{"aprove": True}]
+    assert t.interrupts == ()
+
+    # A corrected answer is refused unless it says it replaces the stored one...
+    with pytest.raises(AlreadyAnsweredError):
+        drive.invoke(graph, Command(resume={"approve": True}), cfg())
+    # ...and a second bad re-answer replaces the first, never queues behind it.
+    with pytest.raises(ValueError, match="cannot use"):
+        drive.invoke(graph, Command(resume=Reanswer({"approve": "typo"})), cfg())
+    broken["on"] = False
+    iid = first["__interrupt__"][0].id
+    out = drive.invoke(graph, Command(resume={iid: Reanswer({"approve": True})}), cfg())
+    assert [i.value for i in out["__interrupt__"]] == ["question 2"]
+    (t,) = drive.get_state(graph, cfg()).tasks
+    assert t.status == "waiting"
+    done = drive.invoke(graph, Command(resume="acct-7"), cfg())
+    assert done["log"] == [{"approve": True}, "acct-7"]
+
+
+def test_retry_after_failure_uses_the_stored_answer(drive, saver):
+    runs: Counter[str] = Counter()
+    broken = {"on": True}
+    graph = two_questions(runs, broken).compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    with pytest.raises(ValueError, match="cannot use"):
+        drive.invoke(graph, Command(resume="yes"), cfg())
+    broken["on"] = False
+    out = drive.invoke(graph, None, cfg())
+    assert [i.value for i in out["__interrupt__"]] == ["question 2"]
+    assert runs == Counter({"after q1 with 'yes'": 2})
+
+
+def test_reanswer_of_a_waiting_question_is_an_answer(drive, saver):
+    graph = two_questions(Counter()).compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    out = drive.invoke(graph, Command(resume=Reanswer("yes")), cfg())
+    assert [i.value for i in out["__interrupt__"]] == ["question 2"]
+    assert drive.invoke(graph, Command(resume="acct"), cfg())["log"] == ["yes", "acct"]
+
+
+def parallel(runs: Counter[str]) -> Any:
+    def reviewer(name: str) -> Any:
+        def node(state: S) -> dict[str, Any]:
+            answer = interrupt(f"review {name}")
+            runs[name] += 1
+            return {"log": [f"{name}={answer}"]}
+
+        return node
+
+    def join(state: S) -> dict[str, Any]:
+        runs["join"] += 1
+        return {"log": ["joined"]}
+
+    b = StateGraph(S)
+    for n in "ab":
+        b.add_node(n, reviewer(n))
+        b.add_edge(START, n)
+    b.add_node("join", join)
+    b.add_edge(["a", "b"], "join")
+    return b
+
+
+def test_plain_answer_goes_to_the_waiting_question_and_stored_one_runs(drive, saver):
+    runs: Counter[str] = Counter()
+    builder = parallel(runs)
+    graph = builder.compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    ids = {i.value: i.id for i in first["__interrupt__"]}
+    # Reviewer a's answer is stored, then the worker dies before a finishes.
+    faulty = FaultySaver(saver, fail_on="put_writes", after=1)
+    with pytest.raises(InjectedFault):
+        drive.invoke(
+            builder.compile(checkpointer=faulty),
+            Command(resume={ids["review a"]: "A"}),
+            cfg(),
+        )
+    snap = drive.get_state(graph, cfg())
+    assert {t.name: t.status for t in snap.tasks} == {"a": "answered", "b": "waiting"}
+    assert [i.value for i in snap.interrupts] == ["review b"]
+
+    # A plain value now has one waiting question: b. a runs with its stored answer.
+    out = drive.invoke(graph, Command(resume="B"), cfg())
+    assert sorted(out["log"]) == ["a=A", "b=B", "joined"]
+    assert runs["join"] == 1
+
+
+def test_plain_resend_with_two_answered_questions_is_ambiguous(drive, saver):
+    runs: Counter[str] = Counter()
+    builder = parallel(runs)
+    graph = builder.compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    answers = {i.id: i.value.upper() for i in first["__interrupt__"]}
+    faulty = FaultySaver(saver, fail_on="put_writes", after=2)
+    with pytest.raises(InjectedFault):
+        drive.invoke(builder.compile(checkpointer=faulty), Command(resume=answers), cfg())
+    with pytest.raises(AmbiguousResumeError):
+        drive.invoke(graph, Command(resume="REVIEW A"), cfg())
+    out = drive.invoke(graph, Command(resume=answers), cfg())
+    assert sorted(out["log"]) == ["a=REVIEW A", "b=REVIEW B", "joined"]
+
+
+def test_task_call_answers_are_bound_to_their_question(drive, saver):
+    calls: Counter[str] = Counter()
+
+    @task
+    def approve(item: str) -> str:
+        first = interrupt(f"approve {item}?")
+        calls[f"approved {first}"] += 1
+        second = interrupt(f"really {item}?")
+        return f"{first}/{second}"
+
+    def node(state: S) -> dict[str, Any]:
+        return {"log": [approve("x").result()]}
+
+    b = StateGraph(S)
+    b.add_node("node", node)
+    b.add_edge(START, "node")
+    graph = b.compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    out = drive.invoke(graph, Command(resume="yes"), cfg())
+    assert [i.value for i in out["__interrupt__"]] == ["really x?"]
+    before = stored(saver)
+    # The question now waiting is the second: a different answer answers it...
+    out = drive.invoke(graph, Command(resume="sure"), cfg())
+    assert out["log"] == ["yes/sure"]
+    assert before != stored(saver)
+    assert calls == Counter({"approved yes": 2})
+
+
+def test_task_call_answer_resent_after_crash_is_not_reused(drive, saver):
+    @task
+    def approve(item: str) -> str:
+        first = interrupt(f"approve {item}?")
+        return f"{first}/{interrupt(f'really {item}?')}"
+
+    def node(state: S) -> dict[str, Any]:
+        return {"log": [approve("x").result()]}
+
+    b = StateGraph(S)
+    b.add_node("node", node)
+    b.add_edge(START, "node")
+    graph = b.compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    faulty = FaultySaver(saver, fail_on="put_writes", after=1)
+    with pytest.raises(InjectedFault):
+        drive.invoke(b.compile(checkpointer=faulty), Command(resume="yes"), cfg())
+    before = stored(saver)
+    with pytest.raises(AlreadyAnsweredError):
+        drive.invoke(graph, Command(resume="no"), cfg())
+    assert stored(saver) == before
+    out = drive.invoke(graph, Command(resume="yes"), cfg())
+    assert [i.value for i in out["__interrupt__"]] == ["really x?"]
+
+
+def test_record_saved_before_positions_reads_as_waiting_at_its_answer_count(drive, saver):
+    # A thread written before __asked__ existed: INTERRUPT and RESUME only. Its
+    # question is read as asked after the answers stored (the old meaning).
+    graph = two_questions(Counter()).compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    drive.invoke(graph, Command(resume="yes"), cfg())
+    head = saver.get_tuple(cfg())
+    task_id = drive.get_state(graph, cfg()).tasks[0].id
+    ns = f"ask:{task_id}"
+    q2 = Interrupt.from_ns("question 2", ns)
+    assert q2.id == first["__interrupt__"][0].id
+    fresh = dict(cfg())
+    fresh["configurable"] = {**head.config["configurable"]}
+    # Rewrite the old way: no position, answers as stored.
+    saver.put_writes(fresh, [(INTERRUPT, (q2,)), (RESUME, ["yes"])], task_id)
+    saver.put_writes(fresh, [(ASKED, None)], task_id)
+    (t,) = drive.get_state(graph, cfg()).tasks
+    assert t.status == "waiting"
+    assert drive.invoke(graph, Command(resume="acct"), cfg())["log"] == ["yes", "acct"]
+
+
+def test_inconsistent_answer_count_is_a_clear_error(drive, saver):
+    graph = two_questions(Counter()).compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    head = saver.get_tuple(cfg())
+    task_id = drive.get_state(graph, cfg()).tasks[0].id
+    saver.put_writes(head.config, [(ASKED, 3)], task_id)
+    before = stored(saver)
+    with pytest.raises(ResumeError, match="inconsistent"):
+        drive.invoke(graph, Command(resume="x"), cfg())
+    assert stored(saver) == before
