@@ -130,7 +130,7 @@ def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
 
     ``run.answered`` (task id → its new answer list, None for a resend) names the
     tasks an answer goes to: those re-run, the other paused ones stay paused
-    (:meth:`~pausepoint.loop.run._Run.match_records`). A ``Command`` planned it in
+    (:func:`~pausepoint.loop.pending.match_records`). A ``Command`` planned it in
     :func:`take_command`; a subgraph's resume map is planned here.
     """
     if run.resume is None:

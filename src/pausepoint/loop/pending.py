@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_128_hexdigest
 
@@ -22,10 +22,14 @@ from pausepoint.errors import (
 )
 from pausepoint.types import Interrupt
 
+if TYPE_CHECKING:
+    from pausepoint.loop.tasks import Task
+
 __all__ = [
     "ResumeMap",
     "TaskRecord",
     "interrupt_owners",
+    "match_records",
     "parse_resume",
     "pending_interrupts",
     "read_records",
@@ -157,6 +161,40 @@ def read_records(
                 rec.writes = [(channel, value)]
                 rec.done = True
     return records, null_writes
+
+
+def match_records(
+    tasks: list[Task],
+    records: Mapping[str, TaskRecord],
+    resuming: bool,
+    answered: Collection[str],
+) -> tuple[list[Task], list[Task]]:
+    """Split a step's tasks into those to run and those that stay paused (DESIGN §4.6).
+
+    A finished task gets its saved writes and runs no more. On a resume, a paused
+    task stays paused unless this resume answers it (``answered``) or an earlier
+    run stored an answer that it never got past (§4.1: the worker died, say).
+    ``invoke(None)`` (not ``resuming``) runs every task that has not finished.
+    """
+    to_run: list[Task] = []
+    paused: list[Task] = []
+    for task in tasks:
+        rec = records.get(task.id)
+        if rec is None:
+            to_run.append(task)
+        elif rec.done:
+            task.writes = rec.writes
+        elif (
+            resuming
+            and rec.interrupts
+            and not rec.error
+            and task.id not in answered
+            and not rec.answered
+        ):
+            paused.append(task)
+        else:
+            to_run.append(task)
+    return to_run, paused
 
 
 _blank: Callable[[type[TaskRecord]], TaskRecord] = object.__new__

@@ -55,6 +55,7 @@ from pausepoint.loop.pending import (
     ResumeMap,
     TaskRecord,
     is_own_interrupt,
+    match_records,
     read_records,
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
@@ -377,7 +378,11 @@ class _Run:
         if not self.tasks:
             return False
         # A fresh step (the usual case) has nothing that ran or paused here before.
-        to_run, paused = self.match_records() if self.records else (self.tasks, [])
+        to_run, paused = (
+            match_records(self.tasks, self.records, self.resume is not None, self.answered)
+            if self.records
+            else (self.tasks, [])
+        )
         if self.streams_updates and len(to_run) < len(self.tasks):
             yield from out.cached_updates(self)
         if self.opts.interrupt_before and pauses_at(
@@ -404,34 +409,6 @@ class _Run:
             yield self.emit("updates", {INTERRUPT: found})
         if self.wants("values"):
             yield self.emit("values", {**self.output(), INTERRUPT: found})
-
-    def match_records(self) -> tuple[list[Task], list[Task]]:
-        """Split tasks into those to run and those paused without an answer (DESIGN §4.6)."""
-        to_run: list[Task] = []
-        paused: list[Task] = []
-        records = self.records
-        resuming = self.resume is not None
-        answered = self.answered
-        for task in self.tasks:
-            rec = records.get(task.id)
-            if rec is None:
-                to_run.append(task)
-            elif rec.done:
-                task.writes = rec.writes
-            elif (
-                resuming
-                and rec.interrupts
-                and not rec.error
-                and task.id not in answered
-                and not rec.answered
-            ):
-                # Paused, and neither this resume nor a stored answer answers its
-                # question: it stays paused. (One whose answer was stored by an earlier
-                # run that never got past it runs: DESIGN §4.1.)
-                paused.append(task)
-            else:
-                to_run.append(task)
-        return to_run, paused
 
     def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
         if self.streams_tasks:
