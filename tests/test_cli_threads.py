@@ -85,6 +85,21 @@ GRAPHS = textwrap.dedent(
         graph = reviews
 
 
+    BROKEN = {"on": True}
+
+
+    def form(state):
+        kind = interrupt("refund or credit?")
+        if BROKEN["on"] and kind != "refund":
+            raise ValueError(f"unknown kind {kind!r}")
+        return {"reviews": [kind, interrupt("which account?")]}
+
+
+    forms = StateGraph(State)
+    forms.add_node("form", form)
+    forms.add_edge(START, "form")
+
+
     not_a_graph = 42
     '''
 )
@@ -154,7 +169,7 @@ def test_list_reports_each_threads_status_and_pending_values(db: Path, capsys: A
         "review launch post/legal",
         "review launch post/style",
     ]
-    assert rows["failed"]["status"] == "running"
+    assert rows["failed"]["status"] == "failed"
     assert rows["failed"]["next"] == ["check"]
     assert "service is down" in rows["failed"]["errors"][0]
 
@@ -167,7 +182,7 @@ def test_list_table_is_aligned(db: Path, capsys: Any):
     column = lines[0].index("STATUS")
     for line in lines[1:]:
         assert line[column - 2 : column] == "  "
-        assert line[column:].split()[0] in ("running", "interrupted", "done")
+        assert line[column:].split()[0] in ("failed", "interrupted", "done")
     assert '"question": "publish pricing page?"' in out
 
 
@@ -214,6 +229,69 @@ def test_reading_without_the_graph_agrees_with_the_graph(tmp_path: Path, graphs:
             for old in saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}):
                 raw, exact = view_of(old, None, latest=False), view_of(old, graph, latest=False)
                 assert (raw.step, raw.source, raw.next) == (exact.step, exact.source, exact.next)
+
+
+def test_answered_and_failed_after_answer_are_told_apart(tmp_path: Path, graphs: str, capsys):
+    from pausepoint.testing import FaultySaver, InjectedFault
+
+    path = tmp_path / "answers.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        builder = load_graph(f"{graphs}:forms")
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"topic": "x"}, _config("answered"))
+        dying = builder.compile(checkpointer=FaultySaver(saver, fail_on="put_writes", after=1))
+        with pytest.raises(InjectedFault):  # the worker dies after the answer is stored
+            dying.invoke(Command(resume="refund"), _config("answered"))
+        graph.invoke({"topic": "y"}, _config("typo"))
+        with pytest.raises(ValueError, match="unknown kind"):
+            graph.invoke(Command(resume="refnud"), _config("typo"))
+    db = str(path)
+    for through in ([], ["--graph", f"{graphs}:forms"]):
+        rows = {r["thread_id"]: r for r in cli_json(capsys, "list", "--db", db, *through)}
+        assert rows["answered"]["status"] == "answered"
+        assert rows["answered"]["interrupts"] == []
+        (answer,) = rows["answered"]["answered"]
+        assert (answer["position"], answer["question"], answer["answer"]) == (
+            0,
+            "refund or credit?",
+            "refund",
+        )
+        assert rows["typo"]["status"] == "failed"
+        assert [a["answer"] for a in rows["typo"]["answered"]] == ["refnud"]
+        assert "unknown kind" in rows["typo"]["errors"][0]
+    status, out, _ = cli(capsys, "show", "answered", "--db", db)
+    assert status == 0
+    assert "answered, run pending" in out and '"refund"' in out
+    listed = cli_json(capsys, "list", "--db", db, "--status", "answered")
+    assert [r["thread_id"] for r in listed] == ["answered"]
+
+    # retry continues with the stored answer: the next question is asked.
+    data = cli_json(capsys, "retry", "answered", "--db", db, "--graph", f"{graphs}:forms")
+    assert data["status"] == "interrupted"
+    assert [i["value"] for i in data["interrupts"]] == ["which account?"]
+    # A different answer to the failed question is refused, and changes nothing...
+    status, _, err = cli(
+        capsys, "resume", "typo", "--value", '"refund"', "--db", db, "--graph", f"{graphs}:forms"
+    )
+    assert status == 2
+    assert "already has the answer 'refnud'" in err and "--replace" not in err
+    assert cli_json(capsys, "show", "typo", "--db", db)["status"] == "failed"
+    # ...unless it replaces the stored one.
+    data = cli_json(
+        capsys,
+        "resume",
+        "typo",
+        "--replace",
+        "--value",
+        '"refund"',
+        "--db",
+        db,
+        "--graph",
+        f"{graphs}:forms",
+    )
+    assert data["status"] == "interrupted"
+    assert data["answered"] == []
+    assert [i["value"] for i in data["interrupts"]] == ["which account?"]
 
 
 # --- show and history ---------------------------------------------------------------------
@@ -285,7 +363,9 @@ def test_resume_with_a_value_finishes_the_run(db: Path, capsys: Any, graphs: str
 def test_resume_by_id_answers_part_then_the_rest(db: Path, capsys: Any, graphs: str):
     graph = f"{graphs}:Holder.graph"  # a dotted attribute works too
     pending = cli_json(capsys, "show", "parallel", "--db", str(db))["interrupts"]
-    first, second = (p["id"] for p in pending)
+    # Parallel tasks pause in the order they finish: pick the questions by value.
+    by_value = {p["value"]: p["id"] for p in pending}
+    first, second = by_value["review launch post/legal"], by_value["review launch post/style"]
     answer = json.dumps({first: "fine"})
     data = cli_json(
         capsys, "resume", "parallel", "--map", answer, "--db", str(db), "--graph", graph

@@ -6,12 +6,20 @@ Works against a SQLite file or a PostgreSQL URL (``--db``)::
     pausepoint threads show THREAD --db app.sqlite
     pausepoint threads history THREAD --db app.sqlite
     pausepoint threads resume THREAD --value '"yes"' --graph app.flows:builder --db app.sqlite
+    pausepoint threads retry THREAD --graph app.flows:builder --db app.sqlite
 
 ``list``, ``show`` and ``history`` read the stored checkpoints directly. Without the
 graph, ``next`` is worked out from the stored edge triggers and ``values`` are the
 channel values as of the newest checkpoint; give ``--graph module:attribute`` to
 read them through the graph instead (exact, and the graph's declared types decode).
-``resume`` always needs the graph, since it runs it. Add ``--json`` for machine output.
+``resume`` and ``retry`` always need the graph, since they run it. Add ``--json`` for
+machine output.
+
+A thread's status is ``interrupted`` (a question waits for an answer), ``answered``
+(an answer is stored, the run that uses it has not finished: ``retry`` continues it),
+``failed`` (a node raised; ``retry`` runs it again with the stored answers, ``resume
+--replace`` replaces the answer it failed with), ``running`` (work is left, nothing
+waits) or ``done``.
 """
 
 from __future__ import annotations
@@ -31,9 +39,10 @@ from typing import Any, cast
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, RESERVED_NAMES, START, TASKS
 from pausepoint.errors import CheckpointDecodeError, PausepointError
-from pausepoint.loop.pending import pending_interrupts, read_records
+from pausepoint.loop.answers import stored_answers
+from pausepoint.loop.pending import read_records
 from pausepoint.loop.tasks import task_id
-from pausepoint.types import Command, Interrupt, Send, StateSnapshot
+from pausepoint.types import Answer, Command, Interrupt, Reanswer, Send, StateSnapshot
 
 __all__ = ["ThreadView", "add_parser", "latest_checkpoints", "run"]
 
@@ -60,6 +69,8 @@ class ThreadView:
     parent_checkpoint_id: str | None
     created_at: str
     errors: tuple[str, ...] = ()
+    answered: tuple[Answer, ...] = ()
+    """Questions whose answer is stored while their node has not got past them."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the view."""
@@ -75,6 +86,15 @@ class ThreadView:
             "parent_checkpoint_id": self.parent_checkpoint_id,
             "created_at": self.created_at,
             "errors": list(self.errors),
+            "answered": [
+                {
+                    "id": a.interrupt.id,
+                    "position": a.position,
+                    "question": a.interrupt.value,
+                    "answer": a.value,
+                }
+                for a in self.answered
+            ],
         }
 
 
@@ -92,7 +112,7 @@ def add_parser(commands: Any) -> None:
     sub = p.add_subparsers(dest="threads_command", required=True, metavar="COMMAND")
     read, run_it = _options(graph_required=False), _options(graph_required=True)
     lst = sub.add_parser("list", parents=[read], help="threads, their status and questions")
-    lst.add_argument("--status", choices=("running", "interrupted", "done"))
+    lst.add_argument("--status", choices=STATUSES)
     show = sub.add_parser("show", parents=[read], help="a thread's values, next, interrupts")
     show.add_argument("thread")
     hist = sub.add_parser("history", parents=[read], help="a thread's checkpoints, newest first")
@@ -103,6 +123,15 @@ def add_parser(commands: Any) -> None:
     answer = res.add_mutually_exclusive_group(required=True)
     answer.add_argument("--value", metavar="JSON", help="the answer to the one pending interrupt")
     answer.add_argument("--map", metavar="JSON", help='answers by id: {"<interrupt id>": ...}')
+    res.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the stored answer of an answered question (after its node failed)",
+    )
+    retry = sub.add_parser(
+        "retry", parents=[run_it], help="run on with the stored answers (after a failure)"
+    )
+    retry.add_argument("thread")
     p.set_defaults(run=run)
 
 
@@ -130,7 +159,13 @@ def _options(*, graph_required: bool) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run a ``threads`` subcommand; return the exit status."""
-    commands = {"list": _list, "show": _show, "history": _history, "resume": _resume}
+    commands = {
+        "list": _list,
+        "show": _show,
+        "history": _history,
+        "resume": _resume,
+        "retry": _retry,
+    }
     try:
         with open_saver(args.db) as saver:
             graph = compile_graph(load_graph(args.graph), saver) if args.graph else None
@@ -273,9 +308,10 @@ def view_of(saved: CheckpointTuple, graph: Any | None, *, latest: bool) -> Threa
 def _view_of_snapshot(snap: StateSnapshot) -> ThreadView:
     conf, parent = _conf(snap.config), _conf(snap.parent_config)
     errors = tuple(str(t.error) for t in snap.tasks if t.error is not None)
+    answered = tuple(a for t in snap.tasks for a in t.answered)
     return ThreadView(
         thread_id=str(conf.get("thread_id")),
-        status=_status(snap.interrupts, snap.next),
+        status=_status(snap.interrupts, snap.next, answered, errors),
         step=int(snap.metadata.get("step", -1)) if snap.metadata else -1,
         source=str(snap.metadata.get("source", "")) if snap.metadata else "",
         next=tuple(snap.next),
@@ -285,6 +321,7 @@ def _view_of_snapshot(snap: StateSnapshot) -> ThreadView:
         parent_checkpoint_id=parent.get("checkpoint_id"),
         created_at=str(snap.created_at or ""),
         errors=errors,
+        answered=answered,
     )
 
 
@@ -304,13 +341,14 @@ def _view_of_raw(saved: CheckpointTuple, *, latest: bool) -> ThreadView:
     # Like get_state: the newest checkpoint leaves out tasks that already finished;
     # history lists every task of the step.
     nxt = tuple(name for tid, name in tasks if not (latest and tid in done))
-    interrupts = tuple(pending_interrupts(records))
+    interrupts = tuple(i for r in records.values() if r.waiting for i in r.interrupts)
+    answered = tuple(a for r in records.values() for a in stored_answers(r))
     errors = tuple(str(r.error) for r in records.values() if r.error is not None and not r.done)
     channel_values = saved.checkpoint["channel_values"]
     parent = _conf(saved.parent_config)
     return ThreadView(
         thread_id=_thread_of(saved),
-        status=_status(interrupts, nxt),
+        status=_status(interrupts, nxt, answered, errors),
         step=int(saved.metadata.get("step", -1)),
         source=str(saved.metadata.get("source", "")),
         next=nxt,
@@ -320,6 +358,7 @@ def _view_of_raw(saved: CheckpointTuple, *, latest: bool) -> ThreadView:
         parent_checkpoint_id=parent.get("checkpoint_id"),
         created_at=str(saved.checkpoint["ts"]),
         errors=errors,
+        answered=answered,
     )
 
 
@@ -363,9 +402,22 @@ def _internal(key: str) -> bool:
     return key in RESERVED_NAMES or key.startswith((BRANCH_TO, JOIN))
 
 
-def _status(interrupts: Sequence[Interrupt], nxt: Sequence[str]) -> str:
+STATUSES = ("interrupted", "answered", "failed", "running", "done")
+
+
+def _status(
+    interrupts: Sequence[Interrupt],
+    nxt: Sequence[str],
+    answered: Sequence[Answer] = (),
+    errors: Sequence[str] = (),
+) -> str:
+    """One word for a thread: what, if anything, it waits for (see the module doc)."""
     if interrupts:
         return "interrupted"
+    if errors and nxt:
+        return "failed"
+    if answered:
+        return "answered"
     return "running" if nxt else "done"
 
 
@@ -435,11 +487,26 @@ def _history(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
 
 
 def _resume(args: argparse.Namespace, saver: Any, graph: Any) -> int:
-    answer = _parse_json(args.value, "--value") if args.map is None else _parse_map(args.map)
+    answer: Any = _parse_json(args.value, "--value") if args.map is None else _parse_map(args.map)
+    if args.replace:
+        answer = (
+            Reanswer(answer)
+            if args.map is None
+            else {k: Reanswer(v) for k, v in cast(dict[str, Any], answer).items()}
+        )
+    return _run_on(args, saver, graph, Command(resume=answer))
+
+
+def _retry(args: argparse.Namespace, saver: Any, graph: Any) -> int:
+    return _run_on(args, saver, graph, None)
+
+
+def _run_on(args: argparse.Namespace, saver: Any, graph: Any, given: Command[Any] | None) -> int:
+    """Run the thread on with ``given`` (None: continue), then show it."""
     _latest(saver, args.thread)
     config = _thread_config(args.thread)
     try:
-        graph.invoke(Command(resume=answer), config)
+        graph.invoke(given, config)
     except PausepointError as exc:
         raise CliError(str(exc)) from None
     except Exception as exc:
@@ -500,6 +567,14 @@ def render_view(view: ThreadView, *, exact: bool) -> str:
     if view.interrupts:
         rows = [[i.id, _compact(i.value)] for i in view.interrupts]
         parts.append("\npending interrupts\n" + _indent(render_table(["ID", "VALUE"], rows)))
+    if view.answered:
+        rows = [
+            [a.interrupt.id, str(a.position + 1), _compact(a.interrupt.value), _compact(a.value)]
+            for a in view.answered
+        ]
+        title = "answered, run pending (`threads retry` continues; `resume --replace` changes)"
+        table = render_table(["ID", "#", "QUESTION", "ANSWER"], rows)
+        parts.append(f"\n{title}\n" + _indent(table))
     if view.errors:
         parts.append("\nerrors\n" + _indent("\n".join(view.errors)))
     return "\n".join(parts)
