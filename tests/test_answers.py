@@ -150,7 +150,9 @@ def test_different_answer_to_answered_question_is_refused(drive, saver):
     err = caught.value
     assert (err.stored, err.given, err.position) == ("yes", "no", 0)
     assert err.interrupt.value == "question 1"
-    assert "'yes'" in str(err) and "'no'" in str(err) and "Reanswer" in str(err)
+    assert "'yes'" in str(err)
+    assert "'no'" in str(err)
+    assert "Reanswer" in str(err)
     with pytest.raises(AlreadyAnsweredError):
         drive.invoke(graph, Command(resume={first["__interrupt__"][0].id: "no"}), cfg())
     assert stored(saver) == before

@@ -38,7 +38,7 @@ from typing import Any, cast
 
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, RESERVED_NAMES, START, TASKS
-from pausepoint.errors import CheckpointDecodeError, PausepointError
+from pausepoint.errors import AlreadyAnsweredError, CheckpointDecodeError, PausepointError
 from pausepoint.loop.answers import stored_answers
 from pausepoint.loop.pending import read_records
 from pausepoint.loop.tasks import task_id
@@ -507,6 +507,9 @@ def _run_on(args: argparse.Namespace, saver: Any, graph: Any, given: Command[Any
     config = _thread_config(args.thread)
     try:
         graph.invoke(given, config)
+    except AlreadyAnsweredError as exc:
+        hint = "From this CLI: `threads resume --replace` replaces it; `threads retry` uses it."
+        raise CliError(f"{exc}\n{hint}") from None
     except PausepointError as exc:
         raise CliError(str(exc)) from None
     except Exception as exc:
