@@ -349,6 +349,22 @@ def test_a_stored_update_the_state_cannot_take_is_shown_around_and_repaired(env:
     assert out == {"x": 1, "log": ["a", "fix", "c"], "answer": "yes"}
 
 
+def test_update_state_repairs_a_thread_whose_node_wrote_what_its_reducer_rejects(
+    env: Env,
+) -> None:
+    # The node's writes are saved before the step fails to apply them; update_state
+    # leaves them out of its new checkpoint (LangGraph's can repair this too).
+    b = StateGraph(State)
+    b.add_node("bad", lambda s: {"log": 5, "x": 3})
+    b.add_edge(START, "bad")
+    g = b.compile(checkpointer=env.saver)
+    with pytest.raises(TypeError, match="can only concatenate list"):
+        env.invoke(g, {"log": []}, thread())
+    env.update_state(g, thread(), {"log": ["fixed"]}, as_node="bad")
+    snap = env.get_state(g, thread())
+    assert (snap.values, snap.next) == ({"x": 3, "log": ["fixed"]}, ())
+
+
 def test_the_check_runs_reducers_on_a_copy(env: Env) -> None:
     # A reducer that changes its old value in place must not apply twice (once in the
     # check, once for real), nor change the stored state when it is refused.

@@ -134,8 +134,22 @@ def _base(
         for t in done:
             t.writes = list(records[t.id].writes)
         if done:
+            _drop_rejected(channels, done)
             apply_writes(checkpoint, channels, done)
     return _Base(checkpoint, channels, step, saved.config, paused)
+
+
+def _drop_rejected(channels: dict[str, Channel], done: list[Task]) -> None:
+    """Leave out finished tasks' writes their channels reject (the run failed on them).
+
+    A node that returned a value its reducer cannot take had its writes saved before
+    the step failed to apply them: without this, update_state could not repair the
+    thread, as LangGraph's can.
+    """
+    ordered = sorted(done, key=lambda t: t.path)  # as apply_writes applies them
+    rejected = rejected_writes(channels, [w for t in ordered for w in t.writes])
+    for t in done if rejected else ():
+        t.writes = [w for w in t.writes if w[0] not in rejected]
 
 
 def _update_task(spec: GraphSpec, base: _Base, update: StateUpdate) -> Task:
