@@ -5,6 +5,10 @@ of the one the config names (or of the newest). History is never rewritten, so
 updating an old checkpoint forks the thread. Interrupts still waiting at the
 updated checkpoint stay pending on the new one (with the new task's id), so a
 person can edit the state of a paused run and then answer it.
+
+Values are checked before anything is saved: each superstep's writes are tried on
+copies of the channels they touch, and a value a reducer rejects raises
+``InvalidUpdateError`` with nothing written.
 """
 
 from __future__ import annotations
