@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Generator
-from typing import Any
+from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import AsyncCalls, asettle
@@ -30,9 +30,10 @@ from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
 from pausepoint.scratchpad import TASK
 
-__all__ = ["AsyncSink", "drive"]
+__all__ = ["AsyncSink", "drive", "perform", "run_effects"]
 
 _Event = tuple[str, Any]
+T = TypeVar("T")
 
 
 class AsyncSink:
@@ -98,6 +99,24 @@ async def drive(
         loop.close()
         for t in running:
             t.cancel()
+
+
+async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
+    """Carry out the saver effects of ``flow`` with an async saver; return its result.
+
+    The async form of :func:`pausepoint.drivers.sync.run_effects`.
+    """
+    send: Any = None
+    try:
+        while True:
+            try:
+                effect = flow.send(send)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            send = await perform(saver, effect)
+    finally:
+        flow.close()
 
 
 async def perform(saver: Any, effect: Any) -> Any:

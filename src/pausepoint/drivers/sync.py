@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import SyncCalls, settle
@@ -37,10 +37,11 @@ from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
 from pausepoint.scratchpad import TASK
 
-__all__ = ["Chunk", "drive", "run_task"]
+__all__ = ["Chunk", "drive", "perform", "run_effects", "run_task"]
 
 Chunk = tuple[tuple[str, ...], str, Any]
 _Event = tuple[str, Any]
+T = TypeVar("T")
 
 
 def drive(
@@ -86,6 +87,26 @@ def drive(
         calls.close()
         if pool is not None and pool is not _SHARED.pool:
             pool.shutdown(wait=False)
+
+
+def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
+    """Carry out the saver effects of ``flow`` with a sync saver; return its result.
+
+    For flows that only read and write the saver: state inspection and
+    ``update_state`` (:mod:`pausepoint.loop.inspection`, :mod:`pausepoint.graph.update`).
+    A saver error propagates to the caller: such a flow has nothing to decide on it.
+    """
+    send: Any = None
+    try:
+        while True:
+            try:
+                effect = flow.send(send)
+            except StopIteration as stop:
+                result: T = stop.value
+                return result
+            send = perform(saver, effect)
+    finally:
+        flow.close()
 
 
 def perform(saver: Any, effect: Any) -> Any:

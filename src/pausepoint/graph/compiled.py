@@ -17,8 +17,9 @@ from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.drivers import sync as sdriver
 from pausepoint.errors import CheckpointerRequiredError
 from pausepoint.graph.output import ChunkShape, invoke_output
+from pausepoint.graph.update import update_effects
+from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.run import RunOptions, RunResult, run
-from pausepoint.loop.snapshot import build_snapshot, subgraph_config
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.scratchpad import TASK, NestInfo
 from pausepoint.types import StateSnapshot, StateUpdate
@@ -220,16 +221,8 @@ class CompiledStateGraph:
         ``subgraphs=True``, subgraph tasks carry their own snapshots.
         """
         saver = self._require_saver()
-        return self._graph_for_ns(config).read_state(saver, config, subgraphs)
-
-    def read_state(self, saver: Any, config: RunnableConfig, subgraphs: bool) -> StateSnapshot:
-        """:meth:`get_state` with an explicit saver (a subgraph reads its parent's)."""
-        saved = saver.get_tuple(config)
-        if saved is None:
-            return _empty_snapshot(config)
-        apply = "checkpoint_id" not in (config.get("configurable") or {})
-        states = self._task_states(saver, saved, subgraphs)
-        return build_snapshot(self.spec, saved, apply_pending=apply, task_states=states)
+        flow = read_state(self._graph_for_ns(config).spec, config, subgraphs)
+        return sdriver.run_effects(flow, saver)
 
     def get_state_history(
         self,
@@ -241,12 +234,15 @@ class CompiledStateGraph:
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first."""
         saver = self._require_saver()
-        graph = self._graph_for_ns(config)
+        spec, listed = self._history_query(config)
+        for saved in saver.list(listed, filter=filter, before=before, limit=limit):
+            yield history_snapshot(spec, saved)
+
+    def _history_query(self, config: RunnableConfig) -> tuple[GraphSpec, RunnableConfig]:
+        """The graph whose checkpoints ``config`` lists, and the config to list them with."""
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
-        for saved in saver.list({"configurable": conf}, filter=filter, before=before, limit=limit):
-            states = graph._task_states(saver, saved, False)
-            yield build_snapshot(graph.spec, saved, apply_pending=False, task_states=states)
+        return self._graph_for_ns(config).spec, {"configurable": conf}
 
     def _graph_for_ns(self, config: RunnableConfig) -> CompiledStateGraph:
         """The (sub)graph whose checkpoints live in the config's ``checkpoint_ns``."""
@@ -280,19 +276,14 @@ class CompiledStateGraph:
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
-        """Apply supersteps of updates in order: one new checkpoint per superstep."""
-        from pausepoint.graph.update import update_effects
+        """Apply supersteps of updates in order: one new checkpoint per superstep.
 
+        Every value is checked against its channel (its reducer run on a copy)
+        before anything is saved: a value a reducer rejects raises
+        :class:`~pausepoint.errors.InvalidUpdateError` and writes nothing.
+        """
         saver = self._require_saver()
-        gen = update_effects(self.spec, config, supersteps)
-        send: Any = None
-        while True:
-            try:
-                effect = gen.send(send)
-            except StopIteration as stop:
-                new_config: RunnableConfig = stop.value
-                return new_config
-            send = sdriver.perform(saver, effect)
+        return sdriver.run_effects(update_effects(self.spec, config, supersteps), saver)
 
     # --- async -----------------------------------------------------------------------------
 
@@ -351,8 +342,10 @@ class CompiledStateGraph:
         return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """Async :meth:`get_state`."""
-        return await _to_thread(self.get_state, config, subgraphs=subgraphs)
+        """Async :meth:`get_state` (with the saver's async methods)."""
+        saver = self._require_saver()
+        flow = read_state(self._graph_for_ns(config).spec, config, subgraphs)
+        return await _adriver().run_effects(flow, saver)
 
     async def aget_state_history(
         self,
@@ -362,12 +355,11 @@ class CompiledStateGraph:
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
-        """Async :meth:`get_state_history`."""
-        items = await _to_thread(
-            lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
+        """Async :meth:`get_state_history` (with the saver's ``alist``)."""
+        saver = self._require_saver()
+        spec, listed = self._history_query(config)
+        async for saved in saver.alist(listed, filter=filter, before=before, limit=limit):
+            yield history_snapshot(spec, saved)
 
     async def aupdate_state(
         self,
@@ -377,13 +369,14 @@ class CompiledStateGraph:
         task_id: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`update_state`."""
-        return await _to_thread(self.update_state, config, values, as_node, task_id)
+        return await self.abulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
-        """Async :meth:`bulk_update_state`."""
-        return await _to_thread(self.bulk_update_state, config, supersteps)
+        """Async :meth:`bulk_update_state` (with the saver's async methods)."""
+        saver = self._require_saver()
+        return await _adriver().run_effects(update_effects(self.spec, config, supersteps), saver)
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -395,22 +388,6 @@ class CompiledStateGraph:
                 "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
             )
         return saver
-
-    def _task_states(self, saver: Any, saved: Any, recurse: bool) -> dict[str, Any]:
-        from pausepoint.loop.snapshot import snapshot_tasks
-
-        if not any(n.subgraph is not None for n in self.spec.nodes.values()):
-            return {}
-        conf: dict[str, Any] = saved.config.get("configurable") or {}
-        thread: str | None = conf.get("thread_id")
-        states: dict[str, Any] = {}
-        for task in snapshot_tasks(self.spec, saved):
-            sub: CompiledStateGraph | None = task.node.subgraph
-            if sub is None:
-                continue
-            cfg = subgraph_config(thread, task)
-            states[task.id] = sub.read_state(saver, cfg, True) if recurse else cfg
-        return states
 
 
 def _nodes(given: Any, default: tuple[str, ...] | str) -> tuple[str, ...] | str:
@@ -478,10 +455,6 @@ def _forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
         opts.sink(*chunk)
 
 
-def _empty_snapshot(config: RunnableConfig) -> StateSnapshot:
-    return StateSnapshot({}, (), config, None, None, None, (), ())
-
-
 def _adriver() -> Any:
     # The async driver (and asyncio with it) is imported on first async use:
     # `import pausepoint` stays light for sync programs. Kept after that, so an
@@ -495,9 +468,3 @@ def _adriver() -> Any:
 
 
 _async_driver: Any = None
-
-
-async def _to_thread(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args, **kwargs)

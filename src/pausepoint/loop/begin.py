@@ -28,7 +28,7 @@ from pausepoint.loop.pending import (
     parse_resume,
 )
 from pausepoint.loop.tasks import prepare_tasks
-from pausepoint.loop.writes import InputWrites, apply_writes
+from pausepoint.loop.writes import InputWrites, apply_writes, check_update
 from pausepoint.types import Command, Interrupt
 
 if TYPE_CHECKING:
@@ -87,6 +87,9 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
             "Received an empty Command(): give it resume=, update= or goto=; "
             "to continue a paused run without a value, invoke with None"
         )
+    if cmd.update is not None:  # before anything is stored (a fork included)
+        update = command_writes(run.spec, Command(update=cmd.update), "")
+        check_update(run.channels, run.null_writes, update, "Command(update=...)")
     if cmd.resume is not None:
         if not run.opts.has_saver:
             run.check_no_saver_input()

@@ -7,6 +7,7 @@ which thread finished first.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any, Protocol
@@ -14,8 +15,17 @@ from typing import Any, Protocol
 from pausepoint.channels import MISSING, Channel
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, PUSH, RESUME, RETURN, SCHEDULED
+from pausepoint.errors import InvalidUpdateError
 
-__all__ = ["InputWrites", "VersionClock", "WriteSource", "apply_writes", "preview_writes"]
+__all__ = [
+    "InputWrites",
+    "VersionClock",
+    "WriteSource",
+    "apply_writes",
+    "check_update",
+    "preview_writes",
+    "rejected_writes",
+]
 
 _NOT_CHANNELS = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, SCHEDULED})
 
@@ -142,6 +152,78 @@ def preview_writes(
         if channel is not None and chan not in updated and channel.is_available():
             channel.update(())
     return updated
+
+
+def rejected_writes(
+    channels: Mapping[str, Channel],
+    writes: Iterable[tuple[str, Any]],
+    keys: Collection[str] | None = None,
+) -> dict[str, Exception]:
+    """Try ``writes`` on copies of the channels they touch; return each rejection.
+
+    The result maps a channel to the exception its ``update`` raised (a reducer
+    may raise anything). Only ``keys`` are tried when given. Each channel is tried
+    as :func:`apply_writes` would update it (all its writes in one call), on a
+    copy holding a deep copy of its value: a reducer that changes its old value
+    in place (``a.extend(b)``) must not change the state the caller applies later.
+    """
+    by_channel: dict[str, list[Any]] = {}
+    for chan, value in writes:
+        if chan in channels and chan not in _NOT_CHANNELS and (keys is None or chan in keys):
+            by_channel.setdefault(chan, []).append(value)
+    errors: dict[str, Exception] = {}
+    for chan, values in by_channel.items():
+        channel = channels[chan]
+        trial = channel.spawn(_deep_copy(channel.checkpoint()))
+        try:
+            trial.update(values)
+        except Exception as exc:  # whatever the reducer raised is the answer
+            errors[chan] = exc
+    return errors
+
+
+def check_update(
+    channels: Mapping[str, Channel],
+    stored: Sequence[tuple[str, Any]],
+    writes: Sequence[tuple[str, Any]],
+    what: str,
+) -> None:
+    """Raise ``InvalidUpdateError`` if a channel would reject ``writes`` (nothing changes).
+
+    ``stored`` are writes already waiting to be applied with them in the same
+    update (an earlier ``Command(update=...)`` to the same checkpoint): a channel
+    takes both at once. Only the channels ``writes`` touch are tried. Called
+    before an update is stored, so that a value a reducer cannot take is refused
+    at once instead of failing every later run of the thread.
+    """
+    keys = {chan for chan, _ in writes}
+    errors = rejected_writes(channels, [*stored, *writes] if stored else writes, keys)
+    if errors:
+        raise rejected_update_error(what, errors)
+
+
+def rejected_update_error(what: str, errors: Mapping[str, Exception]) -> InvalidUpdateError:
+    """The error for an update some channels reject: each key and its reducer's message."""
+    problems = "; ".join(f"key {k!r}: {type(e).__name__}: {e}" for k, e in errors.items())
+    # A channel's own InvalidUpdateError already says what to do; a reducer's does not.
+    fix = (
+        ""
+        if all(isinstance(e, InvalidUpdateError) for e in errors.values())
+        else " Send a value the key's reducer accepts."
+    )
+    err = InvalidUpdateError(
+        f"{what} was refused, the state cannot take it ({problems}). Nothing was "
+        f"written: the thread is unchanged.{fix}"
+    )
+    err.__cause__ = next(iter(errors.values()))
+    return err
+
+
+def _deep_copy(value: Any) -> Any:
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # a value deepcopy cannot copy: a trial on a shallow copy still tells
+        return copy.copy(value)
 
 
 def _collect(

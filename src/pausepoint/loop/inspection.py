@@ -1,0 +1,107 @@
+"""State inspection as effect generators: what ``get_state`` reads, and what it shows.
+
+Like the run loop, :func:`read_state` does no I/O: it yields
+:class:`~pausepoint.loop.effects.LoadCheckpoint` effects and is sent back checkpoint
+tuples, so the sync and the async driver (``run_effects``) both carry it out, each
+with its own colour of saver methods, and ``get_state``/``aget_state`` share every
+line but that call. History is a stream of stored checkpoints, whichever saver
+method (``list`` or ``alist``) yields them: each becomes a snapshot with
+:func:`history_snapshot`, which needs no I/O.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Generator, Mapping
+from typing import Any
+
+from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.config import RunnableConfig
+from pausepoint.constants import NULL_TASK_ID, RESUME
+from pausepoint.loop.effects import LoadCheckpoint
+from pausepoint.loop.snapshot import build_snapshot, snapshot_tasks, subgraph_config
+from pausepoint.loop.spec import GraphSpec
+from pausepoint.loop.writes import rejected_writes
+from pausepoint.types import StateSnapshot
+
+__all__ = ["history_snapshot", "read_state", "showable"]
+
+
+def read_state(
+    spec: GraphSpec, config: RunnableConfig, subgraphs: bool
+) -> Generator[LoadCheckpoint, Any, StateSnapshot]:
+    """The snapshot of the checkpoint ``config`` names, or of the thread's newest.
+
+    The newest is shown as the next run will see it (finished tasks' writes
+    applied); a named checkpoint as it was stored. With ``subgraphs``, each
+    subgraph task carries its own snapshot (read recursively); without, the
+    config that names it.
+    """
+    saved: CheckpointTuple | None = yield LoadCheckpoint(config)
+    if saved is None:
+        return StateSnapshot({}, (), config, None, None, None, (), ())
+    shown = showable(spec, saved)
+    subs = _subgraph_tasks(spec, shown)
+    states: dict[str, Any] = {tid: cfg for tid, (_, cfg) in subs.items()}
+    if subgraphs:
+        for tid, (sub, cfg) in subs.items():
+            states[tid] = yield from read_state(sub, cfg, True)
+    apply = "checkpoint_id" not in (config.get("configurable") or {})
+    return build_snapshot(spec, shown, apply_pending=apply, task_states=states)
+
+
+def history_snapshot(spec: GraphSpec, saved: CheckpointTuple) -> StateSnapshot:
+    """One stored checkpoint as ``get_state_history`` shows it (as it was stored)."""
+    shown = showable(spec, saved)
+    states = {tid: cfg for tid, (_, cfg) in _subgraph_tasks(spec, shown).items()}
+    return build_snapshot(spec, shown, apply_pending=False, task_states=states)
+
+
+def showable(spec: GraphSpec, saved: CheckpointTuple) -> CheckpointTuple:
+    """``saved`` without stored updates its state cannot take (a warning says which).
+
+    Such an update (a ``Command(update=...)`` value a reducer rejects) was stored by
+    a pausepoint that did not check updates before storing them. Applying it fails,
+    so a snapshot including it could not be built at all: the snapshot shows the
+    state without it, and a ``RuntimeWarning`` names it and says how to repair the
+    thread (``update_state`` writes a new checkpoint that leaves it out). Costs a
+    scan of the pending writes; the check runs only if some belong to no task.
+    """
+    pending = saved.pending_writes
+    if not pending:
+        return saved
+    null = [(chan, value) for tid, chan, value in pending if tid == NULL_TASK_ID and chan != RESUME]
+    if not null:
+        return saved
+    rejected = rejected_writes(spec.fresh_channels(saved.checkpoint["channel_values"]), null)
+    if not rejected:
+        return saved
+    warnings.warn(_left_out(saved, rejected), RuntimeWarning, stacklevel=2)
+    kept = [w for w in pending if w[0] != NULL_TASK_ID or w[1] not in rejected]
+    return saved._replace(pending_writes=kept)
+
+
+def _left_out(saved: CheckpointTuple, rejected: Mapping[str, Exception]) -> str:
+    conf = saved.config.get("configurable") or {}
+    problems = "; ".join(f"key {k!r}: {type(e).__name__}: {e}" for k, e in rejected.items())
+    return (
+        f"checkpoint {conf.get('checkpoint_id')!r} of thread {conf.get('thread_id')!r} holds "
+        f"a stored update its state cannot take ({problems}), stored by an older pausepoint "
+        "that did not check updates. The snapshot shows the state without it. Runs of this "
+        "thread fail until it is repaired: graph.update_state(config, values) writes a new "
+        "checkpoint that leaves the rejected update out."
+    )
+
+
+def _subgraph_tasks(
+    spec: GraphSpec, saved: CheckpointTuple
+) -> dict[str, tuple[GraphSpec, RunnableConfig]]:
+    """Subgraph tasks of the step that starts at ``saved``: their graphs and configs."""
+    if not any(n.subgraph is not None for n in spec.nodes.values()):
+        return {}
+    thread: str | None = (saved.config.get("configurable") or {}).get("thread_id")
+    return {
+        task.id: (task.node.subgraph.spec, subgraph_config(thread, task))
+        for task in snapshot_tasks(spec, saved)
+        if task.node.subgraph is not None
+    }
