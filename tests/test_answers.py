@@ -366,3 +366,17 @@ def test_inconsistent_answer_count_is_a_clear_error(drive, saver):
     with pytest.raises(ResumeError, match="inconsistent"):
         drive.invoke(graph, Command(resume="x"), cfg())
     assert stored(saver) == before
+
+
+def test_an_edit_keeps_the_question_and_its_stored_answer(drive, saver):
+    builder = two_questions(Counter())
+    graph = builder.compile(checkpointer=saver)
+    drive.invoke(graph, {"log": []}, cfg())
+    die_after_answer(builder, saver, "yes", drive)
+    drive.update_state(graph, cfg(), {"log": ["note"]}, as_node="__start__")
+    (t,) = drive.get_state(graph, cfg()).tasks
+    assert t.status == "answered"
+    assert [a.value for a in t.answered] == ["yes"]
+    out = drive.invoke(graph, Command(resume="yes"), cfg())
+    assert [i.value for i in out["__interrupt__"]] == ["question 2"]
+    assert out["log"] == ["note"]

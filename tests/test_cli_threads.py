@@ -584,7 +584,7 @@ def test_postgres_list_show_and_resume(pg_db: str, graphs: str, capsys: Any, tmp
         "paused": "interrupted",
         "finished": "done",
         "parallel": "interrupted",
-        "failed": "running",
+        "failed": "failed",
     }
     data = cli_json(
         capsys,

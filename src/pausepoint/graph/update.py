@@ -30,7 +30,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunnableConfig
-from pausepoint.constants import END, INPUT, INTERRUPT, RESUME, START
+from pausepoint.constants import ASKED, END, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
 from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
@@ -239,6 +239,8 @@ def _carry_paused(
         own = xxh3_128_hexdigest(new.ns.encode())
         interrupts = tuple(Interrupt(i.value, own) for i in rec.interrupts)
         writes: list[tuple[str, Any]] = [(INTERRUPT, interrupts)]
+        if rec.asked is not None:  # the question keeps its position (loop/answers.py)
+            writes.append((ASKED, rec.asked))
         if rec.resume:
             writes.append((RESUME, list(rec.resume)))
         carried.append((new.id, writes))
