@@ -23,7 +23,9 @@ The tree::
         ├── InvalidCommandError      (InvalidUpdateError and ValueError too)
         ├── NondeterministicTaskError a re-run called other tasks than were recorded
         ├── SerializationError       a value that cannot be stored
-        └── CheckpointDecodeError    a stored row that cannot be read safely
+        ├── CheckpointDecodeError    a stored row that cannot be read safely
+        ├── LeaseLostError           a fenced write by a run that no longer holds the thread
+        └── StaleCheckpointError     a head-conditional write to a checkpoint no longer newest
 
 Control-flow signals derive from ``BaseException`` so that ``except Exception:``
 in a node cannot swallow an interrupt (LangGraph derives them from ``Exception``).
@@ -244,3 +246,79 @@ class SerializationError(PausepointError, TypeError):
 
 class CheckpointDecodeError(PausepointError, ValueError):
     """A stored checkpoint or write cannot be decoded safely; nothing was executed."""
+
+
+# Single-writer threads: the errors of the savers' leases and guarded writes.
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import Lease
+
+
+class LeaseLostError(PausepointError):
+    """A fenced write by a run that no longer holds the thread's lease; nothing was written.
+
+    Attributes:
+        thread_id: The thread written to.
+        owner: The lease owner the write was made for.
+        holder: The thread's lease when the write was refused (``None``: there was
+            none), possibly expired.
+    """
+
+    def __init__(self, thread_id: str, owner: str, holder: Lease | None, now: float) -> None:
+        self.thread_id = thread_id
+        self.owner = owner
+        self.holder = holder
+        if holder is None:
+            why = "no run holds its lease (it was released, or the thread deleted)"
+        elif holder.owner == owner:
+            why = f"the lease of {owner!r} expired at {_when(holder.expires_at)}"
+        elif holder.expires_at > now:
+            why = f"its lease is held by {holder.owner!r} until {_when(holder.expires_at)}"
+        else:
+            why = (
+                f"its lease was taken over by {holder.owner!r}, whose lease has expired "
+                f"since {_when(holder.expires_at)}"
+            )
+        super().__init__(
+            f"cannot write to thread {thread_id!r} for lease owner {owner!r}: {why}; nothing "
+            "was written. Another run may have moved the thread on: stop this run, read the "
+            "thread again and acquire its lease before writing (and renew a lease more often "
+            "than its ttl while a run is slow)"
+        )
+
+
+class StaleCheckpointError(PausepointError):
+    """A head-conditional write to a checkpoint that is no longer the newest; nothing written.
+
+    Attributes:
+        thread_id: The thread written to.
+        checkpoint_ns: The checkpoint namespace.
+        checkpoint_id: The checkpoint the write was for.
+        head: The newest checkpoint of the thread and namespace now (``None``: none).
+    """
+
+    def __init__(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, head: str | None
+    ) -> None:
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.checkpoint_id = checkpoint_id
+        self.head = head
+        where = f"thread {thread_id!r}" + (f" namespace {checkpoint_ns!r}" if checkpoint_ns else "")
+        now = f"the newest is {head!r}" if head else "it has no checkpoint at all"
+        super().__init__(
+            f"cannot write to checkpoint {checkpoint_id!r} of {where}: it is no longer the "
+            f"newest checkpoint ({now}: a run moved the thread on after it was read); nothing "
+            "was written. Read the thread again (get_state) and answer what it waits for now"
+        )
+
+
+def _when(seconds: float) -> str:
+    """A time in seconds since the epoch as ISO 8601 UTC, to the millisecond."""
+    import datetime
+
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds")
+
+
+__all__ += ["LeaseLostError", "StaleCheckpointError"]

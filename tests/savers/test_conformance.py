@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from pausepoint.checkpoint.base import BaseCheckpointSaver
 from pausepoint.checkpoint.memory import InMemorySaver
 from pausepoint.checkpoint.postgres import AsyncPostgresSaver, PostgresSaver
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
@@ -19,6 +20,41 @@ class TestInMemorySaver(SaverConformance):
     @pytest.fixture
     def saver(self) -> InMemorySaver:
         return InMemorySaver()
+
+
+class _ThirdParty(BaseCheckpointSaver):
+    """A saver written before leases: its methods take no guards (supports_leases is
+    false), so it gets BaseCheckpointSaver's in-process lease methods."""
+
+    def __init__(self) -> None:
+        self.inner = InMemorySaver()
+
+    def get_tuple(self, config: Any) -> Any:
+        return self.inner.get_tuple(config)
+
+    def list(self, config: Any, **kwargs: Any) -> Any:
+        return self.inner.list(config, **kwargs)
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:  # type: ignore[override]
+        return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:  # type: ignore[override]
+        self.inner.put_writes(config, writes, task_id, task_path)
+
+    def put_after_writes(self, config: Any, writes: Any, *rest: Any) -> Any:  # type: ignore[override]
+        return self.inner.put_after_writes(config, writes, *rest)
+
+    def put_pair(self, config: Any, *rest: Any) -> Any:  # type: ignore[override]
+        return self.inner.put_pair(config, *rest)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+
+class TestThirdPartySaver(SaverConformance):
+    @pytest.fixture
+    def saver(self) -> _ThirdParty:
+        return _ThirdParty()
 
 
 class TestSqliteFile(SaverConformance):
@@ -46,6 +82,7 @@ class TestAsyncSqlite(SaverConformance):
 @pytest.mark.postgres
 class TestPostgresConnection(SaverConformance):
     modes = ("sync",)
+    clock_source = "database"
 
     @pytest.fixture
     def saver(self, pg_url: str, pg_kwargs: dict[str, Any]) -> Iterator[PostgresSaver]:
@@ -60,6 +97,7 @@ class TestPostgresConnection(SaverConformance):
 @pytest.mark.postgres
 class TestPostgresPool(SaverConformance):
     modes = ("sync",)
+    clock_source = "database"
 
     @pytest.fixture
     def saver(self, pg_url: str, pg_kwargs: dict[str, Any]) -> Iterator[PostgresSaver]:
@@ -74,6 +112,7 @@ class TestPostgresPool(SaverConformance):
 @pytest.mark.postgres
 class TestAsyncPostgresConnection(SaverConformance):
     modes = ("async",)
+    clock_source = "database"
 
     @pytest_asyncio.fixture
     async def saver(
@@ -90,6 +129,7 @@ class TestAsyncPostgresConnection(SaverConformance):
 @pytest.mark.postgres
 class TestAsyncPostgresPool(SaverConformance):
     modes = ("async",)
+    clock_source = "database"
 
     @pytest_asyncio.fixture
     async def saver(

@@ -1,26 +1,40 @@
-"""SQL shared by the SQLite and PostgreSQL savers: schema, statements, row mapping.
+"""SQL shared by the SQLite and PostgreSQL savers: statements and row mapping.
 
-Each saver operation is written once, as a *flow*: a generator that yields the
-:class:`Statement` s to run and receives their rows, then returns the result. The
-savers only drive flows (sync: a cursor under a lock or from a pool; async: an
-async cursor, or the sync saver in a worker thread), so SQL text, row mapping
-and serialization live here and nowhere else (STYLE.md §3).
+Each saver operation is written once, as a *flow* (see ``_dialect``): a generator
+that yields the statements to run and receives their rows, then returns the result.
+The savers only drive flows (sync: a cursor under a lock or from a pool; async: an
+async cursor, or the sync saver in a worker thread), so SQL text, row mapping and
+serialization live here and nowhere else (STYLE.md §3).
 
 Tables (prefixed so they can live beside LangGraph's in one database):
 ``pausepoint_migrations`` (applied schema versions), ``pausepoint_checkpoints``
 (one row per checkpoint; the checkpoint is one serialized blob and metadata is a
-JSON object for filtering) and ``pausepoint_writes`` (pending writes; ``seq``
-keeps insertion order and survives upserts).
+JSON object for filtering), ``pausepoint_writes`` (pending writes; ``seq``
+keeps insertion order and survives upserts) and ``pausepoint_leases`` (a thread's
+single writer; its flows are in :mod:`pausepoint.checkpoint._sql_leases`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
+from pausepoint.checkpoint._dialect import (
+    MIGRATIONS,
+    POSTGRES,
+    SQLITE,
+    Dialect,
+    Flow,
+    Row,
+    Rows,
+    SchemaTooNewError,
+    Statement,
+    adrive,
+    drive,
+    setup_flow,
+)
 from pausepoint.checkpoint.base import (
     CHECKPOINT_FORMAT,
     Checkpoint,
@@ -33,101 +47,27 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
-from pausepoint.errors import CheckpointDecodeError, PausepointError, SerializationError
+from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde import FORMAT, Serializer, SerializerProtocol
 
-__all__ = ["POSTGRES", "SQLITE", "Dialect", "Flow", "SqlCodec", "Statement"]
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._sql_leases import Guard
 
-T = TypeVar("T")
-Row = tuple[Any, ...]
-Rows = list[Row]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Statement:
-    """One SQL statement for a driver to run; ``?`` marks parameters."""
-
-    sql: str
-    params: Sequence[Any] = ()
-    many: bool = False
-    """``params`` is a list of parameter tuples, for ``executemany``."""
-    fetch: bool = False
-    """Send the rows back into the flow (otherwise an empty list is sent)."""
-
-
-Flow = Generator[Statement, Rows, T]
-"""A saver operation: yields statements, receives their rows, returns its result."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Dialect:
-    """What differs between SQLite and PostgreSQL, as SQL fragments."""
-
-    name: str
-    blob: str
-    json: str
-    seq_column: str
-    json_param: str
-    json_select: str
-    placeholder: str
-
-    def sql(self, text: str) -> str:
-        """``text`` with this dialect's parameter placeholder and types filled in."""
-        return (
-            text.replace("?", self.placeholder)
-            .replace("{blob}", self.blob)
-            .replace("{json}", self.json)
-            .replace("{seq}", self.seq_column)
-            .replace("{json_param}", self.json_param.replace("?", self.placeholder))
-            .replace("{json_select}", self.json_select)
-        )
-
-
-SQLITE = Dialect(
-    name="sqlite",
-    blob="BLOB",
-    json="TEXT",
-    seq_column="seq INTEGER PRIMARY KEY AUTOINCREMENT",
-    json_param="?",
-    json_select="metadata",
-    placeholder="?",
-)
-POSTGRES = Dialect(
-    name="postgres",
-    blob="BYTEA",
-    json="JSONB",
-    seq_column="seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
-    json_param="?::jsonb",
-    json_select="metadata::text",
-    placeholder="%s",
-)
-
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE pausepoint_checkpoints (
-            thread_id TEXT NOT NULL,
-            checkpoint_ns TEXT NOT NULL DEFAULT '',
-            checkpoint_id TEXT NOT NULL,
-            parent_checkpoint_id TEXT,
-            type TEXT NOT NULL,
-            checkpoint {blob} NOT NULL,
-            metadata {json} NOT NULL,
-            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id))""",
-        """CREATE TABLE pausepoint_writes (
-            {seq},
-            thread_id TEXT NOT NULL,
-            checkpoint_ns TEXT NOT NULL DEFAULT '',
-            checkpoint_id TEXT NOT NULL,
-            task_id TEXT NOT NULL,
-            idx INTEGER NOT NULL,
-            channel TEXT NOT NULL,
-            type TEXT NOT NULL,
-            value {blob} NOT NULL,
-            task_path TEXT NOT NULL DEFAULT '',
-            UNIQUE (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))""",
-    ),
-)
-"""Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1."""
+__all__ = [
+    "MIGRATIONS",
+    "POSTGRES",
+    "SQLITE",
+    "Dialect",
+    "Flow",
+    "Row",
+    "Rows",
+    "SchemaTooNewError",
+    "SqlCodec",
+    "Statement",
+    "adrive",
+    "drive",
+    "setup_flow",
+]
 
 _CHECKPOINT_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, {json_select}"
@@ -140,18 +80,20 @@ _SELECT_LATEST = (
     f"{_SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? "
     "ORDER BY checkpoint_id DESC LIMIT 1"
 )
-_PUT_INTO = """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns, checkpoint_id,
-    parent_checkpoint_id, type, checkpoint, metadata) VALUES """
-_PUT_ROW = "(?, ?, ?, ?, ?, ?, {json_param})"
-_ON_PUT_CONFLICT = """ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+CHECKPOINTS_INTO = """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns,
+    checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata)"""
+_PUT_INTO = f"{CHECKPOINTS_INTO} VALUES "
+PUT_ROW = "(?, ?, ?, ?, ?, ?, {json_param})"
+ON_PUT_CONFLICT = """ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = excluded.parent_checkpoint_id, type = excluded.type,
     checkpoint = excluded.checkpoint, metadata = excluded.metadata"""
-_INSERT_WRITES = """INSERT INTO pausepoint_writes (thread_id, checkpoint_ns, checkpoint_id,
-    task_id, idx, channel, type, value, task_path) VALUES """
-_WRITE_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+WRITES_INTO = """INSERT INTO pausepoint_writes (thread_id, checkpoint_ns, checkpoint_id,
+    task_id, idx, channel, type, value, task_path)"""
+_INSERT_WRITES = f"{WRITES_INTO} VALUES "
+WRITE_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
 # Ordinary writes (idx >= 0) are kept once; special ones (idx < 0) are replaced. One
 # statement does both, so a task's writes are one round trip and atomic on their own.
-_ON_WRITE_CONFLICT = """ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+ON_WRITE_CONFLICT = """ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
     DO UPDATE SET channel = excluded.channel, type = excluded.type,
     value = excluded.value, task_path = excluded.task_path WHERE excluded.idx < 0"""
 WRITE_ROWS_PER_STATEMENT = 500
@@ -167,38 +109,6 @@ _WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORD
 """PostgreSQL: a checkpoint's pending writes as four arrays (NULL when it has none)."""
 _CHECKPOINT_KEYS = frozenset({"v", "id", "channel_values", "channel_versions", "versions_seen"})
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
-
-
-class SchemaTooNewError(PausepointError, RuntimeError):
-    """The database was migrated by a newer pausepoint than this one."""
-
-
-def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
-    """Create or migrate the schema; return the number of migrations applied.
-
-    Args:
-        dialect: The database's dialect.
-        lock: A statement serializing concurrent setups (PostgreSQL advisory lock).
-
-    """
-    if lock is not None:
-        # First: even CREATE TABLE IF NOT EXISTS races in PostgreSQL.
-        yield lock
-    yield Statement("CREATE TABLE IF NOT EXISTS pausepoint_migrations (v INTEGER PRIMARY KEY)")
-    rows = yield Statement("SELECT v FROM pausepoint_migrations", fetch=True)
-    current = max((int(r[0]) for r in rows), default=0)
-    if current > len(MIGRATIONS):
-        raise SchemaTooNewError(
-            f"the database schema is at version {current}, but this pausepoint knows only "
-            f"versions up to {len(MIGRATIONS)}; upgrade pausepoint to use this database"
-        )
-    for version in range(current, len(MIGRATIONS)):
-        for text in MIGRATIONS[version]:
-            yield Statement(dialect.sql(text))
-        yield Statement(
-            dialect.sql("INSERT INTO pausepoint_migrations (v) VALUES (?)"), (version + 1,)
-        )
-    return len(MIGRATIONS) - current
 
 
 class SqlCodec:
@@ -361,22 +271,26 @@ def put_flow(
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
+    guard: Guard | None = None,
 ) -> Flow[RunnableConfig]:
     """Store a checkpoint whose parent is the config's ``checkpoint_id``."""
-    params = _put_params(dialect, codec, config, checkpoint, metadata)
-    yield Statement(dialect.sql(_PUT_INTO + _PUT_ROW + _ON_PUT_CONFLICT), params)
+    params = put_params(dialect, codec, config, checkpoint, metadata)
+    if guard is None:
+        yield Statement(dialect.sql(_PUT_INTO + PUT_ROW + ON_PUT_CONFLICT), params)
+    else:
+        yield from guard.store(dialect, [], [params])
     thread, ns, _ = config_keys(config)
     return _config(thread, ns, checkpoint["id"])
 
 
-def _put_params(
+def put_params(
     dialect: Dialect,
     codec: SqlCodec,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
 ) -> Row:
-    """The parameters of a checkpoint's row (``_PUT_ROW``), its values encoded."""
+    """The parameters of a checkpoint's row (``PUT_ROW``), its values encoded."""
     thread, ns, parent_id = config_keys(config)
     type_, blob = codec.dump(checkpoint, "checkpoint")
     meta = codec.dump_metadata(metadata)
@@ -396,10 +310,14 @@ def put_writes_flow(
     *,
     task_id: str,
     task_path: str,
+    guard: Guard | None = None,
 ) -> Flow[None]:
     """Store a task's writes: ordinary ones inserted once, special ones upserted."""
     rows = _write_rows(codec, config, writes, task_id, task_path)
-    for text, params in _write_chunks(dialect, rows):
+    if guard is not None:
+        yield from guard.store(dialect, rows, [])
+        return None
+    for text, params in write_chunks(dialect, rows):
         yield Statement(dialect.sql(text), params)
     return None
 
@@ -424,13 +342,17 @@ def _write_rows(
     return list(rows.values())
 
 
-def _write_chunks(dialect: Dialect, rows: Sequence[Row]) -> list[tuple[str, list[Any]]]:
-    """The upserts (text with ``?``, parameters) that store ``rows``."""
-    size = WRITE_ROWS_PER_STATEMENT if dialect.name == "postgres" else _SQLITE_ROWS_PER_STATEMENT
+def write_chunks(
+    dialect: Dialect, rows: Sequence[Row], size: int | None = None
+) -> list[tuple[str, list[Any]]]:
+    """The upserts (text with ``?``, parameters) that store ``rows``, ``size`` a statement."""
+    if size is None:
+        pg = dialect.name == "postgres"
+        size = WRITE_ROWS_PER_STATEMENT if pg else _SQLITE_ROWS_PER_STATEMENT
     out: list[tuple[str, list[Any]]] = []
     for start in range(0, len(rows), size):
         chunk = rows[start : start + size]
-        text = _INSERT_WRITES + ", ".join([_WRITE_ROW] * len(chunk)) + _ON_WRITE_CONFLICT
+        text = _INSERT_WRITES + ", ".join([WRITE_ROW] * len(chunk)) + ON_WRITE_CONFLICT
         out.append((text, [v for row in chunk for v in row]))
     return out
 
@@ -443,6 +365,7 @@ def put_after_writes_flow(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     first: CheckpointPut | None = None,
+    guard: Guard | None = None,
 ) -> Flow[RunnableConfig]:
     """Tasks' writes against the config's checkpoint, then a checkpoint after it.
 
@@ -456,17 +379,30 @@ def put_after_writes_flow(
     rows_config = config
     puts: list[Row] = []
     if first is not None:
-        puts.append(_put_params(dialect, codec, config, first.checkpoint, first.metadata))
+        puts.append(put_params(dialect, codec, config, first.checkpoint, first.metadata))
         rows_config = _config(thread, ns, first.checkpoint["id"])
     rows = [
         row
         for task in writes
         for row in _write_rows(codec, rows_config, task.writes, task.task_id, task.task_path)
     ]
-    puts.append(_put_params(dialect, codec, rows_config, checkpoint, metadata))
-    put = _PUT_INTO + ", ".join([_PUT_ROW] * len(puts)) + _ON_PUT_CONFLICT
+    puts.append(put_params(dialect, codec, rows_config, checkpoint, metadata))
+    if guard is None:
+        yield from store_rows(dialect, _first_of_each_slot(rows), puts)
+    else:
+        yield from guard.store(dialect, _first_of_each_slot(rows), puts)
+    return _config(thread, ns, checkpoint["id"])
+
+
+def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Flow[None]:
+    """Store write rows (one per slot), then checkpoint rows (``put_params``), unguarded."""
+    chunks = write_chunks(dialect, rows)
+    if not puts:
+        for text, chunk_params in chunks:
+            yield Statement(dialect.sql(text), chunk_params)
+        return None
+    put = _PUT_INTO + ", ".join([PUT_ROW] * len(puts)) + ON_PUT_CONFLICT
     params = [value for row in puts for value in row]
-    chunks = _write_chunks(dialect, _first_of_each_slot(rows))
     if dialect.name == "postgres" and len(chunks) == 1:
         text, first_params = chunks[0]
         yield Statement(dialect.sql(f"WITH w AS ({text}) {put}"), (*first_params, *params))
@@ -474,7 +410,7 @@ def put_after_writes_flow(
         for text, chunk_params in chunks:
             yield Statement(dialect.sql(text), chunk_params)
         yield Statement(dialect.sql(put), params)
-    return _config(thread, ns, checkpoint["id"])
+    return None
 
 
 def _first_of_each_slot(rows: list[Row]) -> list[Row]:
@@ -508,33 +444,7 @@ def one_statement(writes: Sequence[object]) -> bool:
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:
-    """Delete every checkpoint and write of a thread, in all namespaces."""
-    for table in ("pausepoint_writes", "pausepoint_checkpoints"):
+    """Delete every checkpoint, write and the lease of a thread, in all namespaces."""
+    for table in ("pausepoint_writes", "pausepoint_checkpoints", "pausepoint_leases"):
         yield Statement(dialect.sql(f"DELETE FROM {table} WHERE thread_id = ?"), (str(thread_id),))
     return None
-
-
-def drive(flow: Flow[T], execute: Callable[[Statement], Rows]) -> T:
-    """Run a flow to completion with a blocking ``execute``."""
-    try:
-        stmt = next(flow)
-        while True:
-            stmt = flow.send(execute(stmt))
-    except StopIteration as stop:
-        result: T = stop.value
-        return result
-    finally:
-        flow.close()
-
-
-async def adrive(flow: Flow[T], execute: Callable[[Statement], Awaitable[Rows]]) -> T:
-    """Run a flow to completion with an awaitable ``execute``."""
-    try:
-        stmt = next(flow)
-        while True:
-            stmt = flow.send(await execute(stmt))
-    except StopIteration as stop:
-        result: T = stop.value
-        return result
-    finally:
-        flow.close()

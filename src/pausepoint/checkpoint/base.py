@@ -33,7 +33,8 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   The engine uses it, for a saver whose ``batches_checkpoints`` is true, to store a
   new run's input checkpoint with its start step's checkpoint (SQLite: one commit
   instead of two; PostgreSQL: one statement).
-- ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces.
+- ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces,
+  and its lease.
 - Values are stored so that later mutation of the caller's objects never changes
   what is stored.
 - A checkpoint's ``versions_seen`` entries (the per-node dicts) are read-only once
@@ -41,16 +42,44 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   rather than changing it, so a saver may keep the entries it is given without
   copying them (``InMemorySaver`` does; copying them made every step cost O(nodes)
   in Python). Code that calls ``put`` itself must do the same.
+
+Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persistence.md):
+
+- A thread has at most one *lease*: an owner token and an expiry. ``acquire_lease``
+  takes it, in one atomic step, when nobody holds it, when it has expired, or when the
+  same owner holds it (a renewal); otherwise it changes nothing, except that with
+  ``nudge=True`` the live holder's lease is marked *nudged*. It returns a
+  :class:`LeaseClaim`: whether it was acquired, and the lease in force afterwards.
+- ``renew_lease`` extends the owner's unexpired lease; ``release_lease`` gives it up
+  and says whether it was nudged while held; ``get_lease`` is the unexpired lease.
+- Fenced writes: ``put``, ``put_writes``, ``put_after_writes`` and ``put_pair`` given
+  ``lease=owner`` write only if ``owner`` holds the thread's unexpired lease, renewing
+  it by its ttl in the same atomic step; otherwise they write nothing and raise
+  :class:`~pausepoint.errors.LeaseLostError`.
+- ``put_writes(..., if_head=True)`` writes only if the config's checkpoint is still the
+  newest of its thread and namespace; otherwise it writes nothing and raises
+  :class:`~pausepoint.errors.StaleCheckpointError`.
+- Expiry is judged by one clock for all workers: the database's for PostgreSQL, the
+  saver's ``lease_clock`` (``time.time`` unless replaced) for SQLite and memory.
+
+The engine passes ``lease=`` and ``if_head=`` only to a saver whose ``supports_leases``
+is true. :class:`BaseCheckpointSaver`'s lease methods work within one process only.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
+import dataclasses
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
 
 from typing_extensions import TypedDict
 
 from pausepoint.config import RunnableConfig
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._leases import LocalLeases
 
 __all__ = [
     "BaseCheckpointSaver",
@@ -59,6 +88,8 @@ __all__ = [
     "CheckpointMetadata",
     "CheckpointPut",
     "CheckpointTuple",
+    "Lease",
+    "LeaseClaim",
     "PendingWrite",
     "SaverProtocol",
     "TaskWrites",
@@ -130,6 +161,36 @@ class CheckpointTuple(NamedTuple):
     metadata: CheckpointMetadata
     parent_config: RunnableConfig | None = None
     pending_writes: list[PendingWrite] | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lease:
+    """Who may write to a thread, and until when.
+
+    Attributes:
+        thread_id: The thread the lease is on.
+        owner: The token of the run holding it (any string the run chose).
+        expires_at: When it runs out, in seconds since the epoch by the saver's clock
+            (the database's, for PostgreSQL).
+    """
+
+    thread_id: str
+    owner: str
+    expires_at: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeaseClaim:
+    """What ``acquire_lease`` did.
+
+    Attributes:
+        acquired: Whether the caller holds the lease now (taken, or renewed).
+        holder: The lease in force afterwards: the caller's when ``acquired``, else
+            the live lease of the run that holds the thread.
+    """
+
+    acquired: bool
+    holder: Lease
 
 
 def empty_checkpoint(checkpoint_id: str, ts: str) -> Checkpoint:
@@ -212,7 +273,23 @@ class BaseCheckpointSaver:
     A subclass overrides the sync methods; the default async methods call them
     directly (fine for in-memory savers). Savers doing I/O override both: SQL text,
     row mapping and serialization are shared, only connection handling differs.
+
+    Leases: the default lease methods here keep leases in a dict of this saver
+    object, so they hold only among the threads and tasks of one process using the
+    same saver; ``supports_leases`` is false and the write methods do not fence. The
+    engine passes ``lease=``/``if_head=`` to the write methods only of a saver whose
+    ``supports_leases`` is true, so a saver that does not honour them need not
+    accept them; one that sets it overrides all of them (the conformance suite
+    checks that they are honoured atomically).
     """
+
+    supports_leases: ClassVar[bool] = False
+    """Whether leases hold across processes and the write methods honour ``lease=``
+    and ``if_head=`` atomically (true for pausepoint's savers)."""
+
+    lease_clock: Callable[[], float] = time.time
+    """Seconds since the epoch, by which leases expire (not for PostgreSQL, which
+    uses the database's clock). Tests replace it on the saver to skip time."""
 
     def get(self, config: RunnableConfig) -> Checkpoint | None:
         """The checkpoint the config names (or the newest), without its writes."""
@@ -240,8 +317,10 @@ class BaseCheckpointSaver:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
-        """See the module docstring for the contract."""
+        """See the module docstring for the contract (``lease``: a fenced write)."""
         raise NotImplementedError
 
     def put_writes(
@@ -250,8 +329,11 @@ class BaseCheckpointSaver:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
-        """See the module docstring for the contract."""
+        """See the module docstring for the contract (``lease``, ``if_head``: guards)."""
         raise NotImplementedError
 
     batches_writes: ClassVar[bool] = False
@@ -265,15 +347,19 @@ class BaseCheckpointSaver:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """``put_writes`` for each of ``writes``, then ``put``; see the module docstring.
 
         This default is not all-or-nothing (a value the ``put`` refuses comes after the
         writes are stored): a saver overrides it to be (the conformance suite checks).
+        It passes ``lease`` on to each call.
         """
+        guard = guard_kwargs(lease)
         for task in writes:
-            self.put_writes(config, task.writes, task.task_id, task.task_path)
-        return self.put(config, checkpoint, metadata, new_versions)
+            self.put_writes(config, task.writes, task.task_id, task.task_path, **guard)
+        return self.put(config, checkpoint, metadata, new_versions, **guard)
 
     batches_checkpoints: ClassVar[bool] = False
     """Whether :meth:`put_pair` saves a commit or a round trip over ``put`` then
@@ -285,6 +371,8 @@ class BaseCheckpointSaver:
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """``put`` of ``first``, then ``put_after_writes`` of the rest under its config.
 
@@ -292,12 +380,67 @@ class BaseCheckpointSaver:
         default is not all-or-nothing; a saver whose ``batches_checkpoints`` is true
         overrides it to be (the conformance suite checks).
         """
-        saved = self.put(config, *first)
-        return self.put_after_writes(saved, writes, *second)
+        guard = guard_kwargs(lease)
+        saved = self.put(config, *first, **guard)
+        return self.put_after_writes(saved, writes, *second, **guard)
 
     def delete_thread(self, thread_id: str) -> None:
         """See the module docstring for the contract."""
         raise NotImplementedError
+
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Take the thread's lease for ``ttl`` seconds, or renew it if ``owner`` has it.
+
+        Atomic: succeeds when no live lease is held by another owner; otherwise
+        changes nothing, except that ``nudge=True`` marks the holder's lease nudged
+        (its ``release_lease`` then returns true). This default holds within this
+        process only (see the class docstring).
+
+        Args:
+            thread_id: The thread.
+            owner: A token naming the run, unique among runs (a uuid4 hex, say).
+            ttl: Seconds the lease lasts unless renewed; > 0.
+            nudge: Mark a live holder's lease nudged if it cannot be taken.
+
+        Returns:
+            Whether it was acquired, and the lease in force afterwards.
+        """
+        return self._local_leases().acquire(thread_id, owner, ttl, nudge, self._lease_now)
+
+    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Extend ``owner``'s unexpired lease by ``ttl`` (default: its own ttl) from now.
+
+        Returns false, changing nothing, when ``owner`` no longer holds a live lease.
+        """
+        return self._local_leases().renew(thread_id, owner, ttl, self._lease_now)
+
+    def release_lease(self, thread_id: str, owner: str) -> bool:
+        """Give up ``owner``'s lease (live or expired); whether it was nudged meanwhile.
+
+        A true result means another caller stored something for the thread while the
+        lease was held (and could not run it), so the releasing run should continue.
+        Releasing a lease ``owner`` does not hold does nothing and returns false.
+        """
+        return self._local_leases().release(thread_id, owner)
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        """The thread's unexpired lease, or None if no run holds it."""
+        return self._local_leases().get(thread_id, self._lease_now)
+
+    def _lease_now(self) -> float:
+        return self.lease_clock()
+
+    def _local_leases(self) -> LocalLeases:
+        table = self.__dict__.get("_local_lease_table")
+        if table is None:
+            from pausepoint.checkpoint._leases import LocalLeases
+
+            with _LOCAL_LEASES_LOCK:
+                table = self.__dict__.setdefault("_local_lease_table", LocalLeases())
+        leases: LocalLeases = table
+        return leases
 
     def get_next_version(self, current: Version | None, channel: str | None = None) -> Version:
         """The version after ``current`` (1 for a channel never written)."""
@@ -330,9 +473,11 @@ class BaseCheckpointSaver:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        return self.put(config, checkpoint, metadata, new_versions)
+        return self.put(config, checkpoint, metadata, new_versions, **guard_kwargs(lease))
 
     async def aput_writes(
         self,
@@ -340,9 +485,12 @@ class BaseCheckpointSaver:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Async :meth:`put_writes`."""
-        self.put_writes(config, writes, task_id, task_path)
+        self.put_writes(config, writes, task_id, task_path, **guard_kwargs(lease, if_head))
 
     async def aput_after_writes(
         self,
@@ -351,9 +499,13 @@ class BaseCheckpointSaver:
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`put_after_writes`."""
-        return self.put_after_writes(config, writes, checkpoint, metadata, new_versions)
+        return self.put_after_writes(
+            config, writes, checkpoint, metadata, new_versions, **guard_kwargs(lease)
+        )
 
     async def aput_pair(
         self,
@@ -361,13 +513,51 @@ class BaseCheckpointSaver:
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`put_pair`."""
-        return self.put_pair(config, first, writes, second)
+        return self.put_pair(config, first, writes, second, **guard_kwargs(lease))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
         self.delete_thread(thread_id)
+
+    async def aacquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Async :meth:`acquire_lease`."""
+        return self.acquire_lease(thread_id, owner, ttl, nudge=nudge)
+
+    async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Async :meth:`renew_lease`."""
+        return self.renew_lease(thread_id, owner, ttl)
+
+    async def arelease_lease(self, thread_id: str, owner: str) -> bool:
+        """Async :meth:`release_lease`."""
+        return self.release_lease(thread_id, owner)
+
+    async def aget_lease(self, thread_id: str) -> Lease | None:
+        """Async :meth:`get_lease`."""
+        return self.get_lease(thread_id)
+
+
+_LOCAL_LEASES_LOCK = threading.Lock()
+"""Makes the first use of a saver's in-process lease table race-free."""
+
+
+def guard_kwargs(lease: str | None, if_head: bool = False) -> dict[str, Any]:
+    """The guard keywords of a write to pass on to another saver method: those set.
+
+    So a subclass whose methods predate them (and never receives them) keeps
+    working through these defaults.
+    """
+    guard: dict[str, Any] = {}
+    if lease is not None:
+        guard["lease"] = lease
+    if if_head:
+        guard["if_head"] = True
+    return guard
 
 
 def config_keys(config: RunnableConfig) -> tuple[str, str, str | None]:

@@ -14,6 +14,7 @@ many paused threads cost ~3 KB each for a small graph.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import is_
 from typing import Any, cast
@@ -34,6 +35,7 @@ from pausepoint.checkpoint._kept import (
     is_frozen_interrupt,
     plain_metadata,
 )
+from pausepoint.checkpoint._leases import LocalLeases, check_head
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -41,6 +43,8 @@ from pausepoint.checkpoint.base import (
     CheckpointMetadata,
     CheckpointPut,
     CheckpointTuple,
+    Lease,
+    LeaseClaim,
     PendingWrite,
     TaskWrites,
     config_keys,
@@ -60,13 +64,23 @@ class InMemorySaver(BaseCheckpointSaver):
         serde: The serializer values are stored with (a fresh
             :class:`~pausepoint.serde.Serializer` by default). Graphs compiled with
             this saver register their state schemas' types with it.
+        clock: Seconds since the epoch, by which leases expire (``lease_clock``).
+
+    Leases hold among the threads and tasks of this process, which is all that can
+    share an in-memory saver; a fenced write checks and writes under one lock.
     """
 
     batches_writes = True  # one call and one lock instead of two (~4k instructions a step)
+    supports_leases = True
 
-    def __init__(self, *, serde: Serializer | None = None) -> None:
+    def __init__(
+        self, *, serde: Serializer | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
         self.serde = serde if serde is not None else Serializer()
-        self._lock = threading.Lock()
+        self.lease_clock = clock
+        # Re-entrant: a fenced put_pair holds it across its two puts.
+        self._lock = threading.RLock()
+        self._leases = LocalLeases(self._lock)
         # thread_id -> checkpoint_id -> stored, for the root namespace; and
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored for subgraphs' namespaces
         # (most threads have none: one dict less each).
@@ -188,9 +202,13 @@ class InMemorySaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
-        return self.put_after_writes(config, (), checkpoint, metadata, new_versions)
+        if lease is None:  # no keyword: a subclass's put_after_writes may predate it
+            return self.put_after_writes(config, (), checkpoint, metadata, new_versions)
+        return self.put_after_writes(config, (), checkpoint, metadata, new_versions, lease=lease)
 
     def put_after_writes(
         self,
@@ -199,6 +217,8 @@ class InMemorySaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: all encoded first, so all or nothing."""
         thread, ns, parent_id = config_keys(config)
@@ -223,6 +243,8 @@ class InMemorySaver(BaseCheckpointSaver):
             plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
         )
         with self._lock:
+            if lease is not None:
+                self._leases.fence(thread, lease, self.lease_clock())
             by_id = self._by_id(thread, ns)
             parent = by_id.get(parent_id) if by_id and parent_id is not None else None
             if frozen:  # one parent: found for all the writes or for none
@@ -257,6 +279,8 @@ class InMemorySaver(BaseCheckpointSaver):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: all or nothing.
 
@@ -265,7 +289,8 @@ class InMemorySaver(BaseCheckpointSaver):
         engine does not call this for ``InMemorySaver`` (``batches_checkpoints`` is
         false): with it, a pause and resume took 4 % more instructions (the copy of
         the waiting checkpoint, these checks), for one lock saved. A reader may see
-        the first checkpoint before the second, as with two puts.
+        the first checkpoint before the second, as with two puts. With ``lease``, the
+        lease is checked once and the lock held across both puts.
         """
         checkpoint, metadata, _ = second
         for task in writes:
@@ -273,8 +298,13 @@ class InMemorySaver(BaseCheckpointSaver):
         self._keep_values(checkpoint["channel_values"], checkpoint["channel_versions"], None)
         if plain_metadata(metadata) is None:
             self.serde.dumps(metadata, label="metadata")
-        saved = self.put(config, *first)
-        return self.put_after_writes(saved, writes, *second)
+        if lease is None:
+            saved = self.put(config, *first)
+            return self.put_after_writes(saved, writes, *second)
+        with self._lock:
+            self._leases.fence(config_keys(config)[0], lease, self.lease_clock())
+            saved = self.put(config, *first)
+            return self.put_after_writes(saved, writes, *second)
 
     def _keep_values(
         self,
@@ -433,6 +463,9 @@ class InMemorySaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         thread, ns, checkpoint_id = config_keys(config)
@@ -440,7 +473,11 @@ class InMemorySaver(BaseCheckpointSaver):
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         copied = self._frozen_writes(writes)
         with self._lock:
+            if lease is not None:
+                self._leases.fence(thread, lease, self.lease_clock())
             by_id = self._by_id(thread, ns)
+            if if_head:
+                check_head(by_id, thread, ns, checkpoint_id)
             stored = by_id.get(checkpoint_id) if by_id is not None else None
             _keep_writes(self._parent_of_writes(stored, thread, ns, checkpoint_id), task_id, copied)
 
@@ -468,6 +505,25 @@ class InMemorySaver(BaseCheckpointSaver):
             self._root.pop(thread, None)
             self._nested.pop(thread, None)
             self._recent.pop(thread, None)
+            self._leases.drop(thread)
+
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """See :meth:`BaseCheckpointSaver.acquire_lease`."""
+        return self._leases.acquire(thread_id, owner, ttl, nudge, self._lease_now)
+
+    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """See :meth:`BaseCheckpointSaver.renew_lease`."""
+        return self._leases.renew(thread_id, owner, ttl, self._lease_now)
+
+    def release_lease(self, thread_id: str, owner: str) -> bool:
+        """See :meth:`BaseCheckpointSaver.release_lease`."""
+        return self._leases.release(thread_id, owner)
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        """See :meth:`BaseCheckpointSaver.get_lease`."""
+        return self._leases.get(thread_id, self._lease_now)
 
 
 # PendingWrite's own __new__ is a Python-level function; tuple's is not (a checkpoint

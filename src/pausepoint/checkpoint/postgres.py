@@ -13,6 +13,8 @@ Each write is atomic: one statement in autocommit mode (no BEGIN/COMMIT round
 trips), or one transaction when it needs several. SQL and row mapping are shared with SQLite
 (:mod:`pausepoint.checkpoint._sql`); the two classes differ only in how they get
 a cursor.
+Leases are timed by the database's clock (``clock_timestamp()``), so workers on
+machines whose clocks differ agree on when one expires; ``lease_clock`` is not used.
 
 Example:
     >>> with PostgresSaver.from_conn_string("postgresql://localhost/app") as saver:
@@ -28,7 +30,7 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
-from pausepoint.checkpoint import _sql
+from pausepoint.checkpoint import _sql, _sql_leases
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -36,6 +38,8 @@ from pausepoint.checkpoint.base import (
     CheckpointMetadata,
     CheckpointPut,
     CheckpointTuple,
+    Lease,
+    LeaseClaim,
     TaskWrites,
 )
 from pausepoint.config import RunnableConfig
@@ -78,6 +82,12 @@ def _sql_text(stmt: _sql.Statement) -> LiteralString:
     return cast(LiteralString, stmt.sql)
 
 
+def _guard(
+    config: RunnableConfig, lease: str | None, if_head: bool = False
+) -> _sql_leases.Guard | None:
+    return _sql_leases.guard_of(config, lease, if_head, None)
+
+
 def _flows_list(
     codec: _sql.SqlCodec,
     config: RunnableConfig | None,
@@ -102,6 +112,7 @@ class PostgresSaver(BaseCheckpointSaver):
 
     batches_writes = True  # put_after_writes: one statement instead of two
     batches_checkpoints = True  # put_pair: one statement instead of two
+    supports_leases = True  # fenced writes fold the lease check into their statement
 
     def __init__(
         self,
@@ -191,9 +202,11 @@ class PostgresSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
-        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata)
+        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata, _guard(config, lease))
         return self._run(flow)  # one statement: atomic without BEGIN/COMMIT round trips
 
     def put_writes(
@@ -202,10 +215,19 @@ class PostgresSaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         flow = _sql.put_writes_flow(
-            _D, self._codec, config, writes, task_id=task_id, task_path=task_path
+            _D,
+            self._codec,
+            config,
+            writes,
+            task_id=task_id,
+            task_path=task_path,
+            guard=_guard(config, lease, if_head),
         )
         self._run(flow, write=not _sql.one_statement(writes))
 
@@ -216,9 +238,13 @@ class PostgresSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: one statement when the writes fit one."""
-        flow = _sql.put_after_writes_flow(_D, self._codec, config, writes, checkpoint, metadata)
+        flow = _sql.put_after_writes_flow(
+            _D, self._codec, config, writes, checkpoint, metadata, guard=_guard(config, lease)
+        )
         return self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
     def put_pair(
@@ -227,17 +253,37 @@ class PostgresSaver(BaseCheckpointSaver):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: one statement when the writes fit one."""
         checkpoint, metadata, _ = second
         flow = _sql.put_after_writes_flow(
-            _D, self._codec, config, writes, checkpoint, metadata, first
+            _D, self._codec, config, writes, checkpoint, metadata, first, _guard(config, lease)
         )
         return self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
+
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """See :meth:`BaseCheckpointSaver.acquire_lease`: one statement."""
+        return self._run(_sql_leases.acquire_flow(_D, thread_id, owner, ttl, nudge, None))
+
+    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """See :meth:`BaseCheckpointSaver.renew_lease`: one statement."""
+        return self._run(_sql_leases.renew_flow(_D, thread_id, owner, ttl, None))
+
+    def release_lease(self, thread_id: str, owner: str) -> bool:
+        """See :meth:`BaseCheckpointSaver.release_lease`: one statement."""
+        return self._run(_sql_leases.release_flow(_D, thread_id, owner))
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        """See :meth:`BaseCheckpointSaver.get_lease`."""
+        return self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
 
 
 class AsyncPostgresSaver(BaseCheckpointSaver):
@@ -253,6 +299,7 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
 
     batches_writes = True  # aput_after_writes: one statement instead of two
     batches_checkpoints = True  # aput_pair: one statement instead of two
+    supports_leases = True
 
     def __init__(
         self,
@@ -339,9 +386,11 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async ``put``; see :mod:`pausepoint.checkpoint.base`."""
-        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata)
+        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata, _guard(config, lease))
         return await self._run(flow)  # one statement: atomic without BEGIN/COMMIT
 
     async def aput_writes(
@@ -350,10 +399,19 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Async ``put_writes``; see :mod:`pausepoint.checkpoint.base`."""
         flow = _sql.put_writes_flow(
-            _D, self._codec, config, writes, task_id=task_id, task_path=task_path
+            _D,
+            self._codec,
+            config,
+            writes,
+            task_id=task_id,
+            task_path=task_path,
+            guard=_guard(config, lease, if_head),
         )
         await self._run(flow, write=not _sql.one_statement(writes))
 
@@ -364,9 +422,13 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async ``put_after_writes``; see :mod:`pausepoint.checkpoint.base`."""
-        flow = _sql.put_after_writes_flow(_D, self._codec, config, writes, checkpoint, metadata)
+        flow = _sql.put_after_writes_flow(
+            _D, self._codec, config, writes, checkpoint, metadata, guard=_guard(config, lease)
+        )
         return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
     async def aput_pair(
@@ -375,17 +437,37 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async ``put_pair``; see :mod:`pausepoint.checkpoint.base`."""
         checkpoint, metadata, _ = second
         flow = _sql.put_after_writes_flow(
-            _D, self._codec, config, writes, checkpoint, metadata, first
+            _D, self._codec, config, writes, checkpoint, metadata, first, _guard(config, lease)
         )
         return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``; see :mod:`pausepoint.checkpoint.base`."""
         await self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
+
+    async def aacquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Async ``acquire_lease``; see :meth:`BaseCheckpointSaver.acquire_lease`."""
+        return await self._run(_sql_leases.acquire_flow(_D, thread_id, owner, ttl, nudge, None))
+
+    async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Async ``renew_lease``; see :meth:`BaseCheckpointSaver.renew_lease`."""
+        return await self._run(_sql_leases.renew_flow(_D, thread_id, owner, ttl, None))
+
+    async def arelease_lease(self, thread_id: str, owner: str) -> bool:
+        """Async ``release_lease``; see :meth:`BaseCheckpointSaver.release_lease`."""
+        return await self._run(_sql_leases.release_flow(_D, thread_id, owner))
+
+    async def aget_lease(self, thread_id: str) -> Lease | None:
+        """Async ``get_lease``; see :meth:`BaseCheckpointSaver.get_lease`."""
+        return await self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Not available: use :meth:`aget_tuple`, or :class:`PostgresSaver` in sync code."""
@@ -408,6 +490,8 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Not available: use :meth:`aput`, or :class:`PostgresSaver` in sync code."""
         raise _sync_call("put")
@@ -418,6 +502,9 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Not available: use :meth:`aput_writes`, or :class:`PostgresSaver` in sync code."""
         raise _sync_call("put_writes")
@@ -429,6 +516,8 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Not available: use :meth:`aput_after_writes`, or :class:`PostgresSaver`."""
         raise _sync_call("put_after_writes")
@@ -439,6 +528,8 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Not available: use :meth:`aput_pair`, or :class:`PostgresSaver`."""
         raise _sync_call("put_pair")
@@ -446,6 +537,24 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         """Not available: use :meth:`adelete_thread`, or :class:`PostgresSaver`."""
         raise _sync_call("delete_thread")
+
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Not available: use :meth:`aacquire_lease`, or :class:`PostgresSaver`."""
+        raise _sync_call("acquire_lease")
+
+    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Not available: use :meth:`arenew_lease`, or :class:`PostgresSaver`."""
+        raise _sync_call("renew_lease")
+
+    def release_lease(self, thread_id: str, owner: str) -> bool:
+        """Not available: use :meth:`arelease_lease`, or :class:`PostgresSaver`."""
+        raise _sync_call("release_lease")
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        """Not available: use :meth:`aget_lease`, or :class:`PostgresSaver`."""
+        raise _sync_call("get_lease")
 
 
 def _sync_call(method: str) -> TypeError:

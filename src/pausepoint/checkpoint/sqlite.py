@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, Self, TypeVar
 
-from pausepoint.checkpoint import _sql
+from pausepoint.checkpoint import _sql, _sql_leases
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -27,7 +28,10 @@ from pausepoint.checkpoint.base import (
     CheckpointMetadata,
     CheckpointPut,
     CheckpointTuple,
+    Lease,
+    LeaseClaim,
     TaskWrites,
+    guard_kwargs,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.serde import SerializerProtocol
@@ -45,17 +49,27 @@ class SqliteSaver(BaseCheckpointSaver):
             threads will use the saver (``from_conn_string`` does).
         serde: The serializer of checkpoints and writes; a
             :class:`~pausepoint.serde.Serializer` allowing built-in types by default.
+        clock: Seconds since the epoch, by which leases expire (``lease_clock``).
+            Every process sharing the file must use the same time: the system clock,
+            unless a test replaces it.
 
-    The schema is created (or migrated) when the saver is made.
+    The schema is created (or migrated) when the saver is made. Leases and guarded
+    writes hold across processes: each is one transaction under SQLite's write lock.
     """
 
     batches_writes = True  # put_after_writes: one commit instead of two
     batches_checkpoints = True  # put_pair: one commit instead of two
+    supports_leases = True
 
     def __init__(
-        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None
+        self,
+        conn: sqlite3.Connection,
+        *,
+        serde: SerializerProtocol | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.conn = conn
+        self.lease_clock = clock
         self._lock = threading.RLock()
         self._codec = _sql.SqlCodec(serde)
         self.serde = self._codec.serde
@@ -132,15 +146,24 @@ class SqliteSaver(BaseCheckpointSaver):
         # Rows are read under the lock, then yielded without holding it.
         yield from self._run(flow)
 
+    def _guard(
+        self, config: RunnableConfig, lease: str | None, if_head: bool = False
+    ) -> _sql_leases.Guard | None:
+        # The clock is read when the flow builds its statement: inside the transaction.
+        return _sql_leases.guard_of(config, lease, if_head, self._lease_now)
+
     def put(
         self,
         config: RunnableConfig,
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
-        flow = _sql.put_flow(_sql.SQLITE, self._codec, config, checkpoint, metadata)
+        guard = self._guard(config, lease)
+        flow = _sql.put_flow(_sql.SQLITE, self._codec, config, checkpoint, metadata, guard)
         return self._run(flow, write=True)
 
     def put_writes(
@@ -149,10 +172,19 @@ class SqliteSaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         flow = _sql.put_writes_flow(
-            _sql.SQLITE, self._codec, config, writes, task_id=task_id, task_path=task_path
+            _sql.SQLITE,
+            self._codec,
+            config,
+            writes,
+            task_id=task_id,
+            task_path=task_path,
+            guard=self._guard(config, lease, if_head),
         )
         self._run(flow, write=True)
 
@@ -163,10 +195,13 @@ class SqliteSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: one transaction, so one commit."""
+        guard = self._guard(config, lease)
         flow = _sql.put_after_writes_flow(
-            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata
+            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, guard=guard
         )
         return self._run(flow, write=True)
 
@@ -176,17 +211,40 @@ class SqliteSaver(BaseCheckpointSaver):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: one transaction, so one commit."""
         checkpoint, metadata, _ = second
+        guard = self._guard(config, lease)
         flow = _sql.put_after_writes_flow(
-            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, first
+            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, first, guard
         )
         return self._run(flow, write=True)
 
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
+
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """See :meth:`BaseCheckpointSaver.acquire_lease`: one write transaction."""
+        flow = _sql_leases.acquire_flow(_sql.SQLITE, thread_id, owner, ttl, nudge, self._lease_now)
+        return self._run(flow, write=True)
+
+    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """See :meth:`BaseCheckpointSaver.renew_lease`."""
+        flow = _sql_leases.renew_flow(_sql.SQLITE, thread_id, owner, ttl, self._lease_now)
+        return self._run(flow, write=True)
+
+    def release_lease(self, thread_id: str, owner: str) -> bool:
+        """See :meth:`BaseCheckpointSaver.release_lease`."""
+        return self._run(_sql_leases.release_flow(_sql.SQLITE, thread_id, owner), write=True)
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        """See :meth:`BaseCheckpointSaver.get_lease`."""
+        return self._run(_sql_leases.get_lease_flow(_sql.SQLITE, thread_id, self._lease_now))
 
     # Async forms: the same calls in a worker thread, so the event loop never waits
     # on disk I/O or on another thread holding the connection.
@@ -216,9 +274,13 @@ class SqliteSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`put` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await asyncio.to_thread(
+            self.put, config, checkpoint, metadata, new_versions, **guard_kwargs(lease)
+        )
 
     async def aput_writes(
         self,
@@ -226,9 +288,13 @@ class SqliteSaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Async :meth:`put_writes` (runs in a worker thread)."""
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        guard = guard_kwargs(lease, if_head)
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path, **guard)
 
     async def aput_after_writes(
         self,
@@ -237,10 +303,18 @@ class SqliteSaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`put_after_writes` (runs in a worker thread)."""
         return await asyncio.to_thread(
-            self.put_after_writes, config, writes, checkpoint, metadata, new_versions
+            self.put_after_writes,
+            config,
+            writes,
+            checkpoint,
+            metadata,
+            new_versions,
+            **guard_kwargs(lease),
         )
 
     async def aput_pair(
@@ -249,13 +323,35 @@ class SqliteSaver(BaseCheckpointSaver):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Async :meth:`put_pair` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.put_pair, config, first, writes, second)
+        return await asyncio.to_thread(
+            self.put_pair, config, first, writes, second, **guard_kwargs(lease)
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread` (runs in a worker thread)."""
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def aacquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Async :meth:`acquire_lease` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.acquire_lease, thread_id, owner, ttl, nudge=nudge)
+
+    async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Async :meth:`renew_lease` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.renew_lease, thread_id, owner, ttl)
+
+    async def arelease_lease(self, thread_id: str, owner: str) -> bool:
+        """Async :meth:`release_lease` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.release_lease, thread_id, owner)
+
+    async def aget_lease(self, thread_id: str) -> Lease | None:
+        """Async :meth:`get_lease` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get_lease, thread_id)
 
 
 class AsyncSqliteSaver(SqliteSaver):

@@ -17,13 +17,28 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    Lease,
+    LeaseClaim,
     Version,
+    guard_kwargs,
 )
 from pausepoint.config import RunnableConfig
 
 __all__ = ["FaultySaver", "InjectedFault"]
 
-METHODS = frozenset({"get_tuple", "list", "put", "put_writes", "delete_thread"})
+METHODS = frozenset(
+    {
+        "get_tuple",
+        "list",
+        "put",
+        "put_writes",
+        "delete_thread",
+        "acquire_lease",
+        "renew_lease",
+        "release_lease",
+        "get_lease",
+    }
+)
 
 
 class InjectedFault(Exception):
@@ -39,7 +54,8 @@ class FaultySaver(BaseCheckpointSaver):
     Args:
         inner: The saver that does the real work.
         fail_on: The method name(s) to fail: ``get_tuple``, ``list``, ``put``,
-            ``put_writes``, ``delete_thread``.
+            ``put_writes``, ``delete_thread``, ``acquire_lease``, ``renew_lease``,
+            ``release_lease``, ``get_lease``.
         after: How many calls succeed before the first failure.
         times: How many calls fail after that (``None``: every later call).
         exc: What to raise: a factory returning the exception, or ``None`` for
@@ -48,6 +64,9 @@ class FaultySaver(BaseCheckpointSaver):
     Attributes:
         calls: Every call made, as method names without the ``a`` prefix, in order.
         failures: How many calls were made to fail.
+
+    Lease methods and the writes' ``lease=``/``if_head=`` go to ``inner`` too, and
+    ``supports_leases`` is the inner saver's.
     """
 
     def __init__(
@@ -74,6 +93,9 @@ class FaultySaver(BaseCheckpointSaver):
         self._counts: dict[str, int] = {}
         self.calls: list[str] = []
         self.failures = 0
+        # The wrapper has its inner saver's capability (an instance attribute shadows
+        # the class's): the engine then guards writes exactly as it would unwrapped.
+        self.__dict__["supports_leases"] = inner.supports_leases
 
     def _enter(self, method: str) -> None:
         with self._lock:
@@ -118,10 +140,13 @@ class FaultySaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put")
-        return self.inner.put(config, checkpoint, metadata, new_versions)
+        guard = guard_kwargs(lease)
+        return self.inner.put(config, checkpoint, metadata, new_versions, **guard)
 
     def put_writes(
         self,
@@ -129,15 +154,41 @@ class FaultySaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put_writes")
-        self.inner.put_writes(config, writes, task_id, task_path)
+        guard = guard_kwargs(lease, if_head)
+        self.inner.put_writes(config, writes, task_id, task_path, **guard)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delegate, failing if chosen."""
         self._enter("delete_thread")
         self.inner.delete_thread(thread_id)
+
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Delegate, failing if chosen (nothing changes then)."""
+        self._enter("acquire_lease")
+        return self.inner.acquire_lease(thread_id, owner, ttl, nudge=nudge)
+
+    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Delegate, failing if chosen (nothing changes then)."""
+        self._enter("renew_lease")
+        return self.inner.renew_lease(thread_id, owner, ttl)
+
+    def release_lease(self, thread_id: str, owner: str) -> bool:
+        """Delegate, failing if chosen (the lease stays then)."""
+        self._enter("release_lease")
+        return self.inner.release_lease(thread_id, owner)
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        """Delegate, failing if chosen."""
+        self._enter("get_lease")
+        return self.inner.get_lease(thread_id)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Delegate, failing if chosen."""
@@ -163,10 +214,13 @@ class FaultySaver(BaseCheckpointSaver):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put")
-        return await self.inner.aput(config, checkpoint, metadata, new_versions)
+        guard = guard_kwargs(lease)
+        return await self.inner.aput(config, checkpoint, metadata, new_versions, **guard)
 
     async def aput_writes(
         self,
@@ -174,12 +228,38 @@ class FaultySaver(BaseCheckpointSaver):
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put_writes")
-        await self.inner.aput_writes(config, writes, task_id, task_path)
+        guard = guard_kwargs(lease, if_head)
+        await self.inner.aput_writes(config, writes, task_id, task_path, **guard)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Delegate, failing if chosen."""
         self._enter("delete_thread")
         await self.inner.adelete_thread(thread_id)
+
+    async def aacquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Delegate, failing if chosen (nothing changes then)."""
+        self._enter("acquire_lease")
+        return await self.inner.aacquire_lease(thread_id, owner, ttl, nudge=nudge)
+
+    async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Delegate, failing if chosen (nothing changes then)."""
+        self._enter("renew_lease")
+        return await self.inner.arenew_lease(thread_id, owner, ttl)
+
+    async def arelease_lease(self, thread_id: str, owner: str) -> bool:
+        """Delegate, failing if chosen (the lease stays then)."""
+        self._enter("release_lease")
+        return await self.inner.arelease_lease(thread_id, owner)
+
+    async def aget_lease(self, thread_id: str) -> Lease | None:
+        """Delegate, failing if chosen."""
+        self._enter("get_lease")
+        return await self.inner.aget_lease(thread_id)

@@ -18,7 +18,10 @@ from pausepoint.checkpoint.base import (
     CheckpointMetadata,
     CheckpointPut,
     CheckpointTuple,
+    Lease,
+    LeaseClaim,
     TaskWrites,
+    guard_kwargs,
 )
 from pausepoint.config import RunnableConfig
 
@@ -34,13 +37,24 @@ class SaverOps:
         self.saver = saver
 
     async def put(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Store a checkpoint."""
         raise NotImplementedError
 
     async def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Store a task's writes."""
         raise NotImplementedError
@@ -51,6 +65,8 @@ class SaverOps:
         writes: Sequence[TaskWrites],
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Store tasks' writes, then a checkpoint after the config's."""
         raise NotImplementedError
@@ -61,8 +77,28 @@ class SaverOps:
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Store a checkpoint, then tasks' writes and a checkpoint after it."""
+        raise NotImplementedError
+
+    async def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Take or renew a thread's lease."""
+        raise NotImplementedError
+
+    async def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Extend a lease."""
+        raise NotImplementedError
+
+    async def release_lease(self, thread_id: str, owner: str) -> bool:
+        """Give a lease up."""
+        raise NotImplementedError
+
+    async def get_lease(self, thread_id: str) -> Lease | None:
+        """The thread's live lease."""
         raise NotImplementedError
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -97,16 +133,27 @@ class SyncOps(SaverOps):
     """Calls the saver's sync methods; runs concurrent jobs on OS threads."""
 
     async def put(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Call ``put``."""
-        return self.saver.put(config, checkpoint, metadata, {})
+        return self.saver.put(config, checkpoint, metadata, {}, **guard_kwargs(lease))
 
     async def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Call ``put_writes``."""
-        self.saver.put_writes(config, writes, task_id)
+        self.saver.put_writes(config, writes, task_id, **guard_kwargs(lease, if_head))
 
     async def put_after_writes(
         self,
@@ -114,9 +161,12 @@ class SyncOps(SaverOps):
         writes: Sequence[TaskWrites],
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Call ``put_after_writes``."""
-        return self.saver.put_after_writes(config, writes, checkpoint, metadata, {})
+        guard = guard_kwargs(lease)
+        return self.saver.put_after_writes(config, writes, checkpoint, metadata, {}, **guard)
 
     async def put_pair(
         self,
@@ -124,9 +174,29 @@ class SyncOps(SaverOps):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Call ``put_pair``."""
-        return self.saver.put_pair(config, first, writes, second)
+        return self.saver.put_pair(config, first, writes, second, **guard_kwargs(lease))
+
+    async def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Call ``acquire_lease``."""
+        return self.saver.acquire_lease(thread_id, owner, ttl, nudge=nudge)
+
+    async def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Call ``renew_lease``."""
+        return self.saver.renew_lease(thread_id, owner, ttl)
+
+    async def release_lease(self, thread_id: str, owner: str) -> bool:
+        """Call ``release_lease``."""
+        return self.saver.release_lease(thread_id, owner)
+
+    async def get_lease(self, thread_id: str) -> Lease | None:
+        """Call ``get_lease``."""
+        return self.saver.get_lease(thread_id)
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Call ``get_tuple``."""
@@ -166,16 +236,27 @@ class AsyncOps(SaverOps):
     """Awaits the saver's ``a``-methods; runs concurrent jobs as asyncio tasks."""
 
     async def put(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Await ``aput``."""
-        return await self.saver.aput(config, checkpoint, metadata, {})
+        return await self.saver.aput(config, checkpoint, metadata, {}, **guard_kwargs(lease))
 
     async def put_writes(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        *,
+        lease: str | None = None,
+        if_head: bool = False,
     ) -> None:
         """Await ``aput_writes``."""
-        await self.saver.aput_writes(config, writes, task_id)
+        await self.saver.aput_writes(config, writes, task_id, **guard_kwargs(lease, if_head))
 
     async def put_after_writes(
         self,
@@ -183,9 +264,12 @@ class AsyncOps(SaverOps):
         writes: Sequence[TaskWrites],
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Await ``aput_after_writes``."""
-        return await self.saver.aput_after_writes(config, writes, checkpoint, metadata, {})
+        guard = guard_kwargs(lease)
+        return await self.saver.aput_after_writes(config, writes, checkpoint, metadata, {}, **guard)
 
     async def put_pair(
         self,
@@ -193,9 +277,29 @@ class AsyncOps(SaverOps):
         first: CheckpointPut,
         writes: Sequence[TaskWrites],
         second: CheckpointPut,
+        *,
+        lease: str | None = None,
     ) -> RunnableConfig:
         """Await ``aput_pair``."""
-        return await self.saver.aput_pair(config, first, writes, second)
+        return await self.saver.aput_pair(config, first, writes, second, **guard_kwargs(lease))
+
+    async def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        """Await ``aacquire_lease``."""
+        return await self.saver.aacquire_lease(thread_id, owner, ttl, nudge=nudge)
+
+    async def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        """Await ``arenew_lease``."""
+        return await self.saver.arenew_lease(thread_id, owner, ttl)
+
+    async def release_lease(self, thread_id: str, owner: str) -> bool:
+        """Await ``arelease_lease``."""
+        return await self.saver.arelease_lease(thread_id, owner)
+
+    async def get_lease(self, thread_id: str) -> Lease | None:
+        """Await ``aget_lease``."""
+        return await self.saver.aget_lease(thread_id)
 
     async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Await ``aget_tuple``."""

@@ -21,59 +21,18 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pausepoint.checkpoint.base import (
-    BaseCheckpointSaver,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointPut,
-    PendingWrite,
-    TaskWrites,
-    empty_checkpoint,
-)
-from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
-from pausepoint.config import RunnableConfig
+from pausepoint.checkpoint.base import BaseCheckpointSaver, CheckpointPut, PendingWrite, TaskWrites
+from pausepoint.checkpoint.ids import new_checkpoint_id
 from pausepoint.constants import ERROR, INTERRUPT, RESUME, SCHEDULED
+from pausepoint.testing._records import chain as _chain
+from pausepoint.testing._records import config_for as _config
+from pausepoint.testing._records import id_of as _id
+from pausepoint.testing._records import make_checkpoint, make_metadata
+from pausepoint.testing.lease_suite import LeaseConformance
 from pausepoint.testing.ops import AsyncOps, SaverOps, SyncOps
 from pausepoint.types import Interrupt, Send
 
 __all__ = ["SaverConformance", "make_checkpoint", "make_metadata"]
-
-
-def make_checkpoint(values: dict[str, Any] | None = None, **versions: int) -> Checkpoint:
-    """A new checkpoint with a fresh, time-ordered id."""
-    checkpoint = empty_checkpoint(new_checkpoint_id(), now_iso())
-    checkpoint["channel_values"] = dict(values or {})
-    checkpoint["channel_versions"] = dict(versions)
-    checkpoint["versions_seen"] = {"node": dict(versions)}
-    return checkpoint
-
-
-def make_metadata(step: int, source: str = "loop", **extra: Any) -> CheckpointMetadata:
-    """Metadata as the engine writes it, plus ``extra`` keys."""
-    metadata: dict[str, Any] = {"source": source, "step": step, "parents": {}, **extra}
-    return metadata  # type: ignore[return-value]
-
-
-def _config(thread: str, ns: str = "", checkpoint_id: str | None = None) -> RunnableConfig:
-    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
-    if checkpoint_id is not None:
-        conf["checkpoint_id"] = checkpoint_id
-    return {"configurable": conf}
-
-
-def _id(config: RunnableConfig | None) -> str:
-    assert config is not None
-    return str(config.get("configurable", {})["checkpoint_id"])
-
-
-async def _chain(ops: SaverOps, thread: str, n: int, ns: str = "") -> list[RunnableConfig]:
-    """Put ``n`` checkpoints, each the child of the previous; return their configs."""
-    configs: list[RunnableConfig] = []
-    parent = _config(thread, ns)
-    for step in range(n):
-        parent = await ops.put(parent, make_checkpoint({"step": step}), make_metadata(step))
-        configs.append(parent)
-    return configs
 
 
 RICH_VALUES: dict[str, Any] = {
@@ -90,8 +49,12 @@ RICH_VALUES: dict[str, Any] = {
 }
 
 
-class SaverConformance:
-    """Contract tests for a saver; subclass it and define the ``saver`` fixture."""
+class SaverConformance(LeaseConformance):
+    """Contract tests for a saver; subclass it and define the ``saver`` fixture.
+
+    The lease tests (:class:`~pausepoint.testing.lease_suite.LeaseConformance`) come
+    with it.
+    """
 
     modes: ClassVar[tuple[str, ...]] = ("sync", "async")
     """Which method families to test: ``"sync"``, ``"async"`` or both."""

@@ -1,0 +1,226 @@
+"""Statements, flows and dialects of the SQL savers, and the schema they migrate.
+
+A *flow* is a saver operation written once, as a generator that yields the
+:class:`Statement` s to run and receives their rows; :func:`drive` and
+:func:`adrive` run one with a blocking or an awaitable ``execute``. A
+:class:`Dialect` holds the SQL fragments that differ between SQLite and
+PostgreSQL. ``MIGRATIONS`` is the schema, version by version (docs/format.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, TypeVar
+
+from pausepoint.errors import PausepointError
+
+__all__ = [
+    "MIGRATIONS",
+    "POSTGRES",
+    "SQLITE",
+    "Dialect",
+    "Flow",
+    "Row",
+    "Rows",
+    "SchemaTooNewError",
+    "Statement",
+    "adrive",
+    "drive",
+    "setup_flow",
+]
+
+T = TypeVar("T")
+Row = tuple[Any, ...]
+Rows = list[Row]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Statement:
+    """One SQL statement for a driver to run; ``?`` marks parameters."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    many: bool = False
+    """``params`` is a list of parameter tuples, for ``executemany``."""
+    fetch: bool = False
+    """Send the rows back into the flow (otherwise an empty list is sent)."""
+
+
+Flow = Generator[Statement, Rows, T]
+"""A saver operation: yields statements, receives their rows, returns its result."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between SQLite and PostgreSQL, as SQL fragments."""
+
+    name: str
+    blob: str
+    json: str
+    seq_column: str
+    json_param: str
+    json_select: str
+    placeholder: str
+    real: str
+    boolean: str
+    false: str
+    now: str
+    """The current time in seconds since the epoch: a parameter (``?``) when the
+    saver's clock gives it (``client_clock``), else the database's own."""
+    client_clock: bool
+    returning: bool
+    """Whether ``INSERT``/``UPDATE``/``DELETE … RETURNING`` works (SQLite >= 3.35)."""
+
+    def sql(self, text: str) -> str:
+        """``text`` with this dialect's parameter placeholder and types filled in."""
+        return (
+            text.replace("?", self.placeholder)
+            .replace("{blob}", self.blob)
+            .replace("{json}", self.json)
+            .replace("{seq}", self.seq_column)
+            .replace("{json_param}", self.json_param.replace("?", self.placeholder))
+            .replace("{json_select}", self.json_select)
+            .replace("{real}", self.real)
+            .replace("{bool}", self.boolean)
+            .replace("{false}", self.false)
+            .replace("{now}", self.now.replace("?", self.placeholder))
+        )
+
+    def now_params(self, clock: Callable[[], float] | None) -> tuple[Any, ...]:
+        """The parameters of one ``{now}``: the time by the saver's clock, or none.
+
+        Flows call it as they build the statement, so inside the saver's transaction.
+        """
+        if not self.client_clock:
+            return ()
+        if clock is None:
+            raise ValueError(f"a {self.name} lease statement needs the saver's clock")
+        return (clock(),)
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    blob="BLOB",
+    json="TEXT",
+    seq_column="seq INTEGER PRIMARY KEY AUTOINCREMENT",
+    json_param="?",
+    json_select="metadata",
+    placeholder="?",
+    real="REAL",
+    boolean="INTEGER",
+    false="0",
+    now="?",
+    client_clock=True,
+    returning=sqlite3.sqlite_version_info >= (3, 35, 0),
+)
+POSTGRES = Dialect(
+    name="postgres",
+    blob="BYTEA",
+    json="JSONB",
+    seq_column="seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    json_param="?::jsonb",
+    json_select="metadata::text",
+    placeholder="%s",
+    real="DOUBLE PRECISION",
+    boolean="BOOLEAN",
+    false="false",
+    # The database's clock, not the client's: workers on many machines agree on expiry.
+    now="extract(epoch FROM clock_timestamp())::float8",
+    client_clock=False,
+    returning=True,
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE pausepoint_checkpoints (
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            parent_checkpoint_id TEXT,
+            type TEXT NOT NULL,
+            checkpoint {blob} NOT NULL,
+            metadata {json} NOT NULL,
+            PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id))""",
+        """CREATE TABLE pausepoint_writes (
+            {seq},
+            thread_id TEXT NOT NULL,
+            checkpoint_ns TEXT NOT NULL DEFAULT '',
+            checkpoint_id TEXT NOT NULL,
+            task_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            channel TEXT NOT NULL,
+            type TEXT NOT NULL,
+            value {blob} NOT NULL,
+            task_path TEXT NOT NULL DEFAULT '',
+            UNIQUE (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))""",
+    ),
+    (
+        """CREATE TABLE pausepoint_leases (
+            thread_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at {real} NOT NULL,
+            ttl {real} NOT NULL,
+            nudged {bool} NOT NULL DEFAULT {false})""",
+    ),
+)
+"""Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1."""
+
+
+class SchemaTooNewError(PausepointError, RuntimeError):
+    """The database was migrated by a newer pausepoint than this one."""
+
+
+def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
+    """Create or migrate the schema; return the number of migrations applied.
+
+    Args:
+        dialect: The database's dialect.
+        lock: A statement serializing concurrent setups (PostgreSQL advisory lock).
+
+    """
+    if lock is not None:
+        # First: even CREATE TABLE IF NOT EXISTS races in PostgreSQL.
+        yield lock
+    yield Statement("CREATE TABLE IF NOT EXISTS pausepoint_migrations (v INTEGER PRIMARY KEY)")
+    rows = yield Statement("SELECT v FROM pausepoint_migrations", fetch=True)
+    current = max((int(r[0]) for r in rows), default=0)
+    if current > len(MIGRATIONS):
+        raise SchemaTooNewError(
+            f"the database schema is at version {current}, but this pausepoint knows only "
+            f"versions up to {len(MIGRATIONS)}; upgrade pausepoint to use this database"
+        )
+    for version in range(current, len(MIGRATIONS)):
+        for text in MIGRATIONS[version]:
+            yield Statement(dialect.sql(text))
+        yield Statement(
+            dialect.sql("INSERT INTO pausepoint_migrations (v) VALUES (?)"), (version + 1,)
+        )
+    return len(MIGRATIONS) - current
+
+
+def drive(flow: Flow[T], execute: Callable[[Statement], Rows]) -> T:
+    """Run a flow to completion with a blocking ``execute``."""
+    try:
+        stmt = next(flow)
+        while True:
+            stmt = flow.send(execute(stmt))
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    finally:
+        flow.close()
+
+
+async def adrive(flow: Flow[T], execute: Callable[[Statement], Awaitable[Rows]]) -> T:
+    """Run a flow to completion with an awaitable ``execute``."""
+    try:
+        stmt = next(flow)
+        while True:
+            stmt = flow.send(await execute(stmt))
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    finally:
+        flow.close()

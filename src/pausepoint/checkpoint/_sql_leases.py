@@ -1,0 +1,244 @@
+"""Leases and guarded writes in SQL, shared by the SQLite and PostgreSQL savers.
+
+A lease is one row of ``pausepoint_leases`` per thread. Taking, renewing and
+releasing it are each one atomic statement (SQLite without ``RETURNING``: two, in
+the saver's write transaction, which holds SQLite's write lock throughout).
+
+A guarded write (:class:`Guard`) stores its rows only if the owner holds the
+thread's live lease (renewing it) and, for ``if_head``, its checkpoint is the
+newest. SQLite checks first, in the same transaction as the writes (one commit).
+PostgreSQL folds the checks into the write's statement as ``WITH`` clauses, and
+the inserts select their rows only when the checks pass: one round trip, as
+unguarded. The lease's ``UPDATE`` locks its row until the write commits, so a
+takeover waits for it and then sees the renewed expiry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
+from pausepoint.checkpoint._leases import check_lease_args
+from pausepoint.checkpoint._sql import (
+    CHECKPOINTS_INTO,
+    ON_PUT_CONFLICT,
+    ON_WRITE_CONFLICT,
+    PUT_ROW,
+    WRITE_ROW,
+    WRITE_ROWS_PER_STATEMENT,
+    WRITES_INTO,
+    store_rows,
+)
+from pausepoint.checkpoint.base import Lease, LeaseClaim, config_keys
+from pausepoint.config import RunnableConfig
+from pausepoint.errors import LeaseLostError, StaleCheckpointError
+
+__all__ = [
+    "Clock",
+    "Guard",
+    "acquire_flow",
+    "get_lease_flow",
+    "guard_of",
+    "release_flow",
+    "renew_flow",
+]
+
+Clock = Callable[[], float] | None
+"""The saver's clock where the client's time rules (SQLite), else None (PostgreSQL)."""
+
+# Taken when free, expired or the owner's own; else only the nudge changes. The
+# DO UPDATE always runs, so the row in force afterwards is always returned. ``now``
+# is computed once, in VALUES: excluded.expires_at - excluded.ttl.
+_TAKE = (
+    "(pausepoint_leases.owner = excluded.owner"
+    " OR pausepoint_leases.expires_at <= excluded.expires_at - excluded.ttl)"
+)
+_ACQUIRE = f"""INSERT INTO pausepoint_leases (thread_id, owner, expires_at, ttl, nudged)
+    VALUES (?, ?, {{now}} + ?, ?, {{false}})
+    ON CONFLICT (thread_id) DO UPDATE SET
+    owner = CASE WHEN {_TAKE} THEN excluded.owner ELSE pausepoint_leases.owner END,
+    expires_at = CASE WHEN {_TAKE} THEN excluded.expires_at
+        ELSE pausepoint_leases.expires_at END,
+    ttl = CASE WHEN {_TAKE} THEN excluded.ttl ELSE pausepoint_leases.ttl END,
+    nudged = CASE WHEN pausepoint_leases.owner = excluded.owner THEN pausepoint_leases.nudged
+        WHEN {_TAKE} THEN {{false}} ELSE (pausepoint_leases.nudged OR ?) END"""
+_RENEW = """UPDATE pausepoint_leases SET expires_at = {now} + COALESCE(?, ttl),
+    ttl = COALESCE(?, ttl) WHERE thread_id = ? AND owner = ? AND expires_at > {now}"""
+_RELEASE = "DELETE FROM pausepoint_leases WHERE thread_id = ? AND owner = ?"
+_SELECT_LEASE = "SELECT owner, expires_at, nudged, {now} FROM pausepoint_leases WHERE thread_id = ?"
+_SELECT_NUDGED = "SELECT nudged FROM pausepoint_leases WHERE thread_id = ? AND owner = ?"
+_SELECT_HEAD = """SELECT max(checkpoint_id) FROM pausepoint_checkpoints
+    WHERE thread_id = ? AND checkpoint_ns = ?"""
+# PostgreSQL: the checks as WITH clauses of the write's statement.
+_FENCE_CTE = """f AS (UPDATE pausepoint_leases SET expires_at = {now} + ttl
+    WHERE thread_id = ? AND owner = ? AND expires_at > {now} RETURNING 1)"""
+_HEAD_CTE = f"h AS ({_SELECT_HEAD.replace('max(checkpoint_id)', 'max(checkpoint_id) AS head')})"
+
+
+def acquire_flow(
+    dialect: Dialect, thread_id: str, owner: str, ttl: float, nudge: bool, clock: Clock
+) -> Flow[LeaseClaim]:
+    """See ``BaseCheckpointSaver.acquire_lease``."""
+    check_lease_args(owner, ttl)
+    thread = str(thread_id)
+    params = (thread, owner, *dialect.now_params(clock), ttl, ttl, bool(nudge))
+    if dialect.returning:
+        sql = dialect.sql(_ACQUIRE + " RETURNING owner, expires_at")
+        rows = yield Statement(sql, params, fetch=True)
+    else:
+        yield Statement(dialect.sql(_ACQUIRE), params)
+        rows = yield _select_lease(dialect, thread, clock)
+    holder = Lease(thread, str(rows[0][0]), float(rows[0][1]))
+    return LeaseClaim(holder.owner == owner, holder)
+
+
+def renew_flow(
+    dialect: Dialect, thread_id: str, owner: str, ttl: float | None, clock: Clock
+) -> Flow[bool]:
+    """See ``BaseCheckpointSaver.renew_lease``; also the fence of a guarded write."""
+    check_lease_args(owner, ttl, ttl_optional=True)
+    at = dialect.now_params(clock)
+    params = (*at, ttl, ttl, str(thread_id), owner, *at)
+    if dialect.returning:
+        rows = yield Statement(dialect.sql(_RENEW + " RETURNING 1"), params, fetch=True)
+        return bool(rows)
+    yield Statement(dialect.sql(_RENEW), params)
+    rows = yield Statement("SELECT changes()", fetch=True)
+    return bool(rows[0][0])
+
+
+def release_flow(dialect: Dialect, thread_id: str, owner: str) -> Flow[bool]:
+    """See ``BaseCheckpointSaver.release_lease``: whether it was nudged while held."""
+    check_lease_args(owner, None, ttl_optional=True)
+    params = (str(thread_id), owner)
+    if dialect.returning:
+        rows = yield Statement(dialect.sql(_RELEASE + " RETURNING nudged"), params, fetch=True)
+        return bool(rows and rows[0][0])
+    rows = yield Statement(dialect.sql(_SELECT_NUDGED), params, fetch=True)
+    yield Statement(dialect.sql(_RELEASE), params)
+    return bool(rows and rows[0][0])
+
+
+def get_lease_flow(dialect: Dialect, thread_id: str, clock: Clock) -> Flow[Lease | None]:
+    """See ``BaseCheckpointSaver.get_lease``: the unexpired lease, or None."""
+    thread = str(thread_id)
+    rows = yield _select_lease(dialect, thread, clock)
+    if not rows or float(rows[0][1]) <= float(rows[0][3]):
+        return None
+    return Lease(thread, str(rows[0][0]), float(rows[0][1]))
+
+
+def _select_lease(dialect: Dialect, thread: str, clock: Clock) -> Statement:
+    params = (*dialect.now_params(clock), thread)
+    return Statement(dialect.sql(_SELECT_LEASE), params, fetch=True)
+
+
+def guard_of(
+    config: RunnableConfig, lease: str | None, if_head: bool, clock: Clock
+) -> Guard | None:
+    """The guard of a write with these options, or None when it has none."""
+    if lease is None and not if_head:
+        return None
+    thread, ns, checkpoint_id = config_keys(config)
+    if lease is not None:
+        check_lease_args(lease, None, ttl_optional=True)
+    head: tuple[str, str] | None = None
+    if if_head:
+        if checkpoint_id is None:
+            raise ValueError("put_writes(if_head=True) needs a config with a 'checkpoint_id'")
+        head = (ns, str(checkpoint_id))
+    return Guard(thread, lease, head, clock)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Guard:
+    """What a write checks before it stores anything (see the module docstring)."""
+
+    thread_id: str
+    owner: str | None
+    """Write only while this owner holds the thread's live lease (and renew it)."""
+    head: tuple[str, str] | None
+    """``(checkpoint_ns, checkpoint_id)``: write only while it is the newest."""
+    clock: Clock
+    """The saver's clock's time (SQLite); None where the database's clock rules."""
+
+    def store(self, dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Flow[None]:
+        """Check, then store write rows and checkpoint rows (``_sql.store_rows``)."""
+        # if_head: one statement however many rows (a check in a statement of its own
+        # could not stop a checkpoint committed between it and the writes).
+        one = self.head is not None or len(rows) <= WRITE_ROWS_PER_STATEMENT
+        if dialect.name == "postgres" and one:
+            yield from self._in_one_statement(dialect, rows, puts)
+            return None
+        yield from self._check(dialect)
+        yield from store_rows(dialect, rows, puts)
+        return None
+
+    def _check(self, dialect: Dialect) -> Flow[None]:
+        """The checks as statements of their own, in the write's transaction."""
+        if self.owner is not None:
+            held = yield from renew_flow(dialect, self.thread_id, self.owner, None, self.clock)
+            if not held:
+                yield from self._lease_lost(dialect)
+        if self.head is not None:
+            params = (self.thread_id, self.head[0])
+            rows = yield Statement(dialect.sql(_SELECT_HEAD), params, fetch=True)
+            self._check_head(rows[0][0] if rows else None)
+
+    def _in_one_statement(
+        self, dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]
+    ) -> Flow[None]:
+        """PostgreSQL: checks and inserts as one statement; its row says how it went."""
+        ctes: list[str] = []
+        params: list[Any] = []
+        conds: list[str] = []
+        cond_params: list[Any] = []
+        if self.owner is not None:
+            ctes.append(_FENCE_CTE)
+            params += (self.thread_id, self.owner)
+            conds.append("EXISTS (SELECT FROM f)")
+        if self.head is not None:
+            ctes.append(_HEAD_CTE)
+            params += (self.thread_id, self.head[0])
+            conds.append("(SELECT head FROM h) = ?")
+            cond_params.append(self.head[1])
+        where = " AND ".join(conds)
+        if rows:
+            values = ", ".join([WRITE_ROW] * len(rows))
+            ctes.append(f"w AS ({_insert_if(WRITES_INTO, values, where)}{ON_WRITE_CONFLICT})")
+            params += [v for row in rows for v in row] + cond_params
+        if puts:
+            values = ", ".join([PUT_ROW] * len(puts))
+            ctes.append(f"c AS ({_insert_if(CHECKPOINTS_INTO, values, where)}{ON_PUT_CONFLICT})")
+            params += [v for row in puts for v in row] + cond_params
+        held = "EXISTS (SELECT FROM f)" if self.owner is not None else "true"
+        head = "(SELECT head FROM h)" if self.head is not None else "NULL"
+        sql = f"WITH {', '.join(ctes)} SELECT {held}, {head}"
+        (outcome,) = yield Statement(dialect.sql(sql), params, fetch=True)
+        if not outcome[0]:
+            yield from self._lease_lost(dialect)
+        if self.head is not None:
+            self._check_head(outcome[1])
+
+    def _lease_lost(self, dialect: Dialect) -> Flow[None]:
+        """Raise ``LeaseLostError`` naming the lease as it is now (read for the message)."""
+        assert self.owner is not None
+        rows = yield _select_lease(dialect, self.thread_id, self.clock)
+        if not rows:
+            raise LeaseLostError(self.thread_id, self.owner, None, 0.0)
+        owner, expires_at, _, now = rows[0]
+        holder = Lease(self.thread_id, str(owner), float(expires_at))
+        raise LeaseLostError(self.thread_id, self.owner, holder, float(now))
+
+    def _check_head(self, head: str | None) -> None:
+        assert self.head is not None
+        ns, checkpoint_id = self.head
+        if head != checkpoint_id:
+            raise StaleCheckpointError(self.thread_id, ns, checkpoint_id, head)
+
+
+def _insert_if(into: str, values: str, where: str) -> str:
+    """``INSERT INTO … (columns)`` of ``values`` rows, only those passing ``where``."""
+    return f"{into} SELECT * FROM (VALUES {values}) AS v WHERE {where}"
