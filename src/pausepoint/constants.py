@@ -57,6 +57,12 @@ WRITES_IDX_MAP: Final[dict[str, int]] = {
     ASKED: -5,
 }
 
+DEFAULT_LEASE_TTL: Final = 120.0
+"""Seconds a run's lease on its thread lasts unless renewed (``compile(lease_ttl=...)``)."""
+
+DEFAULT_LEASE_WAIT: Final = 10.0
+"""Seconds a resume of waiting questions waits for a busy thread (``compile(lease_wait=...)``)."""
+
 NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
 """Task id of writes that belong to no task (input updates, ``Command(resume=...)``)."""
 

@@ -20,6 +20,7 @@ The tree::
         │   ├── NothingToResumeError
         │   ├── AmbiguousResumeError (RuntimeError too, LangGraph's type)
         │   └── AlreadyAnsweredError a different answer to a question already answered
+        ├── ThreadBusyError          another run is advancing the thread (single writer)
         ├── InvalidCommandError      (InvalidUpdateError and ValueError too)
         ├── NondeterministicTaskError a re-run called other tasks than were recorded
         ├── SerializationError       a value that cannot be stored
@@ -60,6 +61,7 @@ __all__ = [
     "PausepointError",
     "ResumeError",
     "SerializationError",
+    "ThreadBusyError",
     "UnknownInterruptIdError",
 ]
 
@@ -222,6 +224,38 @@ class AlreadyAnsweredError(ResumeError):
             "Command(resume=Reanswer(value)) (pausepoint.types.Reanswer), or a map "
             "{interrupt_id: Reanswer(value)}."
         )
+
+
+class ThreadBusyError(PausepointError):
+    """Another run is advancing the thread: at most one run writes to a thread at a time.
+
+    Raised when a run starts while another run (in this or another process) holds the
+    thread's lease; nothing of this run was written. A resume that only answers
+    questions still waiting first waits for the thread (``compile(lease_wait=...)``).
+
+    Attributes:
+        thread_id: The thread.
+        until: When the other run's lease expires unless it is renewed (seconds since
+            the epoch; it is renewed as that run saves). A worker that died on another
+            machine holds the thread until then.
+    """
+
+    def __init__(self, thread_id: str, until: float) -> None:
+        self.thread_id = thread_id
+        self.until = until
+        super().__init__(
+            f"thread {thread_id!r} is busy: another run is advancing it (its lease runs "
+            f"until {_iso(until)} unless renewed; a worker that died holds it until then); "
+            "nothing was written. Try again when it has paused or finished: "
+            "graph.get_state(config) shows what it waits for."
+        )
+
+
+def _iso(seconds: float) -> str:
+    """Seconds since the epoch as ISO 8601 UTC, to the millisecond."""
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="milliseconds")
 
 
 class InvalidCommandError(PausepointError, InvalidUpdateError, ValueError):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from pausepoint.checkpoint.base import BaseCheckpointSaver
+from pausepoint.errors import ThreadBusyError
 from pausepoint.graph import END, START, StateGraph
 from pausepoint.types import Command, interrupt
 
@@ -77,17 +78,30 @@ def open_saver(backend: str, dsn: str) -> Iterator[BaseCheckpointSaver]:
             yield saver
 
 
+LEASE_TTL = 1.0
+
+
 def main() -> None:
     backend, dsn, phase, side_log = sys.argv[1:5]
     config: Any = {"configurable": {"thread_id": "cross-process"}}
     with open_saver(backend, dsn) as saver:
-        graph = build(Path(side_log)).compile(checkpointer=saver)
+        # A short lease: a "continue" after a SIGKILL waits for the dead worker's
+        # lease to expire (single-writer threads), then takes the thread over.
+        graph = build(Path(side_log)).compile(checkpointer=saver, lease_ttl=LEASE_TTL)
         inputs: Any = {
             "start": {"log": []},
             "resume": Command(resume="yes"),
             "continue": None,
         }[phase]
-        result = graph.invoke(inputs, config)
+        deadline = time.monotonic() + 10 * LEASE_TTL
+        while True:
+            try:
+                result = graph.invoke(inputs, config)
+                break
+            except ThreadBusyError:
+                if phase != "continue" or time.monotonic() > deadline:
+                    raise
+                time.sleep(LEASE_TTL / 5)
         print(
             json.dumps({"log": result["log"], "interrupts": len(result.get("__interrupt__", []))})
         )

@@ -8,22 +8,29 @@ back through one ``asyncio.Queue``; worker threads put into it thread-safely.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Generator
+import contextlib
+from collections.abc import AsyncGenerator, Generator, Mapping
 from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import AsyncCalls, asettle
+from pausepoint.drivers.owners import holder_is_gone
 from pausepoint.drivers.retry import retry_delay
+from pausepoint.drivers.sync import LeaseHeld
 from pausepoint.errors import GraphBubbleUp
 from pausepoint.loop.effects import (
+    NO_KWARGS,
     Call,
+    ClaimThread,
     Emit,
     LoadCheckpoint,
     NextOutcome,
     Outcome,
+    ReleaseThread,
     RunTasks,
     SaveCheckpoint,
     SaveWrites,
+    Sleep,
 )
 from pausepoint.loop.node import Body
 from pausepoint.loop.prepare import ExecTask
@@ -66,6 +73,7 @@ async def drive(
     error: BaseException | None = None
     running: set[asyncio.Task[None]] = set()
     calls = AsyncCalls(saver, sink.loop)
+    lease = LeaseHeld(saver)
     try:
         while True:
             try:
@@ -91,14 +99,24 @@ async def drive(
             elif kind is Emit:
                 yield (effect.ns, effect.mode, effect.payload)
             else:
-                try:
-                    send = await perform(saver, effect)
-                except Exception as exc:  # sent into the loop, which decides
-                    error = exc
+                send, error = await _carry_out(saver, effect, lease)
     finally:
         loop.close()
         for t in running:
             t.cancel()
+        if lease.held is not None:  # closed, cancelled or failed before the loop let it go
+            with contextlib.suppress(Exception):
+                await saver.arelease_lease(lease.held.thread_id, lease.held.owner)
+
+
+async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
+    """Perform a saver effect: its outcome, or the error to send into the loop."""
+    try:
+        done = await perform(saver, effect, lease.fence)
+    except Exception as exc:  # sent into the loop, which decides
+        return None, exc
+    lease.saw(effect, done)
+    return done, None
 
 
 async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
@@ -119,16 +137,20 @@ async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
         flow.close()
 
 
-async def perform(saver: Any, effect: Any) -> Any:
-    """Carry out a saver effect with an async saver."""
+async def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) -> Any:
+    """Carry out a saver effect with an async saver; ``kw``: a write's fencing (``lease=``)."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
     if kind is SaveWrites:
-        await saver.aput_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
+        if effect.if_head:
+            kw = {**kw, "if_head": True}
+        await saver.aput_writes(
+            effect.config, effect.writes, effect.task_id, effect.task_path, **kw
+        )
         return None
     if kind is SaveCheckpoint:
         if effect.first is not None:  # only for a saver whose batches_checkpoints is true
             second = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
-            return await saver.aput_pair(effect.config, effect.first, effect.writes, second)
+            return await saver.aput_pair(effect.config, effect.first, effect.writes, second, **kw)
         if effect.writes:  # only for a saver whose batches_writes is true
             return await saver.aput_after_writes(
                 effect.config,
@@ -136,12 +158,30 @@ async def perform(saver: Any, effect: Any) -> Any:
                 effect.checkpoint,
                 effect.metadata,
                 effect.new_versions,
+                **kw,
             )
         return await saver.aput(
-            effect.config, effect.checkpoint, effect.metadata, effect.new_versions
+            effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
         )
     if kind is LoadCheckpoint:
         return await saver.aget_tuple(effect.config)
+    return await _lease_effect(saver, effect)
+
+
+async def _lease_effect(saver: Any, effect: Any) -> Any:
+    if isinstance(effect, ClaimThread):
+        args = (effect.thread_id, effect.owner, effect.ttl)
+        claim = await saver.aacquire_lease(*args)
+        if claim.acquired or not holder_is_gone(claim.holder.owner):
+            return claim
+        # The holder's process, on this host, is dead: its lease goes now, not at expiry.
+        await saver.arelease_lease(effect.thread_id, claim.holder.owner)
+        return await saver.aacquire_lease(*args)
+    if isinstance(effect, ReleaseThread):
+        return await saver.arelease_lease(effect.thread_id, effect.owner)
+    if isinstance(effect, Sleep):
+        await asyncio.sleep(effect.seconds)
+        return None
     raise TypeError(f"unknown effect {effect!r}")
 
 

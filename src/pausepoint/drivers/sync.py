@@ -9,35 +9,41 @@ the loop sees outcomes one at a time, in the order they finish.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import inspect
 import queue
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import SyncCalls, settle
+from pausepoint.drivers.owners import fences_writes, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
 from pausepoint.loop.effects import (
+    NO_KWARGS,
     Call,
+    ClaimThread,
     Emit,
     LoadCheckpoint,
     NextOutcome,
     Outcome,
+    ReleaseThread,
     RunTasks,
     SaveCheckpoint,
     SaveWrites,
+    Sleep,
 )
 from pausepoint.loop.node import Body
 from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
 from pausepoint.scratchpad import TASK
 
-__all__ = ["Chunk", "drive", "perform", "run_effects", "run_task"]
+__all__ = ["Chunk", "LeaseHeld", "drive", "perform", "run_effects", "run_task"]
 
 Chunk = tuple[tuple[str, ...], str, Any]
 _Event = tuple[str, Any]
@@ -55,6 +61,7 @@ def drive(
     send: Any = None
     error: BaseException | None = None
     calls = SyncCalls(saver)
+    lease = LeaseHeld(saver)
     try:
         while True:
             try:
@@ -78,15 +85,45 @@ def drive(
             elif kind is Emit:
                 yield (effect.ns, effect.mode, effect.payload)
             else:
-                try:
-                    send = perform(saver, effect)
-                except Exception as exc:  # sent into the loop, which decides
-                    error = exc
+                send, error = _carry_out(saver, effect, lease)
     finally:
         loop.close()
+        if lease.held is not None:  # closed or failed before the loop let it go
+            with contextlib.suppress(Exception):
+                saver.release_lease(lease.held.thread_id, lease.held.owner)
         calls.close()
         if pool is not None and pool is not _SHARED.pool:
             pool.shutdown(wait=False)
+
+
+class LeaseHeld:
+    """The thread lease a driven run holds, if any: its writes are fenced with it."""
+
+    __slots__ = ("fence", "fences", "held")
+
+    def __init__(self, saver: Any) -> None:
+        self.held: ClaimThread | None = None
+        self.fence: Mapping[str, Any] = NO_KWARGS
+        self.fences = fences_writes(saver)
+
+    def saw(self, effect: Any, outcome: Any) -> None:
+        """Note a claim or a release the saver carried out."""
+        kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
+        if kind is ClaimThread and outcome.acquired:
+            self.held = effect
+            self.fence = {"lease": effect.owner} if self.fences else NO_KWARGS
+        elif kind is ReleaseThread:
+            self.held, self.fence = None, NO_KWARGS
+
+
+def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
+    """Perform a saver effect: its outcome, or the error to send into the loop."""
+    try:
+        done = perform(saver, effect, lease.fence)
+    except Exception as exc:  # sent into the loop, which decides
+        return None, exc
+    lease.saw(effect, done)
+    return done, None
 
 
 def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
@@ -109,16 +146,18 @@ def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
         flow.close()
 
 
-def perform(saver: Any, effect: Any) -> Any:
-    """Carry out a saver effect with a sync saver."""
+def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) -> Any:
+    """Carry out a saver effect with a sync saver; ``kw``: a write's fencing (``lease=``)."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
     if kind is SaveWrites:
-        saver.put_writes(effect.config, effect.writes, effect.task_id, effect.task_path)
+        if effect.if_head:
+            kw = {**kw, "if_head": True}
+        saver.put_writes(effect.config, effect.writes, effect.task_id, effect.task_path, **kw)
         return None
     if kind is SaveCheckpoint:
         if effect.first is not None:  # only for a saver whose batches_checkpoints is true
             second = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
-            return saver.put_pair(effect.config, effect.first, effect.writes, second)
+            return saver.put_pair(effect.config, effect.first, effect.writes, second, **kw)
         if effect.writes:  # only for a saver whose batches_writes is true
             return saver.put_after_writes(
                 effect.config,
@@ -126,10 +165,29 @@ def perform(saver: Any, effect: Any) -> Any:
                 effect.checkpoint,
                 effect.metadata,
                 effect.new_versions,
+                **kw,
             )
-        return saver.put(effect.config, effect.checkpoint, effect.metadata, effect.new_versions)
+        return saver.put(
+            effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
+        )
     if kind is LoadCheckpoint:
         return saver.get_tuple(effect.config)
+    return _lease_effect(saver, effect)
+
+
+def _lease_effect(saver: Any, effect: Any) -> Any:
+    if isinstance(effect, ClaimThread):
+        claim = saver.acquire_lease(effect.thread_id, effect.owner, effect.ttl)
+        if claim.acquired or not holder_is_gone(claim.holder.owner):
+            return claim
+        # The holder's process, on this host, is dead: its lease goes now, not at expiry.
+        saver.release_lease(effect.thread_id, claim.holder.owner)
+        return saver.acquire_lease(effect.thread_id, effect.owner, effect.ttl)
+    if isinstance(effect, ReleaseThread):
+        return saver.release_lease(effect.thread_id, effect.owner)
+    if isinstance(effect, Sleep):
+        time.sleep(effect.seconds)
+        return None
     raise TypeError(f"unknown effect {effect!r}")
 
 

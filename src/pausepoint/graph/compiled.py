@@ -14,11 +14,14 @@ from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
 from pausepoint.config import RunConfig, RunnableConfig
+from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
+from pausepoint.drivers.owners import new_owner
 from pausepoint.errors import CheckpointerRequiredError
 from pausepoint.graph.output import ChunkShape, invoke_output
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
+from pausepoint.loop.lease import RunLease
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.scratchpad import TASK, NestInfo
@@ -42,6 +45,8 @@ class CompiledStateGraph:
         interrupt_before: tuple[str, ...] | str,
         interrupt_after: tuple[str, ...] | str,
         debug: bool,
+        lease_ttl: float | None = DEFAULT_LEASE_TTL,
+        lease_wait: float = DEFAULT_LEASE_WAIT,
     ) -> None:
         self.spec = spec
         self.builder = builder
@@ -50,6 +55,8 @@ class CompiledStateGraph:
         self.interrupt_after_nodes = interrupt_after
         self.debug = debug
         self.name = spec.name
+        self.lease_ttl = lease_ttl
+        self.lease_wait = lease_wait
 
     @property
     def nodes(self) -> dict[str, Any]:
@@ -97,8 +104,15 @@ class CompiledStateGraph:
             sink=sink,
             saver=saver,
             output_keys=_key_tuple(output_keys),
+            lease=self._lease(saver, cfg),
         )
         return opts, saver
+
+    def _lease(self, saver: Any, cfg: RunConfig) -> RunLease | None:
+        """The lease a root run takes on its thread (single-writer threads)."""
+        if saver is None or self.lease_ttl is None or not hasattr(saver, "acquire_lease"):
+            return None
+        return RunLease(str(cfg.thread_id), new_owner(), self.lease_ttl, self.lease_wait)
 
     def _nested_options(
         self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from pausepoint.constants import END, RESERVED_NAMES, START
+from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, END, RESERVED_NAMES, START
 from pausepoint.graph.schema import SchemaInfo
 from pausepoint.types import CachePolicy, RetryPolicy
 
@@ -180,6 +180,8 @@ class StateGraph:
         interrupt_after: Any = None,
         debug: bool = False,
         name: str | None = None,
+        lease_ttl: float | None = DEFAULT_LEASE_TTL,
+        lease_wait: float = DEFAULT_LEASE_WAIT,
     ) -> Any:
         """Validate the graph and build its runnable form.
 
@@ -192,6 +194,13 @@ class StateGraph:
             name: The graph's name (default ``"LangGraph"``).
             cache: Accepted for compatibility; unused.
             store: Accepted for compatibility; unused.
+            lease_ttl: Seconds a run's lease on its thread lasts unless renewed (each
+                save renews it): at most one run advances a thread at a time, and
+                a worker that died holds it this long. ``None`` turns single-writer
+                threads off. pausepoint's own; see docs/concepts.md.
+            lease_wait: Seconds a resume that only answers questions still waiting
+                (a second reviewer of a parallel step) waits for a busy thread before
+                it raises ``ThreadBusyError``; any other run raises at once.
 
         Returns:
             A :class:`~pausepoint.graph.compiled.CompiledStateGraph`.
@@ -212,6 +221,8 @@ class StateGraph:
             interrupt_before=before,
             interrupt_after=after,
             debug=debug,
+            lease_ttl=lease_ttl,
+            lease_wait=lease_wait,
         )
 
     def schema_info(self) -> tuple[SchemaInfo, SchemaInfo, SchemaInfo]:

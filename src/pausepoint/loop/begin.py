@@ -34,7 +34,7 @@ from pausepoint.types import Command, Interrupt
 if TYPE_CHECKING:
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["first"]
+__all__ = ["check_answers", "first"]
 
 Effect = Any
 
@@ -100,14 +100,22 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
             renamed = yield from fork(run)
             if is_resume_map(resume):
                 resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
-        run.owners = interrupt_owners(run.records)
-        run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
-        # Checked before anything is written: a refused answer writes nothing.
-        run.answered = plan_answers(run.current_tasks(), run.records, run.resume.values, run.owners)
+        check_answers(run, resume)
     writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
     if writes:
         run.null_writes.extend(writes)
         yield from run.save_writes(NULL_TASK_ID, writes)
+
+
+def check_answers(run: _Run, resume: Any) -> None:
+    """Parse a resume against what is pending and bind it to its questions.
+
+    Sets ``run.resume`` and ``run.answered`` (task id → new answer list). Raises
+    the resume errors before anything is written: a refused answer writes nothing.
+    """
+    run.owners = interrupt_owners(run.records)
+    run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
+    run.answered = plan_answers(run.current_tasks(), run.records, run.resume.values, run.owners)
 
 
 def reported_interrupts(run: _Run) -> tuple[list[Interrupt], set[str]]:

@@ -30,13 +30,16 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_KWARGS",
     "Call",
+    "ClaimThread",
     "Emit",
     "LoadCheckpoint",
     "NextOutcome",
     "Outcome",
+    "ReleaseThread",
     "RunTasks",
     "SaveCheckpoint",
     "SaveWrites",
+    "Sleep",
 ]
 
 NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
@@ -71,12 +74,47 @@ class SaveCheckpoint:
 
 @dataclasses.dataclass(slots=True)
 class SaveWrites:
-    """``saver.put_writes(config, writes, task_id, task_path)``."""
+    """``saver.put_writes(config, writes, task_id, task_path)``.
+
+    With ``if_head``, only if ``config``'s checkpoint is still the newest of its
+    thread (``put_writes(..., if_head=True)``; a saver whose ``supports_leases`` is
+    true): an answer stored while another run holds the thread.
+    """
 
     config: RunnableConfig
     writes: Sequence[tuple[str, Any]]
     task_id: str
     task_path: str
+    if_head: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClaimThread:
+    """``saver.acquire_lease(thread_id, owner, ttl)``; send back the :class:`LeaseClaim`.
+
+    While the driver holds a lease it fences the run's writes with it (``lease=``, on
+    a saver whose ``supports_leases`` is true), and it releases a lease the loop did
+    not release itself (the run was closed or cancelled) when it stops.
+    """
+
+    thread_id: str
+    owner: str
+    ttl: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReleaseThread:
+    """``saver.release_lease(thread_id, owner)``; send back whether it was nudged."""
+
+    thread_id: str
+    owner: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait ``seconds`` (without blocking an event loop); send back None."""
+
+    seconds: float
 
 
 @dataclasses.dataclass(slots=True)

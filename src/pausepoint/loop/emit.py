@@ -9,6 +9,7 @@ from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.ids import now_iso
+from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
 from pausepoint.loop.tasks import Task, prepare_tasks, task_input
 from pausepoint.types import Interrupt
@@ -25,6 +26,16 @@ __all__ = [
     "task_starts",
     "update_of",
 ]
+
+
+def interrupts_found(run: _Run, found: tuple[Interrupt, ...]) -> Generator[Emit, Any, None]:
+    """Report a task's interrupts in ``updates`` and ``values`` as they happen."""
+    if not found:
+        return
+    if run.wants("updates"):
+        yield run.emit("updates", {INTERRUPT: found})
+    if run.wants("values"):
+        yield run.emit("values", {**run.output(), INTERRUPT: found})
 
 
 def update_of(run: _Run, task: Task) -> Any:

@@ -38,7 +38,7 @@ from pausepoint.errors import (
     GraphRecursionError,
     ParentCommand,
 )
-from pausepoint.loop import begin
+from pausepoint.loop import begin, lease
 from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import (
@@ -50,6 +50,7 @@ from pausepoint.loop.effects import (
     SaveCheckpoint,
     SaveWrites,
 )
+from pausepoint.loop.lease import RunLease
 from pausepoint.loop.node import command_writes, input_writes
 from pausepoint.loop.pending import (
     ResumeMap,
@@ -90,6 +91,8 @@ class RunOptions:
     saver: Any
     output_keys: tuple[str, ...] | None = None
     """Keys ``values``/``updates`` report (default: the output schema's)."""
+    lease: RunLease | None = None
+    """The thread lease a root run takes (a saver with leases): single-writer threads."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -130,6 +133,7 @@ class _Run:
         self.dirty = False
         self.pausing = False
         self.historical = False
+        self.leased = False
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
         # Read on every step: looked up once here.
@@ -270,6 +274,8 @@ class _Run:
     # --- the run ---------------------------------------------------------------------
 
     def steps(self) -> Generator[Effect, Any, RunResult]:
+        if (held := self.opts.lease) is not None:
+            yield from lease.claim(self, held)
         if self.opts.has_saver:
             saved = yield LoadCheckpoint(self._load_config())
             self.restore(saved)
@@ -292,17 +298,33 @@ class _Run:
                 yield from self.flush_exit()
             if self.opts.nest is not None:
                 raise
-            return (yield from self.suppress(exc))
-        except BaseException:
-            yield from self.flush_waiting()
-            if self.opts.durability == "exit":
-                yield from self.flush_exit()
+            return (yield from self.ended((yield from self.suppress(exc))))
+        except BaseException as exc:
+            if not isinstance(exc, GeneratorExit):  # closed: no effect can be yielded now
+                yield from self.failed()
             raise
         # With durability "exit" a subgraph that finishes saves nothing: its parent's
         # task writes carry the result (the chapter's rule for nested graphs).
         if self.opts.durability == "exit" and self.opts.nest is None:
             yield from self.flush_exit()
-        return RunResult(self.output(), (), False)
+        return (yield from self.ended(RunResult(self.output(), (), False)))
+
+    def failed(self) -> Generator[Effect, Any, None]:
+        """Save what a failing run still owes (its waiting input, durability "exit")."""
+        yield from self.flush_waiting()
+        if self.opts.durability == "exit":
+            yield from self.flush_exit()
+        yield from self.ended(RunResult(None, (), False))
+
+    def ended(self, result: RunResult) -> Generator[Effect, Any, RunResult]:
+        """The run's result, once its lease (if any) is let go."""
+        if (held := self.opts.lease) is not None:
+            yield from lease.release(self, held)
+        return result
+
+    def reset(self) -> None:
+        """Forget what was read: the run starts as new (after a look at a busy thread)."""
+        self.__init__(self.spec, self.input, self.opts)
 
     def _load_config(self) -> RunnableConfig:
         conf: dict[str, Any] = {
@@ -396,19 +418,10 @@ class _Run:
         if interrupts or self.pausing:
             if self.streams_updates or self.streams_values:
                 for t in paused:
-                    yield from self.emit_interrupts(self.records[t.id].interrupts)
+                    yield from out.interrupts_found(self, self.records[t.id].interrupts)
             raise GraphInterrupt(tuple(interrupts))
         yield from self.after_tick()
         return True
-
-    def emit_interrupts(self, found: tuple[Interrupt, ...]) -> Generator[Effect, Any, None]:
-        """Report a task's interrupts in ``updates`` and ``values`` as they happen."""
-        if not found:
-            return
-        if self.wants("updates"):
-            yield self.emit("updates", {INTERRUPT: found})
-        if self.wants("values"):
-            yield self.emit("values", {**self.output(), INTERRUPT: found})
 
     def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
         if self.streams_tasks:
@@ -506,7 +519,7 @@ class _Run:
                 saved.append((ERROR, None))
             yield from self.save_writes(task.id, saved, path)
             if self.opts.stream_modes:
-                yield from self.emit_interrupts(found)
+                yield from out.interrupts_found(self, found)
                 yield from out.task_result(self, task, None, found)
         elif isinstance(err, ParentCommand) and err.origin != task.ns:
             # A subgraph's node sent this command to us: apply it as this task's result.

@@ -1,0 +1,98 @@
+"""Single-writer threads: one run advances a thread at a time (issue 15, DESIGN §6).
+
+A root run with a saver first takes the thread's lease (``ClaimThread``) and lets
+it go when it pauses or ends (``ReleaseThread``). The lease lives in the saver, so
+it holds across threads, processes and machines; it expires unless renewed (each
+fenced write renews it), so a worker that died does not hold the thread forever
+(and the driver frees at once the lease of a dead process of this host); and
+while the driver holds it, it fences the run's writes with it, so a run whose
+lease expired and was taken over cannot write any more (``LeaseLostError``).
+
+A run that finds the thread busy writes nothing. It raises ``ThreadBusyError`` at
+once — unless it is a resume that only answers questions still waiting (a second
+reviewer of a parallel step, say): such a run waits, up to ``lease_wait``
+seconds, for the run in flight to pause or end, then runs as usual, so two people
+answering two questions of one step at the same moment both get their answer
+used and the step completes once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from pausepoint.errors import ThreadBusyError
+from pausepoint.loop import begin
+from pausepoint.loop.effects import ClaimThread, LoadCheckpoint, ReleaseThread, Sleep
+from pausepoint.types import Command
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import LeaseClaim
+    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+
+__all__ = ["RunLease", "claim", "release"]
+
+Effect = Any
+
+_FIRST_PAUSE = 0.005
+"""Seconds of the first wait for a busy thread; each next one doubles, to 0.25 s."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunLease:
+    """The lease a root run takes on its thread: whose it is and for how long."""
+
+    thread_id: str
+    owner: str
+    """A token unique to the run (see :mod:`pausepoint.drivers.owners`)."""
+    ttl: float
+    """Seconds the lease lasts unless renewed; each fenced write renews it."""
+    wait: float = 0.0
+    """Seconds a resume answering only waiting questions waits for a busy thread."""
+
+
+def claim(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
+    """Take the thread's lease (waiting for it if the run may); raise if busy."""
+    got: LeaseClaim = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl)
+    if not got.acquired and lease.wait > 0 and (yield from _only_answers_waiting(run)):
+        waited, pause = 0.0, _FIRST_PAUSE
+        while not got.acquired and waited < lease.wait:
+            yield Sleep(pause)
+            waited, pause = waited + pause, min(pause * 2, 0.25)
+            got = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl)
+    if not got.acquired:
+        raise ThreadBusyError(lease.thread_id, got.holder.expires_at)
+    run.leased = True
+
+
+def _only_answers_waiting(run: _Run) -> Generator[Effect, Any, bool]:
+    """Whether the run's input is a resume that answers only questions still waiting.
+
+    Read from the thread's newest checkpoint; a refused resume (an answer that
+    conflicts with a stored one, an unknown id, ...) raises its error now, with
+    nothing written, as it would once the thread is free. The run's own state is
+    left as new: it reads the thread again when it holds the lease.
+    """
+    cmd: Any = run.input
+    if not isinstance(cmd, Command) or run.cfg.checkpoint_id:
+        return False
+    given: Command[Any] = cmd  # pyright: ignore[reportUnknownVariableType]
+    if given.resume is None or given.update is not None or given.goto:
+        return False
+    saved = yield LoadCheckpoint(run.cfg.with_checkpoint(None))
+    if saved is None:
+        return False
+    run.restore(saved)
+    try:
+        begin.check_answers(run, given.resume)
+        return any(answers is not None for answers in run.answered.values())
+    finally:
+        run.reset()
+
+
+def release(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
+    """Let the thread's lease go (once)."""
+    if run.leased:
+        run.leased = False
+        yield ReleaseThread(lease.thread_id, lease.owner)
