@@ -82,6 +82,15 @@ class Dialect:
             .replace("{seq}", self.seq_column)
             .replace("{json_param}", self.json_param.replace("?", self.placeholder))
             .replace("{json_select}", self.json_select)
+        )
+
+    def lease_sql(self, text: str) -> str:
+        """:meth:`sql`, and the fragments of the lease table's SQL too.
+
+        Kept apart so that the statements of unguarded writes cost what they did.
+        """
+        return (
+            self.sql(text)
             .replace("{real}", self.real)
             .replace("{bool}", self.boolean)
             .replace("{false}", self.false)
@@ -193,7 +202,7 @@ def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
         )
     for version in range(current, len(MIGRATIONS)):
         for text in MIGRATIONS[version]:
-            yield Statement(dialect.sql(text))
+            yield Statement(dialect.lease_sql(text))
         yield Statement(
             dialect.sql("INSERT INTO pausepoint_migrations (v) VALUES (?)"), (version + 1,)
         )

@@ -85,10 +85,10 @@ def acquire_flow(
     thread = str(thread_id)
     params = (thread, owner, *dialect.now_params(clock), ttl, ttl, bool(nudge))
     if dialect.returning:
-        sql = dialect.sql(_ACQUIRE + " RETURNING owner, expires_at")
+        sql = dialect.lease_sql(_ACQUIRE + " RETURNING owner, expires_at")
         rows = yield Statement(sql, params, fetch=True)
     else:
-        yield Statement(dialect.sql(_ACQUIRE), params)
+        yield Statement(dialect.lease_sql(_ACQUIRE), params)
         rows = yield _select_lease(dialect, thread, clock)
     holder = Lease(thread, str(rows[0][0]), float(rows[0][1]))
     return LeaseClaim(holder.owner == owner, holder)
@@ -102,9 +102,9 @@ def renew_flow(
     at = dialect.now_params(clock)
     params = (*at, ttl, ttl, str(thread_id), owner, *at)
     if dialect.returning:
-        rows = yield Statement(dialect.sql(_RENEW + " RETURNING 1"), params, fetch=True)
+        rows = yield Statement(dialect.lease_sql(_RENEW + " RETURNING 1"), params, fetch=True)
         return bool(rows)
-    yield Statement(dialect.sql(_RENEW), params)
+    yield Statement(dialect.lease_sql(_RENEW), params)
     rows = yield Statement("SELECT changes()", fetch=True)
     return bool(rows[0][0])
 
@@ -114,10 +114,12 @@ def release_flow(dialect: Dialect, thread_id: str, owner: str) -> Flow[bool]:
     check_lease_args(owner, None, ttl_optional=True)
     params = (str(thread_id), owner)
     if dialect.returning:
-        rows = yield Statement(dialect.sql(_RELEASE + " RETURNING nudged"), params, fetch=True)
+        rows = yield Statement(
+            dialect.lease_sql(_RELEASE + " RETURNING nudged"), params, fetch=True
+        )
         return bool(rows and rows[0][0])
-    rows = yield Statement(dialect.sql(_SELECT_NUDGED), params, fetch=True)
-    yield Statement(dialect.sql(_RELEASE), params)
+    rows = yield Statement(dialect.lease_sql(_SELECT_NUDGED), params, fetch=True)
+    yield Statement(dialect.lease_sql(_RELEASE), params)
     return bool(rows and rows[0][0])
 
 
@@ -132,7 +134,7 @@ def get_lease_flow(dialect: Dialect, thread_id: str, clock: Clock) -> Flow[Lease
 
 def _select_lease(dialect: Dialect, thread: str, clock: Clock) -> Statement:
     params = (*dialect.now_params(clock), thread)
-    return Statement(dialect.sql(_SELECT_LEASE), params, fetch=True)
+    return Statement(dialect.lease_sql(_SELECT_LEASE), params, fetch=True)
 
 
 def guard_of(
@@ -184,7 +186,7 @@ class Guard:
                 yield from self._lease_lost(dialect)
         if self.head is not None:
             params = (self.thread_id, self.head[0])
-            rows = yield Statement(dialect.sql(_SELECT_HEAD), params, fetch=True)
+            rows = yield Statement(dialect.lease_sql(_SELECT_HEAD), params, fetch=True)
             self._check_head(rows[0][0] if rows else None)
 
     def _in_one_statement(
@@ -216,7 +218,7 @@ class Guard:
         held = "EXISTS (SELECT FROM f)" if self.owner is not None else "true"
         head = "(SELECT head FROM h)" if self.head is not None else "NULL"
         sql = f"WITH {', '.join(ctes)} SELECT {held}, {head}"
-        (outcome,) = yield Statement(dialect.sql(sql), params, fetch=True)
+        (outcome,) = yield Statement(dialect.lease_sql(sql), params, fetch=True)
         if not outcome[0]:
             yield from self._lease_lost(dialect)
         if self.head is not None:
