@@ -102,11 +102,13 @@ async def test_async_saver_refuses_sync_calls(pg_url: str, pg_schema: str) -> No
         assert len({c["configurable"]["checkpoint_id"] for c in configs}) == 5
 
 
-def test_a_pause_and_resume_take_six_statements(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+def test_a_pause_and_resume_take_ten_statements(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
     # Each write is one statement, atomic without BEGIN/COMMIT; a step's last task
     # writes go with the step's checkpoint in one (WITH ... INSERT), and a new run's
-    # input checkpoint in the same INSERT; get_tuple reads a checkpoint with its
-    # writes in one query: 6 round trips (LangGraph's saver: 13).
+    # input checkpoint in the same INSERT, each checking and renewing the run's lease
+    # in that statement; get_tuple reads a checkpoint with its writes in one query.
+    # Each run also takes its thread's lease and lets it go (an INSERT and a DELETE on
+    # an unlogged table, no WAL flush): 10 round trips (LangGraph's saver: 13).
     import psycopg
 
     from pausepoint import Command
@@ -140,7 +142,11 @@ def test_a_pause_and_resume_take_six_statements(pg_url: str, pg_kwargs: dict[str
         cfg: Any = {"configurable": {"thread_id": "count"}}
         graph.invoke({"question": "ship it?", "answer": ""}, cfg)
         assert graph.invoke(Command(resume="yes"), cfg)["answer"] == "yes"
-        assert sent == ["SELECT", "WITH", "INSERT", "SELECT", "INSERT", "WITH"]
+        lease, load, fenced_write, let_go = "INSERT", "SELECT", "WITH", "DELETE"
+        assert sent == [
+            *(lease, load, fenced_write, fenced_write, let_go),  # runs to the pause
+            *(lease, load, fenced_write, fenced_write, let_go),  # the answer, the end
+        ]
         assert opened == []
         # What the folded statements stored: each task's writes on its step's checkpoint.
         conn.cursor_factory = psycopg.Cursor

@@ -70,6 +70,8 @@ class Dialect:
     """The current time in seconds since the epoch: a parameter (``?``) when the
     saver's clock gives it (``client_clock``), else the database's own."""
     client_clock: bool
+    unlogged: str
+    """How the lease table is created: PostgreSQL's ``UNLOGGED`` (see ``MIGRATIONS``)."""
     returning: bool
     """Whether ``INSERT``/``UPDATE``/``DELETE … RETURNING`` works (SQLite >= 3.35)."""
 
@@ -95,6 +97,7 @@ class Dialect:
             .replace("{bool}", self.boolean)
             .replace("{false}", self.false)
             .replace("{now}", self.now.replace("?", self.placeholder))
+            .replace("{unlogged}", self.unlogged)
         )
 
     def now_params(self, clock: Callable[[], float] | None) -> tuple[Any, ...]:
@@ -122,6 +125,7 @@ SQLITE = Dialect(
     false="0",
     now="?",
     client_clock=True,
+    unlogged="",
     returning=sqlite3.sqlite_version_info >= (3, 35, 0),
 )
 POSTGRES = Dialect(
@@ -138,6 +142,9 @@ POSTGRES = Dialect(
     # The database's clock, not the client's: workers on many machines agree on expiry.
     now="extract(epoch FROM clock_timestamp())::float8",
     client_clock=False,
+    # Leases are not WAL-logged: taking or letting one go waits for no WAL flush, and
+    # a server crash empties the table (no worker survives it to hold a lease anyway).
+    unlogged="UNLOGGED ",
     returning=True,
 )
 
@@ -166,7 +173,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             UNIQUE (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))""",
     ),
     (
-        """CREATE TABLE pausepoint_leases (
+        """CREATE {unlogged}TABLE pausepoint_leases (
             thread_id TEXT PRIMARY KEY,
             owner TEXT NOT NULL,
             expires_at {real} NOT NULL,

@@ -90,7 +90,7 @@ class LocalLeases:
         with self.lock:
             now = clock()
             held = self._rows.get(str(thread_id))
-            if held is None or held.owner != owner or held.expires_at <= now:
+            if held is None or held.owner != owner:
                 return False
             if ttl is not None:
                 held.ttl = float(ttl)
@@ -118,10 +118,10 @@ class LocalLeases:
             return Lease(thread, held.owner, held.expires_at)
 
     def fence(self, thread_id: str, owner: str, now: float) -> None:
-        """Renew ``owner``'s live lease by its ttl, or raise ``LeaseLostError`` (locked)."""
+        """Renew ``owner``'s lease by its ttl, or raise ``LeaseLostError`` (locked)."""
         check_lease_args(owner, None, ttl_optional=True)
         held = self._rows.get(thread_id)
-        if held is None or held.owner != owner or held.expires_at <= now:
+        if held is None or held.owner != owner:
             holder = None if held is None else Lease(thread_id, held.owner, held.expires_at)
             raise LeaseLostError(thread_id, owner, holder, now)
         held.expires_at = now + held.ttl

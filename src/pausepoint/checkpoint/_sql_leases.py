@@ -65,7 +65,7 @@ _ACQUIRE = f"""INSERT INTO pausepoint_leases (thread_id, owner, expires_at, ttl,
     nudged = CASE WHEN pausepoint_leases.owner = excluded.owner THEN pausepoint_leases.nudged
         WHEN {_TAKE} THEN {{false}} ELSE (pausepoint_leases.nudged OR ?) END"""
 _RENEW = """UPDATE pausepoint_leases SET expires_at = {now} + COALESCE(?, ttl),
-    ttl = COALESCE(?, ttl) WHERE thread_id = ? AND owner = ? AND expires_at > {now}"""
+    ttl = COALESCE(?, ttl) WHERE thread_id = ? AND owner = ?"""
 _RELEASE = "DELETE FROM pausepoint_leases WHERE thread_id = ? AND owner = ?"
 _SELECT_LEASE = "SELECT owner, expires_at, nudged, {now} FROM pausepoint_leases WHERE thread_id = ?"
 _SELECT_NUDGED = "SELECT nudged FROM pausepoint_leases WHERE thread_id = ? AND owner = ?"
@@ -73,7 +73,7 @@ _SELECT_HEAD = """SELECT max(checkpoint_id) FROM pausepoint_checkpoints
     WHERE thread_id = ? AND checkpoint_ns = ?"""
 # PostgreSQL: the checks as WITH clauses of the write's statement.
 _FENCE_CTE = """f AS (UPDATE pausepoint_leases SET expires_at = {now} + ttl
-    WHERE thread_id = ? AND owner = ? AND expires_at > {now} RETURNING 1)"""
+    WHERE thread_id = ? AND owner = ? RETURNING 1)"""
 _HEAD_CTE = f"h AS ({_SELECT_HEAD.replace('max(checkpoint_id)', 'max(checkpoint_id) AS head')})"
 
 
@@ -100,7 +100,7 @@ def renew_flow(
     """See ``BaseCheckpointSaver.renew_lease``; also the fence of a guarded write."""
     check_lease_args(owner, ttl, ttl_optional=True)
     at = dialect.now_params(clock)
-    params = (*at, ttl, ttl, str(thread_id), owner, *at)
+    params = (*at, ttl, ttl, str(thread_id), owner)
     if dialect.returning:
         rows = yield Statement(dialect.lease_sql(_RENEW + " RETURNING 1"), params, fetch=True)
         return bool(rows)
@@ -160,7 +160,7 @@ class Guard:
 
     thread_id: str
     owner: str | None
-    """Write only while this owner holds the thread's live lease (and renew it)."""
+    """Write only while this owner holds the thread's lease (and renew it)."""
     head: tuple[str, str] | None
     """``(checkpoint_ns, checkpoint_id)``: write only while it is the newest."""
     clock: Clock

@@ -50,10 +50,12 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   same owner holds it (a renewal); otherwise it changes nothing, except that with
   ``nudge=True`` the live holder's lease is marked *nudged*. It returns a
   :class:`LeaseClaim`: whether it was acquired, and the lease in force afterwards.
-- ``renew_lease`` extends the owner's unexpired lease; ``release_lease`` gives it up
-  and says whether it was nudged while held; ``get_lease`` is the unexpired lease.
+- ``renew_lease`` extends the owner's lease (expired or not, while nobody took it
+  over); ``release_lease`` gives it up and says whether it was nudged while held;
+  ``get_lease`` is the unexpired lease.
 - Fenced writes: ``put``, ``put_writes``, ``put_after_writes`` and ``put_pair`` given
-  ``lease=owner`` write only if ``owner`` holds the thread's unexpired lease, renewing
+  ``lease=owner`` write only if ``owner`` still holds the thread's lease — expired
+  or not, as long as no other owner took it over — renewing
   it by its ttl in the same atomic step; otherwise they write nothing and raise
   :class:`~pausepoint.errors.LeaseLostError`.
 - ``put_writes(..., if_head=True)`` writes only if the config's checkpoint is still the
@@ -410,9 +412,10 @@ class BaseCheckpointSaver:
         return self._local_leases().acquire(thread_id, owner, ttl, nudge, self._lease_now)
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """Extend ``owner``'s unexpired lease by ``ttl`` (default: its own ttl) from now.
+        """Extend ``owner``'s lease by ``ttl`` (default: its own ttl) from now.
 
-        Returns false, changing nothing, when ``owner`` no longer holds a live lease.
+        An expired lease nobody took over is still ``owner``'s and is renewed.
+        Returns false, changing nothing, when another owner took it (or none holds it).
         """
         return self._local_leases().renew(thread_id, owner, ttl, self._lease_now)
 
