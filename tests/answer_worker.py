@@ -26,8 +26,7 @@ tests do not make, at ~4 ms a line).
 A job's ``trip`` says where its first run is interrupted:
 
 - ``{"call": N, "when": "before" | "after" | "during", "action": A}``: around the
-  Nth saver call of the run (``get_tuple``, ``put``, ``put_writes``,
-  ``put_after_writes``, ``put_pair``, sync or async alike; from 1). ``during``
+  Nth saver call of the run (one of :data:`SAVER_CALLS`, sync or async alike; from 1). ``during``
   (``cancel`` only) cancels, then lets the call start: the cancellation lands at the
   call's first suspension, possibly with its statement in flight.
 - ``{"node": "after-q1" | "after-q2", "action": A}``: in the node, just after that
@@ -65,7 +64,11 @@ from pausepoint.types import Command, interrupt
 
 ANSWERS = {"q1": "A1", "q2": "A2"}
 """The client answers each question by its value: only what it was shown."""
-SAVER_CALLS = frozenset({"get_tuple", "put", "put_writes", "put_after_writes", "put_pair"})
+SAVER_CALLS = frozenset(
+    {"get_tuple", "put", "put_writes", "put_after_writes", "put_pair"}
+    # Lease calls too, for an engine that takes a thread's lease during a run.
+    | {"acquire_lease", "renew_lease", "release_lease"}
+)
 
 
 class State(TypedDict, total=False):
@@ -230,12 +233,11 @@ class Tripwire:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self.inner, name)
-        base = name.removeprefix("a") if name.startswith("a") else name
-        if base not in SAVER_CALLS:
-            return attr
-        if name.startswith("a"):
-            return self._async(base, attr)
-        return self._sync(base, attr)
+        if name in SAVER_CALLS:
+            return self._sync(name, attr)
+        if name.startswith("a") and name[1:] in SAVER_CALLS:
+            return self._async(name[1:], attr)
+        return attr
 
     def _at(self, when: str) -> bool:
         trip = self.trip
