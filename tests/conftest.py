@@ -48,6 +48,16 @@ class Driver:
         return asyncio.run(graph.aupdate_state(config, values, as_node))
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip tests marked ``stress`` unless the ``-m`` expression names them."""
+    if "stress" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="a stress test: select it with -m stress")
+    for item in items:
+        if item.get_closest_marker("stress") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(params=["sync", "async"])
 def drive(request: pytest.FixtureRequest) -> Driver:
     return Driver(request.param)
