@@ -154,7 +154,8 @@ def next_input(snapshot: Any, mode: str) -> dict[str, Any] | None:
     """What a client that sees only ``snapshot`` sends next; None when the run is done.
 
     A waiting question is answered by its value. An answered one (run pending) is
-    resent (``mode`` ``resend``: a plain value, ``by-id``: keyed by its id) or
+    resent (``mode`` ``resend``: a plain value, ``by-id``: keyed by its question id,
+    ``Interrupt.question_id``, which names the question, not only its task) or
     continued with ``invoke(None)`` (``mode`` ``continue``). The input names the
     question it is for (``for``), which the worker writes in the log.
     """
@@ -173,8 +174,19 @@ def next_input(snapshot: Any, mode: str) -> dict[str, Any] | None:
         raise AssertionError(f"a task in an unexpected state: {task!r}")
     answer = ANSWERS[question.value]
     if mode == "by-id":
-        return {"kind": "resume", "by_id": {question.id: answer}, "for": question.value}
+        return {"kind": "resume", "by_id": {question.question_id: answer}, "for": question.value}
     return {"kind": "resume", "value": answer, "for": question.value}
+
+
+def blind_retry_is_safe(spec: dict[str, Any] | None) -> bool:
+    """Whether a run's input may be sent again as it is after a lost connection.
+
+    Only an answer keyed by question id (``Interrupt.question_id``): if the first
+    attempt went through and the node asked its next question, a plain value (or
+    one keyed by the task's interrupt id) would answer that question. Any other
+    retry reads the thread again first, as the docs advise.
+    """
+    return spec is not None and "by_id" in spec
 
 
 def to_input(spec: dict[str, Any]) -> Any:
@@ -363,9 +375,13 @@ class Child:
 
     def run_sync(self) -> None:
         spec: dict[str, Any] | None = self.job["input"]
-        for _ in range(1 + self.job.get("retries", 0)):
+        for attempt in range(1 + self.job.get("retries", 0)):
             with open_sync(self.job) as saver:
-                if not self.run_one_sync(self.graph(saver, is_async=False), spec):
+                if attempt and not blind_retry_is_safe(spec):
+                    spec = next_input(self.snapshot_sync(saver), self.job.get("client") or "")
+                if spec is not None and not self.run_one_sync(
+                    self.graph(saver, is_async=False), spec
+                ):
                     continue  # the connection was lost: retry on a fresh one
                 mode = self.job.get("client")
                 while mode and (spec := next_input(self.snapshot_sync(saver), mode)):
@@ -405,9 +421,14 @@ class Child:
 
     async def run_async(self) -> None:
         spec: dict[str, Any] | None = self.job["input"]
-        for _ in range(1 + self.job.get("retries", 0)):
+        for attempt in range(1 + self.job.get("retries", 0)):
             async with open_async(self.job) as saver:
-                if not await self.run_one_async(self.graph(saver, is_async=True), spec):
+                if attempt and not blind_retry_is_safe(spec):
+                    snapshot = await self.snapshot_async(saver)
+                    spec = next_input(snapshot, self.job.get("client") or "")
+                if spec is not None and not await self.run_one_async(
+                    self.graph(saver, is_async=True), spec
+                ):
                     continue
                 mode = self.job.get("client")
                 while mode and (spec := next_input(await self.snapshot_async(saver), mode)):

@@ -313,18 +313,26 @@ ENDS = {"-": "paused-q1", "q1": "paused-q2", "q2": "done"}
 answer takes the run exactly to the next question."""
 
 
+def _resent(r: Run, saved_before: set[str]) -> bool:
+    """A run that resent a consumed answer and returned the next pause, saved before."""
+    return r.end == "paused-q2" and r.question == "q1" and "q2" in saved_before
+
+
 def problems_of(runs: list[Run]) -> list[str]:
     """Every way the runs broke "one answer, one question" (empty: none)."""
     found: list[str] = []
+    saved_before: set[str] = set()
     for r in runs:
         for label, value in r.lines:
             if label.startswith("after-") and value != ANSWERS[label.removeprefix("after-")]:
                 found.append(f"run {r.tag}: {label[6:]} received {value!r}, not its answer")
-        if not r.interrupted and r.end != ENDS[r.question]:
+        if not r.interrupted and r.end != ENDS[r.question] and not _resent(r, saved_before):
             found.append(f"run {r.tag} for {r.question} ended {r.end!r}")
         wanted = {"paused-q1": "q1", "paused-q2": "q2", "done": "done"}.get(r.end or "")
-        if wanted and not r.saved(wanted):
+        # A resend of a consumed answer (by question id) returns the pause saved before.
+        if wanted and not r.saved(wanted) and wanted not in saved_before:
             found.append(f"run {r.tag} ended {r.end!r} without saving it")
+        saved_before.update(v for label, v in r.lines if label == "saved")
     saves = Counter(v for r in runs for label, v in r.lines if label == "saved")
     found += [f"{what!r} was saved {n} times" for what, n in saves.items() if n > 1]
     for question, result in (("q1", "q2"), ("q2", "done")):

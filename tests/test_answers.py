@@ -380,3 +380,46 @@ def test_an_edit_keeps_the_question_and_its_stored_answer(drive, saver):
     out = drive.invoke(graph, Command(resume="yes"), cfg())
     assert [i.value for i in out["__interrupt__"]] == ["question 2"]
     assert out["log"] == ["note"]
+
+
+def test_question_ids_name_one_question_of_a_task(drive, saver):
+    graph = two_questions(Counter()).compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    (q1,) = first["__interrupt__"]
+    assert q1.position == 0
+    assert q1.question_id == f"{q1.id}:0"
+    assert drive.get_state(graph, cfg()).interrupts[0].question_id == q1.question_id
+    second = drive.invoke(graph, Command(resume={q1.question_id: "yes"}), cfg())
+    (q2,) = second["__interrupt__"]
+    assert (q2.id, q2.position, q2.question_id) == (q1.id, 1, f"{q1.id}:1")
+    before = stored(saver)
+
+    # The first answer sent again by question id (a retry whose first attempt went
+    # through): it changes nothing and returns the question that waits now.
+    again = drive.invoke(graph, Command(resume={q1.question_id: "yes"}), cfg())
+    assert [i.question_id for i in again["__interrupt__"]] == [q2.question_id]
+    assert stored(saver) == before
+    # Another answer to a question already past is refused.
+    with pytest.raises(AlreadyAnsweredError):
+        drive.invoke(graph, Command(resume={q1.question_id: "no"}), cfg())
+    # A question not asked yet is unknown.
+    with pytest.raises(ResumeError, match="has not been asked yet"):
+        drive.invoke(graph, Command(resume={f"{q1.id}:2": "x"}), cfg())
+    assert stored(saver) == before
+    done = drive.invoke(graph, Command(resume={q2.question_id: "acct"}), cfg())
+    assert done["log"] == ["yes", "acct"]
+
+
+def test_an_id_and_a_question_id_of_one_task_together_are_refused(drive, saver):
+    graph = two_questions(Counter()).compile(checkpointer=saver)
+    (q1,) = drive.invoke(graph, {"log": []}, cfg())["__interrupt__"]
+    with pytest.raises(ResumeError, match="twice"):
+        drive.invoke(graph, Command(resume={q1.id: "a", q1.question_id: "b"}), cfg())
+
+
+def test_question_ids_do_not_change_how_interrupts_compare_or_print():
+    a = Interrupt("q?", "0" * 32, position=1)
+    b = Interrupt("q?", "0" * 32)
+    assert a == b
+    assert repr(a) == repr(b) == f"Interrupt(value='q?', id='{'0' * 32}')"
+    assert b.question_id == "0" * 32

@@ -245,9 +245,9 @@ def test_a_dead_local_process_lease_is_taken_at_once(saver, tmp_path: Path):
         check=True,
     )
     dead = int(done.stdout)
-    from pausepoint.drivers.owners import new_owner
+    from pausepoint.drivers.owners import process_owner
 
-    host = new_owner().split("/")[0]
+    host = process_owner().split("/")[0]
     graph = slow_approval(Counter()).compile(checkpointer=saver)
     graph.invoke({"log": []}, cfg())
     assert saver.acquire_lease("t", f"{host}/{dead}/gone", 600).acquired

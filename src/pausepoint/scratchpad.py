@@ -63,6 +63,8 @@ class NestInfo:
     thread_id: str | None
     durability: Durability
     resume_map: Mapping[str, Any]
+    resume_positions: Mapping[str, int]
+    """Which question of its task each answer sent by question id answers."""
     resuming: bool
     sink: Callable[[tuple[str, ...], str, Any], None] | None
     stream_modes: frozenset[str]
@@ -184,4 +186,4 @@ class TaskContext:
         resume = self.scratchpad.resume
         if idx < len(resume):
             return resume[idx]
-        raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns),), position=idx)
+        raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns, idx),), position=idx)

@@ -81,15 +81,34 @@ class Interrupt:
 
     value: Any
     id: str
+    position: int | None = dataclasses.field(default=None, compare=False, repr=False)
+    """pausepoint's own: which ``interrupt()`` call of its task asked it (0 for the
+    first), when known. Not compared and not shown: LangGraph has no such field."""
 
-    def __init__(self, value: Any, id: str = "placeholder-id") -> None:
+    def __init__(
+        self, value: Any, id: str = "placeholder-id", *, position: int | None = None
+    ) -> None:
         self.value = value
         self.id = id
+        self.position = position
 
     @classmethod
-    def from_ns(cls, value: Any, ns: str) -> Interrupt:
+    def from_ns(cls, value: Any, ns: str, position: int | None = None) -> Interrupt:
         """Build the interrupt of the task whose checkpoint namespace is ``ns``."""
-        return cls(value=value, id=xxh3_128_hexdigest(ns.encode()))
+        return cls(value=value, id=xxh3_128_hexdigest(ns.encode()), position=position)
+
+    @property
+    def question_id(self) -> str:
+        """``"<id>:<position>"``: names this very question, not just its task.
+
+        Every ``interrupt()`` call of a task shares the task's ``id``, so an answer
+        keyed by ``id`` goes to whichever question of the task waits *now*. Keyed by
+        ``question_id`` (``Command(resume={i.question_id: value})``) it answers this
+        question only: sent again after the node has moved on — a retry whose first
+        attempt went through — it changes nothing, where an ``id``-keyed one would
+        answer the next question. The plain ``id`` when the position is unknown.
+        """
+        return self.id if self.position is None else f"{self.id}:{self.position}"
 
 
 @final

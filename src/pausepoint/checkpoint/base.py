@@ -289,6 +289,16 @@ class BaseCheckpointSaver:
     """Whether leases hold across processes and the write methods honour ``lease=``
     and ``if_head=`` atomically (true for pausepoint's savers)."""
 
+    @property
+    def lease_scope(self) -> str:
+        """What this saver's threads live in: two savers with the same scope share threads.
+
+        The engine lets one run of a process at a time advance a thread of a scope
+        (runs in other processes are kept out by the lease itself). Default: this
+        saver object alone; the SQLite and PostgreSQL savers name their database.
+        """
+        return f"{type(self).__qualname__}@{id(self):x}"
+
     lease_clock: Callable[[], float] = time.time
     """Seconds since the epoch, by which leases expire (not for PostgreSQL, which
     uses the database's clock). Tests replace it on the saver to skip time."""

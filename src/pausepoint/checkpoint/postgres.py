@@ -98,6 +98,13 @@ def _flows_list(
     return _sql.list_flow(_D, codec, config, filter=filter, before=before, limit=limit)
 
 
+def _scope(conn: Any) -> str:
+    """The database a connection or pool reaches (no password), as a lease scope."""
+    info = getattr(conn, "info", None)
+    dsn = getattr(info, "dsn", None) if info is not None else getattr(conn, "conninfo", None)
+    return f"postgresql:{dsn}" if dsn else f"postgresql@{id(conn):x}"
+
+
 class PostgresSaver(BaseCheckpointSaver):
     """A saver storing checkpoints in PostgreSQL, for sync code.
 
@@ -113,6 +120,11 @@ class PostgresSaver(BaseCheckpointSaver):
     batches_writes = True  # put_after_writes: one statement instead of two
     batches_checkpoints = True  # put_pair: one statement instead of two
     supports_leases = True  # fenced writes fold the lease check into their statement
+
+    @property
+    def lease_scope(self) -> str:
+        """The database its connection (or pool) reaches."""
+        return _scope(self.conn)
 
     def __init__(
         self,
@@ -300,6 +312,11 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     batches_writes = True  # aput_after_writes: one statement instead of two
     batches_checkpoints = True  # aput_pair: one statement instead of two
     supports_leases = True
+
+    @property
+    def lease_scope(self) -> str:
+        """The database its connection (or pool) reaches."""
+        return _scope(self.conn)
 
     def __init__(
         self,

@@ -79,6 +79,9 @@ class SqliteSaver(BaseCheckpointSaver):
             pragma = "PRAGMA journal_mode" + ("" if conn.in_transaction else "=WAL")
             mode = conn.execute(pragma).fetchone()
             self.journal_mode = str(mode[0]) if mode else ""
+            files = conn.execute("PRAGMA database_list").fetchall()
+            main = next((str(f[2]) for f in files if f[1] == "main"), "")
+        self._scope = f"sqlite:{main}" if main else super().lease_scope
         self.setup()
 
     @classmethod
@@ -96,6 +99,11 @@ class SqliteSaver(BaseCheckpointSaver):
             serde: See :class:`SqliteSaver`.
         """
         return _Opened(cls, path, serde)
+
+    @property
+    def lease_scope(self) -> str:
+        """The database file (or this saver, for an in-memory database)."""
+        return self._scope
 
     def setup(self) -> None:
         """Create or migrate the schema (idempotent; called by the constructor)."""

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import AsyncCalls, asettle
-from pausepoint.drivers.owners import holder_is_gone
+from pausepoint.drivers.owners import LOCAL, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.sync import LeaseHeld
 from pausepoint.errors import GraphBubbleUp
@@ -104,13 +104,18 @@ async def drive(
         loop.close()
         for t in running:
             t.cancel()
-        if lease.held is not None:  # closed, cancelled or failed before the loop let it go
-            with contextlib.suppress(Exception):
-                await saver.arelease_lease(lease.held.thread_id, lease.held.owner)
+        if (held := lease.held) is not None:  # closed, cancelled or failed: let it go
+            LOCAL.drop(saver, held.thread_id, held.run)
+            with contextlib.suppress(Exception):  # a lost connection: the lease expires
+                await saver.arelease_lease(held.thread_id, held.owner)
 
 
 async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
     """Perform a saver effect: its outcome, or the error to send into the loop."""
+    if type(effect) is ClaimThread:
+        # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
+        # claim may have gone through, so the driver lets it go when it stops.
+        lease.held = effect
     try:
         done = await perform(saver, effect, lease.fence)
     except Exception as exc:  # sent into the loop, which decides
@@ -170,19 +175,30 @@ async def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) ->
 
 async def _lease_effect(saver: Any, effect: Any) -> Any:
     if isinstance(effect, ClaimThread):
-        args = (effect.thread_id, effect.owner, effect.ttl)
-        claim = await saver.aacquire_lease(*args)
-        if claim.acquired or not holder_is_gone(claim.holder.owner):
-            return claim
-        # The holder's process, on this host, is dead: its lease goes now, not at expiry.
-        await saver.arelease_lease(effect.thread_id, claim.holder.owner)
-        return await saver.aacquire_lease(*args)
+        return await _claim(saver, effect)
     if isinstance(effect, ReleaseThread):
+        LOCAL.drop(saver, effect.thread_id, effect.run)
         return await saver.arelease_lease(effect.thread_id, effect.owner)
     if isinstance(effect, Sleep):
         await asyncio.sleep(effect.seconds)
         return None
     raise TypeError(f"unknown effect {effect!r}")
+
+
+async def _claim(saver: Any, effect: ClaimThread) -> Any:
+    """Take the thread for this run: in this process first, then the saver's lease."""
+    args = (effect.thread_id, effect.owner, effect.ttl)
+    refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)
+    if refused is not None:
+        return refused
+    claim = await saver.aacquire_lease(*args)
+    if not claim.acquired and holder_is_gone(claim.holder.owner):
+        # The holder's process, on this host, is dead: its lease goes now, not at expiry.
+        await saver.arelease_lease(effect.thread_id, claim.holder.owner)
+        claim = await saver.aacquire_lease(*args)
+    if not claim.acquired:
+        LOCAL.drop(saver, effect.thread_id, effect.run)
+    return claim
 
 
 async def _start(task: ExecTask, sink: AsyncSink, calls: AsyncCalls) -> None:

@@ -1,10 +1,12 @@
-"""Lease owner tokens, and whether the process holding a lease is still alive.
+"""Lease owners: one per process, and which run of the process holds each thread.
 
-A run's lease owner is ``"<host>/<pid>/<random>"``. A lease expires after its ttl
-when its worker died, which can be minutes; but when the holder ran on *this* host
-and its process is gone (it was killed, or crashed), waiting is pointless: the
-driver lets the dead process's lease go and claims the thread at once. Leases of
-other hosts, and of live processes, are only ever taken over once they expire.
+A lease in the saver is held by a *process*, ``"<host>/<pid>/<random>"``; which of
+the process's runs advances a thread is kept here, in memory (:data:`LOCAL`). So a
+run that lost its database connection before it could let its lease go does not
+lock its own process out: the next run of the process on that thread renews the
+same lease. Other processes wait for it to be let go, or to expire after its ttl
+— unless its holder ran on *this* host and is gone (killed, crashed): then the
+driver lets the dead process's lease go and claims the thread at once.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ import functools
 import inspect
 import os
 import socket
+import threading
+import time
 import uuid
 from typing import Any
 
-__all__ = ["fences_writes", "holder_is_gone", "new_owner"]
+from pausepoint.checkpoint.base import Lease, LeaseClaim
+
+__all__ = ["LOCAL", "LocalRuns", "fences_writes", "holder_is_gone", "process_owner"]
 
 
 @functools.cache
@@ -24,9 +30,52 @@ def _host() -> str:
     return socket.gethostname().replace("/", "_")
 
 
-def new_owner() -> str:
-    """A fresh lease owner token for one run of this process."""
-    return f"{_host()}/{os.getpid()}/{uuid.uuid4().hex}"
+_OWNER: dict[int, str] = {}
+
+
+def process_owner() -> str:
+    """The lease owner token of the calling process (a forked child gets its own)."""
+    pid = os.getpid()
+    owner = _OWNER.get(pid)
+    if owner is None:
+        owner = _OWNER[pid] = f"{_host()}/{pid}/{uuid.uuid4().hex}"
+    return owner
+
+
+class LocalRuns:
+    """Which run of this process advances each thread: single-writer within it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[tuple[str, str], str] = {}
+
+    def take(
+        self, saver: Any, thread_id: str, run: str, owner: str, ttl: float
+    ) -> LeaseClaim | None:
+        """None if ``run`` may go on to the saver's lease, else a refusal to send back."""
+        key = (_scope(saver), thread_id)
+        with self._lock:
+            holder = self._runs.setdefault(key, run)
+        if holder == run:
+            return None
+        # Another run of this process has it: not expired while this process lives.
+        return LeaseClaim(False, Lease(thread_id, owner, time.time() + ttl))
+
+    def drop(self, saver: Any, thread_id: str, run: str) -> None:
+        """Forget that ``run`` holds the thread (if it does)."""
+        key = (_scope(saver), thread_id)
+        with self._lock:
+            if self._runs.get(key) == run:
+                del self._runs[key]
+
+
+LOCAL = LocalRuns()
+"""The runs of this process that hold a thread (shared by both drivers)."""
+
+
+def _scope(saver: Any) -> str:
+    scope = getattr(saver, "lease_scope", None)
+    return scope if isinstance(scope, str) else f"{id(saver):x}"
 
 
 def holder_is_gone(owner: str) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import SyncCalls, settle
-from pausepoint.drivers.owners import fences_writes, holder_is_gone
+from pausepoint.drivers.owners import LOCAL, fences_writes, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp
 from pausepoint.loop.effects import (
@@ -88,9 +88,10 @@ def drive(
                 send, error = _carry_out(saver, effect, lease)
     finally:
         loop.close()
-        if lease.held is not None:  # closed or failed before the loop let it go
-            with contextlib.suppress(Exception):
-                saver.release_lease(lease.held.thread_id, lease.held.owner)
+        if (held := lease.held) is not None:  # closed or failed before the loop let it go
+            LOCAL.drop(saver, held.thread_id, held.run)
+            with contextlib.suppress(Exception):  # a lost connection: the lease expires
+                saver.release_lease(held.thread_id, held.owner)
         calls.close()
         if pool is not None and pool is not _SHARED.pool:
             pool.shutdown(wait=False)
@@ -109,15 +110,19 @@ class LeaseHeld:
     def saw(self, effect: Any, outcome: Any) -> None:
         """Note a claim or a release the saver carried out."""
         kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-        if kind is ClaimThread and outcome.acquired:
-            self.held = effect
-            self.fence = {"lease": effect.owner} if self.fences else NO_KWARGS
+        if kind is ClaimThread:
+            self.held = effect if outcome.acquired else None
+            self.fence = {"lease": effect.owner} if self.held and self.fences else NO_KWARGS
         elif kind is ReleaseThread:
             self.held, self.fence = None, NO_KWARGS
 
 
 def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
     """Perform a saver effect: its outcome, or the error to send into the loop."""
+    if type(effect) is ClaimThread:
+        # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
+        # claim may have gone through, so the driver lets it go when it stops.
+        lease.held = effect
     try:
         done = perform(saver, effect, lease.fence)
     except Exception as exc:  # sent into the loop, which decides
@@ -177,18 +182,30 @@ def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) -> Any:
 
 def _lease_effect(saver: Any, effect: Any) -> Any:
     if isinstance(effect, ClaimThread):
-        claim = saver.acquire_lease(effect.thread_id, effect.owner, effect.ttl)
-        if claim.acquired or not holder_is_gone(claim.holder.owner):
-            return claim
-        # The holder's process, on this host, is dead: its lease goes now, not at expiry.
-        saver.release_lease(effect.thread_id, claim.holder.owner)
-        return saver.acquire_lease(effect.thread_id, effect.owner, effect.ttl)
+        return _claim(saver, effect)
     if isinstance(effect, ReleaseThread):
+        LOCAL.drop(saver, effect.thread_id, effect.run)
         return saver.release_lease(effect.thread_id, effect.owner)
     if isinstance(effect, Sleep):
         time.sleep(effect.seconds)
         return None
     raise TypeError(f"unknown effect {effect!r}")
+
+
+def _claim(saver: Any, effect: ClaimThread) -> Any:
+    """Take the thread for this run: in this process first, then the saver's lease."""
+    args = (effect.thread_id, effect.owner, effect.ttl)
+    refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)
+    if refused is not None:
+        return refused
+    claim = saver.acquire_lease(*args)
+    if not claim.acquired and holder_is_gone(claim.holder.owner):
+        # The holder's process, on this host, is dead: its lease goes now, not at expiry.
+        saver.release_lease(effect.thread_id, claim.holder.owner)
+        claim = saver.acquire_lease(*args)
+    if not claim.acquired:
+        LOCAL.drop(saver, effect.thread_id, effect.run)
+    return claim
 
 
 def _next_outcome(events: queue.SimpleQueue[_Event]) -> Generator[Chunk, None, Outcome]:

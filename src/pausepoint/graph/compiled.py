@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import queue
+import uuid
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
-from pausepoint.drivers.owners import new_owner
+from pausepoint.drivers.owners import process_owner
 from pausepoint.errors import CheckpointerRequiredError
 from pausepoint.graph.output import ChunkShape, invoke_output
 from pausepoint.graph.update import update_effects
@@ -112,7 +113,9 @@ class CompiledStateGraph:
         """The lease a root run takes on its thread (single-writer threads)."""
         if saver is None or self.lease_ttl is None or not hasattr(saver, "acquire_lease"):
             return None
-        return RunLease(str(cfg.thread_id), new_owner(), self.lease_ttl, self.lease_wait)
+        return RunLease(
+            str(cfg.thread_id), process_owner(), uuid.uuid4().hex, self.lease_ttl, self.lease_wait
+        )
 
     def _nested_options(
         self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any

@@ -237,7 +237,7 @@ def _carry_paused(
         if new is None or old.name in updated:
             continue
         own = xxh3_128_hexdigest(new.ns.encode())
-        interrupts = tuple(Interrupt(i.value, own) for i in rec.interrupts)
+        interrupts = tuple(Interrupt(i.value, own, position=i.position) for i in rec.interrupts)
         writes: list[tuple[str, Any]] = [(INTERRUPT, interrupts)]
         if rec.asked is not None:  # the question keeps its position (loop/answers.py)
             writes.append((ASKED, rec.asked))

@@ -24,10 +24,17 @@ from pausepoint.errors import AlreadyAnsweredError, ResumeError
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.types import Answer, Interrupt, Reanswer
 
-__all__ = ["bind_answer", "plan_answers", "stored_answers"]
+__all__ = ["PAST", "bind_answer", "plan_answers", "stored_answers"]
 
 
-def bind_answer(rec: TaskRecord, question: Interrupt, given: Any) -> list[Any] | None:
+PAST: list[Any] = []
+"""What :func:`bind_answer` returns for a question the task has got past, answered
+the same: a resend of a consumed answer, which changes nothing and runs nothing."""
+
+
+def bind_answer(
+    rec: TaskRecord, question: Interrupt, given: Any, asked: int | None = None
+) -> list[Any] | None:
     """The task's answer list with ``given`` bound to its question, or None if unchanged.
 
     - The question waits: the answer is added at its position.
@@ -35,11 +42,17 @@ def bind_answer(rec: TaskRecord, question: Interrupt, given: Any) -> list[Any] |
       continues with the stored answer.
     - It has another answer: :class:`AlreadyAnsweredError`, unless ``given`` is a
       :class:`~pausepoint.types.Reanswer`, which replaces it.
+
+    ``asked``: the position the answer names (sent by question id). An earlier one
+    than the task waits on is a question it has got past: the same answer again is
+    :data:`PAST` (nothing happens), another one :class:`AlreadyAnsweredError`.
     """
     replace = isinstance(given, Reanswer)
     value = given.value if replace else given
     answers = rec.resume or []
     at = rec.position
+    if asked is not None and asked != at:
+        return _bind_elsewhere(rec, question, value, asked)
     if len(answers) > at:
         if replace:
             return (
@@ -62,11 +75,32 @@ def bind_answer(rec: TaskRecord, question: Interrupt, given: Any) -> list[Any] |
     return [*answers, value]
 
 
+def _bind_elsewhere(rec: TaskRecord, question: Interrupt, value: Any, asked: int) -> list[Any]:
+    """An answer to a question other than the one the task waits on (by question id)."""
+    answers = rec.resume or []
+    if asked > rec.position or asked >= len(answers):
+        raise ResumeError(
+            f"question {question.id}:{asked} has not been asked yet: interrupt "
+            f"{question.id!r} waits on question #{rec.position + 1} of its task "
+            f"({question.value!r}, question id {question.id}:{rec.position}). Nothing was "
+            "written."
+        )
+    if _same(answers[asked], value):
+        return PAST
+    raise AlreadyAnsweredError(
+        Interrupt(f"(question #{asked + 1}, already past)", question.id, position=asked),
+        asked,
+        answers[asked],
+        value,
+    )
+
+
 def plan_answers(
     tasks: Iterable[Any],
     records: Mapping[str, TaskRecord],
     values: Mapping[str, Any],
     owners: Mapping[str, list[str]],
+    positions: Mapping[str, int] | None = None,
 ) -> dict[str, list[Any] | None]:
     """Bind a resume map to the tasks it answers, before anything is written.
 
@@ -86,15 +120,16 @@ def plan_answers(
         bound: list[Any] | None = None
         for intr in rec.interrupts:
             if intr.id in values and is_own_interrupt(intr, task.ns):
-                bound = bind_answer(rec, intr, values[intr.id])
+                bound = bind_answer(rec, intr, values[intr.id], (positions or {}).get(intr.id))
                 break
-        planned[task.id] = bound
+        if bound is not PAST:  # a resend of a consumed answer: the task stays paused
+            planned[task.id] = bound
     for task_id in targets.difference(planned):
         # A paused ``@task`` call: it binds its answer when its caller calls it
         # again, but a conflict must be refused now, before anything is written.
         rec = records[task_id]
         question = next(i for i in rec.interrupts if i.id in values)
-        bind_answer(rec, question, values[question.id])
+        bind_answer(rec, question, values[question.id], (positions or {}).get(question.id))
     return planned
 
 

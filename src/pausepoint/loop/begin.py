@@ -48,7 +48,7 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     if nest is not None and nest.resuming and has_state:
         inp = None
     if run.opts.nest is not None and nest is not None:
-        run.resume = ResumeMap(nest.resume_map) if nest.resume_map else None
+        run.resume = ResumeMap(nest.resume_map, nest.resume_positions) if nest.resume_map else None
     if run.historical and inp is None:
         # Replay: the tasks of this old checkpoint run again, asking their
         # questions again (saved answers are not reused), as in LangGraph.
@@ -115,7 +115,9 @@ def check_answers(run: _Run, resume: Any) -> None:
     """
     run.owners = interrupt_owners(run.records)
     run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
-    run.answered = plan_answers(run.current_tasks(), run.records, run.resume.values, run.owners)
+    run.answered = plan_answers(
+        run.current_tasks(), run.records, run.resume.values, run.owners, run.resume.positions
+    )
 
 
 def reported_interrupts(run: _Run) -> tuple[list[Interrupt], set[str]]:
@@ -146,9 +148,11 @@ def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
     """
     if run.resume is None:
         return
-    if not run.answered:
-        owners = run.owners if run.owners is not None else interrupt_owners(run.records)
-        run.answered = plan_answers(run.current_tasks(), run.records, run.resume.values, owners)
+    if run.opts.nest is not None:  # a root run planned its Command in take_command
+        owners = interrupt_owners(run.records)
+        run.answered = plan_answers(
+            run.current_tasks(), run.records, run.resume.values, owners, run.resume.positions
+        )
     for task_id, answers in run.answered.items():
         if answers is not None:
             run.records[task_id].resume = answers

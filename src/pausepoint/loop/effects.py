@@ -99,15 +99,19 @@ class ClaimThread:
 
     thread_id: str
     owner: str
+    """The lease's owner: the run's process (:mod:`pausepoint.drivers.owners`)."""
     ttl: float
+    run: str
+    """The run's own token: which run of the process holds the thread."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReleaseThread:
-    """``saver.release_lease(thread_id, owner)``; send back whether it was nudged."""
+    """``saver.release_lease(thread_id, owner)``, for the run ``run``."""
 
     thread_id: str
     owner: str
+    run: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -75,7 +75,7 @@ def _carry(
         for intr in rec.interrupts:
             new_id = own if is_own_interrupt(intr, old_ns) else intr.id
             renamed[intr.id] = new_id
-            moved.append(Interrupt(intr.value, new_id))
+            moved.append(Interrupt(intr.value, new_id, position=intr.position))
         answers = list(rec.resume or [])
         if rec.asked is not None:
             # The answers given before the question we re-answer stay; its own goes.

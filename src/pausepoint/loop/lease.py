@@ -45,7 +45,9 @@ class RunLease:
 
     thread_id: str
     owner: str
-    """A token unique to the run (see :mod:`pausepoint.drivers.owners`)."""
+    """The lease owner: the run's process (see :mod:`pausepoint.drivers.owners`)."""
+    run: str
+    """A token unique to the run."""
     ttl: float
     """Seconds the lease lasts unless renewed; each fenced write renews it."""
     wait: float = 0.0
@@ -54,13 +56,13 @@ class RunLease:
 
 def claim(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
     """Take the thread's lease (waiting for it if the run may); raise if busy."""
-    got: LeaseClaim = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl)
+    got: LeaseClaim = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl, lease.run)
     if not got.acquired and lease.wait > 0 and (yield from _only_answers_waiting(run)):
         waited, pause = 0.0, _FIRST_PAUSE
         while not got.acquired and waited < lease.wait:
             yield Sleep(pause)
             waited, pause = waited + pause, min(pause * 2, 0.25)
-            got = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl)
+            got = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl, lease.run)
     if not got.acquired:
         raise ThreadBusyError(lease.thread_id, got.holder.expires_at)
     run.leased = True
@@ -95,4 +97,4 @@ def release(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
     """Let the thread's lease go (once)."""
     if run.leased:
         run.leased = False
-        yield ReleaseThread(lease.thread_id, lease.owner)
+        yield ReleaseThread(lease.thread_id, lease.owner, lease.run)

@@ -35,7 +35,8 @@ __all__ = [
     "read_records",
 ]
 
-_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+_KEY = re.compile(r"^[0-9a-f]{32}(?::[0-9]+)?$")
+"""A resume map key: an interrupt id, or a question id (``"<id>:<position>"``)."""
 
 AMBIGUOUS_MESSAGE = (
     "When there are multiple pending interrupts, you must specify the interrupt id when "
@@ -160,6 +161,7 @@ def read_records(
             else:
                 rec.writes = [(channel, value)]
                 rec.done = True
+    _place_questions(records)
     return records, null_writes
 
 
@@ -197,6 +199,13 @@ def match_records(
     return to_run, paused
 
 
+def _place_questions(records: Mapping[str, TaskRecord]) -> None:
+    """Give each task's own question its position (for ``Interrupt.question_id``)."""
+    for rec in records.values():
+        if rec.asked is not None and rec.interrupts:
+            rec.interrupts[0].position = rec.asked
+
+
 _blank: Callable[[type[TaskRecord]], TaskRecord] = object.__new__
 """A record with every field at its default, without an ``__init__`` call."""
 
@@ -232,15 +241,20 @@ def is_own_interrupt(interrupt: Interrupt, task_ns: str) -> bool:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ResumeMap:
-    """Resume values by interrupt id: the only form of resume the loop handles."""
+    """Resume values by interrupt id: the only form of resume the loop handles.
+
+    ``positions``: for the answers sent by question id, which question of the task
+    each answers (its position); the others answer whichever question waits.
+    """
 
     values: Mapping[str, Any]
+    positions: Mapping[str, int] = dataclasses.field(default_factory=dict[str, int])
 
 
 def is_resume_map(resume: Any) -> bool:
     """A dict whose keys are all 32-hex interrupt ids (otherwise it is a plain value)."""
     return isinstance(resume, dict) and all(
-        isinstance(k, str) and _HEX32.match(k)
+        isinstance(k, str) and _KEY.match(k)
         for k in resume  # pyright: ignore[reportUnknownVariableType]
     )
 
@@ -277,13 +291,26 @@ def parse_resume(
                 f"Command(resume={{}}) answers no interrupt; pending ids: {_ids(pending)!r}"
             )
         known = owners if owners is not None else set(_ids(pending))
-        unknown = [k for k in resume if k not in known]
+        values: dict[str, Any] = {}
+        positions: dict[str, int] = {}
+        for key, value in resume.items():  # pyright: ignore[reportUnknownVariableType]
+            iid, _, at = str(key).partition(":")  # pyright: ignore[reportUnknownArgumentType]
+            if iid in values:
+                raise UnknownInterruptIdError(
+                    f"Command(resume=...) answers interrupt {iid!r} twice; an interrupt id "
+                    "and a question id of one task name the same paused task. Nothing was "
+                    "changed."
+                )
+            values[iid] = value
+            if at:
+                positions[iid] = int(at)
+        unknown = [k for k in resume if str(k).partition(":")[0] not in known]  # pyright: ignore[reportUnknownArgumentType]
         if unknown:
             raise UnknownInterruptIdError(
                 f"Command(resume=...) names interrupt ids that are not pending: {unknown!r}. "
                 f"Pending: {_describe(pending)}. Nothing was changed."
             )
-        return ResumeMap(dict(resume))
+        return ResumeMap(values, positions)
     ids = _ids(pending)
     waiting = [i for i in ids if i not in answered] if answered else ids
     distinct = list(dict.fromkeys(waiting or ids))

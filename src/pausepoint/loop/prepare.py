@@ -73,6 +73,7 @@ class StepFrame:
                 thread_id=run.cfg.thread_id,
                 durability=opts.durability,
                 resume_map=self.answers,
+                resume_positions=run.resume.positions if run.resume else {},
                 resuming=self.resuming,
                 sink=opts.sink,
                 stream_modes=opts.stream_modes,
