@@ -180,12 +180,16 @@ def ask_graph(lib: SimpleNamespace, saver: Any, runs: list[int]) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def open_saver(lib: SimpleNamespace, kind: str, where: str | None = None) -> Any:
+def open_saver(
+    lib: SimpleNamespace, kind: str, where: str | None = None, busy_timeout: float = 5.0
+) -> Any:
     """A saver of ``kind`` (memory, sqlite, postgres) from ``lib``'s own packages.
 
     ``where``: SQLite's file, by default a fresh one in a temporary directory (both
     libraries' savers come back ready: schema made, WAL on); PostgreSQL's URL, by
     default ``PAUSEPOINT_PG_URL`` (each library keeps to its own tables).
+    ``busy_timeout``: seconds a SQLite connection waits for a lock (sqlite3's and
+    both ``from_conn_string``'s default: 5).
     """
     if kind == "memory":
         return lib.InMemorySaver()
@@ -195,7 +199,7 @@ def open_saver(lib: SimpleNamespace, kind: str, where: str | None = None) -> Any
 
         if where is None:
             where = str(Path(tempfile.mkdtemp(prefix=f"bench-{lib.name}-")) / "bench.db")
-        conn = sqlite3.connect(where, check_same_thread=False)
+        conn = sqlite3.connect(where, check_same_thread=False, timeout=busy_timeout)
         if lib.family == "pausepoint":
             from pausepoint.checkpoint.sqlite import SqliteSaver
 

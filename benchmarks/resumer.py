@@ -26,15 +26,23 @@ import multiprocessing
 import sqlite3
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from cases import ask_graph, config, load_library, open_saver
 
 WAIT = 600.0  # seconds a worker may take for one phase before the run is abandoned
+# sqlite3's default busy timeout is 5 s. With eight processes committing on one
+# file of a loaded machine, a worker sometimes waited longer for the write lock
+# ("database is locked" at pausepoint's BEGIN IMMEDIATE while resuming, 3 runs in 14
+# at load ~7). A deployment of several workers on one SQLite file would wait longer,
+# as both libraries' connections do here.
+BUSY_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -97,29 +105,43 @@ def _wait(pipe: Connection) -> str:
 
 def work(job: Job, pipe: Connection) -> None:
     """One worker process: pause its threads, wait, resume them, wait, delete them."""
+    phase, saver, error = "opening the saver", None, None
     try:
-        saver = open_saver(job.lib, job.kind, job.target)
+        saver = open_saver(job.lib, job.kind, job.target, busy_timeout=BUSY_TIMEOUT)
         runs = [0]
         graph = ask_graph(job.lib, saver, runs)
-        try:
-            with no_fsync(saver, job.kind):
-                problem = pause(graph, job.ids)
-            pipe.send({"problem": problem})
-            if _wait(pipe) == "go":
-                start = time.monotonic()
-                resumed, problem = resume(job.lib, graph, job.ids)
-                end = time.monotonic()
-                report = {"start": start, "end": end, "resumed": resumed, "problem": problem}
-                pipe.send({**report, "node_runs": runs[0]})
-                _wait(pipe)  # "clean" once every worker has finished
-        finally:
-            if job.kind == "postgres":  # the database outlives the run
-                for thread in job.ids:
-                    saver.delete_thread(f"t{thread}")  # config() puts "t" before ids
-        pipe.send({"cleaned": len(job.ids)})
+        phase = "pausing (set-up)"
+        with no_fsync(saver, job.kind):
+            problem = pause(graph, job.ids)
+        pipe.send({"problem": problem})
+        if _wait(pipe) == "go":
+            phase = "resuming (timed)"
+            start = time.monotonic()
+            resumed, problem = resume(job.lib, graph, job.ids)
+            end = time.monotonic()
+            report = {"start": start, "end": end, "resumed": resumed, "problem": problem}
+            pipe.send({**report, "node_runs": runs[0]})
+            _wait(pipe)  # "clean" once every worker has finished
     except Exception as exc:
-        with contextlib.suppress(OSError):
-            pipe.send({"error": f"{type(exc).__name__}: {exc}"})
+        error = _describe(exc, phase)
+    try:
+        if saver is not None and job.kind == "postgres":  # the database outlives the run
+            for thread in job.ids:
+                saver.delete_thread(f"t{thread}")  # config() puts "t" before ids
+    except Exception as exc:
+        error = error or _describe(exc, "deleting the threads")
+    with contextlib.suppress(OSError):
+        pipe.send({"error": error} if error else {"cleaned": len(job.ids)})
+
+
+def _describe(exc: Exception, phase: str) -> str:
+    return f"{type(exc).__name__}: {exc} ({phase}; at {_where(exc)})"
+
+
+def _where(exc: Exception) -> str:
+    # The innermost frame: which saver call failed, e.g. a SQLite busy timeout.
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
 
 
 # --------------------------------------------------------------------------- parent
@@ -201,7 +223,9 @@ def main(argv: list[str]) -> int:
     try:
         found = run(library, kind, target, prefix, int(workers), int(threads))
     except Exception as exc:
-        found = {"error": f"{type(exc).__name__}: {exc}"}
+        # The RuntimeErrors above already say what failed.
+        what = "" if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: "
+        found = {"error": f"{what}{exc}"}
     print(json.dumps(found))
     return 0
 
