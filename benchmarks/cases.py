@@ -15,8 +15,9 @@ interpreter it times.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -181,15 +182,21 @@ def ask_graph(lib: SimpleNamespace, saver: Any, runs: list[int]) -> Any:
 
 
 def open_saver(
-    lib: SimpleNamespace, kind: str, where: str | None = None, busy_timeout: float = 5.0
+    lib: SimpleNamespace,
+    kind: str,
+    where: str | None = None,
+    busy_timeout: float = 5.0,
+    schema: str | None = None,
 ) -> Any:
     """A saver of ``kind`` (memory, sqlite, postgres) from ``lib``'s own packages.
 
     ``where``: SQLite's file, by default a fresh one in a temporary directory (both
     libraries' savers come back ready: schema made, WAL on); PostgreSQL's URL, by
-    default ``PAUSEPOINT_PG_URL`` (each library keeps to its own tables).
+    default ``PAUSEPOINT_PG_URL``.
     ``busy_timeout``: seconds a SQLite connection waits for a lock (sqlite3's and
     both ``from_conn_string``'s default: 5).
+    ``schema``: the PostgreSQL schema (namespace) holding the tables, by default one
+    made for this process and dropped when it exits (see :func:`pg_schema`).
     """
     if kind == "memory":
         return lib.InMemorySaver()
@@ -209,22 +216,67 @@ def open_saver(
         saver = LGSqliteSaver(conn)
         saver.setup()  # otherwise on first use: schema and WAL, as pausepoint's above
         return saver
-    return _postgres_saver(lib, where or os.environ["PAUSEPOINT_PG_URL"])
+    url = where or os.environ["PAUSEPOINT_PG_URL"]
+    return _postgres_saver(lib, url, schema or _process_schema(url))
 
 
-def _postgres_saver(lib: SimpleNamespace, url: str) -> Any:
+def _postgres_saver(lib: SimpleNamespace, url: str, schema: str) -> Any:
     import psycopg
     from psycopg.rows import dict_row
 
-    # Both connect as their from_conn_string does: autocommit, statements prepared.
+    # Both connect as their from_conn_string does: autocommit, statements prepared;
+    # and both find their tables (unqualified names) in ``schema`` first.
+    options = f"-c search_path={schema}"
     if lib.family == "pausepoint":
         from pausepoint.checkpoint.postgres import PostgresSaver
 
-        saver = PostgresSaver(psycopg.connect(url, autocommit=True, prepare_threshold=0))
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, options=options)
+        saver = PostgresSaver(conn)
     else:
         from langgraph.checkpoint.postgres import PostgresSaver as LGPostgresSaver
 
-        conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        conn = psycopg.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
+        )
         saver = LGPostgresSaver(conn)  # pyright: ignore[reportArgumentType]
     saver.setup()
     return saver
+
+
+@contextlib.contextmanager
+def pg_schema(url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL schema for one run's tables, dropped with them on exit.
+
+    The database is shared (other engineers' tests, other branches): a branch that
+    migrated its tables to a newer version makes an older pausepoint refuse them,
+    and a baseline (``pausepoint@base``) and the checkout may need different
+    versions. A schema of its own per run keeps every library to a state of its own.
+    """
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+_SCHEMAS: dict[str, str] = {}  # URL -> this process's schema
+
+
+def _process_schema(url: str) -> str:
+    # One schema for the whole process (a worker may open several savers), dropped
+    # at exit; a worker killed by the runner's timeout leaves its bench_ schema behind.
+    if url not in _SCHEMAS:
+        import atexit
+
+        context = pg_schema(url)
+        _SCHEMAS[url] = context.__enter__()
+        atexit.register(context.__exit__, None, None, None)
+    return _SCHEMAS[url]

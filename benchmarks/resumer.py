@@ -11,8 +11,9 @@ index + WORKERS, ... below THREADS. Each opens its own saver, pauses its threads
 which only this untimed set-up skips) and reports ready. Once all are ready (and,
 on SQLite, the WAL has been checkpointed into the database file), this process
 releases them together; each resumes its threads once with ``Command(resume=...)``
-and reports its finish time (``time.monotonic``). When all have finished, they
-delete their threads (PostgreSQL only: the parent removes a SQLite file whole).
+and reports its finish time (``time.monotonic``). On PostgreSQL, the run's tables
+live in a schema of its own (``cases.pg_schema``), dropped at the end with every
+thread in it; the parent of this process removes a SQLite file whole.
 Prints one JSON line: the wall time from the release to the last finish, the
 resumes that returned their answer, the node runs, the first wrong result; or
 ``{"error": ...}``.
@@ -34,7 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from cases import ask_graph, config, load_library, open_saver
+from cases import ask_graph, config, load_library, open_saver, pg_schema
 
 WAIT = 600.0  # seconds a worker may take for one phase before the run is abandoned
 # sqlite3's default busy timeout is 5 s. With eight processes committing on one
@@ -50,7 +51,11 @@ class Job:
     lib: SimpleNamespace
     kind: str
     target: str
+    schema: str | None  # PostgreSQL's, for this run
     ids: list[str]
+
+    def saver(self, busy_timeout: float = 5.0) -> Any:
+        return open_saver(self.lib, self.kind, self.target, busy_timeout, self.schema)
 
 
 # --------------------------------------------------------------------------- worker
@@ -96,7 +101,7 @@ def resume(lib: SimpleNamespace, graph: Any, ids: list[str]) -> tuple[int, str |
 
 
 def _wait(pipe: Connection) -> str:
-    # A parent that went away (or gave up) reads as "stop": skip to cleaning up.
+    # A parent that went away (or gave up) reads as "stop".
     try:
         return pipe.recv() if pipe.poll(WAIT) else "stop"
     except EOFError:
@@ -104,34 +109,27 @@ def _wait(pipe: Connection) -> str:
 
 
 def work(job: Job, pipe: Connection) -> None:
-    """One worker process: pause its threads, wait, resume them, wait, delete them."""
-    phase, saver, error = "opening the saver", None, None
+    """One worker process: pause its threads, wait for the release, resume them."""
+    phase = "opening the saver"
     try:
-        saver = open_saver(job.lib, job.kind, job.target, busy_timeout=BUSY_TIMEOUT)
+        saver = job.saver(BUSY_TIMEOUT)
         runs = [0]
         graph = ask_graph(job.lib, saver, runs)
         phase = "pausing (set-up)"
         with no_fsync(saver, job.kind):
             problem = pause(graph, job.ids)
         pipe.send({"problem": problem})
-        if _wait(pipe) == "go":
-            phase = "resuming (timed)"
-            start = time.monotonic()
-            resumed, problem = resume(job.lib, graph, job.ids)
-            end = time.monotonic()
-            report = {"start": start, "end": end, "resumed": resumed, "problem": problem}
-            pipe.send({**report, "node_runs": runs[0]})
-            _wait(pipe)  # "clean" once every worker has finished
+        if _wait(pipe) != "go":
+            return
+        phase = "resuming (timed)"
+        start = time.monotonic()
+        resumed, problem = resume(job.lib, graph, job.ids)
+        end = time.monotonic()
+        report = {"start": start, "end": end, "resumed": resumed, "problem": problem}
+        pipe.send({**report, "node_runs": runs[0]})
     except Exception as exc:
-        error = _describe(exc, phase)
-    try:
-        if saver is not None and job.kind == "postgres":  # the database outlives the run
-            for thread in job.ids:
-                saver.delete_thread(f"t{thread}")  # config() puts "t" before ids
-    except Exception as exc:
-        error = error or _describe(exc, "deleting the threads")
-    with contextlib.suppress(OSError):
-        pipe.send({"error": error} if error else {"cleaned": len(job.ids)})
+        with contextlib.suppress(OSError):
+            pipe.send({"error": _describe(exc, phase)})
 
 
 def _describe(exc: Exception, phase: str) -> str:
@@ -183,28 +181,36 @@ def run(
     library: str, kind: str, target: str, prefix: str, workers: int, threads: int
 ) -> dict[str, Any]:
     lib = load_library(library)
-    open_saver(lib, kind, target).conn.close()  # the schema, made once before any worker
+    with contextlib.ExitStack() as stack:
+        schema = stack.enter_context(pg_schema(target)) if kind == "postgres" else None
+        jobs = [
+            Job(lib, kind, target, schema, [f"{prefix}-{k}" for k in range(i, threads, workers)])
+            for i in range(workers)
+        ]
+        return _run(jobs)
+
+
+def _run(jobs: list[Job]) -> dict[str, Any]:
+    """Fork a worker per job, release them together, gather what they did."""
+    jobs[0].saver().conn.close()  # the tables, made once before any worker starts
     fork = multiprocessing.get_context("fork")  # workers inherit the imported library
-    pipes, procs = [], []
-    for index in range(workers):
-        ids = [f"{prefix}-{k}" for k in range(index, threads, workers)]
-        mine, theirs = fork.Pipe()
-        procs.append(fork.Process(target=work, args=(Job(lib, kind, target, ids), theirs)))
-        pipes.append(mine)
+    pipes = [fork.Pipe() for _job in jobs]
+    procs = [
+        fork.Process(target=work, args=(job, theirs))
+        for job, (_, theirs) in zip(jobs, pipes, strict=True)
+    ]
+    mine = [ours for ours, _ in pipes]
     for proc in procs:
         proc.start()
     try:
-        readies = [_receive(pipe) for pipe in pipes]
-        if kind == "sqlite":
-            checkpoint_wal(target)
+        readies = [_receive(pipe) for pipe in mine]
+        if jobs[0].kind == "sqlite":
+            checkpoint_wal(jobs[0].target)
         released = time.monotonic()
-        _tell(pipes, "go")
-        reports = [_receive(pipe) for pipe in pipes]
-        _tell(pipes, "clean")  # every worker has finished: cleaning times nobody
-        for pipe in pipes:
-            _receive(pipe)
+        _tell(mine, "go")
+        reports = [_receive(pipe) for pipe in mine]
     finally:
-        _tell(pipes, "stop")  # no-op unless something failed: workers clean up and end
+        _tell(mine, "stop")  # no-op unless something failed: waiting workers end
         for proc in procs:
             proc.join(WAIT)
             if proc.is_alive():

@@ -6,18 +6,17 @@ disjoint share of the N thread ids (every W-th). Each worker opens its own saver
 on the shared store and pauses its threads (one ``interrupt()`` each); this is not
 timed. Once all are ready, they are released together and each resumes its threads
 once with ``Command(resume=...)``. The time is from that release to the last
-worker's finish; resumes per second = N / time. Only after every worker has
-finished do they delete their threads, so no cleanup runs inside another worker's
-timed region. ``resumer.py`` says how, and why it forks.
+worker's finish; resumes per second = N / time. ``resumer.py`` says how, and why it
+forks.
 
 The store: SQLite is a fresh file in a temporary directory (WAL, each library's own
-connection settings as in ``cases.open_saver``; the untimed pausing skips fsyncs,
-and the WAL is checkpointed into the file before the release), removed afterwards;
-PostgreSQL is ``PAUSEPOINT_PG_URL``, where each library keeps to its own tables and
-every run uses thread ids of its own (a random prefix), deleted at the end. The
-schema is made once before the workers start, so their own ``setup()`` calls never
-race to create it (LangGraph's PostgreSQL migrations are not safe to run
-concurrently).
+connection settings as in ``cases.open_saver`` but a longer busy timeout; the
+untimed pausing skips fsyncs, and the WAL is checkpointed into the file before the
+release), removed afterwards. PostgreSQL is ``PAUSEPOINT_PG_URL``, with the run's
+tables in a schema of its own (``cases.pg_schema``), dropped at the end; thread ids
+carry a random prefix per run. The tables are made once before the workers start,
+so their own ``setup()`` calls never race to create them (LangGraph's PostgreSQL
+migrations are not safe to run concurrently).
 
 ``resumer.py`` starts under this process's environment, so a ``pausepoint@base``
 measurement (whose ``PYTHONPATH`` starts with the baseline tree) forks baseline
@@ -75,7 +74,7 @@ def _store(kind: str) -> Iterator[str]:
 
 
 def _run(library: str, shape: Shape, target: str) -> Outcome:
-    prefix = f"tp-{uuid.uuid4().hex[:12]}"  # a PostgreSQL database outlives the run
+    prefix = f"tp-{uuid.uuid4().hex[:12]}"
     sizes = [str(shape.workers), str(shape.threads)]
     done = subprocess.run(
         [sys.executable, str(HERE / "resumer.py"), library, shape.kind, target, prefix, *sizes],
