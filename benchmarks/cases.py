@@ -2,9 +2,12 @@
 
 A *library* is a namespace holding ``StateGraph, START, END, interrupt, Command,
 InMemorySaver``, loaded from pausepoint or from LangGraph 1.1.6 by the same names, so
-one function builds the same graph on either side. ``floor`` is not a graph library:
-it is the same work done in plain Python (dict updates in a loop, a dict as the
-store), so each ratio to it says how far a library is from the limit.
+one function builds the same graph on either side. ``pausepoint@base`` is pausepoint
+too, imported in processes whose ``PYTHONPATH`` starts with an older source tree
+(``run.py --baseline-src``), so a change can be measured against its base in one
+run. ``floor`` is not a graph library: it is the same work done in plain Python
+(dict updates in a loop, a dict as the store), so each ratio to it says how far a
+library is from the limit.
 
 This module stays light on purpose: ``coldstart.py`` imports it in every fresh
 interpreter it times.
@@ -12,8 +15,9 @@ interpreter it times.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,11 +25,21 @@ from typing import Any, TypedDict
 
 LIBRARIES = ("pausepoint", "langgraph")
 FLOOR = "floor"
+BASE = "pausepoint@base"  # pausepoint from the --baseline-src tree
+
+
+def family(name: str) -> str:
+    """The package a library name imports: ``pausepoint@base`` is pausepoint."""
+    return name.split("@", 1)[0]
 
 
 def load_library(name: str) -> SimpleNamespace:
-    """Import the graph names of ``name`` (pausepoint or langgraph) into one namespace."""
-    if name == "pausepoint":
+    """Import the graph names of ``name`` (pausepoint, pausepoint@base or langgraph).
+
+    The namespace's ``name`` is the library's name as given (it tags thread ids and
+    results); ``family`` is the package it came from.
+    """
+    if family(name) == "pausepoint":
         from pausepoint.checkpoint.memory import InMemorySaver
         from pausepoint.graph import END, START, StateGraph
         from pausepoint.types import Command, interrupt
@@ -34,9 +48,10 @@ def load_library(name: str) -> SimpleNamespace:
         from langgraph.graph import END, START, StateGraph
         from langgraph.types import Command, interrupt
     else:
-        raise ValueError(f"unknown library {name!r}; expected one of {LIBRARIES}")
+        raise ValueError(f"unknown library {name!r}; expected one of {(*LIBRARIES, BASE)}")
     return SimpleNamespace(
         name=name,
+        family=family(name),
         StateGraph=StateGraph,
         START=START,
         END=END,
@@ -60,6 +75,9 @@ class Case:
     time a child process themselves); otherwise the wall time of ``run`` is used.
     ``probe()``, when set, runs once after the first run, untimed, and returns extra
     figures (bytes of memory) that the report shows in their own table.
+    ``rerun_first``: a clocked workload slower than twice the budget runs once more
+    before its single timed run, since its first may have written bytecode caches;
+    off where the clock starts after every import (the throughput workloads).
     """
 
     run: Callable[[int], Any]
@@ -68,13 +86,14 @@ class Case:
     node_runs: list[int] = field(default_factory=lambda: [0])
     clock: Callable[[Any], float] | None = None
     probe: Callable[[], dict[str, float]] | None = None
+    rerun_first: bool = True
 
 
 @dataclass(frozen=True)
 class Target:
-    """An issue-6 target for the pausepoint / LangGraph ratio of one measurement.
+    """An issue's target for the pausepoint / LangGraph ratio of one measurement.
 
-    ``explicit`` is False where issue 6 names no target for this exact workload and
+    ``explicit`` is False where the issue names no target for this exact workload and
     the nearest one (``source``) is applied as a reading aid.
     """
 
@@ -92,6 +111,8 @@ IMPORT = Target(0.1, "import of the everyday names")
 DATABASE = Target(0.5, "SQLite / PostgreSQL round trip")
 MEMORY = Target(0.5, "peak memory for 1,000 paused threads")
 IMPLIED = Target(0.1, "per-superstep overhead and interrupt round trip", explicit=False)
+# Issue 15: resumes per second at least 2.5x LangGraph's, i.e. time <= 0.4x.
+RESUME_RATE = Target(0.4, "issue 15: resumes/s at least 2.5x LangGraph's")
 
 
 @dataclass(frozen=True)
@@ -101,6 +122,8 @@ class Workload:
     ``by_name``: ``build`` takes the library's name, not its namespace (the workload
     runs the library in a child process and must not import it itself). ``rounds``
     caps the alternating rounds for a workload whose one run takes seconds.
+    ``per_run``: for a workload also reported as a rate, the operations in one run
+    (resumes), so the report can show operations per second.
     """
 
     name: str
@@ -110,6 +133,7 @@ class Workload:
     target: Target | None = None
     by_name: bool = False
     rounds: int | None = None
+    per_run: int | None = None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -157,11 +181,22 @@ def ask_graph(lib: SimpleNamespace, saver: Any, runs: list[int]) -> Any:
     return builder.compile(checkpointer=saver)
 
 
-def open_saver(lib: SimpleNamespace, kind: str) -> Any:
+def open_saver(
+    lib: SimpleNamespace,
+    kind: str,
+    where: str | None = None,
+    busy_timeout: float = 5.0,
+    schema: str | None = None,
+) -> Any:
     """A saver of ``kind`` (memory, sqlite, postgres) from ``lib``'s own packages.
 
-    SQLite uses a fresh file in a temporary directory; PostgreSQL uses
-    ``PAUSEPOINT_PG_URL`` (each library keeps to its own tables).
+    ``where``: SQLite's file, by default a fresh one in a temporary directory (both
+    libraries' savers come back ready: schema made, WAL on); PostgreSQL's URL, by
+    default ``PAUSEPOINT_PG_URL``.
+    ``busy_timeout``: seconds a SQLite connection waits for a lock (sqlite3's and
+    both ``from_conn_string``'s default: 5).
+    ``schema``: the PostgreSQL schema (namespace) holding the tables, by default one
+    made for this process and dropped when it exits (see :func:`pg_schema`).
     """
     if kind == "memory":
         return lib.InMemorySaver()
@@ -169,32 +204,79 @@ def open_saver(lib: SimpleNamespace, kind: str) -> Any:
         import sqlite3
         import tempfile
 
-        path = Path(tempfile.mkdtemp(prefix=f"bench-{lib.name}-")) / "bench.db"
-        conn = sqlite3.connect(str(path), check_same_thread=False)
-        if lib.name == "pausepoint":
+        if where is None:
+            where = str(Path(tempfile.mkdtemp(prefix=f"bench-{lib.name}-")) / "bench.db")
+        conn = sqlite3.connect(where, check_same_thread=False, timeout=busy_timeout)
+        if lib.family == "pausepoint":
             from pausepoint.checkpoint.sqlite import SqliteSaver
 
-            return SqliteSaver(conn)
+            return SqliteSaver(conn)  # makes the schema and turns WAL on itself
         from langgraph.checkpoint.sqlite import SqliteSaver as LGSqliteSaver
 
-        return LGSqliteSaver(conn)
-    return _postgres_saver(lib)
+        saver = LGSqliteSaver(conn)
+        saver.setup()  # otherwise on first use: schema and WAL, as pausepoint's above
+        return saver
+    url = where or os.environ["PAUSEPOINT_PG_URL"]
+    return _postgres_saver(lib, url, schema or _process_schema(url))
 
 
-def _postgres_saver(lib: SimpleNamespace) -> Any:
+def _postgres_saver(lib: SimpleNamespace, url: str, schema: str) -> Any:
     import psycopg
     from psycopg.rows import dict_row
 
-    url = os.environ["PAUSEPOINT_PG_URL"]
-    # Both connect as their from_conn_string does: autocommit, statements prepared.
-    if lib.name == "pausepoint":
+    # Both connect as their from_conn_string does: autocommit, statements prepared;
+    # and both find their tables (unqualified names) in ``schema`` first.
+    options = f"-c search_path={schema}"
+    if lib.family == "pausepoint":
         from pausepoint.checkpoint.postgres import PostgresSaver
 
-        saver = PostgresSaver(psycopg.connect(url, autocommit=True, prepare_threshold=0))
+        conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, options=options)
+        saver = PostgresSaver(conn)
     else:
         from langgraph.checkpoint.postgres import PostgresSaver as LGPostgresSaver
 
-        conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        conn = psycopg.connect(
+            url, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
+        )
         saver = LGPostgresSaver(conn)  # pyright: ignore[reportArgumentType]
     saver.setup()
     return saver
+
+
+@contextlib.contextmanager
+def pg_schema(url: str) -> Iterator[str]:
+    """A new, empty PostgreSQL schema for one run's tables, dropped with them on exit.
+
+    The database is shared (other engineers' tests, other branches): a branch that
+    migrated its tables to a newer version makes an older pausepoint refuse them,
+    and a baseline (``pausepoint@base``) and the checkout may need different
+    versions. A schema of its own per run keeps every library to a state of its own.
+    """
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+_SCHEMAS: dict[str, str] = {}  # URL -> this process's schema
+
+
+def _process_schema(url: str) -> str:
+    # One schema for the whole process (a worker may open several savers), dropped
+    # at exit; a worker killed by the runner's timeout leaves its bench_ schema behind.
+    if url not in _SCHEMAS:
+        import atexit
+
+        context = pg_schema(url)
+        _SCHEMAS[url] = context.__enter__()
+        atexit.register(context.__exit__, None, None, None)
+    return _SCHEMAS[url]

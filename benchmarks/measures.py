@@ -14,7 +14,7 @@ from typing import Any
 import workloads
 from cases import DATABASE, FAN_OUT, IMPORT, MEMORY, OVERHEAD, Target
 
-PP, LG, FLOOR = "pausepoint", "langgraph", workloads.FLOOR
+PP, LG, FLOOR, BASE = "pausepoint", "langgraph", workloads.FLOOR, workloads.BASE
 LINEAR = 15.0  # K = 10 → 100 growth counted as linear (10x ideal; quadratic is 100x)
 
 
@@ -56,6 +56,34 @@ class Measure:
             return "—"
         met = "met" if self.ratio <= self.target.ratio else "**not met**"
         return f"{self.target.label()}: {met}"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Operations per second of one library on one workload, over its processes."""
+
+    median: float
+    low: float
+    high: float
+
+
+def rate(table: Table, library: str, name: str) -> Rate | None:
+    """``per_run`` operations over the median time (and over the slowest, fastest)."""
+    per_run = workloads.WORKLOADS[name].per_run
+    found = table.series.get((library, name))
+    if per_run is None or found is None or found.error or not found.medians:
+        return None
+    times = found.medians
+    return Rate(per_run / statistics.median(times), per_run / max(times), per_run / min(times))
+
+
+def rated(table: Table) -> list[str]:
+    """The workloads of this run that are also reported as a rate (throughput)."""
+    return [name for name in table.names if workloads.WORKLOADS[name].per_run is not None]
+
+
+def has_base(table: Table) -> bool:
+    return any(lib == BASE for lib, _name in table.series)
 
 
 def _diff(a: float | None, b: float | None, steps: int) -> float | None:

@@ -19,7 +19,7 @@ from typing import Any
 import chart
 import measures
 import workloads
-from measures import LG, PP, Measure, Table
+from measures import BASE, LG, PP, Measure, Rate, Table
 
 __all__ = ["RunInfo", "Table", "markdown", "write"]
 
@@ -31,6 +31,7 @@ class RunInfo:
     wall: float  # seconds, the whole run
     source: str  # the pausepoint commit measured
     load_before: str  # /proc/loadavg at the start
+    baseline: str | None = None  # what pausepoint@base measured, when it ran
 
 
 # --------------------------------------------------------------------------- format
@@ -63,6 +64,16 @@ def ratio(a: float | None, b: float | None) -> str:
     if value >= 100:
         return f"{value:,.0f}"
     return f"{value:.3f}" if value < 1 else f"{value:.3g}"
+
+
+def per_second(found: Rate | None) -> str:
+    if found is None:
+        return "—"
+    return f"{found.median:,.0f}/s ({found.low:,.0f}–{found.high:,.0f})"
+
+
+def times(a: Rate | None, b: Rate | None) -> str:
+    return "—" if a is None or b is None or b.median == 0 else f"{a.median / b.median:.2f}×"
 
 
 def cell(table: Table, library: str, name: str) -> str:
@@ -168,6 +179,52 @@ def growth(table: Table) -> list[str]:
     ]
 
 
+def throughput(table: Table) -> list[str]:
+    """Resumes per second of the throughput workloads, as multiples of LangGraph's."""
+    names = measures.rated(table)
+    if not names:
+        return []
+    base = measures.has_base(table)
+    lines = [
+        "",
+        "Resume throughput, resumes per second: median (slowest–fastest process); the time "
+        "runs from the workers' common start to the last one's finish (issue 15: pausepoint "
+        "at least 2.5× LangGraph's"
+        + (", and within 20 % of the baseline's, i.e. pp / base ≥ 0.8):" if base else "):"),
+        "",
+        "| workload | pausepoint | LangGraph | pp / LG |"
+        + (" pausepoint@base | pp / base |" if base else ""),
+        "|---|---|---|---|" + ("---|---|" if base else ""),
+    ]
+    for name in names:
+        pp, lg = measures.rate(table, PP, name), measures.rate(table, LG, name)
+        row = f"| {name} | {per_second(pp)} | {per_second(lg)} | {times(pp, lg)} |"
+        if base:
+            old = measures.rate(table, BASE, name)
+            row += f" {per_second(old)} | {times(pp, old)} |"
+        lines.append(row)
+    return lines
+
+
+def against_base(table: Table) -> list[str]:
+    """Every workload's median time, this checkout against the baseline."""
+    if not measures.has_base(table):
+        return []
+    lines = [
+        "",
+        "Against the baseline (pausepoint@base), median time per workload (< 1: faster):",
+        "",
+        "| workload | pausepoint | pausepoint@base | pp / base |",
+        "|---|---|---|---|",
+    ]
+    for name in table.names:
+        pp, old = table.median(PP, name), table.median(BASE, name)
+        lines.append(
+            f"| {name} | {cell(table, PP, name)} | {cell(table, BASE, name)} | {ratio(pp, old)} |"
+        )
+    return lines
+
+
 def summary(table: Table) -> list[str]:
     rows = measures.summary(table)
     if not rows:
@@ -197,7 +254,8 @@ def notes(table: Table) -> list[str]:
     single = [
         f"{name} ({lib})"
         for (lib, name), found in table.series.items()
-        if found.iters and max(found.iters) == 1
+        # A throughput run is one run per process by design.
+        if found.iters and max(found.iters) == 1 and workloads.WORKLOADS[name].per_run is None
     ]
     if single:
         lines += ["", "Timed from one run per process (slower than twice the budget): "]
@@ -219,6 +277,7 @@ def environment(run: RunInfo) -> list[str]:
     return [
         f"- date: {began:%Y-%m-%d %H:%M} UTC (start of the run)",
         f"- pausepoint source: {run.source}",
+        *([f"- pausepoint@base source: {run.baseline}"] if run.baseline else []),
         f"- machine: {os.cpu_count()} cores, {_cpu_model()}, {platform.system()} "
         f"{platform.release()}; load average (1, 5, 15 min) at start {run.load_before}, "
         f"at end {load_average()}",
@@ -244,7 +303,8 @@ def _capped(plan: Any) -> str:
 def markdown(table: Table, run: RunInfo) -> str:
     lines = ["# pausepoint vs LangGraph 1.1.6", "", *environment(run), ""]
     lines += main_table(table) + summary(table) + per_superstep(table) + growth(table)
-    lines += checkpoints(table) + memory(table) + notes(table)
+    lines += checkpoints(table) + memory(table) + throughput(table) + against_base(table)
+    lines += notes(table)
     return "\n".join(lines) + "\n"
 
 
@@ -289,6 +349,15 @@ def _outside_checkout(root: Path) -> str | None:
     note = snapshot / ".bench-source"
     label = note.read_text().strip() if note.exists() else "no .bench-source note"
     return f"{label} (pausepoint imported from {package}, not this checkout)"
+
+
+def describe_baseline(folder: Path) -> str:
+    """The baseline tree's ``.bench-source`` note (in it or its parent), and where it is."""
+    for place in (folder, folder.parent):
+        note = place / ".bench-source"
+        if note.is_file():
+            return f"{note.read_text().strip()} (imported from {folder})"
+    return f"{folder} (no .bench-source note)"
 
 
 def describe_source(before: str, after: str) -> str:

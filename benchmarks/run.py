@@ -3,6 +3,7 @@
     python benchmarks/run.py            # full run: real numbers, a few minutes
     python benchmarks/run.py --quick    # a few seconds: checks that the suite runs
     python benchmarks/run.py --only chain --rounds 3
+    python benchmarks/run.py --only throughput --baseline-src /tmp/ppbase/src
 
 Each measurement runs in a fresh process (``run.py --worker LIB WORKLOAD...``) that
 builds the graph, warms up, times iterations with ``time.perf_counter`` for a time
@@ -10,6 +11,11 @@ budget, and prints one JSON object. The parent alternates libraries (pausepoint,
 LangGraph, floor, pausepoint, LangGraph, floor, ...) over several rounds and reports
 the median and min-max of the per-process medians. Nothing here is an assertion:
 timings are reported, never checked.
+
+``--baseline-src DIR`` adds a third library, ``pausepoint@base``: pausepoint imported
+from DIR (a source tree, e.g. ``git archive BASE src`` extracted; DIR or DIR/src holds
+the ``pausepoint`` package), whose worker processes start with DIR first on their
+``PYTHONPATH``. The report then sets every workload against that base as well.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import argparse
 import gc
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +36,7 @@ from typing import Any
 import report
 import scale
 import workloads
+from cases import family
 
 HERE = Path(__file__).resolve().parent
 LONG = 5  # a slow workload may exceed its time budget this many times over
@@ -43,6 +51,7 @@ class Plan:
     min_iters: int
     batch: bool  # one process per library and round for all workloads (quick mode)
     timeout: float
+    baseline: Path | None = None  # the directory holding the baseline's pausepoint package
 
 
 @dataclass
@@ -88,7 +97,7 @@ def measure(
             # second run would double the cost of the whole suite for this one cell.
             # Except for a child process's own figure: its first run may have written
             # the bytecode caches, which no later start pays for.
-            if settle and case.clock is not None:
+            if settle and case.clock is not None and case.rerun_first:
                 first = case.run(-2)
                 case.cleanup(-2)
             return {**found, "median": _clock(case, first, elapsed), "iters": 1}
@@ -138,6 +147,10 @@ def _timed(case: workloads.Case, budget: float, min_iters: int) -> tuple[list[fl
 
 def worker(args: argparse.Namespace) -> int:
     library, names = args.worker[0], args.worker[1:]
+    wrong = _wrong_source(library)
+    if wrong:
+        print(json.dumps({"library": library, "results": {n: {"error": wrong} for n in names}}))
+        return 0
     budget = 0.3 if args.budget is None else args.budget
     min_iters = args.min_iters or 5
     settle = not args.quick
@@ -146,7 +159,46 @@ def worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _wrong_source(library: str) -> str | None:
+    """Why pausepoint would not come from the tree ``library`` must measure, if so.
+
+    A typo in the baseline's path would otherwise measure this checkout twice.
+    """
+    if family(library) != "pausepoint":
+        return None
+    base, is_base = os.environ.get(BASE_ENV), library == workloads.BASE
+    if is_base and base is None:
+        return f"{BASE_ENV} is not set: measure the baseline through --baseline-src"
+    spec = importlib.util.find_spec("pausepoint")  # finds it without importing it
+    origin = Path(spec.origin).resolve() if spec and spec.origin else None
+    inside = origin is not None and base is not None and origin.is_relative_to(base)
+    if is_base != inside:
+        return f"{library} would import pausepoint from {origin} (baseline: {base})"
+    return None
+
+
 # --------------------------------------------------------------------------- parent
+
+
+BASE_ENV = "PAUSEPOINT_BENCH_BASE"  # the baseline's directory, in its workers
+
+
+def baseline_dir(given: Path) -> Path:
+    """The directory holding the ``pausepoint`` package: ``given`` or ``given/src``."""
+    for folder in (given, given / "src"):
+        if (folder / "pausepoint" / "__init__.py").is_file():
+            return folder.resolve()
+    raise SystemExit(f"--baseline-src: no pausepoint package in {given} or {given / 'src'}")
+
+
+def _env(plan: Plan, library: str) -> dict[str, str] | None:
+    # The baseline's workers (and the processes they start) find the baseline
+    # first; every other worker inherits this environment as it is.
+    if library != workloads.BASE or plan.baseline is None:
+        return None
+    env = {k: v for k, v in os.environ.items() if k != BASE_ENV}
+    paths = [str(plan.baseline), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**env, "PYTHONPATH": os.pathsep.join(paths), BASE_ENV: str(plan.baseline)}
 
 
 def spawn(plan: Plan, library: str, names: list[str]) -> dict[str, Any]:
@@ -159,7 +211,12 @@ def spawn(plan: Plan, library: str, names: list[str]) -> dict[str, Any]:
         command.append("--quick")
     try:
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=plan.timeout, check=False
+            command,
+            capture_output=True,
+            text=True,
+            timeout=plan.timeout,
+            check=False,
+            env=_env(plan, library),
         )
     except subprocess.TimeoutExpired:
         return {name: {"error": f"worker timed out after {plan.timeout:.0f}s"} for name in names}
@@ -228,6 +285,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="Markdown output (full default: results/)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--list", action="store_true", help="list workloads and exit")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        metavar="DIR",
+        help="also measure pausepoint from this source tree, as pausepoint@base",
+    )
     parser.add_argument("--worker", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -239,6 +302,9 @@ def make_plan(args: argparse.Namespace, has_langgraph: bool) -> Plan:
     libraries = ["pausepoint", "langgraph", workloads.FLOOR]
     if not has_langgraph:
         libraries.remove("langgraph")
+    baseline = baseline_dir(args.baseline_src) if args.baseline_src else None
+    if baseline is not None:
+        libraries.insert(1, workloads.BASE)  # next to pausepoint: an A/B pair per round
     return Plan(
         workloads=names,
         libraries=libraries,
@@ -247,6 +313,7 @@ def make_plan(args: argparse.Namespace, has_langgraph: bool) -> Plan:
         min_iters=args.min_iters or (3 if args.quick else 5),
         batch=args.quick,
         timeout=120 if args.quick else 600,
+        baseline=baseline,
     )
 
 
@@ -266,7 +333,9 @@ def main(argv: list[str]) -> int:
     series = collect(plan)
     table = report.Table(plan.workloads, series, has_langgraph)
     source = report.describe_source(source_before, report.source_state())
-    run = report.RunInfo(argv, plan, time.perf_counter() - started, source, load_before)
+    baseline = report.describe_baseline(plan.baseline) if plan.baseline else None
+    wall = time.perf_counter() - started
+    run = report.RunInfo(argv, plan, wall, source, load_before, baseline)
     text = report.markdown(table, run)
     print(text)
     out = args.out or (None if args.quick else HERE / "results" / "latest.md")

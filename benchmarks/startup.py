@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cases import Case, expect
+from cases import Case, expect, family
 
 HERE = Path(__file__).resolve().parent
 MARK = "--- bench: imports start ---"
@@ -34,7 +34,8 @@ IMPORTS = {
 }
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
+    """This environment, with bytecode caches written to and read from ``PYCACHE``."""
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(PYCACHE)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
@@ -50,7 +51,7 @@ def _child(args: list[str]) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
         check=False,
-        env=_child_env(),
+        env=child_env(),
     )
 
 
@@ -78,7 +79,7 @@ def top_level_import_us(stderr: str) -> int:
 
 
 def import_time(library: str) -> Case:
-    code = f"import sys\nsys.stderr.write({MARK!r} + '\\n')\n{IMPORTS[library]}\n"
+    code = f"import sys\nsys.stderr.write({MARK!r} + '\\n')\n{IMPORTS[family(library)]}\n"
 
     def run(i: int) -> tuple[int, str]:
         done = _child(["-X", "importtime", "-c", code])

@@ -3,7 +3,8 @@
 Each workload is written once against a library namespace (see ``cases``) so the
 same graph code runs on pausepoint and on LangGraph 1.1.6, and once as plain Python
 (the floor). ``scale`` adds the many-threads and growing-state workloads,
-``startup`` the fresh-interpreter ones (import time, cold start).
+``startup`` the fresh-interpreter ones (import time, cold start), ``throughput``
+resumes per second with several worker processes on one database.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import Annotated, Any, TypedDict
 
 import scale
 import startup
+import throughput
 from cases import (
+    BASE,
     DATABASE,
     FAN_OUT,
     FLOOR,
@@ -36,7 +39,17 @@ from cases import (
     open_saver,
 )
 
-__all__ = ["FLOOR", "LIBRARIES", "QUICK", "FULL", "WORKLOADS", "Case", "Workload", "make_case"]
+__all__ = [
+    "BASE",
+    "FLOOR",
+    "LIBRARIES",
+    "QUICK",
+    "FULL",
+    "WORKLOADS",
+    "Case",
+    "Workload",
+    "make_case",
+]
 
 
 # --------------------------------------------------------------------------- chain
@@ -332,6 +345,11 @@ def fan_interrupt_floor(k: int, one_by_one: bool) -> Callable[[], Case]:
 # --------------------------------------------------------------------------- registry
 
 
+def _database_kinds() -> list[str]:
+    # PostgreSQL needs a server: .ci/run and `make bench` with PAUSEPOINT_PG_URL set.
+    return ["sqlite", "postgres"] if os.environ.get("PAUSEPOINT_PG_URL") else ["sqlite"]
+
+
 def _graph_workloads() -> list[Workload]:
     found: list[Workload] = []
     for n in (10, 100):
@@ -361,9 +379,7 @@ def _graph_workloads() -> list[Workload]:
             OVERHEAD,
         )
     )
-    for kind in ("sqlite", "postgres"):
-        if kind == "postgres" and not os.environ.get("PAUSEPOINT_PG_URL"):
-            continue  # needs a server: .ci/run and `make bench` with PAUSEPOINT_PG_URL set
+    for kind in _database_kinds():
         found.append(
             Workload(
                 f"roundtrip/{kind}",
@@ -451,13 +467,18 @@ def _startup_workloads() -> list[Workload]:
 
 
 WORKLOADS: dict[str, Workload] = {
-    w.name: w for w in _graph_workloads() + _scale_workloads() + _startup_workloads()
+    w.name: w
+    for w in _graph_workloads()
+    + _scale_workloads()
+    + _startup_workloads()
+    + throughput.workloads(_database_kinds())
 }
 QUICK = ["chain-10/none", "chain-10/memory", "fanout-10/none", "interrupt-roundtrip"]
 QUICK += ["interrupt-sequence-10", "fan-interrupt-10/by-map", "fan-interrupt-10/one-by-one"]
 QUICK += [name for name in WORKLOADS if name.startswith(("roundtrip/", "sequence-10/"))]
-QUICK += ["threads-20", "list-1000/memory", "import", "cold-start"]
-_QUICK_ONLY = {"threads-20", "list-1000/memory"}
+_QUICK_THROUGHPUT = [f"throughput-{throughput.QUICK_SHAPE[0]}/{k}" for k in _database_kinds()]
+QUICK += ["threads-20", "list-1000/memory", "import", "cold-start", *_QUICK_THROUGHPUT]
+_QUICK_ONLY = {"threads-20", "list-1000/memory", *_QUICK_THROUGHPUT}
 FULL = [name for name in WORKLOADS if name not in _QUICK_ONLY]
 
 
