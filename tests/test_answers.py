@@ -423,3 +423,26 @@ def test_question_ids_do_not_change_how_interrupts_compare_or_print():
     assert a == b
     assert repr(a) == repr(b) == f"Interrupt(value='q?', id='{'0' * 32}')"
     assert b.question_id == "0" * 32
+
+
+def test_an_answer_to_a_task_that_finished_in_this_step(drive, saver):
+    runs: Counter[str] = Counter()
+    graph = parallel(runs).compile(checkpointer=saver)
+    first = drive.invoke(graph, {"log": []}, cfg())
+    ids = {i.value: i.id for i in first["__interrupt__"]}
+    out = drive.invoke(graph, Command(resume={ids["review a"]: "A"}), cfg())
+    assert out["log"] == ["a=A"]  # a finished; the step waits for b
+    before = stored(saver)
+    # The same answer again (a racing or retried request): nothing changes.
+    again = drive.invoke(graph, Command(resume={ids["review a"]: "A"}), cfg())
+    assert [i.value for i in again["__interrupt__"]] == ["review b"]
+    assert stored(saver) == before
+    # Another answer to it: refused, not "unknown id".
+    with pytest.raises(AlreadyAnsweredError) as caught:
+        drive.invoke(graph, Command(resume={ids["review a"]: "other"}), cfg())
+    assert caught.value.stored == "A"
+    assert stored(saver) == before
+    assert runs["a"] == 1
+    # Sent with b's answer, a's resend is dropped and b's is used.
+    done = drive.invoke(graph, Command(resume={ids["review a"]: "A", ids["review b"]: "B"}), cfg())
+    assert sorted(done["log"]) == ["a=A", "b=B", "joined"]

@@ -24,7 +24,7 @@ from pausepoint.errors import AlreadyAnsweredError, ResumeError
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.types import Answer, Interrupt, Reanswer
 
-__all__ = ["PAST", "bind_answer", "plan_answers", "stored_answers"]
+__all__ = ["PAST", "bind_answer", "drop_consumed", "plan_answers", "stored_answers"]
 
 
 PAST: list[Any] = []
@@ -131,6 +131,33 @@ def plan_answers(
         question = next(i for i in rec.interrupts if i.id in values)
         bind_answer(rec, question, values[question.id], (positions or {}).get(question.id))
     return planned
+
+
+def drop_consumed(resume: Mapping[str, Any], records: Mapping[str, TaskRecord]) -> dict[str, Any]:
+    """A resume map without the answers its finished tasks already used.
+
+    A task that finished at this checkpoint after its question was answered has no
+    pending interrupt; an answer sent to it again (a racing or retried request) is
+    dropped when it is the answer the task used, and refused with
+    :class:`AlreadyAnsweredError` otherwise, rather than reported as an unknown id.
+    """
+    used: dict[str, tuple[Interrupt, int, Any]] = {}
+    for rec in records.values():
+        if rec.done and rec.interrupts and rec.resume:
+            at = rec.asked if rec.asked is not None else len(rec.resume) - 1
+            if 0 <= at < len(rec.resume):
+                used.setdefault(rec.interrupts[0].id, (rec.interrupts[0], at, rec.resume[at]))
+    kept: dict[str, Any] = {}
+    for key, given in resume.items():
+        iid = key.partition(":")[0]
+        if iid not in used:
+            kept[key] = given
+            continue
+        question, at, stored = used[iid]
+        value = unwrap(given)
+        if not _same(stored, value):
+            raise AlreadyAnsweredError(question, at, stored, value)
+    return kept
 
 
 def stored_answers(rec: TaskRecord) -> tuple[Answer, ...]:

@@ -17,7 +17,7 @@ from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import EmptyInputError, InvalidCommandError
 from pausepoint.loop import emit as out
-from pausepoint.loop.answers import plan_answers
+from pausepoint.loop.answers import drop_consumed, plan_answers
 from pausepoint.loop.effects import SaveCheckpoint
 from pausepoint.loop.fork import fork, forkable_interrupts
 from pausepoint.loop.node import command_writes
@@ -114,6 +114,11 @@ def check_answers(run: _Run, resume: Any) -> None:
     the resume errors before anything is written: a refused answer writes nothing.
     """
     run.owners = interrupt_owners(run.records)
+    if is_resume_map(resume) and resume:
+        resume = drop_consumed(resume, run.records)
+        if not resume:  # every answer was one a finished task used: nothing new
+            run.resume, run.answered = ResumeMap({}), {}
+            return
     run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
     run.answered = plan_answers(
         run.current_tasks(), run.records, run.resume.values, run.owners, run.resume.positions
