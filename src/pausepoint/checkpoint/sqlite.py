@@ -73,6 +73,7 @@ class SqliteSaver(BaseCheckpointSaver):
         self._lock = threading.RLock()
         self._codec = _sql.SqlCodec(serde)
         self.serde = self._codec.serde
+        self._synchronous: int | None = None
         with self._lock:
             # WAL lets readers in other processes work while this one writes. It
             # cannot be switched on inside the caller's open transaction.
@@ -148,12 +149,14 @@ class SqliteSaver(BaseCheckpointSaver):
         durable commit's fsync covers it, and a torn one is discarded by the WAL's
         checksums. It saves two fsyncs per run (benchmarks/README.md).
         """
-        mode = self.conn.execute("PRAGMA synchronous").fetchone()
+        if self._synchronous is None:  # the caller's setting, read once
+            mode = self.conn.execute("PRAGMA synchronous").fetchone()
+            self._synchronous = int(mode[0]) if mode else 2
         self.conn.execute("PRAGMA synchronous=OFF")
         try:
             return self._transaction(flow)
         finally:
-            self.conn.execute(f"PRAGMA synchronous={int(mode[0]) if mode else 2}")
+            self.conn.execute(f"PRAGMA synchronous={self._synchronous}")
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See :mod:`pausepoint.checkpoint.base`."""
