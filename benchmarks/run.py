@@ -3,7 +3,7 @@
     python benchmarks/run.py            # full run: real numbers, a few minutes
     python benchmarks/run.py --quick    # a few seconds: checks that the suite runs
     python benchmarks/run.py --only chain --rounds 3
-    python benchmarks/run.py --only throughput --baseline-src /tmp/ppbase/src
+    python benchmarks/run.py --only throughput --baseline-src DIR  # DIR: an older src tree
 
 Each measurement runs in a fresh process (``run.py --worker LIB WORKLOAD...``) that
 builds the graph, warms up, times iterations with ``time.perf_counter`` for a time
@@ -297,8 +297,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def make_plan(args: argparse.Namespace, has_langgraph: bool) -> Plan:
     names = workloads.QUICK if args.quick else workloads.FULL
-    if args.only:
-        names = [n for n in workloads.FULL if any(part in n for part in args.only)]
+    if args.only:  # with --quick, among the quick sizes (throughput-2/..., threads-20)
+        names = [n for n in names if any(part in n for part in args.only)]
     libraries = ["pausepoint", "langgraph", workloads.FLOOR]
     if not has_langgraph:
         libraries.remove("langgraph")
