@@ -37,6 +37,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.cli.output import (
+    jsonable,
+    pending_cell,
+    print_json,
+    render_table,
+    render_view,
+)
 from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, RESERVED_NAMES, START, TASKS
 from pausepoint.errors import AlreadyAnsweredError, CheckpointDecodeError, PausepointError
 from pausepoint.loop.answers import stored_answers
@@ -45,9 +52,6 @@ from pausepoint.loop.tasks import task_id
 from pausepoint.types import Answer, Command, Interrupt, Reanswer, Send, StateSnapshot
 
 __all__ = ["ThreadView", "add_parser", "latest_checkpoints", "run"]
-
-_CELL = 60
-"""Widest table cell, in characters; ``--json`` output is never shortened."""
 
 
 class CliError(Exception):
@@ -329,7 +333,7 @@ def _as_dict(values: Any) -> dict[str, Any]:
     # A state schema may be a dataclass or a Pydantic model: show its fields.
     if isinstance(values, dict):
         return dict(cast(dict[str, Any], values))
-    found: Any = _jsonable(values)
+    found: Any = jsonable(values)
     return cast(dict[str, Any], found) if isinstance(found, dict) else {"": values}
 
 
@@ -452,13 +456,13 @@ def _list(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
     if args.status:
         views = [v for v in views if v.status == args.status]
     if args.json:
-        _print_json([v.to_json() for v in views])
+        print_json([v.to_json() for v in views])
         return 0
     if not views:
         print("no threads" + (f" with status {args.status}" if args.status else ""))
         return 0
     rows = [
-        [v.thread_id, v.status, str(v.step), ", ".join(v.next), _pending_cell(v.interrupts)]
+        [v.thread_id, v.status, str(v.step), ", ".join(v.next), pending_cell(v.interrupts)]
         for v in views
     ]
     print(render_table(["THREAD", "STATUS", "STEP", "NEXT", "PENDING"], rows))
@@ -468,7 +472,7 @@ def _list(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
 def _show(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
     view = view_of(_latest(saver, args.thread), graph, latest=True)
     if args.json:
-        _print_json(view.to_json())
+        print_json(view.to_json())
     else:
         print(render_view(view, exact=graph is not None))
     return 0
@@ -479,7 +483,7 @@ def _history(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
     config = {"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}}
     views = [view_of(s, graph, latest=False) for s in saver.list(config, limit=args.limit)]
     if args.json:
-        _print_json([v.to_json() for v in views])
+        print_json([v.to_json() for v in views])
         return 0
     rows = [[str(v.step), v.source, ", ".join(v.next), v.checkpoint_id] for v in views]
     print(render_table(["STEP", "SOURCE", "NEXT", "CHECKPOINT"], rows))
@@ -520,7 +524,7 @@ def _run_on(args: argparse.Namespace, saver: Any, graph: Any, given: Command[Any
         return 1
     view = view_of(_latest(saver, args.thread), graph, latest=True)
     if args.json:
-        _print_json(view.to_json())
+        print_json(view.to_json())
     else:
         print(render_view(view, exact=True))
     return 0
@@ -540,79 +544,3 @@ def _parse_map(text: str) -> dict[str, Any]:
     if not isinstance(parsed, dict) or not parsed:
         raise CliError('--map wants a non-empty JSON object: {"<interrupt id>": <answer>, ...}')
     return parsed  # pyright: ignore[reportUnknownVariableType]
-
-
-# --- output -------------------------------------------------------------------------------
-
-
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces; long cells end in an ellipsis."""
-    cells = [list(headers), *([_shorten(c) for c in row] for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def render_view(view: ThreadView, *, exact: bool) -> str:
-    """The ``show`` text of a thread: a header, its values and its pending interrupts."""
-    head = [
-        ["thread", view.thread_id],
-        ["status", view.status],
-        ["step", str(view.step)],
-        ["next", ", ".join(view.next) or "(nothing)"],
-        ["checkpoint", view.checkpoint_id],
-        ["updated", view.created_at],
-    ]
-    parts = [render_table(["", ""], head).split("\n", 1)[1]]
-    values = [[k, _compact(v)] for k, v in view.values.items()]
-    title = "values" if exact else "values (as stored; pass --graph for pending updates)"
-    parts.append(f"\n{title}\n" + _indent(render_table(["KEY", "VALUE"], values)))
-    if view.interrupts:
-        rows = [[i.id, _compact(i.value)] for i in view.interrupts]
-        parts.append("\npending interrupts\n" + _indent(render_table(["ID", "VALUE"], rows)))
-    if view.answered:
-        rows = [
-            [a.interrupt.id, str(a.position + 1), _compact(a.interrupt.value), _compact(a.value)]
-            for a in view.answered
-        ]
-        title = "answered, run pending (`threads retry` continues; `resume --replace` changes)"
-        table = render_table(["ID", "#", "QUESTION", "ANSWER"], rows)
-        parts.append(f"\n{title}\n" + _indent(table))
-    if view.errors:
-        parts.append("\nerrors\n" + _indent("\n".join(view.errors)))
-    return "\n".join(parts)
-
-
-def _pending_cell(interrupts: Sequence[Interrupt]) -> str:
-    return "; ".join(f"{i.id[:8]}: {_compact(i.value)}" for i in interrupts)
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
-
-
-def _shorten(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _CELL else text[: _CELL - 1] + "…"
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, default=_jsonable, ensure_ascii=False, separators=(", ", ": "))
-
-
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, default=_jsonable, ensure_ascii=False, indent=2))
-
-
-def _jsonable(value: Any) -> Any:
-    """JSON for values ``json`` cannot encode: records as dicts, collections as lists."""
-    if isinstance(value, Interrupt):
-        return {"id": value.id, "value": value.value}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    if isinstance(value, (set, frozenset)):
-        return sorted(value, key=repr)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-    return str(value)

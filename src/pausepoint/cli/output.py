@@ -1,0 +1,105 @@
+"""How ``pausepoint threads`` prints: aligned tables, a thread's view, JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pausepoint.types import Interrupt
+
+if TYPE_CHECKING:
+    from pausepoint.cli.threads import ThreadView
+
+__all__ = [
+    "compact",
+    "indent",
+    "jsonable",
+    "pending_cell",
+    "print_json",
+    "render_table",
+    "render_view",
+    "shorten",
+]
+
+_CELL = 60
+"""Widest table cell, in characters; ``--json`` output is never shortened."""
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces; long cells end in an ellipsis."""
+    cells = [list(headers), *([shorten(c) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def render_view(view: ThreadView, *, exact: bool) -> str:
+    """The ``show`` text of a thread: a header, its values and its pending interrupts."""
+    head = [
+        ["thread", view.thread_id],
+        ["status", view.status],
+        ["step", str(view.step)],
+        ["next", ", ".join(view.next) or "(nothing)"],
+        ["checkpoint", view.checkpoint_id],
+        ["updated", view.created_at],
+    ]
+    parts = [render_table(["", ""], head).split("\n", 1)[1]]
+    values = [[k, compact(v)] for k, v in view.values.items()]
+    title = "values" if exact else "values (as stored; pass --graph for pending updates)"
+    parts.append(f"\n{title}\n" + indent(render_table(["KEY", "VALUE"], values)))
+    if view.interrupts:
+        rows = [[i.id, compact(i.value)] for i in view.interrupts]
+        parts.append("\npending interrupts\n" + indent(render_table(["ID", "VALUE"], rows)))
+    if view.answered:
+        rows = [
+            [a.interrupt.id, str(a.position + 1), compact(a.interrupt.value), compact(a.value)]
+            for a in view.answered
+        ]
+        title = "answered, run pending (`threads retry` continues; `resume --replace` changes)"
+        table = render_table(["ID", "#", "QUESTION", "ANSWER"], rows)
+        parts.append(f"\n{title}\n" + indent(table))
+    if view.errors:
+        parts.append("\nerrors\n" + indent("\n".join(view.errors)))
+    return "\n".join(parts)
+
+
+def pending_cell(interrupts: Sequence[Interrupt]) -> str:
+    """The PENDING cell of ``threads list``: short ids and values."""
+    return "; ".join(f"{i.id[:8]}: {compact(i.value)}" for i in interrupts)
+
+
+def indent(text: str) -> str:
+    """Every line of ``text`` indented by two spaces."""
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def shorten(text: str) -> str:
+    """``text`` on one line, cut to a table cell's width with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= _CELL else text[: _CELL - 1] + "…"
+
+
+def compact(value: Any) -> str:
+    """A value as compact JSON (records and collections made JSON first)."""
+    return json.dumps(value, default=jsonable, ensure_ascii=False, separators=(", ", ": "))
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON."""
+    print(json.dumps(data, default=jsonable, ensure_ascii=False, indent=2))
+
+
+def jsonable(value: Any) -> Any:
+    """JSON for values ``json`` cannot encode: records as dicts, collections as lists."""
+    if isinstance(value, Interrupt):
+        return {"id": value.id, "value": value.value}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    return str(value)
