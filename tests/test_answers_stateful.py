@@ -59,7 +59,6 @@ from pausepoint.errors import (
     AlreadyAnsweredError,
     AmbiguousResumeError,
     NothingToResumeError,
-    UnknownInterruptIdError,
 )
 from pausepoint.testing import FaultySaver, InjectedFault
 from pausepoint.types import Reanswer
@@ -234,9 +233,16 @@ def targets(thread: ThreadModel, resume: Resume) -> dict[str, Any] | type[Except
     if not pending:
         return NothingToResumeError
     if resume.by_task:
-        if any(thread.tasks[n].status == "done" for n, _ in resume.by_task):
-            return UnknownInterruptIdError
-        return dict(resume.by_task)
+        kept: dict[str, Any] = {}
+        for name, given in resume.by_task:
+            task = thread.tasks[name]
+            if task.status != "done":
+                kept[name] = given
+            elif not task.answers or task.answers[-1] != given:
+                # A finished task's last answer is kept: another one is refused...
+                return AlreadyAnsweredError
+            # ...and the same one again is dropped (a resend: nothing to do).
+        return kept
     waiting = [n for n in pending if thread.tasks[n].status == "waiting"]
     chosen = waiting or pending
     if len(chosen) > 1:
