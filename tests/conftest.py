@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -61,3 +62,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(params=["sync", "async"])
 def drive(request: pytest.FixtureRequest) -> Driver:
     return Driver(request.param)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def memory_or_sqlite(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    """An ``InMemorySaver``, then a ``SqliteSaver`` on a real file in the test's directory."""
+    from pausepoint import InMemorySaver
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+
+    if request.param == "memory":
+        yield InMemorySaver()
+        return
+    with SqliteSaver.from_conn_string(str(tmp_path / "saver.sqlite")) as saver:
+        yield saver

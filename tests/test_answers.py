@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from pausepoint import START, Command, InMemorySaver, StateGraph, interrupt
-from pausepoint.checkpoint.sqlite import SqliteSaver
+from pausepoint import START, Command, StateGraph, interrupt
 from pausepoint.constants import ASKED, INTERRUPT, RESUME
 from pausepoint.errors import AlreadyAnsweredError, AmbiguousResumeError, ResumeError
 from pausepoint.func import task
@@ -33,13 +30,10 @@ def cfg(thread: str = "t") -> Any:
     return {"configurable": {"thread_id": thread}}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(str(tmp_path / "answers.sqlite")) as s:
-        yield s
+@pytest.fixture
+def saver(memory_or_sqlite: Any) -> Any:
+    """Each test on InMemorySaver and on SqliteSaver (tests/conftest.py)."""
+    return memory_or_sqlite
 
 
 def two_questions(runs: Counter[str], broken: dict[str, bool] | None = None) -> Any:

@@ -11,13 +11,12 @@ import operator
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from pausepoint import START, Command, InMemorySaver, StateGraph, interrupt
+from pausepoint import START, Command, StateGraph, interrupt
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
 from pausepoint.errors import AlreadyAnsweredError, LeaseLostError, ThreadBusyError
 from pausepoint.graph import END
@@ -31,13 +30,10 @@ def cfg(thread: str = "t") -> Any:
     return {"configurable": {"thread_id": thread}}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "memory":
-        yield InMemorySaver()
-        return
-    with SqliteSaver.from_conn_string(str(tmp_path / "single.sqlite")) as s:
-        yield s
+@pytest.fixture
+def saver(memory_or_sqlite: Any) -> Any:
+    """Each test on InMemorySaver and on SqliteSaver (tests/conftest.py)."""
+    return memory_or_sqlite
 
 
 def slow_approval(runs: Counter[str], gate: threading.Event | None = None) -> Any:
