@@ -89,8 +89,8 @@ def _only_answers_waiting(run: _Run) -> Generator[Effect, Any, bool]:
     try:
         begin.check_answers(run, given.resume)
         return any(answers is not None for answers in run.answered.values())
-    finally:
-        run.reset()
+    finally:  # forget what was read: the run starts as new once it holds the thread
+        run.__init__(run.spec, run.input, run.opts)
 
 
 def release(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:

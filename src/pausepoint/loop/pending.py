@@ -31,7 +31,6 @@ __all__ = [
     "interrupt_owners",
     "match_records",
     "parse_resume",
-    "pending_interrupts",
     "read_records",
 ]
 
@@ -208,11 +207,6 @@ def _place_questions(records: Mapping[str, TaskRecord]) -> None:
 
 _blank: Callable[[type[TaskRecord]], TaskRecord] = object.__new__
 """A record with every field at its default, without an ``__init__`` call."""
-
-
-def pending_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
-    """Every interrupt that an answer can go to, in task order."""
-    return [i for rec in records.values() if rec.resumable for i in rec.interrupts]
 
 
 def interrupt_owners(records: Mapping[str, TaskRecord]) -> dict[str, list[str]]:

@@ -298,7 +298,9 @@ class _Run:
                 yield from self.flush_exit()
             if self.opts.nest is not None:
                 raise
-            return (yield from self.ended((yield from self.suppress(exc))))
+            result = yield from self.suppress(exc)
+            yield from self.let_go()
+            return result
         except BaseException as exc:
             if not isinstance(exc, GeneratorExit):  # closed: no effect can be yielded now
                 yield from self.failed()
@@ -307,24 +309,20 @@ class _Run:
         # task writes carry the result (the chapter's rule for nested graphs).
         if self.opts.durability == "exit" and self.opts.nest is None:
             yield from self.flush_exit()
-        return (yield from self.ended(RunResult(self.output(), (), False)))
+        yield from self.let_go()
+        return RunResult(self.output(), (), False)
 
     def failed(self) -> Generator[Effect, Any, None]:
         """Save what a failing run still owes (its waiting input, durability "exit")."""
         yield from self.flush_waiting()
         if self.opts.durability == "exit":
             yield from self.flush_exit()
-        yield from self.ended(RunResult(None, (), False))
+        yield from self.let_go()
 
-    def ended(self, result: RunResult) -> Generator[Effect, Any, RunResult]:
-        """The run's result, once its lease (if any) is let go."""
+    def let_go(self) -> Generator[Effect, Any, None]:
+        """Let the thread's lease go, if the run took one."""
         if (held := self.opts.lease) is not None:
             yield from lease.release(self, held)
-        return result
-
-    def reset(self) -> None:
-        """Forget what was read: the run starts as new (after a look at a busy thread)."""
-        self.__init__(self.spec, self.input, self.opts)
 
     def _load_config(self) -> RunnableConfig:
         conf: dict[str, Any] = {
