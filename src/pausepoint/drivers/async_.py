@@ -116,10 +116,14 @@ async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Ex
         # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
         # claim may have gone through, so the driver lets it go when it stops.
         lease.held = effect
+    kw = lease.write_kwargs(effect)
     try:
-        done = await perform(saver, effect, lease.fence)
+        done = await perform(saver, effect, kw)
     except Exception as exc:  # sent into the loop, which decides
         return None, exc
+    if (rest := lease.after_write(saver, effect, kw)) is not None:
+        with contextlib.suppress(Exception):  # written; an unreleased lease expires
+            await perform(saver, rest)
     lease.saw(effect, done)
     return done, None
 

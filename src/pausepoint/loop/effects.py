@@ -70,6 +70,8 @@ class SaveCheckpoint:
     new_versions: ChannelVersions
     writes: Sequence[TaskWrites] = ()
     first: CheckpointPut | None = None
+    release: bool = False
+    """The run's last write: let the thread's lease go with it (see ``SaveWrites``)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -86,6 +88,10 @@ class SaveWrites:
     task_id: str
     task_path: str
     if_head: bool = False
+    release: bool = False
+    """The run's last write: the driver lets the thread's lease go with it, in the same
+    saver call (``release=True``) where the saver fences writes, else right after it;
+    the loop counts the lease as gone once the write is done."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ from pausepoint.loop.pending import (
     is_own_interrupt,
     match_records,
     read_records,
+    with_ids,
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
@@ -134,6 +135,7 @@ class _Run:
         self.pausing = False
         self.historical = False
         self.leased = False
+        self.releasing = False  # the next checkpoint saved is the run's last write
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
         # Read on every step: looked up once here.
@@ -194,13 +196,17 @@ class _Run:
         return None
 
     def save_writes(
-        self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
+        self, task_id: str, writes: list[tuple[str, Any]], path: str = "", last: bool = False
     ) -> Generator[Effect, Any, None]:
+        """Save a task's writes; ``last``: the run's last write (it lets the lease go)."""
         if self.waiting is not None:  # a write never goes before its checkpoint
             yield from self.flush_waiting()
         effect = self.writes_effect(task_id, writes, path)
         if effect is not None:
+            if last and self.leased:
+                effect.release = True
             yield effect
+            self.leased = self.leased and not effect.release
 
     def leave_step(self, source: str) -> Generator[Effect, Any, None] | None:
         """Move past the current checkpoint; return the generator that saves the next.
@@ -229,6 +235,7 @@ class _Run:
             held, self.held = self.held, None
             writes = () if held is None else (held,)
             save = SaveCheckpoint(parent, self.checkpoint, self.metadata, {}, writes)
+            save.release, self.releasing = self.releasing, False
             if source == "input" and begin.start_step_follows(self):
                 self.saved_config = begin.wait_for_start_step(self, save)
             else:
@@ -237,6 +244,7 @@ class _Run:
                     save.config = waiting.config
                     save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
                 self.saved_config = yield save
+                self.leased = self.leased and not save.release  # done: let go with it
             self.persisted = self.saved_config
             self.dirty = False
         else:
@@ -502,7 +510,7 @@ class _Run:
         elif isinstance(err, GraphInterrupt):
             # An empty interrupt is a subgraph's static breakpoint: it pauses us too.
             self.pausing = True
-            found = _with_ids(err.interrupts, task.ns)
+            found = with_ids(err.interrupts, task.ns)
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
@@ -515,7 +523,8 @@ class _Run:
                 # A saved failure is cleared so the task reads as paused, not failed.
                 rec.error = None
                 saved.append((ERROR, None))
-            yield from self.save_writes(task.id, saved, path)
+            # The step's last outcome pauses it, so this is the run's last write.
+            yield from self.save_writes(task.id, saved, path, last=hold)
             if self.opts.stream_modes:
                 yield from out.interrupts_found(self, found)
                 yield from out.task_result(self, task, None, found)
@@ -531,7 +540,7 @@ class _Run:
                 # The INTERRUPT slot stays: a failed task re-runs on the next invoke
                 # with its saved answers, and a new answer can still be sent to it.
                 rec = self.records.setdefault(task.id, TaskRecord())
-                rec.error = _error_record(err)
+                rec.error = repr(err)
                 yield from self.save_writes(task.id, [(ERROR, rec.error)], path)
                 yield from out.task_result(self, task, err, ())
 
@@ -548,6 +557,7 @@ class _Run:
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):
             yield self.emit("values", self.output())
+        self.releasing = lease.ends_with_step(self, ran)
         if (saving := self.leave_step("loop")) is not None:
             yield from saving
         self.resume = None
@@ -580,17 +590,6 @@ class _Run:
 
 
 _NEXT_OUTCOME = NextOutcome()
-
-
-def _with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:
-    """Give id-less interrupts (the deprecated ``NodeInterrupt``) their task's id."""
-    if all(i.id for i in found):
-        return found
-    return tuple(i if i.id else Interrupt.from_ns(i.value, ns) for i in found)
-
-
-def _error_record(err: BaseException) -> str:
-    return repr(err)
 
 
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, Any, RunResult]:
