@@ -234,7 +234,10 @@ def advance(task: TaskModel, fail_at: set[int], k: int) -> bool:
 def targets(thread: ThreadModel, resume: Resume) -> dict[str, Any] | type[Exception]:
     """The tasks a resume answers, or the error refusing it (``parse_resume``'s rules)."""
     pending = [n for n, t in thread.tasks.items() if t.status != "done"]
-    if not pending:
+    if not pending and (thread.finished or not resume.by_task):
+        # Every task is done. A crash may have left the step unfinished (its tasks
+        # done, its checkpoint unsaved): an answer by id to a task that used it is
+        # then a resend, dropped, and the run goes on; a plain value answers nothing.
         return NothingToResumeError
     if resume.by_task:
         kept: dict[str, Any] = {}

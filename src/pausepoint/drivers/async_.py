@@ -173,8 +173,17 @@ async def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) ->
             effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
         )
     if kind is LoadCheckpoint:
-        return await saver.aget_tuple(effect.config)
+        return await _load(saver, effect)
     return await _lease_effect(saver, effect)
+
+
+async def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+    if effect.before is None:
+        return await saver.aget_tuple(effect.config)
+    before = {"configurable": {"checkpoint_id": effect.before}}
+    async for older in saver.alist(effect.config, before=before, limit=1):
+        return older
+    return None
 
 
 async def _lease_effect(saver: Any, effect: Any) -> Any:

@@ -208,8 +208,15 @@ def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) -> Any:
             effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
         )
     if kind is LoadCheckpoint:
-        return saver.get_tuple(effect.config)
+        return _load(saver, effect)
     return _lease_effect(saver, effect)
+
+
+def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+    if effect.before is None:
+        return saver.get_tuple(effect.config)
+    before = {"configurable": {"checkpoint_id": effect.before}}
+    return next(iter(saver.list(effect.config, before=before, limit=1)), None)
 
 
 def _lease_effect(saver: Any, effect: Any) -> Any:

@@ -48,9 +48,14 @@ NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LoadCheckpoint:
-    """Fetch a checkpoint tuple with ``saver.get_tuple(config)``; send it back (or None)."""
+    """Fetch a checkpoint tuple with ``saver.get_tuple(config)``; send it back (or None).
+
+    With ``before`` (a checkpoint id), the newest of the config's namespace older
+    than it: ``saver.list(config, before=..., limit=1)`` (a subgraph in a replay).
+    """
 
     config: RunnableConfig
+    before: str | None = None
 
 
 @dataclasses.dataclass(slots=True)

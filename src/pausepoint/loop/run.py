@@ -43,7 +43,6 @@ from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import (
     Emit,
-    LoadCheckpoint,
     NextOutcome,
     Outcome,
     RunTasks,
@@ -135,6 +134,10 @@ class _Run:
         self.pausing = False
         self.historical = False
         self.leased = False
+        # A replay: the point its subgraphs read their state before (namespaces.py);
+        # for a subgraph run, the id it read its state before, if it did.
+        self.replay = opts.nest.replay if opts.nest is not None else None
+        self.replayed: str | None = None
         self.releasing = False  # the next checkpoint saved is the run's last write
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
@@ -285,13 +288,7 @@ class _Run:
         if (held := self.opts.lease) is not None:
             yield from lease.claim(self, held)
         if self.opts.has_saver:
-            saved = yield LoadCheckpoint(self._load_config())
-            self.restore(saved)
-            if saved is not None and self.cfg.checkpoint_id and self.opts.nest is None:
-                newest = yield LoadCheckpoint(self.cfg.with_checkpoint(None))
-                self.historical = (
-                    newest is not None and newest.checkpoint["id"] != self.checkpoint["id"]
-                )
+            yield from begin.load(self)
         else:
             self.check_no_saver_input()
         if not self.channels:
@@ -331,15 +328,6 @@ class _Run:
         """Let the thread's lease go, if the run took one."""
         if (held := self.opts.lease) is not None:
             yield from lease.release(self, held)
-
-    def _load_config(self) -> RunnableConfig:
-        conf: dict[str, Any] = {
-            "thread_id": self.cfg.thread_id,
-            "checkpoint_ns": self.cfg.checkpoint_ns,
-        }
-        if self.cfg.checkpoint_id and self.opts.nest is None:
-            conf["checkpoint_id"] = self.cfg.checkpoint_id
-        return {"configurable": conf}
 
     def check_no_saver_input(self) -> None:
         given: Any = self.input
