@@ -147,3 +147,28 @@ def namespaces(drive: Drive, saver: Any) -> list[str]:
 
 def values_and_next(snapshots: list[Any]) -> list[tuple[Any, Any]]:
     return [(s.values, s.next) for s in snapshots]
+
+
+def hide_stateful_task_states(obj: Any, names: set[str]) -> Any:
+    """``obj`` with the config a history task of a ``checkpointer=True`` subgraph node
+    (named in ``names``) holds as its ``state`` replaced by a marker.
+
+    LangGraph 1.1.6 puts the per-task namespace ``"<node>:<task id>"`` there although
+    the stateful subgraph saves under the stable ``"<node>"`` (passed back, the config
+    still resolves to it); a namespace naming where the checkpoints are is as right, so
+    neither is required. Snapshots nested under ``get_state(subgraphs=True)`` are kept.
+    """
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        fields: tuple[str, ...] = obj._fields
+        is_task = type(obj).__name__ == "PregelTask"
+        if is_task and obj.name in names and isinstance(obj.state, dict):
+            return obj._replace(state="<stateful subgraph config>")
+        changed = {f: hide_stateful_task_states(getattr(obj, f), names) for f in fields}
+        return obj._replace(**changed)
+    if isinstance(obj, dict):
+        return {k: hide_stateful_task_states(v, names) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return type(obj)(hide_stateful_task_states(x, names) for x in obj)
+    if isinstance(obj, tuple):
+        return tuple(hide_stateful_task_states(x, names) for x in obj)
+    return obj

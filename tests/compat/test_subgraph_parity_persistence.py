@@ -13,6 +13,11 @@ LangGraph 1.1.6 quirk left out on purpose: two parallel ``Send`` packets to one
 ``checkpointer=True`` subgraph node share its namespace, both start from the same saved
 state and the second to finish overwrites the first's (one call's state is lost on the
 next run). Two *different* nodes holding the same stateful graph are covered instead.
+
+Also not encoded: a history task's ``state`` for a ``checkpointer=True`` subgraph names
+the per-task namespace ``"<node>:<task id>"`` where nothing is saved (see
+``hide_stateful_task_states``); a stateful level under a ``checkpointer=False`` level is
+saved but cannot be inspected through its namespace.
 """
 
 import operator
@@ -30,6 +35,7 @@ from ._subgraph_kit import (
     Logged,
     asker,
     counted,
+    hide_stateful_task_states,
     nested,
     observe,
     rooted,
@@ -106,12 +112,16 @@ def _three_runs(lib: Any, drive: Any, child: Any, stable: list[str]) -> dict[str
         }
         for ns in stable
     }
-    return {
+    # A history task's state config, passed back, shows the subgraph as it was then.
+    task = next(t for h in drive.history(g, thread()) for t in h.tasks if t.name == "sub1")
+    rec = {
         "outs": outs,
         "namespaces": saved_namespaces(drive, saver),
         "observed": observe(drive, g, thread()),
         "subs": subs,
+        "task_state": catch(drive.get_state, g, task.state) if task.state else None,
     }
+    return hide_stateful_task_states(rec, {ns.split("|")[-1] for ns in stable})
 
 
 @scenario(xfail=F1 + "checkpointer=True is treated as None: per-run namespaces, no state kept")
@@ -142,7 +152,10 @@ def no_checkpoint_subgraph_depth2(lib, drive):
 
 @scenario(xfail=F1 + "a stateful level under a checkpointer=False one saves nothing")
 def stateful_inside_no_checkpoint_level(lib, drive):
-    return _three_runs(lib, drive, counter(lib, 2, False, inner_checkpointer=True), ["sub1|sub2"])
+    # Not inspected through "sub1|sub2": LangGraph saves the stateful level's
+    # checkpoints there but its get_state/get_state_history cannot find that
+    # namespace behind the checkpointer=False level (ValueError "Subgraph ... not found").
+    return _three_runs(lib, drive, counter(lib, 2, False, inner_checkpointer=True), [])
 
 
 @scenario(xfail=F1 + "a stateful level under a stateless one: no stable namespace, no state")
@@ -187,6 +200,7 @@ def _looped(lib: Any, drive: Any, checkpointer: Any, stable: bool = False) -> di
     }
     if stable:
         rec["sub"] = drive.history(g, thread(checkpoint_ns="sub1"))
+        return hide_stateful_task_states(rec, {"sub1"})
     return rec
 
 
@@ -234,7 +248,7 @@ def _two_conversations(lib: Any, drive: Any, checkpointer: Any) -> list[Any]:
         seen.append(observe(drive, g, thread()))
         seen.append(drive.invoke(g, lib.Command(resume=answer), thread()))
     seen.append(drive.history(g, thread(checkpoint_ns="mem")))
-    return seen
+    return hide_stateful_task_states(seen, {"mem"} if checkpointer else set())
 
 
 @scenario(xfail=F1 + "checkpointer=True: per-run namespace; the second run asks 'turn 0?' again")
@@ -256,7 +270,7 @@ def stateful_depth3_interrupt_resume_and_rerun(lib, drive):
     seen.append(drive.invoke(g, {"x": 10, "log": ["again"]}, thread()))
     seen.append(observe(drive, g, thread()))
     seen.append(drive.history(g, thread(checkpoint_ns="sub1|sub2|sub3")))
-    return {"seen": seen, "runs": dict(runs)}
+    return hide_stateful_task_states({"seen": seen, "runs": dict(runs)}, {"sub1", "sub2", "sub3"})
 
 
 # --- family 6: a subgraph invoked inside a node function ----------------------------------

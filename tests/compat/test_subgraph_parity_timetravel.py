@@ -25,6 +25,7 @@ from ._subgraph_kit import (
     answered,
     chain,
     deep_graph,
+    hide_stateful_task_states,
     namespace_only,
     observe,
     sub_config,
@@ -95,6 +96,32 @@ def resume_paused_thread_via_subgraph_config_depth2(lib, drive):
     paused = sub_config(drive, g, thread(), 2)
     out = catch(drive.invoke, g, lib.Command(resume="r"), paused)
     return {"out": out, "head": observe(drive, g, thread()), "runs": dict(runs)}
+
+
+def _command_via_sub_config(lib: Any, drive: Any, answered_first: bool, cmd: Any) -> Any:
+    """``Command(update=..., resume=...)`` through the depth-2 subgraph's config, on the
+    paused thread or after it was answered (a historical subgraph checkpoint)."""
+    runs: Counter[str] = Counter()
+    g = deep_graph(lib, drive, runs, 2)
+    drive.invoke(g, START_VALUES, thread())
+    paused = sub_config(drive, g, thread(), 2)
+    if answered_first:
+        drive.invoke(g, lib.Command(resume="a"), thread())
+    runs.clear()
+    out = catch(drive.invoke, g, cmd(lib), paused)
+    return {"out": out, "head": observe(drive, g, thread()), "runs": dict(runs)}
+
+
+@scenario(xfail=F2 + "Command(update, resume) through a paused subgraph's config")
+def command_update_and_resume_via_paused_subgraph_config(lib, drive):
+    cmd = lambda lib: lib.Command(update={"log": ["u"]}, resume="r")  # noqa: E731
+    return _command_via_sub_config(lib, drive, False, cmd)
+
+
+@scenario(xfail=F2 + "Command(update, resume) through a historical subgraph config")
+def command_update_and_resume_via_historical_subgraph_config(lib, drive):
+    cmd = lambda lib: lib.Command(update={"x": 5}, resume="r2")  # noqa: E731
+    return _command_via_sub_config(lib, drive, True, cmd)
 
 
 # --- family 2: get_state / get_state_history through a subgraph's config -------------------
@@ -271,13 +298,14 @@ def _replay_memory(lib: Any, drive: Any, checkpointer: Any) -> dict[str, Any]:
     replayed = drive.invoke(g, None, old)
     sub_now = catch(drive.get_state, g, thread(checkpoint_ns="mem"))
     resumed = drive.invoke(g, lib.Command(resume="two-bis"), old)
-    return {
+    rec = {
         "replayed": replayed,
         "sub_now": sub_now,
         "resumed": resumed,
         "head": observe(drive, g, thread()),
         "sub_history": catch(drive.history, g, thread(checkpoint_ns="mem")),
     }
+    return hide_stateful_task_states(rec, {"mem"} if checkpointer else set())
 
 
 @scenario(xfail=F3 + "a stateful subgraph replayed from run 2 does not load its run-2 state")

@@ -31,6 +31,7 @@ from ._subgraph_kit import (
     answered,
     counted,
     deep_graph,
+    hide_stateful_task_states,
     namespace_only,
     observe,
     sub_config,
@@ -112,6 +113,24 @@ def update_subgraph_config_as_parent_node_raises(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"log": ["x"]}, "post")
 
 
+@scenario(xfail=F5 + "invoke(None) from the config update_state returned for a subgraph")
+def update_subgraph_config_then_run_from_returned_config(lib, drive):
+    runs: Counter[str] = Counter()
+    g = deep_graph(lib, drive, runs, 1)
+    drive.invoke(g, START_VALUES, thread())
+    paused = sub_config(drive, g, thread(), 1)
+    forked = drive.update_state(g, paused, {"log": ["forked"]})
+    replayed = catch(drive.invoke, g, None, forked)
+    resumed = catch(drive.invoke, g, lib.Command(resume="new"), forked)
+    return {
+        "forked": forked,
+        "replayed": replayed,
+        "resumed": resumed,
+        "head": observe(drive, g, thread()),
+        "runs": dict(runs),
+    }
+
+
 # --- an update addressed through a subgraph history entry, and a stateful subgraph ---------
 
 
@@ -154,13 +173,14 @@ def update_stateful_subgraph_config(lib, drive):
     returned = catch(drive.update_state, g, paused, {"notes": ["by hand"]})
     resumed = drive.invoke(g, lib.Command(resume="first"), thread())
     again = drive.invoke(g, {"said": "-"}, thread())
-    return {
+    rec = {
         "returned": returned,
         "resumed": resumed,
         "again": again,
         "head": observe(drive, g, thread()),
         "sub": catch(drive.history, g, thread(checkpoint_ns="notes")),
     }
+    return hide_stateful_task_states(rec, {"notes"})
 
 
 # --- special as_node values at the root ----------------------------------------------------
