@@ -40,6 +40,11 @@ PRIMARY = frozenset({("sync", "memory"), ("async", "sqlite")})
 """Driver × saver pairs that always run when a registry crosses both savers: each
 driver and each saver once. The other pairs carry the ``stress`` marker (``-m stress``)."""
 ONLY = os.environ.get("PAUSEPOINT_COMPAT_ONLY", "")
+_SHM = "/dev/shm"
+SQLITE_DIR = _SHM if os.path.isdir(_SHM) and os.access(_SHM, os.W_OK) else None
+"""Where scenario SQLite files go: RAM-backed when the OS offers it. They stay real
+SQLite files; only the fsync per checkpoint on a shared disk is saved (these scenarios
+compare behaviour, not durability across power loss)."""
 
 
 # --- libraries -------------------------------------------------------------------------
@@ -124,7 +129,8 @@ class Drive:
         if self.saver_kind == "memory":
             return importlib.import_module(f"{self.lib}.checkpoint.memory").InMemorySaver()
         if self._dir is None:
-            self._dir = self._stack.enter_context(tempfile.TemporaryDirectory())
+            temp = tempfile.TemporaryDirectory(prefix="pp-compat-", dir=SQLITE_DIR)
+            self._dir = self._stack.enter_context(temp)
         path = os.path.join(self._dir, f"saver{len(os.listdir(self._dir))}.sqlite")
         if self.lib == "langgraph":
             module = "langgraph.checkpoint.sqlite" + (".aio" if self.is_async else "")
