@@ -158,7 +158,7 @@ def stateful_inside_no_checkpoint_level(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, False, inner_checkpointer=True), [])
 
 
-@scenario(xfail=F1 + "a stateful level under a stateless one: no stable namespace, no state")
+@scenario
 def stateful_inside_stateless_level(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, None, inner_checkpointer=True), [])
 
