@@ -110,7 +110,6 @@ def default_as_node_leaves_a_paused_node_due(lib, drive, saver):
     return {"new": new, "edited": edited, "out": out, "history": history(drive, g)}
 
 
-@scenario
 def default_as_node_on_an_input_checkpoint_is_start(lib, drive, saver):
     g = two_steps(lib, saver)
     drive.invoke(g, START_INPUT, thread())
@@ -119,6 +118,28 @@ def default_as_node_on_an_input_checkpoint_is_start(lib, drive, saver):
     edited = snap(drive.get_state(g, new))
     out = drive.invoke(g, None, new)
     return {"edited": edited, "out": out, "history": history(drive, g)}
+
+
+# LangGraph's aupdate_state picks START only on a thread with no checkpoint at all,
+# and calls this update ambiguous (its update_state picks START): pausepoint's
+# drivers both do as LangGraph's sync API does (docs/differences.md).
+scenario.add(
+    "default_as_node_on_an_input_checkpoint_is_start",
+    default_as_node_on_an_input_checkpoint_is_start,
+    oracle="sync",
+)
+
+
+def test_langgraph_async_update_state_drifted_here() -> None:
+    """The oracle for the scenario above is LangGraph's sync API, because its async one
+    refuses the update (this pins that, so the choice is revisited if LangGraph changes)."""
+    from compat._harness import Drive, load_lib
+
+    lib = load_lib("langgraph")
+    err = catch(
+        default_as_node_on_an_input_checkpoint_is_start, lib, Drive("async"), lib.InMemorySaver()
+    )
+    assert err == ("raised", "InvalidUpdateError", None)
 
 
 @scenario
