@@ -195,7 +195,7 @@ def _copy(saved: CheckpointTuple | None, conf: dict[str, Any], where: str) -> _P
         )
     checkpoint = copy_checkpoint(saved.checkpoint)
     checkpoint["id"], checkpoint["ts"] = new_stamp()
-    thread = {k: v for k, v in (saved.config.get("configurable") or {}).items()}
+    thread = dict(saved.config.get("configurable") or {})
     metadata: CheckpointMetadata = {
         "source": "fork",
         "step": int(saved.metadata.get("step", -1)) + 1,
@@ -209,7 +209,11 @@ def _copy(saved: CheckpointTuple | None, conf: dict[str, Any], where: str) -> _P
 
 
 def _finish(
-    spec: GraphSpec, base: _Base, source: Any, updated: set[str], step: int | None = None
+    spec: GraphSpec,
+    base: _Base,
+    source: Literal["input", "update"],
+    updated: set[str],
+    step: int | None = None,
 ) -> _Planned:
     """The new checkpoint of ``base``'s updated channels, with its paused tasks carried.
 
