@@ -33,8 +33,10 @@ def read_state(
 ) -> Generator[LoadCheckpoint, Any, StateSnapshot]:
     """The snapshot of the checkpoint ``config`` names, or of the thread's newest.
 
-    The newest is shown as the next run will see it (finished tasks' writes
-    applied); a named checkpoint as it was stored. With ``subgraphs``, each
+    The newest is shown as the next run will see it: finished tasks' writes
+    applied, and only the interrupts still waiting for an answer. A named
+    checkpoint is shown as it was stored, with every interrupt raised at it (the
+    ones to answer again by forking there, DESIGN §4.3). With ``subgraphs``, each
     subgraph task carries its own snapshot (read recursively); without, the
     config that names it.
     """
@@ -52,7 +54,12 @@ def read_state(
 
 
 def history_snapshot(spec: GraphSpec, saved: CheckpointTuple) -> StateSnapshot:
-    """One stored checkpoint as ``get_state_history`` shows it (as it was stored)."""
+    """One stored checkpoint as ``get_state_history`` shows it.
+
+    As it was stored, like ``get_state`` of a config naming it: with every interrupt
+    raised at it, so ``next(s for s in history if s.interrupts)`` finds where a
+    question was asked.
+    """
     shown = showable(spec, saved)
     states = {tid: cfg for tid, (_, cfg) in _subgraph_tasks(spec, shown).items()}
     return build_snapshot(spec, shown, apply_pending=False, task_states=states)
