@@ -12,9 +12,10 @@ A scenario is ``fn(lib, drive, saver) -> record``; it compiles its graphs with
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import pprint
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -57,12 +58,14 @@ class SideBySide:
         key = (name, driver)
         if key not in self._oracle:
             lib = load_lib("langgraph")
-            self._oracle[key] = normalize(self.items[name](lib, Drive(driver), lib.InMemorySaver()))
+            with _driving(driver) as drive:
+                self._oracle[key] = normalize(self.items[name](lib, drive, lib.InMemorySaver()))
         return self._oracle[key]
 
     def pausepoint(self, name: str, driver: str, saver: Any) -> Any:
         """The normalised pausepoint record of scenario ``name`` with ``saver``."""
-        return normalize(self.items[name](load_lib("pausepoint"), Drive(driver), saver))
+        with _driving(driver) as drive:
+            return normalize(self.items[name](load_lib("pausepoint"), drive, saver))
 
     def check(self, name: str, driver: str, saver: Any) -> None:
         """Fail with a diff unless pausepoint's record equals LangGraph's."""
@@ -75,3 +78,13 @@ class SideBySide:
         right = pprint.pformat(got, width=96).splitlines()
         diff = "\n".join(difflib.unified_diff(left, right, "langgraph", "pausepoint", lineterm=""))
         pytest.fail(f"{name} differs from LangGraph 1.1.6:\n{diff}", pytrace=False)
+
+
+@contextlib.contextmanager
+def _driving(driver: str) -> Iterator[Drive]:
+    """A driver, closed afterwards (its event loop, for the async one)."""
+    drive = Drive(driver)
+    try:
+        yield drive
+    finally:
+        drive.close()

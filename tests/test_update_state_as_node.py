@@ -136,9 +136,13 @@ def test_langgraph_async_update_state_drifted_here() -> None:
     from compat._harness import Drive, load_lib
 
     lib = load_lib("langgraph")
-    err = catch(
-        default_as_node_on_an_input_checkpoint_is_start, lib, Drive("async"), lib.InMemorySaver()
-    )
+    drive = Drive("async")
+    try:
+        err = catch(
+            default_as_node_on_an_input_checkpoint_is_start, lib, drive, lib.InMemorySaver()
+        )
+    finally:
+        drive.close()
     assert err == ("raised", "InvalidUpdateError", None)
 
 

@@ -240,7 +240,7 @@ def _one_question(lib: Any, drive: Any) -> Any:
     return b.compile(checkpointer=drive.saver())
 
 
-@scenario(xfail=F9 + "the answered checkpoint's snapshot lists no interrupts")
+@scenario
 def history_recipe_finds_root_interrupt(lib, drive):
     g = _one_question(lib, drive)
     drive.invoke(g, START_VALUES, thread())
@@ -251,7 +251,7 @@ def history_recipe_finds_root_interrupt(lib, drive):
     return {"waiting": waiting, "found": found, "get_state": at_checkpoint}
 
 
-@scenario(xfail=F9 + "the answered checkpoint's snapshot lists no interrupts")
+@scenario
 def historical_snapshot_of_answered_interrupt(lib, drive):
     # Was a registered difference in test_differences.py before DESIGN §4.3 narrowed.
     g = _one_question(lib, drive)
@@ -283,7 +283,7 @@ def _recipe_in_subgraph(lib: Any, drive: Any, depth: int) -> Any:
     return rec
 
 
-@scenario(xfail=F9 + "a historical snapshot of parallel interrupts lists none")
+@scenario
 def history_lists_parallel_interrupts_after_both_answered(lib, drive):
     runs: Counter[str] = Counter()
     b = lib.StateGraph(Logged)
@@ -307,7 +307,7 @@ def history_of_two_question_node(lib, drive):
     return drive.history(g, thread())
 
 
-@scenario(xfail=F9 + "the subgraph's history does not list the interrupt raised there")
+@scenario
 def history_of_paused_subgraph_lists_interrupt(lib, drive):
     runs: Counter[str] = Counter()
     g = deep_graph(lib, drive, runs, 2)

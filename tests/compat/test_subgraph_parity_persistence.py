@@ -251,17 +251,17 @@ def _two_conversations(lib: Any, drive: Any, checkpointer: Any) -> list[Any]:
     return hide_stateful_task_states(seen, {"mem"} if checkpointer else set())
 
 
-@scenario(xfail=F1 + "checkpointer=True: per-run namespace; the second run asks 'turn 0?' again")
+@scenario
 def stateful_subgraph_interrupts_across_runs(lib, drive):
     return _two_conversations(lib, drive, True)
 
 
-@scenario(xfail="issue 16 family 9: the parent's historical snapshot lists no interrupts")
+@scenario
 def stateless_subgraph_interrupts_across_runs(lib, drive):
     return _two_conversations(lib, drive, None)
 
 
-@scenario(xfail=F1 + "checkpointer=True at depth 3: per-run namespaces, state not kept")
+@scenario
 def stateful_depth3_interrupt_resume_and_rerun(lib, drive):
     runs: Counter[str] = Counter()
     g = rooted(lib, drive, runs, nested(lib, runs, 3, checkpointer=True))

@@ -151,17 +151,17 @@ def _inspect_via_sub_config(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
     return {"paused": paused, "answered": answered}
 
 
-@scenario(xfail="issue 16 family 2/9: historical subgraph snapshots list no interrupts")
+@scenario
 def inspect_via_subgraph_configs_depth1(lib, drive):
     return _inspect_via_sub_config(lib, drive, 1)
 
 
-@scenario(xfail=F2 + "get_state/history of a depth-2 subgraph config (and family 9)")
+@scenario
 def inspect_via_subgraph_configs_depth2(lib, drive):
     return _inspect_via_sub_config(lib, drive, 2)
 
 
-@scenario(xfail=F2 + "get_state/history of a depth-3 subgraph config (and family 9)")
+@scenario
 def inspect_via_subgraph_configs_depth3(lib, drive):
     return _inspect_via_sub_config(lib, drive, 3)
 

@@ -218,17 +218,17 @@ def _special(lib: Any, drive: Any, as_node: str, values: Any, where: str) -> dic
     }
 
 
-@scenario(xfail=F5 + "as_node='__input__': 'Node __input__ does not exist'")
+@scenario
 def update_as_input_on_finished_thread(lib, drive):
     return _special(lib, drive, "__input__", {"foo": "in"}, "head")
 
 
-@scenario(xfail=F5 + "as_node='__copy__': 'Node __copy__ does not exist'")
+@scenario
 def update_as_copy_of_historical_checkpoint(lib, drive):
     return _special(lib, drive, "__copy__", None, "old")
 
 
-@scenario(xfail=F5 + "as_node='__end__' is not supported")
+@scenario
 def update_as_end_on_historical_checkpoint(lib, drive):
     return _special(lib, drive, "__end__", None, "old")
 

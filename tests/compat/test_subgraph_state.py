@@ -15,9 +15,10 @@ from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
-from ._harness import Scenarios, catch, thread
+from ._harness import SAVERS, Scenarios, catch, thread
+from ._subgraph_kit import answered, chain
 
-scenario = Scenarios()
+scenario = Scenarios(savers=SAVERS, mask_task_ids=True)
 
 
 class Parent(TypedDict, total=False):
@@ -41,7 +42,7 @@ def remembering(lib: Any, seen: list[Any], **compile_kw: Any) -> Any:
     return b.compile(**compile_kw)
 
 
-def parent_of(lib: Any, child: Any, *, pre: bool = False) -> Any:
+def parent_of(lib: Any, drive: Any, child: Any, *, pre: bool = False) -> Any:
     b = lib.StateGraph(Parent)
     if pre:
         b.add_node("pre", lambda s: {"log": ["pre"]})
@@ -51,7 +52,7 @@ def parent_of(lib: Any, child: Any, *, pre: bool = False) -> Any:
     else:
         b.add_node("mem", child)
         b.add_edge(lib.START, "mem")
-    return b.compile(checkpointer=lib.InMemorySaver())
+    return b.compile(checkpointer=drive.saver())
 
 
 def deep(snap: Any) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def deep(snap: Any) -> dict[str, Any]:
 @scenario
 def stateful_subgraph_keeps_its_state_across_parent_runs(lib, drive):
     seen: list[Any] = []
-    g = parent_of(lib, remembering(lib, seen, checkpointer=True))
+    g = parent_of(lib, drive, remembering(lib, seen, checkpointer=True))
     record = []
     for given in ({"log": []}, lib.Command(resume="one"), {"log": ["again"]}):
         out = drive.invoke(g, given, thread())
@@ -84,7 +85,7 @@ def stateful_subgraph_keeps_its_state_across_parent_runs(lib, drive):
 @scenario
 def per_task_subgraph_starts_afresh_in_each_parent_run(lib, drive):
     seen: list[Any] = []
-    g = parent_of(lib, remembering(lib, seen))
+    g = parent_of(lib, drive, remembering(lib, seen))
     outs = [
         drive.invoke(g, given, thread())
         for given in ({"log": []}, lib.Command(resume="one"), {"log": ["again"]})
@@ -95,7 +96,7 @@ def per_task_subgraph_starts_afresh_in_each_parent_run(lib, drive):
 @scenario
 def stateful_subgraph_resumed_twice(lib, drive):
     seen: list[Any] = []
-    g = parent_of(lib, remembering(lib, seen, checkpointer=True))
+    g = parent_of(lib, drive, remembering(lib, seen, checkpointer=True))
     outs = []
     for given in (
         {"log": []},
@@ -120,7 +121,7 @@ def checkpointer_true_on_a_root_graph_is_refused(lib, drive):
 @scenario
 def replaying_a_parent_checkpoint_asks_the_subgraph_question_again(lib, drive):
     seen: list[Any] = []
-    g = parent_of(lib, remembering(lib, seen), pre=True)
+    g = parent_of(lib, drive, remembering(lib, seen), pre=True)
     drive.invoke(g, {"log": []}, thread())
     drive.invoke(g, lib.Command(resume="yes"), thread())
     before = next(
@@ -133,7 +134,7 @@ def replaying_a_parent_checkpoint_asks_the_subgraph_question_again(lib, drive):
 @scenario
 def replaying_reloads_a_stateful_subgraph_as_it_was(lib, drive):
     seen: list[Any] = []
-    g = parent_of(lib, remembering(lib, seen, checkpointer=True), pre=True)
+    g = parent_of(lib, drive, remembering(lib, seen, checkpointer=True), pre=True)
     drive.invoke(g, {"log": []}, thread())
     drive.invoke(g, lib.Command(resume="one"), thread())
     drive.invoke(g, {"log": ["again"]}, thread())
@@ -143,6 +144,30 @@ def replaying_reloads_a_stateful_subgraph_as_it_was(lib, drive):
     before = next(s for s in drive.history(g, thread()) if s.next == ("mem",))
     replayed = drive.invoke(g, None, before.config)
     return {"replayed": replayed, "seen": seen}
+
+
+def _replay_through(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
+    """Replay from the config of a subgraph paused ``depth`` levels down (its
+    ``checkpoint_map``), after the thread went on: the question is asked again."""
+    g, runs, paused, _ = answered(lib, drive, depth)
+    replayed = drive.invoke(g, None, paused)
+    head = drive.get_state(g, thread(), subgraphs=True)
+    return {
+        "replayed": replayed,
+        "runs": dict(runs),
+        "head": (head.values, head.next, [i.value for i in head.interrupts]),
+        "inner": [(s.values, s.next) for s in chain(head)],
+    }
+
+
+@scenario
+def replay_through_a_subgraph_config_depth1(lib, drive):
+    return _replay_through(lib, drive, 1)
+
+
+@scenario
+def replay_through_a_subgraph_config_depth3(lib, drive):
+    return _replay_through(lib, drive, 3)
 
 
 test_scenario = scenario.test()

@@ -23,7 +23,7 @@ from pausepoint.graph.output import ChunkShape, invoke_output
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
-from pausepoint.loop.namespaces import stateful_ns
+from pausepoint.loop.namespaces import addressed_root, stateful_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.scratchpad import TASK, NestInfo
@@ -92,8 +92,11 @@ class CompiledStateGraph:
         saver = self.checkpointer if self.checkpointer not in (None, False) else None
         if cfg.checkpoint_ns:
             # A graph run on its own is a root graph, whatever namespace the config
-            # names (one copied from a subgraph's snapshot, say): as in LangGraph.
-            cfg = dataclasses.replace(cfg, checkpoint_ns="")
+            # names. One taken from inside a subgraph names, in its checkpoint_map,
+            # the root's checkpoint and each subgraph's down to it (loop/namespaces.py);
+            # without one, the root's newest: as in LangGraph.
+            root = addressed_root(cfg.configurable)
+            cfg = dataclasses.replace(cfg, checkpoint_ns="", checkpoint_id=root)
         if saver is not None and cfg.thread_id is None:
             raise ValueError(
                 "Checkpointer requires one or more of the following 'configurable' keys: "

@@ -20,7 +20,7 @@ from pausepoint.loop import emit as out
 from pausepoint.loop.answers import drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
 from pausepoint.loop.fork import fork, forkable_interrupts
-from pausepoint.loop.namespaces import ReplayPoint, replay_before
+from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
     ResumeMap,
@@ -83,18 +83,23 @@ def load(run: _Run) -> Generator[Effect, Any, None]:
     subgraphs read the state they had then. A subgraph's first run in a replay
     reads its namespace's newest checkpoint older than the replay point.
     """
-    cfg, nested = run.cfg, run.opts.nest is not None
-    run.replayed = replay_before(run.opts.nest, cfg.checkpoint_ns)
+    cfg, nest = run.cfg, run.opts.nest
     conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
-    if cfg.checkpoint_id and not nested:
-        conf["checkpoint_id"] = cfg.checkpoint_id
+    target = nest.replay.targets.get(cfg.checkpoint_ns) if nest and nest.replay else None
+    if target is not None:  # a subgraph checkpoint the caller's config named
+        conf["checkpoint_id"] = target
+        run.historical = True  # its tasks run again, asking their questions again
+    else:
+        run.replayed = replay_before(nest, cfg.checkpoint_ns)
+        if cfg.checkpoint_id and nest is None:
+            conf["checkpoint_id"] = cfg.checkpoint_id
     saved = yield LoadCheckpoint({"configurable": conf}, run.replayed)
     run.restore(saved)
-    if saved is not None and cfg.checkpoint_id and not nested:
+    if saved is not None and cfg.checkpoint_id and nest is None:
         newest = yield LoadCheckpoint(cfg.with_checkpoint(None))
         run.historical = newest is not None and newest.checkpoint["id"] != run.checkpoint["id"]
         if run.historical:  # its subgraphs start from where they were then
-            run.replay = ReplayPoint(run.checkpoint["id"])
+            run.replay = ReplayPoint(run.checkpoint["id"], addressed(cfg.configurable))
 
 
 def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:

@@ -11,6 +11,10 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
   it with a new task id, so it starts afresh; a resume of the same task finds it.
 - **Stateful** (``checkpointer=True``): the same namespace without the task ids
   (``node``, ``outer|node``), so the subgraph keeps its state across parent runs.
+- **Addressed**: a config taken from inside a subgraph carries ``checkpoint_map``
+  (namespace → checkpoint id, every level from the root down). Given to the root
+  graph, the root runs from the map's root entry and each subgraph on the path from
+  its own entry: a replay, resume or fork from inside a subgraph, at any depth.
 - **Replay**: when the root graph runs again from a checkpoint of its history, a
   subgraph's first run in it reads the newest checkpoint of its namespace made
   *before* that point — nothing for a per-task subgraph (it starts afresh, asking
@@ -20,15 +24,15 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import NS_END, NS_SEP
 
 if TYPE_CHECKING:
     from pausepoint.scratchpad import NestInfo
 
-__all__ = ["ReplayPoint", "replay_before", "stateful_ns"]
+__all__ = ["ReplayPoint", "addressed", "addressed_root", "replay_before", "stateful_ns"]
 
 
 def stateful_ns(ns: str) -> str:
@@ -44,27 +48,46 @@ class ReplayPoint:
     """The checkpoint a root run replays from, shared by every subgraph run under it.
 
     ``checkpoint_id``: the subgraphs' checkpoints older than it are the ones they
-    had at that point. Thread-safe: parallel subgraphs ask at once.
+    had at that point. Parallel subgraphs ask at once (the sync driver's threads):
+    ``dict.setdefault`` with a str key is one atomic step, so exactly one of them
+    is first (the loop package takes no locks: it does no I/O and has no threads).
     """
 
-    __slots__ = ("_lock", "_visited", "checkpoint_id")
+    __slots__ = ("_visited", "checkpoint_id", "targets")
 
-    def __init__(self, checkpoint_id: str) -> None:
+    def __init__(self, checkpoint_id: str, targets: Mapping[str, str] | None = None) -> None:
         self.checkpoint_id = checkpoint_id
-        self._visited: set[str] = set()
-        self._lock = threading.Lock()
+        self.targets: Mapping[str, str] = targets or {}
+        """Namespace → the checkpoint its subgraph runs from: a config taken from inside
+        a subgraph (its ``checkpoint_map``) addresses that subgraph checkpoint."""
+        self._visited: dict[str, object] = {}
 
     def first_visit(self, ns: str) -> bool:
         """Whether this is the first run in namespace ``ns`` (its own task id aside).
 
         Its ancestors' ids count: two parallel parents' subgraphs are two subgraphs.
         """
-        key = ns.rsplit(NS_END, 1)[0]
-        with self._lock:
-            if key in self._visited:
-                return False
-            self._visited.add(key)
-            return True
+        mark = object()
+        return self._visited.setdefault(ns.rsplit(NS_END, 1)[0], mark) is mark
+
+
+def addressed(config: Mapping[str, Any]) -> dict[str, str]:
+    """The subgraph checkpoints a root config's ``checkpoint_map`` names (root's left out).
+
+    A config taken from inside a subgraph (a subgraph snapshot's, a subgraph
+    history entry's) names the checkpoint of every level down to it.
+    """
+    found = config.get("checkpoint_map")
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in found.items() if k and v}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def addressed_root(config: Mapping[str, Any]) -> str | None:
+    """The root checkpoint a subgraph's config names (``checkpoint_map[""]``), or None."""
+    found = config.get("checkpoint_map")
+    root = found.get("") if isinstance(found, Mapping) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return str(root) if root else None  # pyright: ignore[reportUnknownArgumentType]
 
 
 def replay_before(nest: NestInfo | None, ns: str) -> str | None:
