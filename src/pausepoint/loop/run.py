@@ -140,9 +140,10 @@ class _Run:
         self.streams_values = "values" in modes
         self.streams_updates = "updates" in modes
         self.streams_tasks = "tasks" in modes or "debug" in modes
-        self.streams_checkpoints = "checkpoints" in modes or "debug" in modes
-        # Whether anyone can see the checkpoints of this run (a saver, or a stream).
-        self.checkpoint_visible = opts.has_saver or self.streams_checkpoints
+        # Checkpoint events describe what history holds: none without a saver (as in
+        # LangGraph), so only a saver makes the run's checkpoints visible.
+        self.streams_checkpoints = opts.has_saver and ("checkpoints" in modes or "debug" in modes)
+        self.checkpoint_visible = opts.has_saver
         # Channels the last applied step changed; None while unknown (after loading a
         # checkpoint), which makes the next step consider every node.
         self.updated: set[str] | None = None
