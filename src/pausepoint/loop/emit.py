@@ -12,7 +12,7 @@ from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
 from pausepoint.loop.snapshot import subgraph_config
-from pausepoint.loop.tasks import Task, prepare_tasks, task_input
+from pausepoint.loop.tasks import Task, task_input
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "cached_updates",
-    "checkpoint_events",
+    "parent_shown",
+    "reached_checkpoint",
     "resumed_checkpoint",
     "task_result",
     "task_starts",
@@ -101,18 +102,33 @@ def _task_event(run: _Run, kind: str, payload: dict[str, Any]) -> Generator[Emit
         )
 
 
-def checkpoint_events(run: _Run, parent: RunnableConfig) -> Generator[Emit, Any, None]:
-    """``checkpoints`` / ``debug`` events for the checkpoint just made.
+def parent_shown(run: _Run, parent: RunnableConfig) -> RunnableConfig | None:
+    """The parent a checkpoint just made shows in events; ``parent``: its saved parent.
 
-    ``parent`` is the config the checkpoint was saved under. With durability
-    ``"exit"`` nothing was saved yet: the event names the last checkpoint that was
-    (the one the checkpoint saved at exit will name), so that no event points at a
-    checkpoint history never holds (docs/differences.md).
+    With durability ``"exit"`` nothing was saved yet: the event names the last
+    checkpoint that was (the one the checkpoint saved at exit will name), so that no
+    event points at a checkpoint history never holds (docs/differences.md).
     """
-    nxt = prepare_tasks(run.spec, run.checkpoint, run.channels, run.step + 1, run.cfg.checkpoint_ns)
-    named = parent if run.saves_now else run.persisted
-    tasks = [_task_item(run, t, None) for t in nxt]
-    yield from _checkpoint_event(run, named, tasks, run.step)
+    return parent if run.saves_now else run.persisted
+
+
+def reached_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
+    """``checkpoints`` / ``debug`` event for the checkpoint the next step starts from.
+
+    Reported when that step starts, as LangGraph does: a run paused by
+    ``interrupt_after`` reports its last checkpoint when it is resumed, and a run
+    stopped by the recursion limit does not report it.
+    """
+    run.unreported = False
+    yield from resumed_checkpoint(run)
+
+
+def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
+    """``checkpoints`` / ``debug`` event for the checkpoint a resumed run starts from."""
+    if not run.streams_checkpoints or run.saved_config is None:
+        return
+    described = [_task_item(run, t, run.records.get(t.id)) for t in run.current_tasks()]
+    yield from _checkpoint_event(run, run.parent_config, described, run.step - 1)
 
 
 def _checkpoint_event(
@@ -168,12 +184,3 @@ def _task_item(run: _Run, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
 
 def _has_id(config: RunnableConfig) -> bool:
     return bool((config.get("configurable") or {}).get("checkpoint_id"))
-
-
-def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
-    """``checkpoints`` / ``debug`` event for the checkpoint a resumed run starts from."""
-    if not run.streams_checkpoints or run.saved_config is None:
-        return
-    tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, run.step, run.cfg.checkpoint_ns)
-    described = [_task_item(run, t, run.records.get(t.id)) for t in tasks]
-    yield from _checkpoint_event(run, run.parent_config, described, run.step - 1)
