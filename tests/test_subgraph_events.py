@@ -169,8 +169,9 @@ def _nest(lib: Lib, inner: Any, depth: int, saver: Any, after: tuple[str, ...] =
     raise AssertionError("depth must be at least 1")
 
 
-# A scenario: (lib, saver) -> graph, and the inputs to stream one after another.
-Scenario = Callable[[Lib, Any], tuple[Any, list[Any]]]
+# A scenario: (lib, saver) -> graph, the inputs to stream one after another (and what
+# to add to their config).
+Scenario = Callable[[Lib, Any], tuple[Any, ...]]
 
 
 def chained(depth: int) -> Scenario:
@@ -254,7 +255,28 @@ def parent_command_from_function(lib: Lib, saver: Any) -> tuple[Any, list[Any]]:
     return b.compile(checkpointer=saver), [{"log": []}]
 
 
+def root_breakpoint_after(lib: Lib, saver: Any) -> tuple[Any, list[Any]]:
+    """The root pauses after its subgraph node (its last checkpoint is reported on resume)."""
+    b = lib.StateGraph(Log)
+    b.add_node("sub1", _chain(lib, ("one", "two")))
+    b.add_node("after", _logger("after"))
+    b.add_edge(lib.START, "sub1")
+    b.add_edge("sub1", "after")
+    return b.compile(checkpointer=saver, interrupt_after=["sub1"]), [{"log": []}, None]
+
+
+def recursion_limit(lib: Lib, saver: Any) -> tuple[Any, list[Any], dict[str, Any]]:
+    """A subgraph node in an endless loop, stopped by the recursion limit."""
+    b = lib.StateGraph(Log)
+    b.add_node("sub1", _chain(lib, ("one",)))
+    b.add_edge(lib.START, "sub1")
+    b.add_edge("sub1", "sub1")
+    return b.compile(checkpointer=saver), [{"log": []}], {"recursion_limit": 3}
+
+
 SCENARIOS: dict[str, Scenario] = {
+    "root-breakpoint-after": root_breakpoint_after,
+    "recursion-limit": recursion_limit,
     "chained-depth1": chained(1),
     "chained-depth2": chained(2),
     "asking-depth1": asking(1),
@@ -279,9 +301,9 @@ def record(
 ) -> Any:
     """Each mode streamed on its own thread (all the scenario's inputs), and its history."""
     out: dict[str, Any] = {}
-    graph, inputs = scenario(side.lib, side.saver)
+    graph, inputs, *extra = scenario(side.lib, side.saver)
     for mode in modes:
-        config = thread(f"{mode}-{durability}")
+        config = {**thread(f"{mode}-{durability}"), **(extra[0] if extra else {})}
         runs = [
             settle(
                 mode,
@@ -316,7 +338,7 @@ def settle(mode: str, chunks: list[Any]) -> list[Any]:
 
 
 def _is_result(mode: str, chunk: Any) -> bool:
-    if not isinstance(chunk, tuple) or len(chunk) != 2:  # a "raised" record
+    if chunk[0] == "raised":
         return False
     payload = chunk[1]
     if mode == "updates":
