@@ -477,7 +477,9 @@ def parent_mismatches(side: Side, name: str, durability: str) -> list[str]:
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 @pytest.mark.parametrize("driver", ["sync", "async"])
-@pytest.mark.parametrize("name", ["chained-depth1", "chained-depth2", "asking-depth2"])
+@pytest.mark.parametrize(
+    "name", ["chained-depth2", "asking-depth2", "breakpoint-after-depth2", "root-breakpoint-after"]
+)
 def test_events_name_the_parents_the_saver_holds(
     name: str, driver: str, store: str, durability: str, tmp_path: Path
 ) -> None:

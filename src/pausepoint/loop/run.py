@@ -244,8 +244,8 @@ class _Run:
         else:
             self.saved_config = self.cfg.with_checkpoint(self.checkpoint["id"])
             self.dirty = self.opts.has_saver
-        self.parent_config = out.parent_shown(self, parent)
-        self.unreported = self.streams_checkpoints  # reported as the next step starts
+        if self.streams_checkpoints:  # reported as the next step starts
+            self.parent_config, self.unreported = out.parent_shown(self, parent), True
 
     def flush_waiting(self) -> Generator[Effect, Any, None]:
         """Save the input checkpoint on its own: the start step's will not follow it now."""
