@@ -205,7 +205,7 @@ class Plan:
 def bind(task: TaskModel, given: Any) -> bool:
     """Store ``given`` at the task's question; False if it is refused (another answer)."""
     replace = isinstance(given, Reanswer)
-    value = given.value if replace else given
+    value = _unwrapped(given)
     if task.status == "waiting":
         task.answers.append(value)
         task.status = "answered"
@@ -214,6 +214,10 @@ def bind(task: TaskModel, given: Any) -> bool:
             return False
         task.answers[-1] = value
     return True
+
+
+def _unwrapped(given: Any) -> Any:
+    return given.value if isinstance(given, Reanswer) else given
 
 
 def advance(task: TaskModel, fail_at: set[int], k: int) -> bool:
@@ -230,7 +234,10 @@ def advance(task: TaskModel, fail_at: set[int], k: int) -> bool:
 def targets(thread: ThreadModel, resume: Resume) -> dict[str, Any] | type[Exception]:
     """The tasks a resume answers, or the error refusing it (``parse_resume``'s rules)."""
     pending = [n for n, t in thread.tasks.items() if t.status != "done"]
-    if not pending:
+    if not pending and (thread.finished or not resume.by_task):
+        # Every task is done. A crash may have left the step unfinished (its tasks
+        # done, its checkpoint unsaved): an answer by id to a task that used it is
+        # then a resend, dropped, and the run goes on; a plain value answers nothing.
         return NothingToResumeError
     if resume.by_task:
         kept: dict[str, Any] = {}
@@ -238,10 +245,11 @@ def targets(thread: ThreadModel, resume: Resume) -> dict[str, Any] | type[Except
             task = thread.tasks[name]
             if task.status != "done":
                 kept[name] = given
-            elif not task.answers or task.answers[-1] != given:
-                # A finished task's last answer is kept: another one is refused...
+            elif not task.answers or task.answers[-1] != _unwrapped(given):
+                # A finished task's last answer is kept: another one is refused (a
+                # Reanswer too: the task has used it)...
                 return AlreadyAnsweredError
-            # ...and the same one again is dropped (a resend: nothing to do).
+            # ...and the same one again is dropped (a resend, of a Reanswer too).
         return kept
     waiting = [n for n in pending if thread.tasks[n].status == "waiting"]
     chosen = waiting or pending

@@ -6,6 +6,12 @@ describing what it observed. The harness runs it on LangGraph 1.1.6 (the oracle)
 pausepoint, normalises both records (ids, timestamps, library-specific classes) and
 compares them. Deliberate differences (DESIGN §4) register a check per library instead.
 
+A registry may also cross its scenarios with checkpoint savers (``savers=SAVERS``):
+``drive.saver()`` then hands the scenario a fresh saver of the library under test —
+an in-memory one or SQLite on a real file (sync or async class, matching the driver).
+Scenarios that fail on pausepoint today carry a strict ``xfail`` on the pausepoint side
+only, so a fix shows up as an XPASS.
+
 ``PAUSEPOINT_COMPAT_ONLY=langgraph`` skips the pausepoint half (to develop scenarios
 against the oracle while the engine is being written).
 """
@@ -13,12 +19,14 @@ against the oracle while the engine is being written).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import difflib
 import importlib
 import os
 import pprint
 import re
+import tempfile
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -27,7 +35,16 @@ import pytest
 
 LIBS = ("langgraph", "pausepoint")
 DRIVERS = ("sync", "async")
+SAVERS = ("memory", "sqlite")
+PRIMARY = frozenset({("sync", "memory"), ("async", "sqlite")})
+"""Driver × saver pairs that always run when a registry crosses both savers: each
+driver and each saver once. The other pairs carry the ``stress`` marker (``-m stress``)."""
 ONLY = os.environ.get("PAUSEPOINT_COMPAT_ONLY", "")
+_SHM = "/dev/shm"
+SQLITE_DIR = _SHM if os.path.isdir(_SHM) and os.access(_SHM, os.W_OK) else None
+"""Where scenario SQLite files go: RAM-backed when the OS offers it. They stay real
+SQLite files; only the fsync per checkpoint on a shared disk is saved (these scenarios
+compare behaviour, not durability across power loss)."""
 
 
 # --- libraries -------------------------------------------------------------------------
@@ -86,15 +103,66 @@ def load_lib(name: str) -> Lib:
 
 
 class Drive:
-    """The graph API through one driver: ``invoke/stream/...`` or their ``a*`` twins."""
+    """The graph API through one driver: ``invoke/stream/...`` or their ``a*`` twins.
 
-    def __init__(self, name: str) -> None:
+    The async driver runs every call of one scenario on one event loop (an async
+    SQLite saver is bound to the loop it was opened on). ``close()`` releases the
+    loop and every saver ``saver()`` opened.
+    """
+
+    def __init__(self, name: str, saver: str = "memory", lib: str = "langgraph") -> None:
         self.name = name
         self.is_async = name == "async"
+        self.saver_kind = saver
+        self.lib = lib
+        self._runner = asyncio.Runner() if self.is_async else None
+        self._stack = contextlib.ExitStack()
+        self._astack = contextlib.AsyncExitStack()
+        self._dir: str | None = None
+
+    def _run(self, coro: Any) -> Any:
+        assert self._runner is not None
+        return self._runner.run(coro)
+
+    def saver(self) -> Any:
+        """A fresh checkpoint saver of this scenario's kind, for ``compile(checkpointer=)``."""
+        if self.saver_kind == "memory":
+            return importlib.import_module(f"{self.lib}.checkpoint.memory").InMemorySaver()
+        if self._dir is None:
+            temp = tempfile.TemporaryDirectory(prefix="pp-compat-", dir=SQLITE_DIR)
+            self._dir = self._stack.enter_context(temp)
+        path = os.path.join(self._dir, f"saver{len(os.listdir(self._dir))}.sqlite")
+        if self.lib == "langgraph":
+            module = "langgraph.checkpoint.sqlite" + (".aio" if self.is_async else "")
+        else:
+            module = "pausepoint.checkpoint.sqlite"
+        mod = importlib.import_module(module)
+        if self.is_async:
+            cm = mod.AsyncSqliteSaver.from_conn_string(path)
+            return self._run(self._astack.enter_async_context(cm))
+        return self._stack.enter_context(mod.SqliteSaver.from_conn_string(path))
+
+    def list_checkpoints(self, saver: Any, config: Any = None, **kw: Any) -> list[Any]:
+        """``saver.list(config)`` (or ``alist``): what the saver holds, every namespace."""
+
+        async def collect() -> list[Any]:
+            return [t async for t in saver.alist(config, **kw)]
+
+        if self.is_async:
+            return self._run(collect())
+        return list(saver.list(config, **kw))
+
+    def close(self) -> None:
+        try:
+            if self._runner is not None:
+                self._run(self._astack.aclose())
+                self._runner.close()
+        finally:
+            self._stack.close()
 
     def invoke(self, graph: Any, inp: Any, config: Any = None, **kw: Any) -> Any:
         if self.is_async:
-            return asyncio.run(graph.ainvoke(inp, config, **kw))
+            return self._run(graph.ainvoke(inp, config, **kw))
         return graph.invoke(inp, config, **kw)
 
     def stream(self, graph: Any, inp: Any, config: Any = None, **kw: Any) -> list[Any]:
@@ -107,7 +175,7 @@ class Drive:
 
         try:
             if self.is_async:
-                asyncio.run(collect())
+                self._run(collect())
             else:
                 chunks.extend(graph.stream(inp, config, **kw))
         except Exception as exc:
@@ -116,7 +184,7 @@ class Drive:
 
     def get_state(self, graph: Any, config: Any, *, subgraphs: bool = False) -> Any:
         if self.is_async:
-            return asyncio.run(graph.aget_state(config, subgraphs=subgraphs))
+            return self._run(graph.aget_state(config, subgraphs=subgraphs))
         return graph.get_state(config, subgraphs=subgraphs)
 
     def history(self, graph: Any, config: Any, **kw: Any) -> list[Any]:
@@ -124,17 +192,17 @@ class Drive:
             return [s async for s in graph.aget_state_history(config, **kw)]
 
         if self.is_async:
-            return asyncio.run(collect())
+            return self._run(collect())
         return list(graph.get_state_history(config, **kw))
 
     def update_state(self, graph: Any, config: Any, values: Any, as_node: Any = None) -> Any:
         if self.is_async:
-            return asyncio.run(graph.aupdate_state(config, values, as_node=as_node))
+            return self._run(graph.aupdate_state(config, values, as_node=as_node))
         return graph.update_state(config, values, as_node=as_node)
 
     def bulk_update_state(self, graph: Any, config: Any, supersteps: Any) -> Any:
         if self.is_async:
-            return asyncio.run(graph.abulk_update_state(config, supersteps))
+            return self._run(graph.abulk_update_state(config, supersteps))
         return graph.bulk_update_state(config, supersteps)
 
 
@@ -209,9 +277,28 @@ def unordered(items: Iterable[Any]) -> Unordered:
     return Unordered(items)
 
 
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_NAMESPACE = re.compile(rf"[^\s:|]+(?::{_UUID})?(?:\|[^\s:|]+(?::{_UUID})?)*")
+_NS_TASK_ID = re.compile(rf"(?<=:){_UUID}(?=\||$)")
+
+
+def mask_namespace(s: str) -> str | None:
+    """``"node:<uuid>|inner:<uuid>"`` with its task ids as ``<task>``; None if ``s`` is
+    not a checkpoint namespace naming a task.
+
+    A namespace's task ids are hashes each library computes its own way; what a user
+    relies on is the namespace's shape (which nodes, how deep, task-scoped or stable).
+    """
+    if ":" not in s or not _NAMESPACE.fullmatch(s) or not _NS_TASK_ID.search(s):
+        return None
+    return _NS_TASK_ID.sub("<task>", s)
+
+
 class _Normalizer:
-    def __init__(self) -> None:
+    def __init__(self, *, mask_task_ids: bool = False) -> None:
+        self.mask_task_ids = mask_task_ids
         self.ids: dict[str, str] = {}
+        self.interrupt_ids = 0
         self.frozen = False  # inside Unordered: no new numbering (order is arbitrary)
         self.first_pass = False  # number the ids of ordered parts before unordered ones
 
@@ -220,10 +307,18 @@ class _Normalizer:
             return self.ids[raw]
         if self.frozen:
             return "<id?>"
-        self.ids[raw] = f"<id{len(self.ids) + 1}>"
+        if self.mask_task_ids and "-" not in raw:
+            # Interrupt ids (32 hex digits) get their own numbering, so one interrupt
+            # listed on one side only does not renumber every checkpoint id after it.
+            self.interrupt_ids += 1
+            self.ids[raw] = f"<int{self.interrupt_ids}>"
+        else:
+            self.ids[raw] = f"<id{len(self.ids) + 1 - self.interrupt_ids}>"
         return self.ids[raw]
 
     def string(self, s: str) -> str:
+        if self.mask_task_ids and (ns := mask_namespace(s)) is not None:
+            return ns
         return _ID.sub(lambda m: self._id(m.group()), _TIMESTAMP.sub("<ts>", s))
 
     def __call__(self, obj: Any) -> Any:  # noqa: C901
@@ -254,7 +349,12 @@ class _Normalizer:
         if hasattr(obj, "model_dump") and hasattr(type(obj), "model_fields"):
             return (name, self(obj.model_dump()))
         if isinstance(obj, dict):
-            return {self(k): self(obj[k]) for k in sorted(obj, key=_shape)}
+            keys = sorted(obj, key=_shape)
+            if self.mask_task_ids:
+                # LangGraph leaks its internal "__pregel_*" keys into some configs it
+                # returns (a subgraph snapshot's config names its checkpointer object).
+                keys = [k for k in keys if not (isinstance(k, str) and k.startswith("__pregel_"))]
+            return {self(k): self(obj[k]) for k in keys}
         if isinstance(obj, list):
             return [self(x) for x in obj]
         if isinstance(obj, tuple):
@@ -275,13 +375,17 @@ def _shape(key: Any) -> str:
     return _ID.sub("<id>", repr(key))
 
 
-def normalize(record: Any) -> Any:
+def normalize(record: Any, *, mask_task_ids: bool = False) -> Any:
     """Comparable plain data: ids numbered by first appearance, timestamps masked.
 
     Ids seen only inside ``Unordered`` parts become ``<id?>`` (their order of first
-    appearance is arbitrary); ids also seen elsewhere keep their number there.
+    appearance is arbitrary); ids also seen elsewhere keep their number there. With
+    ``mask_task_ids`` a checkpoint namespace (a ``checkpoint_ns`` value, a
+    ``checkpoint_map`` key) compares by shape: its task ids read ``<task>``; and
+    LangGraph's internal ``__pregel_*`` dict keys are left out, and interrupt ids are
+    numbered apart from checkpoint and task ids (``<int1>``, ...).
     """
-    norm = _Normalizer()
+    norm = _Normalizer(mask_task_ids=mask_task_ids)
     norm.first_pass = True
     norm(record)
     norm.first_pass = False
@@ -292,99 +396,156 @@ def normalize(record: Any) -> Any:
 
 
 @dataclasses.dataclass(frozen=True)
+class Xfail:
+    """pausepoint is known to differ here (strict: a fix turns the test into an XPASS).
+
+    ``drivers`` / ``savers`` narrow it to the combinations that fail.
+    """
+
+    reason: str
+    drivers: tuple[str, ...] = DRIVERS
+    savers: tuple[str, ...] = SAVERS
+
+    def applies(self, driver: str, saver: str) -> bool:
+        return driver in self.drivers and saver in self.savers
+
+
+@dataclasses.dataclass(frozen=True)
 class Scenario:
     fn: Callable[[Lib, Drive], Any]
     drivers: tuple[str, ...]
     expect: dict[str, Callable[[Any], Any] | Any] | None = None
+    savers: tuple[str, ...] = ("memory",)
+    xfail: Xfail | None = None
+    mask_task_ids: bool = False
 
     @property
     def name(self) -> str:
         return self.fn.__name__
 
-    def run(self, lib_name: str, driver: str) -> Any:
+    def run(self, lib_name: str, driver: str, saver: str = "memory") -> Any:
         if lib_name == "pausepoint" and ONLY == "langgraph":
             pytest.skip("PAUSEPOINT_COMPAT_ONLY=langgraph")
-        return normalize(self.fn(load_lib(lib_name), Drive(driver)))
+        drive = Drive(driver, saver, lib_name)
+        try:
+            record = self.fn(load_lib(lib_name), drive)
+        finally:
+            drive.close()
+        return normalize(record, mask_task_ids=self.mask_task_ids)
 
 
-_ORACLE: dict[tuple[str, str, str], Any] = {}
+_ORACLE: dict[tuple[str, str, str, str], Any] = {}
 
 
-def _oracle(scenario: Scenario, driver: str) -> Any:
-    key = (scenario.fn.__module__, scenario.name, driver)
+def _oracle(scenario: Scenario, driver: str, saver: str) -> Any:
+    key = (scenario.fn.__module__, scenario.name, driver, saver)
     if key not in _ORACLE:
-        _ORACLE[key] = scenario.run("langgraph", driver)
+        _ORACLE[key] = scenario.run("langgraph", driver, saver)
     return _ORACLE[key]
 
 
 def _assert_same(expected: Any, got: Any, what: str) -> None:
     if expected == got:
         return
-    left = pprint.pformat(expected, width=96).splitlines()
-    right = pprint.pformat(got, width=96).splitlines()
+    # The normaliser already ordered every dict; re-sorting makes pformat slow.
+    left = pprint.pformat(expected, width=96, sort_dicts=False).splitlines()
+    right = pprint.pformat(got, width=96, sort_dicts=False).splitlines()
     diff = "\n".join(difflib.unified_diff(left, right, "langgraph", "pausepoint", lineterm=""))
     pytest.fail(f"{what} differs from LangGraph 1.1.6:\n{diff}", pytrace=False)
 
 
 class Scenarios:
-    """A registry of scenarios; ``test()`` makes the parametrised test function."""
+    """A registry of scenarios; ``test()`` makes the parametrised test function.
 
-    def __init__(self) -> None:
+    Args:
+        savers: The saver kinds every scenario runs on (``drive.saver()``); test ids
+            name the saver when there is more than one.
+        mask_task_ids: Compare checkpoint namespaces by shape (see ``normalize``).
+    """
+
+    def __init__(self, *, savers: tuple[str, ...] = ("memory",), mask_task_ids: bool = False):
         self.items: dict[str, Scenario] = {}
+        self.savers = savers
+        self.mask_task_ids = mask_task_ids
+
+    def _add(self, f: Callable[[Lib, Drive], Any], **kw: Any) -> Callable[[Lib, Drive], Any]:
+        assert f.__name__ not in self.items, f.__name__
+        xfail = kw.pop("xfail", None)
+        if isinstance(xfail, str):
+            xfail = Xfail(xfail)
+        kw.setdefault("savers", self.savers)
+        self.items[f.__name__] = Scenario(f, xfail=xfail, mask_task_ids=self.mask_task_ids, **kw)
+        return f
 
     def __call__(
         self,
         fn: Callable[[Lib, Drive], Any] | None = None,
         *,
         drivers: tuple[str, ...] = DRIVERS,
+        savers: tuple[str, ...] | None = None,
+        xfail: str | Xfail | None = None,
     ) -> Any:
         def register(f: Callable[[Lib, Drive], Any]) -> Callable[[Lib, Drive], Any]:
-            assert f.__name__ not in self.items, f.__name__
-            self.items[f.__name__] = Scenario(f, drivers)
-            return f
+            return self._add(f, drivers=drivers, savers=savers or self.savers, xfail=xfail)
 
         return register(fn) if fn is not None else register
 
-    def differs(self, *, langgraph: Any, pausepoint: Any) -> Any:
+    def differs(
+        self,
+        *,
+        langgraph: Any,
+        pausepoint: Any,
+        savers: tuple[str, ...] | None = None,
+        xfail: str | Xfail | None = None,
+    ) -> Any:
         """Register a deliberate difference: each library is checked against its own
         expectation (plain data to compare with the normalised record, or a callable
         asserting on it)."""
 
         def register(f: Callable[[Lib, Drive], Any]) -> Callable[[Lib, Drive], Any]:
-            assert f.__name__ not in self.items, f.__name__
             expect = {"langgraph": langgraph, "pausepoint": pausepoint}
-            self.items[f.__name__] = Scenario(f, DRIVERS, expect)
-            return f
+            return self._add(
+                f, drivers=DRIVERS, expect=expect, savers=savers or self.savers, xfail=xfail
+            )
 
         return register
 
     def _params(self) -> list[Any]:
-        return [
-            pytest.param(s.name, drv, lib, id=f"{s.name}-{drv}-{lib}")
-            for s in self.items.values()
-            for drv in s.drivers
-            for lib in LIBS
-        ]
+        params: list[Any] = []
+        for s in self.items.values():
+            for drv in s.drivers:
+                for saver in s.savers:
+                    for lib in LIBS:
+                        middle = f"{drv}-{saver}" if len(self.savers) > 1 else drv
+                        marks: list[Any] = []
+                        if len(s.savers) > 1 and (drv, saver) not in PRIMARY:
+                            marks.append(pytest.mark.stress)
+                        if lib == "pausepoint" and s.xfail and s.xfail.applies(drv, saver):
+                            marks.append(pytest.mark.xfail(strict=True, reason=s.xfail.reason))
+                        pid = f"{s.name}-{middle}-{lib}"
+                        params.append(pytest.param(s.name, drv, saver, lib, id=pid, marks=marks))
+        return params
 
-    def test(self) -> Callable[[str, str, str], None]:
+    def test(self) -> Callable[[str, str, str, str], None]:
         @pytest.mark.compat
-        @pytest.mark.parametrize(("scenario", "driver", "lib"), self._params())
-        def test_scenario(scenario: str, driver: str, lib: str) -> None:
+        @pytest.mark.parametrize(("scenario", "driver", "saver", "lib"), self._params())
+        def test_scenario(scenario: str, driver: str, saver: str, lib: str) -> None:
             sc = self.items[scenario]
             if sc.expect is not None:
-                _check_expectation(sc, lib, driver)
+                _check_expectation(sc, lib, driver, saver)
             elif lib == "langgraph":
-                assert _oracle(sc, driver) not in (None, {}, [], ()), "records nothing"
+                assert _oracle(sc, driver, saver) not in (None, {}, [], ()), "records nothing"
             else:
-                _assert_same(_oracle(sc, driver), sc.run("pausepoint", driver), sc.name)
+                got = sc.run("pausepoint", driver, saver)
+                _assert_same(_oracle(sc, driver, saver), got, sc.name)
 
         return test_scenario
 
 
-def _check_expectation(sc: Scenario, lib: str, driver: str) -> None:
+def _check_expectation(sc: Scenario, lib: str, driver: str, saver: str) -> None:
     assert sc.expect is not None
     expected = sc.expect[lib]
-    got = sc.run(lib, driver)
+    got = sc.run(lib, driver, saver)
     if callable(expected):
         expected(got)
         return

@@ -216,19 +216,8 @@ def snapshot_after_partial_resume_lists_pending_only(lib, drive):
     return _snapshot_after_partial(lib, drive)
 
 
-@scenario.differs(
-    langgraph={"interrupts": ["ok?"], "tasks": [("ask", ["ok?"], {"log": ["yes"]})]},
-    pausepoint={"interrupts": [], "tasks": [("ask", [], {"log": ["yes"]})]},
-)
-def historical_snapshot_of_answered_interrupt(lib, drive):
-    g = one_question(lib)
-    drive.invoke(g, {"x": 0, "log": []}, thread())
-    drive.invoke(g, lib.Command(resume="yes"), thread())
-    s = next(h for h in drive.history(g, thread()) if h.next == ("ask",))
-    return {
-        "interrupts": [i.value for i in s.interrupts],
-        "tasks": [(t.name, [i.value for i in t.interrupts], t.result) for t in s.tasks],
-    }
+# A historical snapshot lists the interrupts raised at its checkpoint, as LangGraph's
+# does (§4.3 narrowed by issue 16): that is parity, in test_subgraph_parity_forks.py.
 
 
 # --- §4.4 bad resumes get clear errors and lose nothing ----------------------------------

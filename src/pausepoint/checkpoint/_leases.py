@@ -18,7 +18,7 @@ from typing import Any
 from pausepoint.checkpoint.base import Lease, LeaseClaim
 from pausepoint.errors import LeaseLostError, StaleCheckpointError
 
-__all__ = ["LocalLeases", "check_head", "check_lease_args"]
+__all__ = ["LocalLeases", "check_head", "check_lease_args", "check_release"]
 
 Clock = Callable[[], float]
 
@@ -39,6 +39,12 @@ def check_lease_args(owner: object, ttl: object, *, ttl_optional: bool = False) 
         or ttl <= 0
     ):
         raise ValueError(f"a lease's ttl must be a positive, finite number of seconds; got {ttl!r}")
+
+
+def check_release(lease: str | None, release: bool) -> None:
+    """Raise a clear error for a write asked to let go of a lease it names no owner of."""
+    if release and lease is None:
+        raise ValueError("a write with release=True needs lease=owner: whose lease to let go")
 
 
 class _Held:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
-from pausepoint.checkpoint._leases import check_lease_args
+from pausepoint.checkpoint._leases import check_lease_args, check_release
 from pausepoint.checkpoint._sql import (
     CHECKPOINTS_INTO,
     ON_PUT_CONFLICT,
@@ -74,6 +74,8 @@ _SELECT_HEAD = """SELECT max(checkpoint_id) FROM pausepoint_checkpoints
 # PostgreSQL: the checks as WITH clauses of the write's statement.
 _FENCE_CTE = """f AS (UPDATE pausepoint_leases SET expires_at = {now} + ttl
     WHERE thread_id = ? AND owner = ? RETURNING 1)"""
+# The fence of a run's last write, which lets the lease go as it writes.
+_RELEASE_CTE = f"f AS ({_RELEASE} RETURNING 1)"
 _HEAD_CTE = f"h AS ({_SELECT_HEAD.replace('max(checkpoint_id)', 'max(checkpoint_id) AS head')})"
 
 
@@ -138,9 +140,10 @@ def _select_lease(dialect: Dialect, thread: str, clock: Clock) -> Statement:
 
 
 def guard_of(
-    config: RunnableConfig, lease: str | None, if_head: bool, clock: Clock
+    config: RunnableConfig, lease: str | None, if_head: bool, clock: Clock, release: bool = False
 ) -> Guard | None:
     """The guard of a write with these options, or None when it has none."""
+    check_release(lease, release)
     if lease is None and not if_head:
         return None
     thread, ns, checkpoint_id = config_keys(config)
@@ -151,7 +154,7 @@ def guard_of(
         if checkpoint_id is None:
             raise ValueError("put_writes(if_head=True) needs a config with a 'checkpoint_id'")
         head = (ns, str(checkpoint_id))
-    return Guard(thread, lease, head, clock)
+    return Guard(thread, lease, head, clock, release and lease is not None)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -165,6 +168,8 @@ class Guard:
     """``(checkpoint_ns, checkpoint_id)``: write only while it is the newest."""
     clock: Clock
     """The saver's clock's time (SQLite); None where the database's clock rules."""
+    release: bool = False
+    """Let the owner's lease go with the write (the run's last): atomic with it."""
 
     def store(self, dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Flow[None]:
         """Check, then store write rows and checkpoint rows (``_sql.store_rows``)."""
@@ -176,6 +181,9 @@ class Guard:
             return None
         yield from self._check(dialect)
         yield from store_rows(dialect, rows, puts)
+        if self.release:
+            assert self.owner is not None
+            yield Statement(dialect.lease_sql(_RELEASE), (self.thread_id, self.owner))
         return None
 
     def _check(self, dialect: Dialect) -> Flow[None]:
@@ -198,7 +206,7 @@ class Guard:
         conds: list[str] = []
         cond_params: list[Any] = []
         if self.owner is not None:
-            ctes.append(_FENCE_CTE)
+            ctes.append(_RELEASE_CTE if self.release else _FENCE_CTE)
             params += (self.thread_id, self.owner)
             conds.append("EXISTS (SELECT FROM f)")
         if self.head is not None:

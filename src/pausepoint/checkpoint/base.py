@@ -58,6 +58,10 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   or not, as long as no other owner took it over — renewing
   it by its ttl in the same atomic step; otherwise they write nothing and raise
   :class:`~pausepoint.errors.LeaseLostError`.
+- A fenced write given ``release=True`` (``put``, ``put_writes``, ``put_after_writes``)
+  also lets the lease go, in the same atomic step, once it has written: a run's last
+  write, so ending a run costs no round trip of its own. Without ``lease=`` it is a
+  ``ValueError``.
 - ``put_writes(..., if_head=True)`` writes only if the config's checkpoint is still the
   newest of its thread and namespace; otherwise it writes nothing and raises
   :class:`~pausepoint.errors.StaleCheckpointError`.
@@ -331,8 +335,9 @@ class BaseCheckpointSaver:
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
-        """See the module docstring for the contract (``lease``: a fenced write)."""
+        """See the module docstring for the contract (``lease``, ``release``: fencing)."""
         raise NotImplementedError
 
     def put_writes(
@@ -343,9 +348,10 @@ class BaseCheckpointSaver:
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """See the module docstring for the contract (``lease``, ``if_head``: guards)."""
+        """See the module docstring (``lease``, ``release``, ``if_head``: guards)."""
         raise NotImplementedError
 
     batches_writes: ClassVar[bool] = False
@@ -361,17 +367,19 @@ class BaseCheckpointSaver:
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """``put_writes`` for each of ``writes``, then ``put``; see the module docstring.
 
         This default is not all-or-nothing (a value the ``put`` refuses comes after the
         writes are stored): a saver overrides it to be (the conformance suite checks).
-        It passes ``lease`` on to each call.
+        It passes ``lease`` on to each call, and ``release`` to the ``put``.
         """
         guard = guard_kwargs(lease)
         for task in writes:
             self.put_writes(config, task.writes, task.task_id, task.task_path, **guard)
-        return self.put(config, checkpoint, metadata, new_versions, **guard)
+        last = guard_kwargs(lease, release=release)
+        return self.put(config, checkpoint, metadata, new_versions, **last)
 
     batches_checkpoints: ClassVar[bool] = False
     """Whether :meth:`put_pair` saves a commit or a round trip over ``put`` then
@@ -488,9 +496,11 @@ class BaseCheckpointSaver:
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        return self.put(config, checkpoint, metadata, new_versions, **guard_kwargs(lease))
+        guard = guard_kwargs(lease, False, release)
+        return self.put(config, checkpoint, metadata, new_versions, **guard)
 
     async def aput_writes(
         self,
@@ -500,10 +510,12 @@ class BaseCheckpointSaver:
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Async :meth:`put_writes`."""
-        self.put_writes(config, writes, task_id, task_path, **guard_kwargs(lease, if_head))
+        guard = guard_kwargs(lease, if_head, release)
+        self.put_writes(config, writes, task_id, task_path, **guard)
 
     async def aput_after_writes(
         self,
@@ -514,11 +526,11 @@ class BaseCheckpointSaver:
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Async :meth:`put_after_writes`."""
-        return self.put_after_writes(
-            config, writes, checkpoint, metadata, new_versions, **guard_kwargs(lease)
-        )
+        guard = guard_kwargs(lease, False, release)
+        return self.put_after_writes(config, writes, checkpoint, metadata, new_versions, **guard)
 
     async def aput_pair(
         self,
@@ -559,7 +571,7 @@ _LOCAL_LEASES_LOCK = threading.Lock()
 """Makes the first use of a saver's in-process lease table race-free."""
 
 
-def guard_kwargs(lease: str | None, if_head: bool = False) -> dict[str, Any]:
+def guard_kwargs(lease: str | None, if_head: bool = False, release: bool = False) -> dict[str, Any]:
     """The guard keywords of a write to pass on to another saver method: those set.
 
     So a subclass whose methods predate them (and never receives them) keeps
@@ -570,6 +582,8 @@ def guard_kwargs(lease: str | None, if_head: bool = False) -> dict[str, Any]:
         guard["lease"] = lease
     if if_head:
         guard["if_head"] = True
+    if release:
+        guard["release"] = True
     return guard
 
 

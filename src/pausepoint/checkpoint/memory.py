@@ -35,7 +35,7 @@ from pausepoint.checkpoint._kept import (
     is_frozen_interrupt,
     plain_metadata,
 )
-from pausepoint.checkpoint._leases import LocalLeases, check_head
+from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -48,6 +48,7 @@ from pausepoint.checkpoint.base import (
     PendingWrite,
     TaskWrites,
     config_keys,
+    guard_kwargs,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
@@ -204,11 +205,12 @@ class InMemorySaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
-        if lease is None:  # no keyword: a subclass's put_after_writes may predate it
-            return self.put_after_writes(config, (), checkpoint, metadata, new_versions)
-        return self.put_after_writes(config, (), checkpoint, metadata, new_versions, lease=lease)
+        # Keywords only when set: a subclass's put_after_writes may predate them.
+        guard = guard_kwargs(lease, release=release)
+        return self.put_after_writes(config, (), checkpoint, metadata, new_versions, **guard)
 
     def put_after_writes(
         self,
@@ -219,8 +221,10 @@ class InMemorySaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: all encoded first, so all or nothing."""
+        check_release(lease, release)
         thread, ns, parent_id = config_keys(config)
         frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
         for task in writes:
@@ -265,6 +269,8 @@ class InMemorySaver(BaseCheckpointSaver):
             self._recent[thread] = recent
             if len(self._recent) > _RECENT_THREADS:
                 self._compact(self._recent.pop(next(iter(self._recent))).fresh)
+            if release:
+                self._leases.drop(thread)  # fenced above: the owner's own
         return {
             "configurable": {
                 "thread_id": thread,
@@ -465,9 +471,11 @@ class InMemorySaver(BaseCheckpointSaver):
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
+        check_release(lease, release)
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
@@ -480,6 +488,8 @@ class InMemorySaver(BaseCheckpointSaver):
                 check_head(by_id, thread, ns, checkpoint_id)
             stored = by_id.get(checkpoint_id) if by_id is not None else None
             _keep_writes(self._parent_of_writes(stored, thread, ns, checkpoint_id), task_id, copied)
+            if release:
+                self._leases.drop(thread)  # fenced above: the owner's own
 
     def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
         freeze, plain = self._freeze, FROZEN

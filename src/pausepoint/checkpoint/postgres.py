@@ -31,6 +31,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, 
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
 from pausepoint.checkpoint import _sql, _sql_leases
+from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -83,9 +84,9 @@ def _sql_text(stmt: _sql.Statement) -> LiteralString:
 
 
 def _guard(
-    config: RunnableConfig, lease: str | None, if_head: bool = False
+    config: RunnableConfig, lease: str | None, if_head: bool = False, release: bool = False
 ) -> _sql_leases.Guard | None:
-    return _sql_leases.guard_of(config, lease, if_head, None)
+    return _sql_leases.guard_of(config, lease, if_head, None, release)
 
 
 def _flows_list(
@@ -223,9 +224,12 @@ class PostgresSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
-        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata, _guard(config, lease))
+        flow = _sql.put_flow(
+            _D, self._codec, config, checkpoint, metadata, _guard(config, lease, release=release)
+        )
         return self._run(flow)  # one statement: atomic without BEGIN/COMMIT round trips
 
     def put_writes(
@@ -236,6 +240,7 @@ class PostgresSaver(BaseCheckpointSaver):
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -246,7 +251,7 @@ class PostgresSaver(BaseCheckpointSaver):
             writes,
             task_id=task_id,
             task_path=task_path,
-            guard=_guard(config, lease, if_head),
+            guard=_guard(config, lease, if_head, release),
         )
         self._run(flow, write=not _sql.one_statement(writes))
 
@@ -259,10 +264,17 @@ class PostgresSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: one statement when the writes fit one."""
         flow = _sql.put_after_writes_flow(
-            _D, self._codec, config, writes, checkpoint, metadata, guard=_guard(config, lease)
+            _D,
+            self._codec,
+            config,
+            writes,
+            checkpoint,
+            metadata,
+            guard=_guard(config, lease, release=release),
         )
         return self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
@@ -305,7 +317,7 @@ class PostgresSaver(BaseCheckpointSaver):
         return self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
 
 
-class AsyncPostgresSaver(BaseCheckpointSaver):
+class AsyncPostgresSaver(AsyncOnlySaver):
     """A saver storing checkpoints in PostgreSQL, for async code (``a``-methods only).
 
     Args:
@@ -319,6 +331,7 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     batches_writes = True  # aput_after_writes: one statement instead of two
     batches_checkpoints = True  # aput_pair: one statement instead of two
     supports_leases = True
+    sync_twin = "PostgresSaver"
 
     @property
     def lease_scope(self) -> str:
@@ -415,9 +428,12 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Async ``put``; see :mod:`pausepoint.checkpoint.base`."""
-        flow = _sql.put_flow(_D, self._codec, config, checkpoint, metadata, _guard(config, lease))
+        flow = _sql.put_flow(
+            _D, self._codec, config, checkpoint, metadata, _guard(config, lease, release=release)
+        )
         return await self._run(flow)  # one statement: atomic without BEGIN/COMMIT
 
     async def aput_writes(
@@ -428,6 +444,7 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Async ``put_writes``; see :mod:`pausepoint.checkpoint.base`."""
@@ -438,7 +455,7 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
             writes,
             task_id=task_id,
             task_path=task_path,
-            guard=_guard(config, lease, if_head),
+            guard=_guard(config, lease, if_head, release),
         )
         await self._run(flow, write=not _sql.one_statement(writes))
 
@@ -451,10 +468,17 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Async ``put_after_writes``; see :mod:`pausepoint.checkpoint.base`."""
         flow = _sql.put_after_writes_flow(
-            _D, self._codec, config, writes, checkpoint, metadata, guard=_guard(config, lease)
+            _D,
+            self._codec,
+            config,
+            writes,
+            checkpoint,
+            metadata,
+            guard=_guard(config, lease, release=release),
         )
         return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
@@ -495,98 +519,3 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
     async def aget_lease(self, thread_id: str) -> Lease | None:
         """Async ``get_lease``; see :meth:`BaseCheckpointSaver.get_lease`."""
         return await self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Not available: use :meth:`aget_tuple`, or :class:`PostgresSaver` in sync code."""
-        raise _sync_call("get_tuple")
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """Not available: use :meth:`alist`, or :class:`PostgresSaver` in sync code."""
-        raise _sync_call("list")
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """Not available: use :meth:`aput`, or :class:`PostgresSaver` in sync code."""
-        raise _sync_call("put")
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-        *,
-        lease: str | None = None,
-        if_head: bool = False,
-    ) -> None:
-        """Not available: use :meth:`aput_writes`, or :class:`PostgresSaver` in sync code."""
-        raise _sync_call("put_writes")
-
-    def put_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """Not available: use :meth:`aput_after_writes`, or :class:`PostgresSaver`."""
-        raise _sync_call("put_after_writes")
-
-    def put_pair(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """Not available: use :meth:`aput_pair`, or :class:`PostgresSaver`."""
-        raise _sync_call("put_pair")
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Not available: use :meth:`adelete_thread`, or :class:`PostgresSaver`."""
-        raise _sync_call("delete_thread")
-
-    def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
-    ) -> LeaseClaim:
-        """Not available: use :meth:`aacquire_lease`, or :class:`PostgresSaver`."""
-        raise _sync_call("acquire_lease")
-
-    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """Not available: use :meth:`arenew_lease`, or :class:`PostgresSaver`."""
-        raise _sync_call("renew_lease")
-
-    def release_lease(self, thread_id: str, owner: str) -> bool:
-        """Not available: use :meth:`arelease_lease`, or :class:`PostgresSaver`."""
-        raise _sync_call("release_lease")
-
-    def get_lease(self, thread_id: str) -> Lease | None:
-        """Not available: use :meth:`aget_lease`, or :class:`PostgresSaver`."""
-        raise _sync_call("get_lease")
-
-
-def _sync_call(method: str) -> TypeError:
-    return TypeError(
-        f"AsyncPostgresSaver.{method}() is not available: this saver runs on an async "
-        f"connection, so call 'await saver.a{method}(...)' (graph.ainvoke/astream do), or "
-        "use PostgresSaver for sync code (graph.invoke/stream)"
-    )

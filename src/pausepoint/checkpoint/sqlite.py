@@ -178,10 +178,14 @@ class SqliteSaver(BaseCheckpointSaver):
         yield from self._run(flow)
 
     def _guard(
-        self, config: RunnableConfig, lease: str | None, if_head: bool = False
+        self,
+        config: RunnableConfig,
+        lease: str | None,
+        if_head: bool = False,
+        release: bool = False,
     ) -> _sql_leases.Guard | None:
         # The clock is read when the flow builds its statement: inside the transaction.
-        return _sql_leases.guard_of(config, lease, if_head, self._lease_now)
+        return _sql_leases.guard_of(config, lease, if_head, self._lease_now, release)
 
     def put(
         self,
@@ -191,9 +195,10 @@ class SqliteSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`."""
-        guard = self._guard(config, lease)
+        guard = self._guard(config, lease, release=release)
         flow = _sql.put_flow(_sql.SQLITE, self._codec, config, checkpoint, metadata, guard)
         return self._run(flow, write=True)
 
@@ -205,6 +210,7 @@ class SqliteSaver(BaseCheckpointSaver):
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
@@ -215,7 +221,7 @@ class SqliteSaver(BaseCheckpointSaver):
             writes,
             task_id=task_id,
             task_path=task_path,
-            guard=self._guard(config, lease, if_head),
+            guard=self._guard(config, lease, if_head, release),
         )
         self._run(flow, write=True)
 
@@ -228,9 +234,10 @@ class SqliteSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """See :mod:`pausepoint.checkpoint.base`: one transaction, so one commit."""
-        guard = self._guard(config, lease)
+        guard = self._guard(config, lease, release=release)
         flow = _sql.put_after_writes_flow(
             _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, guard=guard
         )
@@ -308,10 +315,16 @@ class SqliteSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Async :meth:`put` (runs in a worker thread)."""
         return await asyncio.to_thread(
-            self.put, config, checkpoint, metadata, new_versions, **guard_kwargs(lease)
+            self.put,
+            config,
+            checkpoint,
+            metadata,
+            new_versions,
+            **guard_kwargs(lease, False, release),
         )
 
     async def aput_writes(
@@ -322,10 +335,11 @@ class SqliteSaver(BaseCheckpointSaver):
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Async :meth:`put_writes` (runs in a worker thread)."""
-        guard = guard_kwargs(lease, if_head)
+        guard = guard_kwargs(lease, if_head, release)
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path, **guard)
 
     async def aput_after_writes(
@@ -337,6 +351,7 @@ class SqliteSaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Async :meth:`put_after_writes` (runs in a worker thread)."""
         return await asyncio.to_thread(
@@ -346,7 +361,7 @@ class SqliteSaver(BaseCheckpointSaver):
             checkpoint,
             metadata,
             new_versions,
-            **guard_kwargs(lease),
+            **guard_kwargs(lease, False, release),
         )
 
     async def aput_pair(

@@ -116,10 +116,14 @@ async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Ex
         # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
         # claim may have gone through, so the driver lets it go when it stops.
         lease.held = effect
+    kw = lease.write_kwargs(effect)
     try:
-        done = await perform(saver, effect, lease.fence)
+        done = await perform(saver, effect, kw)
     except Exception as exc:  # sent into the loop, which decides
         return None, exc
+    if (rest := lease.after_write(saver, effect, kw)) is not None:
+        with contextlib.suppress(Exception):  # written; an unreleased lease expires
+            await perform(saver, rest)
     lease.saw(effect, done)
     return done, None
 
@@ -169,8 +173,17 @@ async def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) ->
             effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
         )
     if kind is LoadCheckpoint:
-        return await saver.aget_tuple(effect.config)
+        return await _load(saver, effect)
     return await _lease_effect(saver, effect)
+
+
+async def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+    if effect.before is None:
+        return await saver.aget_tuple(effect.config)
+    before = {"configurable": {"checkpoint_id": effect.before}}
+    async for older in saver.alist(effect.config, before=before, limit=1):
+        return older
+    return None
 
 
 async def _lease_effect(saver: Any, effect: Any) -> Any:

@@ -22,7 +22,14 @@ from typing import Any
 
 from pausepoint.checkpoint.base import Lease, LeaseClaim
 
-__all__ = ["LOCAL", "LocalRuns", "fences_writes", "holder_is_gone", "process_owner"]
+__all__ = [
+    "LOCAL",
+    "LocalRuns",
+    "fences_writes",
+    "holder_is_gone",
+    "process_owner",
+    "releases_with_writes",
+]
 
 
 @functools.cache
@@ -97,16 +104,17 @@ def holder_is_gone(owner: str) -> bool:
 
 
 _WRITES = ("put", "put_writes", "put_after_writes", "put_pair")
+_RELEASING = ("put", "put_writes", "put_after_writes")
 
 
 @functools.cache
-def _takes_lease(saver_type: type[Any]) -> bool:
-    for name in _WRITES + tuple("a" + n for n in _WRITES):
+def _takes(saver_type: type[Any], keyword: str, methods: tuple[str, ...]) -> bool:
+    for name in methods + tuple("a" + n for n in methods):
         method = getattr(saver_type, name, None)
         if method is None:
             continue
         params = inspect.signature(method).parameters.values()
-        if not any(p.name == "lease" or p.kind is p.VAR_KEYWORD for p in params):
+        if not any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params):
             return False
     return True
 
@@ -119,4 +127,13 @@ def fences_writes(saver: Any) -> bool:
     counting wrapper in a test, say) gets unfenced writes, not a ``TypeError``.
     """
     kind: type[Any] = type(saver)  # pyright: ignore[reportUnknownVariableType]
-    return bool(getattr(saver, "supports_leases", False)) and _takes_lease(kind)
+    return bool(getattr(saver, "supports_leases", False)) and _takes(kind, "lease", _WRITES)
+
+
+def releases_with_writes(saver: Any) -> bool:
+    """Whether the driver may pass ``release=True`` with ``lease=`` (see ``fences_writes``).
+
+    Else a run's last write is followed by a ``release_lease`` call of its own.
+    """
+    kind: type[Any] = type(saver)  # pyright: ignore[reportUnknownVariableType]
+    return fences_writes(saver) and _takes(kind, "release", _RELEASING)

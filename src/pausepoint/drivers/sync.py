@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import SyncCalls, settle
-from pausepoint.drivers.owners import LOCAL, fences_writes, holder_is_gone
+from pausepoint.drivers.owners import LOCAL, fences_writes, holder_is_gone, releases_with_writes
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
@@ -100,12 +100,40 @@ def drive(
 class LeaseHeld:
     """The thread lease a driven run holds, if any: its writes are fenced with it."""
 
-    __slots__ = ("fence", "fences", "held")
+    __slots__ = ("fence", "fences", "folds", "held")
 
     def __init__(self, saver: Any) -> None:
         self.held: ClaimThread | None = None
         self.fence: Mapping[str, Any] = NO_KWARGS
         self.fences = fences_writes(saver)
+        self.folds = self.fences and releases_with_writes(saver)
+
+    def write_kwargs(self, effect: Any) -> Mapping[str, Any]:
+        """A write's fencing keywords: with ``release`` if it lets the lease go with it."""
+        fence = self.fence
+        if (
+            self.folds
+            and fence
+            and getattr(effect, "release", False)
+            and getattr(effect, "first", None) is None  # put_pair takes no release
+        ):
+            return {**fence, "release": True}
+        return fence
+
+    def after_write(self, saver: Any, effect: Any, kw: Mapping[str, Any]) -> Any:
+        """Note a write done; for the run's last, the release still to carry out, if any.
+
+        A write made with ``release=True`` let the lease go itself: only this
+        process's record of the run goes. Otherwise a :class:`ReleaseThread` follows.
+        """
+        held = self.held
+        if held is None or not getattr(effect, "release", False):
+            return None
+        self.held, self.fence = None, NO_KWARGS
+        if kw.get("release"):
+            LOCAL.drop(saver, held.thread_id, held.run)
+            return None
+        return ReleaseThread(held.thread_id, held.owner, held.run)
 
     def saw(self, effect: Any, outcome: Any) -> None:
         """Note a claim or a release the saver carried out."""
@@ -123,10 +151,14 @@ def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exceptio
         # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
         # claim may have gone through, so the driver lets it go when it stops.
         lease.held = effect
+    kw = lease.write_kwargs(effect)
     try:
-        done = perform(saver, effect, lease.fence)
+        done = perform(saver, effect, kw)
     except Exception as exc:  # sent into the loop, which decides
         return None, exc
+    if (rest := lease.after_write(saver, effect, kw)) is not None:
+        with contextlib.suppress(Exception):  # written; an unreleased lease expires
+            perform(saver, rest)
     lease.saw(effect, done)
     return done, None
 
@@ -176,8 +208,15 @@ def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) -> Any:
             effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
         )
     if kind is LoadCheckpoint:
-        return saver.get_tuple(effect.config)
+        return _load(saver, effect)
     return _lease_effect(saver, effect)
+
+
+def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+    if effect.before is None:
+        return saver.get_tuple(effect.config)
+    before = {"configurable": {"checkpoint_id": effect.before}}
+    return next(iter(saver.list(effect.config, before=before, limit=1)), None)
 
 
 def _lease_effect(saver: Any, effect: Any) -> Any:

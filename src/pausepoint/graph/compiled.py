@@ -23,6 +23,7 @@ from pausepoint.graph.output import ChunkShape, invoke_output
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
+from pausepoint.loop.namespaces import addressed_root, stateful_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.scratchpad import TASK, NestInfo
@@ -82,11 +83,20 @@ class CompiledStateGraph:
         cfg = RunConfig.parse(config)
         if parent is not None and self.checkpointer is not False:
             return self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
-        saver = self.checkpointer if self.checkpointer not in (None, False, True) else None
+        if self.checkpointer is True:
+            raise RuntimeError(
+                "checkpointer=True cannot be used for root graphs: it makes a subgraph "
+                "keep its state across its parent's runs. Compile the graph you call "
+                "with a saver (checkpointer=InMemorySaver(), SqliteSaver, ...)"
+            )
+        saver = self.checkpointer if self.checkpointer not in (None, False) else None
         if cfg.checkpoint_ns:
             # A graph run on its own is a root graph, whatever namespace the config
-            # names (one copied from a subgraph's snapshot, say): as in LangGraph.
-            cfg = dataclasses.replace(cfg, checkpoint_ns="")
+            # names. One taken from inside a subgraph names, in its checkpoint_map,
+            # the root's checkpoint and each subgraph's down to it (loop/namespaces.py);
+            # without one, the root's newest: as in LangGraph.
+            root = addressed_root(cfg.configurable)
+            cfg = dataclasses.replace(cfg, checkpoint_ns="", checkpoint_id=root)
         if saver is not None and cfg.thread_id is None:
             raise ValueError(
                 "Checkpointer requires one or more of the following 'configurable' keys: "
@@ -121,6 +131,8 @@ class CompiledStateGraph:
         self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any
     ) -> tuple[RunOptions, Any]:
         saver = nest.saver if self.checkpointer in (None, True) else self.checkpointer
+        if self.checkpointer is True:  # stateful: one namespace across parent runs
+            ns = stateful_ns(ns)
         inner = RunConfig.parse(
             {
                 **cfg.raw,
@@ -238,7 +250,8 @@ class CompiledStateGraph:
         ``subgraphs=True``, subgraph tasks carry their own snapshots.
         """
         saver = self._require_saver()
-        flow = read_state(self._graph_for_ns(config).spec, config, subgraphs)
+        graph, config = self._addressed(config)
+        flow = read_state(graph.spec, config, subgraphs)
         return sdriver.run_effects(flow, saver)
 
     def get_state_history(
@@ -257,9 +270,23 @@ class CompiledStateGraph:
 
     def _history_query(self, config: RunnableConfig) -> tuple[GraphSpec, RunnableConfig]:
         """The graph whose checkpoints ``config`` lists, and the config to list them with."""
+        graph, config = self._addressed(config)
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
-        return self._graph_for_ns(config).spec, {"configurable": conf}
+        return graph.spec, {"configurable": conf}
+
+    def _addressed(self, config: RunnableConfig) -> tuple[CompiledStateGraph, RunnableConfig]:
+        """The (sub)graph a config names, and the config its checkpoints are found by.
+
+        A stateful subgraph's (``checkpointer=True``) are under its namespace without
+        task ids (see :mod:`pausepoint.loop.namespaces`).
+        """
+        graph = self._graph_for_ns(config)
+        if graph is self or graph.checkpointer is not True:
+            return graph, config
+        conf = dict(config.get("configurable") or {})
+        conf["checkpoint_ns"] = stateful_ns(str(conf.get("checkpoint_ns") or ""))
+        return graph, {**config, "configurable": conf}
 
     def _graph_for_ns(self, config: RunnableConfig) -> CompiledStateGraph:
         """The (sub)graph whose checkpoints live in the config's ``checkpoint_ns``."""
@@ -361,7 +388,8 @@ class CompiledStateGraph:
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async :meth:`get_state` (with the saver's async methods)."""
         saver = self._require_saver()
-        flow = read_state(self._graph_for_ns(config).spec, config, subgraphs)
+        graph, config = self._addressed(config)
+        flow = read_state(graph.spec, config, subgraphs)
         return await _adriver().run_effects(flow, saver)
 
     async def aget_state_history(

@@ -1,14 +1,22 @@
 """``update_state`` / ``bulk_update_state``: write values as if nodes had returned them.
 
 Each superstep of updates makes one new checkpoint (source ``update``), a child
-of the one the config names (or of the newest). History is never rewritten, so
-updating an old checkpoint forks the thread. Interrupts still waiting at the
-updated checkpoint stay pending on the new one (with the new task's id), so a
-person can edit the state of a paused run and then answer it.
+of the one the config names (or of the newest). History is never rewritten:
+updating an old checkpoint forks the thread, and the checkpoint updated is left
+as it was (LangGraph also files the update under the matching task of that
+checkpoint; see docs/differences.md). Interrupts still waiting at the updated
+checkpoint stay pending on the new one (with the new task's id), so a person can
+edit the state of a paused run and then answer it.
 
-Values are checked before anything is saved: each superstep's writes are tried on
-copies of the channels they touch, and a value a reducer rejects raises
-``InvalidUpdateError`` with nothing written.
+Without ``as_node`` the update is put on the node that ran last, as in
+LangGraph; on a checkpoint where no node has run yet that is ``START``, so the
+nodes the input started (a paused one included) stay due. ``"__input__"``,
+``"__copy__"`` and ``END`` are described in :mod:`pausepoint.graph.update_steps`.
+
+Values are checked before anything is saved: every superstep is worked out on
+copies (each one's writes tried on the channels they touch) before the first is
+saved, so an update refused anywhere raises ``InvalidUpdateError`` with nothing
+written.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from xxhash import xxh3_128_hexdigest
 
@@ -25,13 +33,15 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    PendingWrite,
     copy_checkpoint,
     empty_checkpoint,
 )
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunnableConfig
-from pausepoint.constants import ASKED, END, INPUT, INTERRUPT, RESUME, START
+from pausepoint.constants import ASKED, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
+from pausepoint.graph.update_steps import COPY, Superstep, parse_supersteps
 from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
 from pausepoint.loop.pending import TaskRecord, read_records
@@ -42,16 +52,27 @@ from pausepoint.types import Interrupt, StateUpdate
 
 __all__ = ["update_effects"]
 
+Carried = list[tuple[str, list[tuple[str, Any]]]]
+"""``(task_id, writes)`` of the interrupts kept pending on a new checkpoint."""
+
+Pending = Literal["none", "done", "all"]
+"""Which of a checkpoint's tasks an update builds on: none, the finished ones, or all
+(the finished with their writes, the others with none: the step is over)."""
+
 
 @dataclasses.dataclass(slots=True)
 class _Base:
-    """The checkpoint an update starts from."""
+    """The state an update applies to, and where it comes from."""
 
     checkpoint: Checkpoint
     channels: dict[str, Channel]
     step: int
+    """The new checkpoint's step (the old one's plus one)."""
     config: RunnableConfig
     paused: list[tuple[Task, TaskRecord]]
+    parents: dict[str, str]
+    exists: bool
+    """False on a thread with no checkpoint yet."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,8 +81,23 @@ class _Planned:
 
     checkpoint: Checkpoint
     metadata: CheckpointMetadata
-    carried: list[tuple[str, list[tuple[str, Any]]]]
-    """``(task_id, writes)`` of the interrupts kept pending on the new checkpoint."""
+    config: RunnableConfig
+    """What saving it will return."""
+    parent: RunnableConfig | None
+    """Its parent's config; None: the checkpoint of the superstep before (or the updated)."""
+    carried: Carried
+
+    def as_saved(self, before: RunnableConfig) -> CheckpointTuple:
+        """It as the next superstep reads it (``before``: the config it is saved after).
+
+        Its values are copied: a reducer that changes a value in place must not
+        change what this one will save.
+        """
+        checkpoint = copy_checkpoint(self.checkpoint)
+        checkpoint["channel_values"] = copy.deepcopy(checkpoint["channel_values"])
+        writes = [PendingWrite(tid, chan, v) for tid, ws in self.carried for chan, v in ws]
+        parent = self.parent or before
+        return CheckpointTuple(self.config, checkpoint, self.metadata, parent, writes)
 
 
 def update_effects(
@@ -72,54 +108,142 @@ def update_effects(
     Every superstep is worked out (and its values checked against the channels)
     before the first is saved: an update refused anywhere writes nothing at all.
     """
+    steps = parse_supersteps(supersteps, spec.nodes)
     conf = dict(config.get("configurable") or {})
     conf.setdefault("checkpoint_ns", "")
     saved: CheckpointTuple | None = yield LoadCheckpoint({"configurable": conf})
-    base = _base(spec, saved, conf, apply_pending="checkpoint_id" not in conf)
-    parent = base.config
-    what = "update_state" if len(supersteps) == 1 else "bulk_update_state"
+    first: RunnableConfig = saved.config if saved is not None else {"configurable": conf}
+    # The thread's current state is updated as the next run would see it; a
+    # checkpoint named by id, as it was stored.
+    head = "checkpoint_id" not in conf
     planned: list[_Planned] = []
-    for n, updates in enumerate(supersteps):
-        if n:  # the superstep before is not saved yet: keep its values from this one's
-            prev = planned[-1].checkpoint
-            prev["channel_values"] = copy.deepcopy(prev["channel_values"])
-        planned.append(_plan(spec, base, updates, what))
+    for step in steps:
+        plan = _plan(spec, saved, conf, step, head)
+        planned.append(plan)
+        saved, head = plan.as_saved(saved.config if saved else first), True
+    parent = first
     for plan in planned:
-        parent = yield SaveCheckpoint(parent, plan.checkpoint, plan.metadata, {})
+        parent = yield SaveCheckpoint(plan.parent or parent, plan.checkpoint, plan.metadata, {})
         for tid, writes in plan.carried:
             yield SaveWrites(parent, writes, tid, "")
     return parent
 
 
-def _plan(spec: GraphSpec, base: _Base, updates: Sequence[StateUpdate], what: str) -> _Planned:
-    """Apply one superstep of updates to ``base``; the checkpoint it makes, not saved yet."""
-    if not updates:
-        raise InvalidUpdateError("bulk_update_state got an empty superstep")
-    sources = [_update_task(spec, base, u) for u in updates]
+def _plan(
+    spec: GraphSpec,
+    saved: CheckpointTuple | None,
+    conf: dict[str, Any],
+    step: Superstep,
+    head: bool,
+) -> _Planned:
+    """Work out one superstep on ``saved``; the checkpoint it makes, not saved yet."""
+    match step.kind:
+        case "copy":
+            return _copy(saved, conf, step.where)
+        case "end":
+            return _finish(spec, _base(spec, saved, conf, "all"), "update", set())
+        case "input":
+            return _input(spec, _base(spec, saved, conf, "done" if head else "none"), step)
+        case "nodes":
+            return _nodes(spec, _base(spec, saved, conf, "done" if head else "none"), step)
+
+
+def _nodes(spec: GraphSpec, base: _Base, step: Superstep) -> _Planned:
+    """Node updates: each as if its node had returned the values."""
+    sources = [_update_task(spec, base, u) for u in step.updates]
     ordered = sorted(sources, key=lambda s: s.path)  # as apply_writes will apply them
-    check_update(base.channels, (), [w for s in ordered for w in s.writes], what)
+    check_update(base.channels, (), [w for s in ordered for w in s.writes], _what(step))
     apply_writes(base.checkpoint, base.channels, sources)
-    base.checkpoint["id"], base.checkpoint["ts"] = new_stamp()
-    base.checkpoint["channel_values"] = {
+    return _finish(spec, base, "update", {s.name for s in sources})
+
+
+def _input(spec: GraphSpec, base: _Base, step: Superstep) -> _Planned:
+    """``"__input__"``: the values become the run input, for ``__start__`` to take."""
+    values = step.updates[0].values
+    _check_input(spec, values, step.where)
+    state = [(k, v) for k, v in spec.input.input_pairs(values) if k in base.channels]
+    check_update(base.channels, (), state, _what(step))
+    apply_writes(base.checkpoint, base.channels, [InputWrites(INPUT, [(START, values)])])
+    # A new thread's input checkpoint is step -1, as a run's is (and LangGraph's).
+    return _finish(spec, base, "input", set(), step=base.step if base.exists else -1)
+
+
+def _check_input(spec: GraphSpec, values: Any, where: str) -> None:
+    """Refuse what ``invoke`` would refuse as input (a dict-typed state takes a dict)."""
+    if spec.input.kind != "typeddict" or isinstance(values, dict):
+        return
+    # A dataclass or pydantic model instance also goes, as in invoke.
+    if dataclasses.is_dataclass(values) or hasattr(type(values), "model_fields"):  # pyright: ignore[reportUnknownArgumentType]
+        return
+    raise InvalidUpdateError(
+        f"as_node={INPUT!r} writes the values as a new run input, which for this graph is "
+        f"a dict of state values; got a {type(values).__name__}{where}"
+    )
+
+
+def _copy(saved: CheckpointTuple | None, conf: dict[str, Any], where: str) -> _Planned:
+    """``"__copy__"``: the checkpoint again, as its sibling, without its tasks' writes.
+
+    So its tasks run again from the copy (LangGraph: the copy's step is one more).
+    """
+    if saved is None:
+        cid, thread = conf.get("checkpoint_id"), conf.get("thread_id")
+        named = f"checkpoint {cid!r} of thread {thread!r}" if cid else f"thread {thread!r}"
+        raise InvalidUpdateError(
+            f"as_node={COPY!r} copies a checkpoint, but there is no checkpoint to copy: "
+            f"{named} has none{where}"
+        )
+    checkpoint = copy_checkpoint(saved.checkpoint)
+    checkpoint["id"], checkpoint["ts"] = new_stamp()
+    thread = dict(saved.config.get("configurable") or {})
+    metadata: CheckpointMetadata = {
+        "source": "fork",
+        "step": int(saved.metadata.get("step", -1)) + 1,
+        "parents": dict(saved.metadata.get("parents") or {}),
+    }
+    parent = saved.parent_config or {
+        "configurable": {k: v for k, v in thread.items() if k != "checkpoint_id"}
+    }
+    config: RunnableConfig = {"configurable": {**thread, "checkpoint_id": checkpoint["id"]}}
+    return _Planned(checkpoint, metadata, config, parent, [])
+
+
+def _finish(
+    spec: GraphSpec,
+    base: _Base,
+    source: Literal["input", "update"],
+    updated: set[str],
+    step: int | None = None,
+) -> _Planned:
+    """The new checkpoint of ``base``'s updated channels, with its paused tasks carried.
+
+    ``updated`` names the nodes the update stood in for: their interrupts are not
+    carried. ``step`` is the new checkpoint's (default: ``base.step``).
+    """
+    step = base.step if step is None else step
+    checkpoint = base.checkpoint
+    checkpoint["id"], checkpoint["ts"] = new_stamp()
+    checkpoint["channel_values"] = {
         k: v for k, c in base.channels.items() if (v := c.checkpoint()) is not MISSING
     }
-    metadata: CheckpointMetadata = {"source": "update", "step": base.step, "parents": {}}
-    ns = str((base.config.get("configurable") or {}).get("checkpoint_ns", ""))
-    carried = _carry_paused(spec, base, {s.name for s in sources}, ns)
-    conf = {**(base.config.get("configurable") or {}), "checkpoint_id": base.checkpoint["id"]}
-    base.config = {"configurable": conf}  # what saving it will return
-    base.step += 1
-    base.paused = []
-    return _Planned(copy_checkpoint(base.checkpoint), metadata, carried)
+    metadata: CheckpointMetadata = {"source": source, "step": step, "parents": base.parents}
+    carried = _carry_paused(spec, base, updated, step + 1)
+    conf = {**(base.config.get("configurable") or {}), "checkpoint_id": checkpoint["id"]}
+    return _Planned(copy_checkpoint(checkpoint), metadata, {"configurable": conf}, None, carried)
+
+
+def _what(step: Superstep) -> str:
+    """How a refused update's error names the call (``where`` is set for several)."""
+    return f"bulk_update_state{step.where}" if step.where else "update_state"
 
 
 def _base(
-    spec: GraphSpec, saved: CheckpointTuple | None, conf: dict[str, Any], apply_pending: bool
+    spec: GraphSpec, saved: CheckpointTuple | None, conf: dict[str, Any], pending: Pending
 ) -> _Base:
     if saved is None:
         checkpoint = empty_checkpoint(*new_stamp())
         channels = spec.fresh_channels({})
-        return _Base(checkpoint, channels, 0, {"configurable": conf}, [])
+        return _Base(checkpoint, channels, 0, {"configurable": conf}, [], {}, False)
     checkpoint = copy_checkpoint(saved.checkpoint)
     channels = spec.fresh_channels(checkpoint["channel_values"])
     step = int(saved.metadata.get("step", -1)) + 1
@@ -133,14 +257,27 @@ def _base(
         apply_writes(checkpoint, channels, [InputWrites(INPUT, null_writes)])
     tasks = prepare_tasks(spec, checkpoint, channels, step, conf["checkpoint_ns"])
     paused = [(t, records[t.id]) for t in tasks if t.id in records and records[t.id].paused]
-    if apply_pending:
-        done = [t for t in tasks if t.id in records and records[t.id].done]
-        for t in done:
-            t.writes = list(records[t.id].writes)
-        if done:
-            _drop_rejected(channels, done)
-            apply_writes(checkpoint, channels, done)
-    return _Base(checkpoint, channels, step, saved.config, paused)
+    parents = dict(saved.metadata.get("parents") or {})
+    base = _Base(checkpoint, channels, step, saved.config, paused, parents, True)
+    if pending != "none":
+        _apply_tasks(base, tasks, records, everyone=pending == "all")
+    return base
+
+
+def _apply_tasks(
+    base: _Base, tasks: list[Task], records: dict[str, TaskRecord], everyone: bool
+) -> None:
+    """Apply what the finished tasks wrote; with ``everyone``, end the others with nothing."""
+    done = [t for t in tasks if t.id in records and records[t.id].done]
+    for t in done:
+        t.writes = list(records[t.id].writes)
+    if done:
+        _drop_rejected(base.channels, done)
+    ending = tasks if everyone else done
+    if ending:
+        apply_writes(base.checkpoint, base.channels, ending)
+    if everyone:
+        base.paused = []
 
 
 def _drop_rejected(channels: dict[str, Channel], done: list[Task]) -> None:
@@ -167,26 +304,23 @@ def _update_task(spec: GraphSpec, base: _Base, update: StateUpdate) -> Task:
 
 
 def _pick_node(spec: GraphSpec, checkpoint: Checkpoint, as_node: str | None) -> str:
+    """``as_node``, or the node that ran last (as LangGraph picks it)."""
     if as_node is not None:
-        if as_node == END:
-            raise InvalidUpdateError("update_state(as_node=END) is not supported yet")
-        if as_node not in spec.nodes:
-            raise InvalidUpdateError(f"Node {as_node} does not exist")
-        return as_node
-    user_nodes = [n for n in spec.nodes if n != START]
-    if len(user_nodes) == 1:
-        return user_nodes[0]
+        return as_node  # a node of the graph (update_steps checked it)
     seen = checkpoint["versions_seen"]
     ranked = sorted(
         ((max(v.values(), default=0), n) for n, v in seen.items() if n in spec.nodes and v),
         reverse=True,
     )
     if not ranked:
-        if not checkpoint["channel_versions"]:
-            return START
-        raise InvalidUpdateError("Ambiguous update, specify as_node")
+        # No node has run: the update stands in for the input, so the nodes the
+        # input triggers stay due (a paused one is not marked done).
+        return START
     if len(ranked) > 1 and ranked[0][0] == ranked[1][0]:
-        raise InvalidUpdateError("Ambiguous update, specify as_node")
+        tied = sorted(n for v, n in ranked if v == ranked[0][0])
+        raise InvalidUpdateError(
+            f"Ambiguous update, specify as_node: nodes {tied!r} ran last, in the same step"
+        )
     return ranked[0][1]
 
 
@@ -218,20 +352,19 @@ def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[t
         body.close()
 
 
-def _carry_paused(
-    spec: GraphSpec, base: _Base, updated: set[str], ns: str
-) -> list[tuple[str, list[tuple[str, Any]]]]:
+def _carry_paused(spec: GraphSpec, base: _Base, updated: set[str], step: int) -> Carried:
     """Keep interrupts pending across an update (unless the update stood in for the node).
 
-    Returns ``(task_id, writes)`` to save against the new checkpoint.
+    Returns ``(task_id, writes)`` to save against the new checkpoint, whose tasks
+    run in ``step``.
     """
     if not base.paused:
         return []
-    step = base.step + 1
+    ns = str((base.config.get("configurable") or {}).get("checkpoint_ns", ""))
     new_tasks = {
         (t.name, t.path): t for t in prepare_tasks(spec, base.checkpoint, base.channels, step, ns)
     }
-    carried: list[tuple[str, list[tuple[str, Any]]]] = []
+    carried: Carried = []
     for old, rec in base.paused:
         new = new_tasks.get((old.name, old.path))
         if new is None or old.name in updated:

@@ -18,8 +18,9 @@ from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import EmptyInputError, InvalidCommandError
 from pausepoint.loop import emit as out
 from pausepoint.loop.answers import drop_consumed, plan_answers
-from pausepoint.loop.effects import SaveCheckpoint
+from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
 from pausepoint.loop.fork import fork, forkable_interrupts
+from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
     ResumeMap,
@@ -34,7 +35,7 @@ from pausepoint.types import Command, Interrupt
 if TYPE_CHECKING:
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["check_answers", "first"]
+__all__ = ["check_answers", "first", "load"]
 
 Effect = Any
 
@@ -45,8 +46,8 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     inp = run.input
     nest = run.opts.nest
     has_state = bool(run.checkpoint["channel_versions"])
-    if nest is not None and nest.resuming and has_state:
-        inp = None
+    if nest is not None and nest.resuming and has_state and run.replayed is None:
+        inp = None  # a resume goes on with the subgraph's state; a replay takes input
     if run.opts.nest is not None and nest is not None:
         run.resume = ResumeMap(nest.resume_map, nest.resume_positions) if nest.resume_map else None
     if run.historical and inp is None:
@@ -73,6 +74,32 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
         yield from bind_resume(run)
         return
     yield from take_input(run, inp)
+
+
+def load(run: _Run) -> Generator[Effect, Any, None]:
+    """Read the checkpoint the run starts from: the config's, or its namespace's newest.
+
+    A root run given an old checkpoint is a replay (``run.historical``): its
+    subgraphs read the state they had then. A subgraph's first run in a replay
+    reads its namespace's newest checkpoint older than the replay point.
+    """
+    cfg, nest = run.cfg, run.opts.nest
+    conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
+    target = nest.replay.targets.get(cfg.checkpoint_ns) if nest and nest.replay else None
+    if target is not None:  # a subgraph checkpoint the caller's config named
+        conf["checkpoint_id"] = target
+        run.historical = True  # its tasks run again, asking their questions again
+    else:
+        run.replayed = replay_before(nest, cfg.checkpoint_ns)
+        if cfg.checkpoint_id and nest is None:
+            conf["checkpoint_id"] = cfg.checkpoint_id
+    saved = yield LoadCheckpoint({"configurable": conf}, run.replayed)
+    run.restore(saved)
+    if saved is not None and cfg.checkpoint_id and nest is None:
+        newest = yield LoadCheckpoint(cfg.with_checkpoint(None))
+        run.historical = newest is not None and newest.checkpoint["id"] != run.checkpoint["id"]
+        if run.historical:  # its subgraphs start from where they were then
+            run.replay = ReplayPoint(run.checkpoint["id"], addressed(cfg.configurable))
 
 
 def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:

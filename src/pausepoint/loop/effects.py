@@ -48,9 +48,14 @@ NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class LoadCheckpoint:
-    """Fetch a checkpoint tuple with ``saver.get_tuple(config)``; send it back (or None)."""
+    """Fetch a checkpoint tuple with ``saver.get_tuple(config)``; send it back (or None).
+
+    With ``before`` (a checkpoint id), the newest of the config's namespace older
+    than it: ``saver.list(config, before=..., limit=1)`` (a subgraph in a replay).
+    """
 
     config: RunnableConfig
+    before: str | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -70,6 +75,8 @@ class SaveCheckpoint:
     new_versions: ChannelVersions
     writes: Sequence[TaskWrites] = ()
     first: CheckpointPut | None = None
+    release: bool = False
+    """The run's last write: let the thread's lease go with it (see ``SaveWrites``)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -86,6 +93,10 @@ class SaveWrites:
     task_id: str
     task_path: str
     if_head: bool = False
+    release: bool = False
+    """The run's last write: the driver lets the thread's lease go with it, in the same
+    saver call (``release=True``) where the saver fences writes, else right after it;
+    the loop counts the lease as gone once the write is done."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

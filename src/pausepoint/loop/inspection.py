@@ -19,6 +19,7 @@ from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import NULL_TASK_ID, RESUME
 from pausepoint.loop.effects import LoadCheckpoint
+from pausepoint.loop.namespaces import stateful_ns
 from pausepoint.loop.snapshot import build_snapshot, snapshot_tasks, subgraph_config
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.writes import rejected_writes
@@ -32,8 +33,10 @@ def read_state(
 ) -> Generator[LoadCheckpoint, Any, StateSnapshot]:
     """The snapshot of the checkpoint ``config`` names, or of the thread's newest.
 
-    The newest is shown as the next run will see it (finished tasks' writes
-    applied); a named checkpoint as it was stored. With ``subgraphs``, each
+    The newest is shown as the next run will see it: finished tasks' writes
+    applied, and only the interrupts still waiting for an answer. A named
+    checkpoint is shown as it was stored, with every interrupt raised at it (the
+    ones to answer again by forking there, DESIGN §4.3). With ``subgraphs``, each
     subgraph task carries its own snapshot (read recursively); without, the
     config that names it.
     """
@@ -45,13 +48,18 @@ def read_state(
     states: dict[str, Any] = {tid: cfg for tid, (_, cfg) in subs.items()}
     if subgraphs:
         for tid, (sub, cfg) in subs.items():
-            states[tid] = yield from read_state(sub, cfg, True)
+            states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True)
     apply = "checkpoint_id" not in (config.get("configurable") or {})
     return build_snapshot(spec, shown, apply_pending=apply, task_states=states)
 
 
 def history_snapshot(spec: GraphSpec, saved: CheckpointTuple) -> StateSnapshot:
-    """One stored checkpoint as ``get_state_history`` shows it (as it was stored)."""
+    """One stored checkpoint as ``get_state_history`` shows it.
+
+    As it was stored, like ``get_state`` of a config naming it: with every interrupt
+    raised at it, so ``next(s for s in history if s.interrupts)`` finds where a
+    question was asked.
+    """
     shown = showable(spec, saved)
     states = {tid: cfg for tid, (_, cfg) in _subgraph_tasks(spec, shown).items()}
     return build_snapshot(spec, shown, apply_pending=False, task_states=states)
@@ -95,13 +103,22 @@ def _left_out(saved: CheckpointTuple, rejected: Mapping[str, Exception]) -> str:
 
 def _subgraph_tasks(
     spec: GraphSpec, saved: CheckpointTuple
-) -> dict[str, tuple[GraphSpec, RunnableConfig]]:
+) -> dict[str, tuple[Any, RunnableConfig]]:
     """Subgraph tasks of the step that starts at ``saved``: their graphs and configs."""
     if not any(n.subgraph is not None for n in spec.nodes.values()):
         return {}
     thread: str | None = (saved.config.get("configurable") or {}).get("thread_id")
     return {
-        task.id: (task.node.subgraph.spec, subgraph_config(thread, task))
+        task.id: (task.node.subgraph, subgraph_config(thread, task))
         for task in snapshot_tasks(spec, saved)
         if task.node.subgraph is not None
     }
+
+
+def _lookup(sub: Any, config: RunnableConfig) -> RunnableConfig:
+    """The config a subgraph task's checkpoints are found by (stateful: no task ids)."""
+    if getattr(sub, "checkpointer", None) is not True:
+        return config
+    conf = dict(config.get("configurable") or {})
+    conf["checkpoint_ns"] = stateful_ns(str(conf.get("checkpoint_ns") or ""))
+    return {"configurable": conf}

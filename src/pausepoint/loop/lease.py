@@ -1,7 +1,9 @@
 """Single-writer threads: one run advances a thread at a time (issue 15, DESIGN §6).
 
 A root run with a saver first takes the thread's lease (``ClaimThread``) and lets
-it go when it pauses or ends (``ReleaseThread``). The lease lives in the saver, so
+it go when it pauses or ends: with its last write where it can tell which that is
+(``release`` on the effect: the step that ends the run, a paused step's last
+outcome), else with a ``ReleaseThread`` of its own. The lease lives in the saver, so
 it holds across threads, processes and machines; it expires unless renewed (each
 fenced write renews it), so a worker that died does not hold the thread forever
 (and the driver frees at once the lease of a dead process of this host); and
@@ -19,19 +21,21 @@ used and the step completes once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.errors import ThreadBusyError
 from pausepoint.loop import begin
+from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import ClaimThread, LoadCheckpoint, ReleaseThread, Sleep
+from pausepoint.loop.tasks import Task, has_tasks
 from pausepoint.types import Command
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import LeaseClaim
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["RunLease", "claim", "release"]
+__all__ = ["RunLease", "claim", "ends_with_step", "release"]
 
 Effect = Any
 
@@ -91,6 +95,23 @@ def _only_answers_waiting(run: _Run) -> Generator[Effect, Any, bool]:
         return any(answers is not None for answers in run.answered.values())
     finally:  # forget what was read: the run starts as new once it holds the thread
         run.__init__(run.spec, run.input, run.opts)
+
+
+def ends_with_step(run: _Run, ran: Sequence[Task]) -> bool:
+    """Whether the checkpoint this step is about to save is the run's last write.
+
+    So it lets the lease go with it (``SaveCheckpoint.release``): no round trip of
+    its own to end the run. True when the run holds the lease and saves as it goes,
+    and no step follows: no task is triggered, or ``interrupt_after`` pauses here.
+    Any other way out (a breakpoint before the next step, the recursion limit, an
+    error) lets it go with a ``ReleaseThread`` of its own.
+    """
+    if not run.leased or not run.saves_now or run.step + 1 > run.stop:
+        return False
+    after = run.opts.interrupt_after
+    if after and pauses_at(run.checkpoint, after, ran):
+        return True
+    return not has_tasks(run.spec, run.checkpoint, run.channels, run.updated)
 
 
 def release(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.tasks import Task
 
 __all__ = [
+    "with_ids",
     "ResumeMap",
     "TaskRecord",
     "interrupt_owners",
@@ -319,3 +320,10 @@ def _ids(pending: list[Interrupt]) -> list[str]:
 
 def _describe(pending: list[Interrupt]) -> str:
     return ", ".join(f"{i.id!r} (value={i.value!r})" for i in pending)
+
+
+def with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:
+    """Give id-less interrupts (the deprecated ``NodeInterrupt``) their task's id."""
+    if all(i.id for i in found):
+        return found
+    return tuple(i if i.id else Interrupt.from_ns(i.value, ns) for i in found)

@@ -82,6 +82,7 @@ class StepFrame:
                     **(opts.nest.parents if opts.nest else {}),
                     run.cfg.checkpoint_ns: self.checkpoint_id,
                 },
+                replay=run.replay,
             )
         return self._nest
 

@@ -43,7 +43,6 @@ from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import (
     Emit,
-    LoadCheckpoint,
     NextOutcome,
     Outcome,
     RunTasks,
@@ -58,6 +57,7 @@ from pausepoint.loop.pending import (
     is_own_interrupt,
     match_records,
     read_records,
+    with_ids,
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
@@ -134,6 +134,11 @@ class _Run:
         self.pausing = False
         self.historical = False
         self.leased = False
+        # A replay: the point its subgraphs read their state before (namespaces.py);
+        # for a subgraph run, the id it read its state before, if it did.
+        self.replay = opts.nest.replay if opts.nest is not None else None
+        self.replayed: str | None = None
+        self.releasing = False  # the next checkpoint saved is the run's last write
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
         # Read on every step: looked up once here.
@@ -196,13 +201,17 @@ class _Run:
         return None
 
     def save_writes(
-        self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
+        self, task_id: str, writes: list[tuple[str, Any]], path: str = "", last: bool = False
     ) -> Generator[Effect, Any, None]:
+        """Save a task's writes; ``last``: the run's last write (it lets the lease go)."""
         if self.waiting is not None:  # a write never goes before its checkpoint
             yield from self.flush_waiting()
         effect = self.writes_effect(task_id, writes, path)
         if effect is not None:
+            if last and self.leased:
+                effect.release = True
             yield effect
+            self.leased = self.leased and not effect.release
 
     def leave_step(self, source: str) -> Generator[Effect, Any, None] | None:
         """Move past the current checkpoint; return the generator that saves the next.
@@ -231,6 +240,7 @@ class _Run:
             held, self.held = self.held, None
             writes = () if held is None else (held,)
             save = SaveCheckpoint(parent, self.checkpoint, self.metadata, {}, writes)
+            save.release, self.releasing = self.releasing, False
             if source == "input" and begin.start_step_follows(self):
                 self.saved_config = begin.wait_for_start_step(self, save)
             else:
@@ -239,6 +249,7 @@ class _Run:
                     save.config = waiting.config
                     save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
                 self.saved_config = yield save
+                self.leased = self.leased and not save.release  # done: let go with it
             self.persisted = self.saved_config
             self.dirty = False
         else:
@@ -279,13 +290,7 @@ class _Run:
         if (held := self.opts.lease) is not None:
             yield from lease.claim(self, held)
         if self.opts.has_saver:
-            saved = yield LoadCheckpoint(self._load_config())
-            self.restore(saved)
-            if saved is not None and self.cfg.checkpoint_id and self.opts.nest is None:
-                newest = yield LoadCheckpoint(self.cfg.with_checkpoint(None))
-                self.historical = (
-                    newest is not None and newest.checkpoint["id"] != self.checkpoint["id"]
-                )
+            yield from begin.load(self)
         else:
             self.check_no_saver_input()
         if not self.channels:
@@ -325,15 +330,6 @@ class _Run:
         """Let the thread's lease go, if the run took one."""
         if (held := self.opts.lease) is not None:
             yield from lease.release(self, held)
-
-    def _load_config(self) -> RunnableConfig:
-        conf: dict[str, Any] = {
-            "thread_id": self.cfg.thread_id,
-            "checkpoint_ns": self.cfg.checkpoint_ns,
-        }
-        if self.cfg.checkpoint_id and self.opts.nest is None:
-            conf["checkpoint_id"] = self.cfg.checkpoint_id
-        return {"configurable": conf}
 
     def check_no_saver_input(self) -> None:
         given: Any = self.input
@@ -506,7 +502,7 @@ class _Run:
         elif isinstance(err, GraphInterrupt):
             # An empty interrupt is a subgraph's static breakpoint: it pauses us too.
             self.pausing = True
-            found = _with_ids(err.interrupts, task.ns)
+            found = with_ids(err.interrupts, task.ns)
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
@@ -519,7 +515,8 @@ class _Run:
                 # A saved failure is cleared so the task reads as paused, not failed.
                 rec.error = None
                 saved.append((ERROR, None))
-            yield from self.save_writes(task.id, saved, path)
+            # The step's last outcome pauses it, so this is the run's last write.
+            yield from self.save_writes(task.id, saved, path, last=hold)
             if self.opts.stream_modes and found:  # a breakpoint's task did not finish: no event
                 yield from out.interrupts_found(self, found)
                 yield from out.task_result(self, task, None, found)
@@ -531,7 +528,7 @@ class _Run:
                 # The INTERRUPT slot stays: a failed task re-runs on the next invoke
                 # with its saved answers, and a new answer can still be sent to it.
                 rec = self.records.setdefault(task.id, TaskRecord())
-                rec.error = _error_record(err)
+                rec.error = repr(err)
                 yield from self.save_writes(task.id, [(ERROR, rec.error)], path)
                 yield from out.task_result(self, task, err, ())
 
@@ -548,6 +545,7 @@ class _Run:
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):
             yield self.emit("values", self.output())
+        self.releasing = lease.ends_with_step(self, ran)
         if (saving := self.leave_step("loop")) is not None:
             yield from saving
         self.resume = None
@@ -580,17 +578,6 @@ class _Run:
 
 
 _NEXT_OUTCOME = NextOutcome()
-
-
-def _with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:
-    """Give id-less interrupts (the deprecated ``NodeInterrupt``) their task's id."""
-    if all(i.id for i in found):
-        return found
-    return tuple(i if i.id else Interrupt.from_ns(i.value, ns) for i in found)
-
-
-def _error_record(err: BaseException) -> str:
-    return repr(err)
 
 
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, Any, RunResult]:

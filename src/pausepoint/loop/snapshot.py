@@ -9,7 +9,7 @@ from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT
 from pausepoint.loop.answers import stored_answers
-from pausepoint.loop.pending import read_records
+from pausepoint.loop.pending import TaskRecord, read_records
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, read_values
 from pausepoint.loop.writes import InputWrites, apply_writes
@@ -34,10 +34,15 @@ def build_snapshot(
     apply_pending: bool,
     task_states: dict[str, Any] | None = None,
 ) -> StateSnapshot:
-    """The snapshot of ``saved``; with ``apply_pending``, finished tasks' writes are applied.
+    """The snapshot of ``saved``: as the next run sees it, or as it was stored.
 
-    Only interrupts still waiting for an answer are listed (DESIGN §4.3); a question
-    whose answer is stored but not yet used is in its task's ``answered`` (§4.1).
+    With ``apply_pending`` (the thread's current state), finished tasks' writes are
+    applied and only interrupts still waiting for an answer are listed (DESIGN
+    §4.3); a question whose answer is stored but not yet used is in its task's
+    ``answered`` (§4.1). Without (a checkpoint named by id, a history entry), the
+    checkpoint is shown as stored, with every interrupt raised at it, answered
+    since or not, as LangGraph shows it: that is the checkpoint to fork from to
+    answer one again (§4.2).
     """
     checkpoint = copy_checkpoint(saved.checkpoint)
     channels = spec.fresh_channels(checkpoint["channel_values"])
@@ -59,7 +64,7 @@ def build_snapshot(
     out: list[PregelTask] = []
     for task in tasks:
         rec = records.get(task.id)
-        interrupts: tuple[Interrupt, ...] = rec.interrupts if rec and rec.waiting else ()
+        interrupts = _listed(rec, current=apply_pending)
         error = rec.error if rec is not None and rec.error and not rec.done else None
         result = _result(spec, rec.writes) if rec is not None and rec.done else None
         answered = stored_answers(rec) if rec is not None else ()
@@ -86,6 +91,13 @@ def build_snapshot(
         tasks=tuple(out),
         interrupts=tuple(i for t in out for i in t.interrupts),
     )
+
+
+def _listed(rec: TaskRecord | None, *, current: bool) -> tuple[Interrupt, ...]:
+    """A task's interrupts in a snapshot: still waiting (current state), or all raised."""
+    if rec is None:
+        return ()
+    return rec.interrupts if rec.waiting or not current else ()
 
 
 def _values(spec: GraphSpec, channels: Any) -> Any:

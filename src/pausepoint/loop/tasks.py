@@ -21,7 +21,7 @@ from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import Send
 
-__all__ = ["UNREAD", "Task", "prepare_tasks", "task_id", "task_input", "task_ns"]
+__all__ = ["has_tasks", "UNREAD", "Task", "prepare_tasks", "task_id", "task_input", "task_ns"]
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -142,6 +142,30 @@ def prepare_tasks(
 
 
 _NONE_SEEN: Mapping[str, Any] = {}
+
+
+def has_tasks(
+    spec: GraphSpec,
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Channel],
+    updated: Collection[str] | None = None,
+) -> bool:
+    """Whether the superstep at ``checkpoint`` has a task (``prepare_tasks``, without ids).
+
+    For a step's checkpoint before it is saved: the ids need the id it gets then.
+    """
+    sends = channels[TASKS].value if TASKS in channels else None
+    if sends and isinstance(sends, list):
+        return True
+    versions = checkpoint["channel_versions"]
+    seen_all = checkpoint["versions_seen"]
+    for node in _candidates(spec, updated):
+        seen = seen_all.get(node.name, _NONE_SEEN)
+        for c in node.triggers:
+            version = versions.get(c)
+            if version is not None and version > seen.get(c, 0) and channels[c].is_available():
+                return True
+    return False
 
 
 def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[NodeProc]:

@@ -142,10 +142,11 @@ class FaultySaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put")
-        guard = guard_kwargs(lease)
+        guard = guard_kwargs(lease, False, release)
         return self.inner.put(config, checkpoint, metadata, new_versions, **guard)
 
     def put_writes(
@@ -156,11 +157,12 @@ class FaultySaver(BaseCheckpointSaver):
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put_writes")
-        guard = guard_kwargs(lease, if_head)
+        guard = guard_kwargs(lease, if_head, release)
         self.inner.put_writes(config, writes, task_id, task_path, **guard)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -216,10 +218,11 @@ class FaultySaver(BaseCheckpointSaver):
         new_versions: ChannelVersions,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put")
-        guard = guard_kwargs(lease)
+        guard = guard_kwargs(lease, False, release)
         return await self.inner.aput(config, checkpoint, metadata, new_versions, **guard)
 
     async def aput_writes(
@@ -230,11 +233,12 @@ class FaultySaver(BaseCheckpointSaver):
         task_path: str = "",
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Delegate, failing if chosen (nothing is stored then)."""
         self._enter("put_writes")
-        guard = guard_kwargs(lease, if_head)
+        guard = guard_kwargs(lease, if_head, release)
         await self.inner.aput_writes(config, writes, task_id, task_path, **guard)
 
     async def adelete_thread(self, thread_id: str) -> None:

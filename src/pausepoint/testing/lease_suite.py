@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Literal
 
 import pytest
@@ -299,6 +300,57 @@ class LeaseConformance:
             assert info.value.holder is None
         assert await _stored(ops, thread) == before
         assert await ops.get_lease(thread) is None
+
+    @pytest.mark.asyncio
+    @pytest.mark.usefixtures("fencing")
+    async def test_a_releasing_write_stores_and_lets_the_lease_go(
+        self, ops: SaverOps, thread: str
+    ) -> None:
+        """``release=True``: the write is stored and the lease is gone, by each method."""
+        (root,) = await chain(ops, thread, 1)
+        step = [TaskWrites("task-9", [("c", 3)])]
+        kw: dict[str, Any] = {"lease": "A", "release": True}
+        new, after = make_checkpoint({"n": 1}), make_checkpoint({"n": 2})
+        writes: list[Callable[[], Awaitable[Any]]] = [
+            lambda: ops.put(root, new, make_metadata(1), **kw),
+            lambda: ops.put_writes(root, [("b", 2)], "task-2", **kw),
+            lambda: ops.put_writes(root, MANY, "task-3", **kw),
+            lambda: ops.put_after_writes(root, step, after, make_metadata(1), **kw),
+        ]
+        for write in writes:
+            assert (await ops.acquire_lease(thread, "A", LONG)).acquired
+            before = await _stored(ops, thread)
+            await write()
+            assert await _stored(ops, thread) != before
+            assert await ops.get_lease(thread) is None
+            # Gone, not expired: another owner takes the thread at once.
+            assert (await ops.acquire_lease(thread, "B", LONG)).acquired
+            await ops.release_lease(thread, "B")
+
+    @pytest.mark.asyncio
+    @pytest.mark.usefixtures("fencing")
+    async def test_a_releasing_write_without_the_lease_writes_and_releases_nothing(
+        self, ops: SaverOps, thread: str
+    ) -> None:
+        """A releasing write by a run that lost its lease: nothing written, the lease stays."""
+        (root,) = await chain(ops, thread, 1)
+        claim = await ops.acquire_lease(thread, "B", LONG)
+        before = await _stored(ops, thread)
+        attempts = [
+            lambda: ops.put(
+                root, make_checkpoint({"n": 1}), make_metadata(1), lease="A", release=True
+            ),
+            lambda: ops.put_writes(root, [("b", 2)], "t", lease="A", release=True),
+            lambda: ops.put_writes(root, MANY, "t", lease="A", release=True),
+        ]
+        for attempt in attempts:
+            with pytest.raises(LeaseLostError):
+                await attempt()
+            assert await _stored(ops, thread) == before
+            assert await ops.get_lease(thread) == claim.holder
+        with pytest.raises(ValueError, match="needs lease=owner"):
+            await ops.put_writes(root, [("b", 2)], "t", release=True)
+        assert await _stored(ops, thread) == before
 
     @pytest.mark.asyncio
     @pytest.mark.usefixtures("fencing")

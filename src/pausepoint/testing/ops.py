@@ -43,6 +43,7 @@ class SaverOps:
         metadata: CheckpointMetadata,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Store a checkpoint."""
         raise NotImplementedError
@@ -54,6 +55,7 @@ class SaverOps:
         task_id: str,
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Store a task's writes."""
@@ -67,6 +69,7 @@ class SaverOps:
         metadata: CheckpointMetadata,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Store tasks' writes, then a checkpoint after the config's."""
         raise NotImplementedError
@@ -139,9 +142,12 @@ class SyncOps(SaverOps):
         metadata: CheckpointMetadata,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Call ``put``."""
-        return self.saver.put(config, checkpoint, metadata, {}, **guard_kwargs(lease))
+        return self.saver.put(
+            config, checkpoint, metadata, {}, **guard_kwargs(lease, False, release)
+        )
 
     async def put_writes(
         self,
@@ -150,10 +156,11 @@ class SyncOps(SaverOps):
         task_id: str,
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Call ``put_writes``."""
-        self.saver.put_writes(config, writes, task_id, **guard_kwargs(lease, if_head))
+        self.saver.put_writes(config, writes, task_id, **guard_kwargs(lease, if_head, release))
 
     async def put_after_writes(
         self,
@@ -163,9 +170,10 @@ class SyncOps(SaverOps):
         metadata: CheckpointMetadata,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Call ``put_after_writes``."""
-        guard = guard_kwargs(lease)
+        guard = guard_kwargs(lease, False, release)
         return self.saver.put_after_writes(config, writes, checkpoint, metadata, {}, **guard)
 
     async def put_pair(
@@ -242,9 +250,12 @@ class AsyncOps(SaverOps):
         metadata: CheckpointMetadata,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Await ``aput``."""
-        return await self.saver.aput(config, checkpoint, metadata, {}, **guard_kwargs(lease))
+        return await self.saver.aput(
+            config, checkpoint, metadata, {}, **guard_kwargs(lease, False, release)
+        )
 
     async def put_writes(
         self,
@@ -253,10 +264,13 @@ class AsyncOps(SaverOps):
         task_id: str,
         *,
         lease: str | None = None,
+        release: bool = False,
         if_head: bool = False,
     ) -> None:
         """Await ``aput_writes``."""
-        await self.saver.aput_writes(config, writes, task_id, **guard_kwargs(lease, if_head))
+        await self.saver.aput_writes(
+            config, writes, task_id, **guard_kwargs(lease, if_head, release)
+        )
 
     async def put_after_writes(
         self,
@@ -266,9 +280,10 @@ class AsyncOps(SaverOps):
         metadata: CheckpointMetadata,
         *,
         lease: str | None = None,
+        release: bool = False,
     ) -> RunnableConfig:
         """Await ``aput_after_writes``."""
-        guard = guard_kwargs(lease)
+        guard = guard_kwargs(lease, False, release)
         return await self.saver.aput_after_writes(config, writes, checkpoint, metadata, {}, **guard)
 
     async def put_pair(

@@ -1,0 +1,100 @@
+"""Where a subgraph's checkpoints live, and which of them a nested run reads (issue 16).
+
+Why a module of its own: a subgraph's state is found by its checkpoint namespace,
+and three rules decide which namespace and which checkpoint in it; spread over the
+loop, they drifted apart from LangGraph's (a replay that reused an old answer, a
+stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them:
+
+- **Per task** (``compile(checkpointer=None)``, the default): a subgraph's namespace
+  is its parent task's, ``node:<task id>`` (``|``-joined with its ancestors'). Its
+  state lasts as long as that task: a later step, a loop or another parent run calls
+  it with a new task id, so it starts afresh; a resume of the same task finds it.
+- **Stateful** (``checkpointer=True``): the same namespace without the task ids
+  (``node``, ``outer|node``), so the subgraph keeps its state across parent runs.
+- **Addressed**: a config taken from inside a subgraph carries ``checkpoint_map``
+  (namespace → checkpoint id, every level from the root down). Given to the root
+  graph, the root runs from the map's root entry and each subgraph on the path from
+  its own entry: a replay, resume or fork from inside a subgraph, at any depth.
+- **Replay**: when the root graph runs again from a checkpoint of its history, a
+  subgraph's first run in it reads the newest checkpoint of its namespace made
+  *before* that point — nothing for a per-task subgraph (it starts afresh, asking
+  its questions again), the state it had then for a stateful one. Later runs of
+  the same subgraph in that root run (a loop) read their namespace's newest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pausepoint.constants import NS_END, NS_SEP
+
+if TYPE_CHECKING:
+    from pausepoint.scratchpad import NestInfo
+
+__all__ = ["ReplayPoint", "addressed", "addressed_root", "replay_before", "stateful_ns"]
+
+
+def stateful_ns(ns: str) -> str:
+    """The namespace of a stateful subgraph run in task namespace ``ns``: ids dropped.
+
+    ``"outer:<id>|inner:<id>"`` → ``"outer|inner"``; a numeric part (a push
+    task's position) is dropped too.
+    """
+    return NS_SEP.join(part.split(NS_END, 1)[0] for part in ns.split(NS_SEP) if not part.isdigit())
+
+
+class ReplayPoint:
+    """The checkpoint a root run replays from, shared by every subgraph run under it.
+
+    ``checkpoint_id``: the subgraphs' checkpoints older than it are the ones they
+    had at that point. Parallel subgraphs ask at once (the sync driver's threads):
+    ``dict.setdefault`` with a str key is one atomic step, so exactly one of them
+    is first (the loop package takes no locks: it does no I/O and has no threads).
+    """
+
+    __slots__ = ("_visited", "checkpoint_id", "targets")
+
+    def __init__(self, checkpoint_id: str, targets: Mapping[str, str] | None = None) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.targets: Mapping[str, str] = targets or {}
+        """Namespace → the checkpoint its subgraph runs from: a config taken from inside
+        a subgraph (its ``checkpoint_map``) addresses that subgraph checkpoint."""
+        self._visited: dict[str, object] = {}
+
+    def first_visit(self, ns: str) -> bool:
+        """Whether this is the first run in namespace ``ns`` (its own task id aside).
+
+        Its ancestors' ids count: two parallel parents' subgraphs are two subgraphs.
+        """
+        mark = object()
+        return self._visited.setdefault(ns.rsplit(NS_END, 1)[0], mark) is mark
+
+
+def addressed(config: Mapping[str, Any]) -> dict[str, str]:
+    """The subgraph checkpoints a root config's ``checkpoint_map`` names (root's left out).
+
+    A config taken from inside a subgraph (a subgraph snapshot's, a subgraph
+    history entry's) names the checkpoint of every level down to it.
+    """
+    found = config.get("checkpoint_map")
+    if not isinstance(found, Mapping):
+        return {}
+    return {str(k): str(v) for k, v in found.items() if k and v}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def addressed_root(config: Mapping[str, Any]) -> str | None:
+    """The root checkpoint a subgraph's config names (``checkpoint_map[""]``), or None."""
+    found = config.get("checkpoint_map")
+    root = found.get("") if isinstance(found, Mapping) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return str(root) if root else None  # pyright: ignore[reportUnknownArgumentType]
+
+
+def replay_before(nest: NestInfo | None, ns: str) -> str | None:
+    """The checkpoint id a subgraph run in ``ns`` reads the state before, or None.
+
+    None: it reads its namespace's newest (not in a replay, or not its first run).
+    """
+    if nest is None or nest.replay is None or not nest.replay.first_visit(ns):
+        return None
+    return nest.replay.checkpoint_id

@@ -1,0 +1,301 @@
+"""Issue 16, family 5: ``update_state`` on a paused subgraph's config, and the special
+``as_node`` values.
+
+``update_state(subgraph_config, values, as_node=...)`` edits that subgraph with its own
+schema and nodes (``as_node`` names a subgraph node, the default is chosen among the
+subgraph's nodes); the subgraph's paused node still runs on resume. LangGraph's special
+``as_node`` values: ``"__input__"`` (the values become a new input), ``"__copy__"`` (a
+sibling copy of the checkpoint, source ``fork``), ``"__end__"`` (with ``None``: drop the
+pending tasks). The default ``as_node`` on a paused graph must not mark the paused node
+as done.
+
+LangGraph 1.1.6 quirk left out on purpose: ``update_state(subgraph_config, values,
+as_node="__input__")`` on a *paused* subgraph leaves both ``__start__`` and the paused
+node in the subgraph's ``next``, and the following resume asks the question again with
+the answer dropped. ``"__input__"`` is covered at the root only.
+"""
+
+import operator
+from collections import Counter
+from typing import Annotated, Any
+
+import pytest
+from typing_extensions import TypedDict
+
+pytest.importorskip("langgraph")
+
+from ._harness import SAVERS, Scenarios, catch, thread
+from ._subgraph_kit import (
+    START_VALUES,
+    Logged,
+    answered,
+    counted,
+    deep_graph,
+    hide_stateful_task_states,
+    namespace_only,
+    observe,
+    sub_config,
+)
+
+scenario = Scenarios(savers=SAVERS, mask_task_ids=True)
+
+F5 = "issue 16 family 5: "
+
+
+def _update_paused_subgraph(
+    lib: Any, drive: Any, depth: int, values: Any, as_node: str | None
+) -> dict[str, Any]:
+    """Pause at ``q<depth>``; ``update_state`` its subgraph's config; resume."""
+    runs: Counter[str] = Counter()
+    g = deep_graph(lib, drive, runs, depth)
+    drive.invoke(g, START_VALUES, thread())
+    paused = sub_config(drive, g, thread(), depth)
+    runs.clear()
+    returned = catch(drive.update_state, g, paused, values, as_node)
+    after_update = observe(drive, g, thread())
+    resumed = catch(drive.invoke, g, lib.Command(resume="r"), thread())
+    return {
+        "returned": returned,
+        "after_update": after_update,
+        "resumed": resumed,
+        "head": observe(drive, g, thread()),
+        "runs": dict(runs),
+    }
+
+
+@scenario(xfail=F5 + "applied to the parent: the paused subgraph node is skipped")
+def update_subgraph_config_default_as_node_depth1(lib, drive):
+    return _update_paused_subgraph(lib, drive, 1, {"log": ["edited"]}, None)
+
+
+@scenario(xfail=F5 + "applied to the parent: the paused subgraph node is skipped")
+def update_subgraph_config_default_as_node_depth2(lib, drive):
+    return _update_paused_subgraph(lib, drive, 2, {"log": ["edited"]}, None)
+
+
+@scenario(xfail=F5 + "applied to the parent: the paused subgraph node is skipped")
+def update_subgraph_config_default_as_node_depth3(lib, drive):
+    return _update_paused_subgraph(lib, drive, 3, {"log": ["edited"], "x": 7}, None)
+
+
+@scenario(xfail=F5 + "as_node naming a subgraph node is not applied to the subgraph")
+def update_subgraph_config_as_earlier_node(lib, drive):
+    return _update_paused_subgraph(lib, drive, 1, {"log": ["edited"]}, "before")
+
+
+@scenario(xfail=F5 + "as_node naming the paused subgraph node is not applied to it")
+def update_subgraph_config_as_paused_node(lib, drive):
+    return _update_paused_subgraph(lib, drive, 2, {"log": ["answered by hand"]}, "ask")
+
+
+@scenario(xfail=F5 + "as_node naming a subgraph node is not applied to the subgraph")
+def update_subgraph_config_as_last_node(lib, drive):
+    return _update_paused_subgraph(lib, drive, 1, {"x": 41}, "after")
+
+
+@scenario(xfail=F5 + "as_node=START on a subgraph config: subgraph next () not ('before',)")
+def update_subgraph_config_as_start(lib, drive):
+    return _update_paused_subgraph(lib, drive, 1, {"log": ["restart"]}, lib.START)
+
+
+@scenario(xfail=F5 + "as_node='__end__' on a subgraph config is not supported")
+def update_subgraph_config_as_end(lib, drive):
+    return _update_paused_subgraph(lib, drive, 2, None, "__end__")
+
+
+@scenario(xfail=F5 + "as_node='__copy__' on a subgraph config writes no fork")
+def update_subgraph_config_as_copy(lib, drive):
+    return _update_paused_subgraph(lib, drive, 1, None, "__copy__")
+
+
+@scenario(xfail=F5 + "a parent node named as_node on a subgraph config is accepted")
+def update_subgraph_config_as_parent_node_raises(lib, drive):
+    return _update_paused_subgraph(lib, drive, 1, {"log": ["x"]}, "post")
+
+
+@scenario(xfail=F5 + "invoke(None) from the config update_state returned for a subgraph")
+def update_subgraph_config_then_run_from_returned_config(lib, drive):
+    runs: Counter[str] = Counter()
+    g = deep_graph(lib, drive, runs, 1)
+    drive.invoke(g, START_VALUES, thread())
+    paused = sub_config(drive, g, thread(), 1)
+    forked = drive.update_state(g, paused, {"log": ["forked"]})
+    replayed = catch(drive.invoke, g, None, forked)
+    resumed = catch(drive.invoke, g, lib.Command(resume="new"), forked)
+    return {
+        "forked": forked,
+        "replayed": replayed,
+        "resumed": resumed,
+        "head": observe(drive, g, thread()),
+        "runs": dict(runs),
+    }
+
+
+# --- an update addressed through a subgraph history entry, and a stateful subgraph ---------
+
+
+@scenario(xfail=F5 + "update_state on a subgraph history entry raises InvalidUpdateError")
+def update_subgraph_history_entry_then_replay(lib, drive):
+    g, runs, paused, _ = answered(lib, drive, 2)
+    entries = drive.history(g, namespace_only(paused))
+    before = next(e for e in entries if e.next == ("before",))
+    forked = catch(drive.update_state, g, before.config, {"log": ["forked"]}, "before")
+    replayed = catch(drive.invoke, g, None, forked) if isinstance(forked, dict) else None
+    resumed = catch(drive.invoke, g, lib.Command(resume="z"), forked)
+    return {
+        "forked": forked,
+        "replayed": replayed,
+        "resumed": resumed,
+        "head": observe(drive, g, thread()),
+        "runs": dict(runs),
+    }
+
+
+class Notes(TypedDict, total=False):
+    notes: Annotated[list[str], operator.add]
+    said: str
+
+
+@scenario(xfail=F5 + "update on a stateful subgraph's config: the paused node is skipped")
+def update_stateful_subgraph_config(lib, drive):
+    def take(state: Notes) -> dict[str, Any]:
+        return {"notes": [lib.interrupt("note?")], "said": f"{len(state.get('notes', []))}"}
+
+    sb = lib.StateGraph(Notes)
+    sb.add_node("take", take)
+    sb.add_edge(lib.START, "take")
+    b = lib.StateGraph(Notes)
+    b.add_node("notes", sb.compile(checkpointer=True))
+    b.add_edge(lib.START, "notes")
+    g = b.compile(checkpointer=drive.saver())
+    drive.invoke(g, {"said": "-"}, thread())
+    paused = sub_config(drive, g, thread(), 1)
+    returned = catch(drive.update_state, g, paused, {"notes": ["by hand"]})
+    resumed = drive.invoke(g, lib.Command(resume="first"), thread())
+    again = drive.invoke(g, {"said": "-"}, thread())
+    rec = {
+        "returned": returned,
+        "resumed": resumed,
+        "again": again,
+        "head": observe(drive, g, thread()),
+        "sub": catch(drive.history, g, thread(checkpoint_ns="notes")),
+    }
+    return hide_stateful_task_states(rec, {"notes"})
+
+
+# --- special as_node values at the root ----------------------------------------------------
+
+
+class Foo(TypedDict):
+    foo: str
+
+
+def _foo_graph(lib: Any, drive: Any, runs: Counter[str]) -> Any:
+    b = lib.StateGraph(Foo)
+    b.add_node("a", counted(runs, "a", lambda s: {"foo": s["foo"] + "+a"}))
+    b.add_node("b", counted(runs, "b", lambda s: {"foo": s["foo"] + "+b"}))
+    b.add_edge(lib.START, "a")
+    b.add_edge("a", "b")
+    return b.compile(checkpointer=drive.saver())
+
+
+def _special(lib: Any, drive: Any, as_node: str, values: Any, where: str) -> dict[str, Any]:
+    runs: Counter[str] = Counter()
+    g = _foo_graph(lib, drive, runs)
+    drive.invoke(g, {"foo": "x"}, thread())
+    hist = drive.history(g, thread())
+    cfg = thread() if where == "head" else next(h for h in hist if h.next == ("b",)).config
+    runs.clear()
+    new = catch(drive.update_state, g, cfg, values, as_node)
+    snap = drive.get_state(g, new) if isinstance(new, dict) else None
+    out = catch(drive.invoke, g, None, new) if isinstance(new, dict) else None
+    return {
+        "new": new,
+        "snap": snap,
+        "out": out,
+        "history": drive.history(g, thread()),
+        "runs": dict(runs),
+    }
+
+
+@scenario
+def update_as_input_on_finished_thread(lib, drive):
+    return _special(lib, drive, "__input__", {"foo": "in"}, "head")
+
+
+@scenario
+def update_as_copy_of_historical_checkpoint(lib, drive):
+    return _special(lib, drive, "__copy__", None, "old")
+
+
+@scenario
+def update_as_end_on_historical_checkpoint(lib, drive):
+    return _special(lib, drive, "__end__", None, "old")
+
+
+@scenario(xfail=F5 + "as_node='__end__' on a paused thread is not supported")
+def update_as_end_on_paused_thread(lib, drive):
+    b = lib.StateGraph(Logged)
+    b.add_node("ask", lambda s: {"log": [lib.interrupt("q?")]})
+    b.add_node("post", lambda s: {"log": ["post"]})
+    b.add_edge(lib.START, "ask")
+    b.add_edge("ask", "post")
+    g = b.compile(checkpointer=drive.saver())
+    drive.invoke(g, START_VALUES, thread())
+    new = catch(drive.update_state, g, thread(), None, "__end__")
+    return {
+        "new": new,
+        "state": drive.get_state(g, thread()),
+        "resumed": catch(drive.invoke, g, lib.Command(resume="late"), thread()),
+        "history": drive.history(g, thread()),
+    }
+
+
+# --- the default as_node on a paused graph --------------------------------------------------
+
+
+def _default_as_node(lib: Any, drive: Any, with_prep: bool) -> dict[str, Any]:
+    b = lib.StateGraph(Logged)
+    b.add_node("ask", lambda s: {"log": [f"asked:{lib.interrupt('q?')}"]})
+    if with_prep:
+        b.add_node("prep", lambda s: {"log": ["prep"]})
+        b.add_edge(lib.START, "prep")
+        b.add_edge("prep", "ask")
+    else:
+        b.add_edge(lib.START, "ask")
+    g = b.compile(checkpointer=drive.saver())
+    drive.invoke(g, START_VALUES, thread())
+    new = drive.update_state(g, thread(), {"log": ["edited"]})
+    return {
+        "new": new,
+        "state": drive.get_state(g, new),
+        "replay": catch(drive.invoke, g, None, thread()),
+        "resumed": catch(drive.invoke, g, lib.Command(resume="r"), thread()),
+        "history": drive.history(g, thread()),
+    }
+
+
+@scenario(xfail=F5 + "the default as_node marks the single paused node as done")
+def default_as_node_on_paused_single_node_graph(lib, drive):
+    return _default_as_node(lib, drive, with_prep=False)
+
+
+@scenario(xfail="issue 16 family 9: history of the edited paused thread lists no interrupts")
+def default_as_node_on_paused_graph_with_earlier_node(lib, drive):
+    return _default_as_node(lib, drive, with_prep=True)
+
+
+@scenario
+def default_as_node_on_paused_parallel_nodes_is_ambiguous(lib, drive):
+    b = lib.StateGraph(Logged)
+    for name in "ab":
+        b.add_node(name, lambda s, n=name: {"log": [lib.interrupt(n)]})
+        b.add_edge(lib.START, name)
+    g = b.compile(checkpointer=drive.saver())
+    drive.invoke(g, START_VALUES, thread())
+    before = drive.get_state(g, thread()).config
+    err = catch(drive.update_state, g, thread(), {"log": ["edited"]})
+    return {"err": err, "unchanged": drive.get_state(g, thread()).config == before}
+
+
+test_subgraph_parity_update = scenario.test()
