@@ -17,7 +17,7 @@ from pausepoint.drivers.calls import AsyncCalls, asettle
 from pausepoint.drivers.owners import LOCAL, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.sync import LeaseHeld
-from pausepoint.errors import GraphBubbleUp
+from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
     NO_KWARGS,
     Call,
@@ -243,10 +243,14 @@ async def _run_body(body: Body) -> list[tuple[str, Any]]:
     try:
         call = next(body)
         while isinstance(call, Call):
-            if call.async_ is not None:
-                result = await call.async_(*call.args, **call.kwargs)
-            else:
-                result = await asyncio.to_thread(call.sync, *call.args, **call.kwargs)
+            try:
+                if call.async_ is not None:
+                    result = await call.async_(*call.args, **call.kwargs)
+                else:
+                    result = await asyncio.to_thread(call.sync, *call.args, **call.kwargs)
+            except ParentCommand as sent:  # a subgraph's command: the body applies it
+                call = body.throw(sent)
+                continue
             call = body.send(result)
         return call
     finally:

@@ -23,7 +23,7 @@ from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import SyncCalls, settle
 from pausepoint.drivers.owners import LOCAL, fences_writes, holder_is_gone, releases_with_writes
 from pausepoint.drivers.retry import retry_delay
-from pausepoint.errors import GraphBubbleUp
+from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
     NO_KWARGS,
     Call,
@@ -341,11 +341,17 @@ def _run_body(body: Body) -> list[tuple[str, Any]]:
     try:
         call = next(body)
         while isinstance(call, Call):
-            result = call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
-            if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
-                import asyncio  # only for an async node under the sync driver
+            try:
+                result = (
+                    call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
+                )
+                if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
+                    import asyncio  # only for an async node under the sync driver
 
-                result = asyncio.run(_await(result))
+                    result = asyncio.run(_await(result))
+            except ParentCommand as sent:  # a subgraph's command: the body applies it
+                call = body.throw(sent)
+                continue
             call = body.send(result)
         return call
     finally:

@@ -11,16 +11,19 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
-from pausepoint.loop.tasks import Task, prepare_tasks, task_input
+from pausepoint.loop.snapshot import subgraph_config
+from pausepoint.loop.tasks import Task, task_input
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
+    from pausepoint.loop.pending import TaskRecord
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
 __all__ = [
     "cached_updates",
-    "checkpoint_events",
+    "parent_shown",
+    "reached_checkpoint",
     "resumed_checkpoint",
     "task_result",
     "task_starts",
@@ -99,62 +102,85 @@ def _task_event(run: _Run, kind: str, payload: dict[str, Any]) -> Generator[Emit
         )
 
 
-def checkpoint_events(run: _Run, parent: RunnableConfig) -> Generator[Emit, Any, None]:
-    """``checkpoints`` / ``debug`` events for the checkpoint just made."""
-    nxt = prepare_tasks(run.spec, run.checkpoint, run.channels, run.step + 1, run.cfg.checkpoint_ns)
-    conf = dict(run.saved_config.get("configurable") or {}) if run.saved_config else {}
-    payload = {
-        "config": {"configurable": conf},
-        "parent_config": parent if _has_id(parent) else None,
-        "values": run.output(),
-        "metadata": dict(run.metadata),
-        "next": [t.name for t in nxt],
-        "tasks": [{"id": t.id, "name": t.name, "interrupts": (), "state": None} for t in nxt],
-    }
-    if run.wants("checkpoints"):
-        yield run.emit("checkpoints", payload)
-    if run.wants("debug"):
-        yield run.emit(
-            "debug",
-            {
-                "step": run.step,
-                "timestamp": run.checkpoint["ts"],
-                "type": "checkpoint",
-                "payload": payload,
-            },
-        )
+def parent_shown(run: _Run, parent: RunnableConfig) -> RunnableConfig | None:
+    """The parent a checkpoint just made shows in events; ``parent``: its saved parent.
+
+    With durability ``"exit"`` nothing was saved yet: the event names the last
+    checkpoint that was (the one the checkpoint saved at exit will name), so that no
+    event points at a checkpoint history never holds (docs/differences.md).
+    """
+    return parent if run.saves_now else run.persisted
 
 
-def _has_id(config: RunnableConfig) -> bool:
-    return bool((config.get("configurable") or {}).get("checkpoint_id"))
+def reached_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
+    """``checkpoints`` / ``debug`` event for the checkpoint the next step starts from.
+
+    Reported when that step starts, as LangGraph does: a run paused by
+    ``interrupt_after`` reports its last checkpoint when it is resumed, and a run
+    stopped by the recursion limit does not report it.
+    """
+    run.unreported = False
+    yield from resumed_checkpoint(run)
 
 
 def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
     """``checkpoints`` / ``debug`` event for the checkpoint a resumed run starts from."""
-    if not (run.wants("checkpoints") or run.wants("debug")) or run.saved_config is None:
+    if not run.streams_checkpoints or run.saved_config is None:
         return
-    tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, run.step, run.cfg.checkpoint_ns)
-    described: list[dict[str, Any]] = []
-    for t in tasks:
-        rec = run.records.get(t.id)
-        item: dict[str, Any] = {"id": t.id, "name": t.name}
-        if rec is not None and rec.done:
-            item["result"] = {k: v for k, v in rec.writes if k in run.out_keys}
-        shown = rec.interrupts if rec is not None and rec.resumable else ()
-        item["interrupts"] = tuple({"value": i.value, "id": i.id} for i in shown)
-        item["state"] = None
-        described.append(item)
-    parent = run.parent_config
+    described = [_task_item(run, t, run.records.get(t.id)) for t in run.current_tasks()]
+    yield from _checkpoint_event(run, run.parent_config, described, run.step - 1)
+
+
+def _checkpoint_event(
+    run: _Run, parent: RunnableConfig | None, tasks: list[dict[str, Any]], step: int
+) -> Generator[Emit, Any, None]:
+    """Emit one checkpoint's event; configs name their ancestors as history's do."""
+    parents: dict[str, str] = dict(run.metadata.get("parents") or {})
+    assert run.saved_config is not None
     payload = {
-        "config": {"configurable": dict(run.saved_config.get("configurable") or {})},
-        "parent_config": parent if parent is not None and _has_id(parent) else None,
+        "config": _public(run.saved_config, parents),
+        "parent_config": _public(parent, parents) if parent and _has_id(parent) else None,
         "values": run.output(),
         "metadata": dict(run.metadata),
-        "next": [t.name for t in tasks],
-        "tasks": described,
+        "next": [t["name"] for t in tasks],
+        "tasks": tasks,
     }
     if run.wants("checkpoints"):
         yield run.emit("checkpoints", payload)
     if run.wants("debug"):
-        event = {"step": run.step - 1, "timestamp": run.checkpoint["ts"], "type": "checkpoint"}
+        event = {"step": step, "timestamp": run.checkpoint["ts"], "type": "checkpoint"}
         yield run.emit("debug", {**event, "payload": payload})
+
+
+def _public(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
+    """A checkpoint's config as events show it: a subgraph's adds ``checkpoint_map``.
+
+    The map names the checkpoint of every graph above (``parents``, from the
+    checkpoint's metadata) and this one, as a snapshot's config does, so that a
+    config taken from an event addresses the same checkpoint as history's.
+    """
+    conf = dict(config.get("configurable") or {})
+    if parents:
+        conf["checkpoint_map"] = {**parents, conf.get("checkpoint_ns", ""): conf["checkpoint_id"]}
+    return {"configurable": conf}
+
+
+def _task_item(run: _Run, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
+    """A task as a checkpoint event lists it; ``rec``: what it left at that checkpoint.
+
+    ``state`` names a subgraph task's own checkpoints, as ``PregelTask.state`` does in
+    history; a subgraph compiled with ``checkpointer=False`` keeps none.
+    """
+    item: dict[str, Any] = {"id": task.id, "name": task.name}
+    if rec is not None and rec.done:
+        item["result"] = {k: v for k, v in rec.writes if k in run.out_keys}
+    shown = rec.interrupts if rec is not None and rec.resumable else ()
+    item["interrupts"] = tuple({"value": i.value, "id": i.id} for i in shown)
+    sub = task.node.subgraph
+    keeps_state = sub is not None and getattr(sub, "checkpointer", None) is not False
+    item["state"] = subgraph_config(run.cfg.thread_id, task) if keeps_state else None
+    return item
+
+
+def _has_id(config: RunnableConfig) -> bool:
+    return bool((config.get("configurable") or {}).get("checkpoint_id"))

@@ -7,6 +7,7 @@ both drivers: the sync driver calls functions, the async driver awaits them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
@@ -21,7 +22,7 @@ from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 from pausepoint.loop.tasks import UNREAD, Task, read_values, task_input
 from pausepoint.types import Command, Send
 
-__all__ = ["Body", "input_writes", "node_body", "result_writes"]
+__all__ = ["Body", "command_from_below", "input_writes", "node_body", "result_writes"]
 
 Writes = list[tuple[str, Any]]
 Body = Generator["Call | Writes", Any, None]
@@ -45,7 +46,10 @@ def node_body(
         writes = input_writes(spec, task, channels)
     else:
         value = task.input if task.input is not UNREAD else task_input(spec, task, channels)
-        result = yield _node_call(node, value, config, channels)
+        try:
+            result = yield _node_call(node, value, config, channels)
+        except ParentCommand as sent:  # thrown in by the driver
+            result = command_from_below(sent, task.ns)
         writes = result_writes(spec, node, result, task.ns)
         writes.extend(node.after_writes)
     for branch in node.branches:
@@ -134,8 +138,6 @@ def _is_command_list(result: Any) -> bool:
 
 
 def _is_schema_object(value: Any) -> bool:
-    import dataclasses
-
     kind: Any = type(value)  # pyright: ignore[reportUnknownVariableType]
     return dataclasses.is_dataclass(value) or hasattr(kind, "model_fields")
 
@@ -149,6 +151,18 @@ def command_writes(spec: GraphSpec, cmd: Command[Any], ns: str) -> Writes:
         if (write := goto_write(spec, target)) is not None:
             writes.append(write)
     return writes
+
+
+def command_from_below(sent: ParentCommand, ns: str) -> Command[Any]:
+    """What a task does with a ``Command(graph=PARENT)`` from a graph it ran (a subgraph).
+
+    The command is this task's result, as if its node had returned it: its update
+    and goto apply here, and the node's own edges still fire (as in LangGraph).
+    A command the node itself sent goes on up.
+    """
+    if sent.origin == ns:
+        raise sent
+    return dataclasses.replace(sent.command, graph=None)
 
 
 def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, Any] | None:

@@ -50,7 +50,7 @@ from pausepoint.loop.effects import (
     SaveWrites,
 )
 from pausepoint.loop.lease import RunLease
-from pausepoint.loop.node import command_writes, input_writes
+from pausepoint.loop.node import input_writes
 from pausepoint.loop.pending import (
     ResumeMap,
     TaskRecord,
@@ -145,13 +145,15 @@ class _Run:
         self.streams_values = "values" in modes
         self.streams_updates = "updates" in modes
         self.streams_tasks = "tasks" in modes or "debug" in modes
-        self.streams_checkpoints = "checkpoints" in modes or "debug" in modes
-        # Whether anyone can see the checkpoints of this run (a saver, or a stream).
-        self.checkpoint_visible = opts.has_saver or self.streams_checkpoints
+        # Checkpoint events describe what history holds: none without a saver (as in
+        # LangGraph), so only a saver makes the run's checkpoints visible.
+        self.streams_checkpoints = opts.has_saver and ("checkpoints" in modes or "debug" in modes)
+        self.checkpoint_visible = opts.has_saver
         # Channels the last applied step changed; None while unknown (after loading a
         # checkpoint), which makes the next step consider every node.
         self.updated: set[str] | None = None
         self.parent_config: RunnableConfig | None = None
+        self.unreported = False  # a checkpoint made, its event not yet streamed
         self.persisted: RunnableConfig | None = None
         # What checkpoints' metadata adds from the config (none is made if none is seen).
         self.run_metadata = opts.config.run_metadata() if self.checkpoint_visible else {}
@@ -253,8 +255,8 @@ class _Run:
         else:
             self.saved_config = self.cfg.with_checkpoint(self.checkpoint["id"])
             self.dirty = self.opts.has_saver
-        if self.streams_checkpoints:
-            yield from out.checkpoint_events(self, parent)
+        if self.streams_checkpoints:  # reported as the next step starts
+            self.parent_config, self.unreported = out.parent_shown(self, parent), True
 
     def flush_waiting(self) -> Generator[Effect, Any, None]:
         """Save the input checkpoint on its own: the start step's will not follow it now."""
@@ -391,6 +393,8 @@ class _Run:
                 "config key."
             )
         self.tasks = self.current_tasks()
+        if self.unreported:
+            yield from out.reached_checkpoint(self)
         if not self.tasks:
             return False
         # A fresh step (the usual case) has nothing that ran or paused here before.
@@ -513,17 +517,13 @@ class _Run:
                 saved.append((ERROR, None))
             # The step's last outcome pauses it, so this is the run's last write.
             yield from self.save_writes(task.id, saved, path, last=hold)
-            if self.opts.stream_modes:
+            if self.opts.stream_modes and found:  # a breakpoint's task did not finish: no event
                 yield from out.interrupts_found(self, found)
                 yield from out.task_result(self, task, None, found)
-        elif isinstance(err, ParentCommand) and err.origin != task.ns:
-            # A subgraph's node sent this command to us: apply it as this task's result.
-            here = dataclasses.replace(err.command, graph=None)
-            task.writes = command_writes(self.spec, here, task.ns)
-            yield from self.save_writes(task.id, task.writes or [(NO_WRITES, None)], path)
-            yield from out.task_result(self, task, None, ())
         else:
             errors.append(err)
+            # A ParentCommand here goes on up: its own node sent it (one a subgraph
+            # sent was this task's result already: node.command_from_below).
             if not isinstance(err, ParentCommand):
                 # The INTERRUPT slot stays: a failed task re-runs on the next invoke
                 # with its saved answers, and a new answer can still be sent to it.
