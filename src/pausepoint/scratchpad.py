@@ -66,6 +66,8 @@ class NestInfo:
     resume_map: Mapping[str, Any]
     resume_positions: Mapping[str, int]
     """Which question of its task each answer sent by question id answers."""
+    resume_plain: bool
+    """The answer was sent as a plain value (see ``pending.nested_resume``)."""
     resuming: bool
     sink: Callable[[tuple[str, ...], str, Any], None] | None
     stream_modes: frozenset[str]

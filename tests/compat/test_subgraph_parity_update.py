@@ -88,7 +88,7 @@ def update_subgraph_config_as_paused_node(lib, drive):
     return _update_paused_subgraph(lib, drive, 2, {"log": ["answered by hand"]}, "ask")
 
 
-@scenario(xfail=F5 + "as_node naming a subgraph node is not applied to the subgraph")
+@scenario
 def update_subgraph_config_as_last_node(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"x": 41}, "after")
 
@@ -98,7 +98,7 @@ def update_subgraph_config_as_start(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"log": ["restart"]}, lib.START)
 
 
-@scenario(xfail=F5 + "as_node='__end__' on a subgraph config is not supported")
+@scenario
 def update_subgraph_config_as_end(lib, drive):
     return _update_paused_subgraph(lib, drive, 2, None, "__end__")
 
@@ -108,7 +108,7 @@ def update_subgraph_config_as_copy(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, None, "__copy__")
 
 
-@scenario(xfail=F5 + "a parent node named as_node on a subgraph config is accepted")
+@scenario
 def update_subgraph_config_as_parent_node_raises(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"log": ["x"]}, "post")
 

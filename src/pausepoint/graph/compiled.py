@@ -327,7 +327,8 @@ class CompiledStateGraph:
         :class:`~pausepoint.errors.InvalidUpdateError` and writes nothing.
         """
         saver = self._require_saver()
-        return sdriver.run_effects(update_effects(self.spec, config, supersteps), saver)
+        graph, config = self._addressed(config)
+        return sdriver.run_effects(update_effects(graph.spec, config, supersteps), saver)
 
     # --- async -----------------------------------------------------------------------------
 
@@ -421,7 +422,8 @@ class CompiledStateGraph:
     ) -> RunnableConfig:
         """Async :meth:`bulk_update_state` (with the saver's async methods)."""
         saver = self._require_saver()
-        return await _adriver().run_effects(update_effects(self.spec, config, supersteps), saver)
+        graph, config = self._addressed(config)
+        return await _adriver().run_effects(update_effects(graph.spec, config, supersteps), saver)
 
     # --- helpers ---------------------------------------------------------------------------
 

@@ -126,7 +126,22 @@ def update_effects(
         parent = yield SaveCheckpoint(plan.parent or parent, plan.checkpoint, plan.metadata, {})
         for tid, writes in plan.carried:
             yield SaveWrites(parent, writes, tid, "")
-    return parent
+    return _with_map(parent, planned[-1].metadata if planned else None)
+
+
+def _with_map(config: RunnableConfig, metadata: CheckpointMetadata | None) -> RunnableConfig:
+    """A subgraph checkpoint's config with its ``checkpoint_map``.
+
+    The map names the root's and each level's checkpoint down to it, so the root
+    graph given this config addresses this checkpoint.
+    """
+    conf = dict(config.get("configurable") or {})
+    ns = str(conf.get("checkpoint_ns") or "")
+    if not ns or metadata is None:
+        return config
+    parents = dict(metadata.get("parents") or {})  # pyright: ignore[reportUnknownArgumentType]
+    conf["checkpoint_map"] = {**parents, ns: conf.get("checkpoint_id")}
+    return {**config, "configurable": conf}
 
 
 def _plan(

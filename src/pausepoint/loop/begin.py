@@ -26,6 +26,7 @@ from pausepoint.loop.pending import (
     ResumeMap,
     interrupt_owners,
     is_resume_map,
+    nested_resume,
     parse_resume,
 )
 from pausepoint.loop.tasks import prepare_tasks
@@ -48,8 +49,9 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     has_state = bool(run.checkpoint["channel_versions"])
     if nest is not None and nest.resuming and has_state and run.replayed is None:
         inp = None  # a resume goes on with the subgraph's state; a replay takes input
-    if run.opts.nest is not None and nest is not None:
-        run.resume = ResumeMap(nest.resume_map, nest.resume_positions) if nest.resume_map else None
+    if nest is not None and nest.resume_map:
+        given = ResumeMap(nest.resume_map, nest.resume_positions, nest.resume_plain)
+        run.resume = nested_resume(given, run.records)
     if run.historical and inp is None:
         # Replay: the tasks of this old checkpoint run again, asking their
         # questions again (saved answers are not reused), as in LangGraph.

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.tasks import Task
 
 __all__ = [
+    "nested_resume",
     "with_ids",
     "ResumeMap",
     "TaskRecord",
@@ -244,6 +245,8 @@ class ResumeMap:
 
     values: Mapping[str, Any]
     positions: Mapping[str, int] = dataclasses.field(default_factory=dict[str, int])
+    plain: bool = False
+    """Sent as a plain value (not by id): it answers whichever single question waits."""
 
 
 def is_resume_map(resume: Any) -> bool:
@@ -311,7 +314,7 @@ def parse_resume(
     distinct = list(dict.fromkeys(waiting or ids))
     if len(distinct) > 1:
         raise AmbiguousResumeError(AMBIGUOUS_MESSAGE)
-    return ResumeMap({distinct[0]: resume})
+    return ResumeMap({distinct[0]: resume}, plain=True)
 
 
 def _ids(pending: list[Interrupt]) -> list[str]:
@@ -327,3 +330,22 @@ def with_ids(found: tuple[Interrupt, ...], ns: str) -> tuple[Interrupt, ...]:
     if all(i.id for i in found):
         return found
     return tuple(i if i.id else Interrupt.from_ns(i.value, ns) for i in found)
+
+
+def nested_resume(nest_map: ResumeMap, records: Mapping[str, TaskRecord]) -> ResumeMap:
+    """A subgraph's share of its parent's resume, matched to its own questions.
+
+    A plain value the parent bound to the subgraph task's question answers the
+    subgraph's one waiting question even when that question's id changed since the
+    parent saw it (an ``update_state`` on the subgraph renames what it carries).
+    """
+    if not nest_map.plain or len(nest_map.values) != 1:
+        return nest_map
+    ids = {i.id for rec in records.values() for i in rec.interrupts}
+    if set(nest_map.values) & ids:
+        return nest_map
+    waiting = {i.id for rec in records.values() if not rec.done for i in rec.interrupts}
+    if len(waiting) != 1:
+        return nest_map
+    (value,) = nest_map.values.values()
+    return ResumeMap({next(iter(waiting)): value}, plain=True)

@@ -74,6 +74,7 @@ class StepFrame:
                 durability=opts.durability,
                 resume_map=self.answers,
                 resume_positions=run.resume.positions if run.resume else {},
+                resume_plain=run.resume.plain if run.resume else False,
                 resuming=self.resuming,
                 sink=opts.sink,
                 stream_modes=opts.stream_modes,
