@@ -189,6 +189,8 @@ class ThreadModel:
     shown: set[tuple[str, int]] = dataclasses.field(default_factory=set[tuple[str, int]])
     sent: list[Resume] = dataclasses.field(default_factory=list[Resume])
     finished: bool = False
+    moved_on: bool = False
+    """A crash left the thread past its questions' step, its next step not run."""
 
 
 @dataclasses.dataclass
@@ -234,10 +236,12 @@ def advance(task: TaskModel, fail_at: set[int], k: int) -> bool:
 def targets(thread: ThreadModel, resume: Resume) -> dict[str, Any] | type[Exception]:
     """The tasks a resume answers, or the error refusing it (``parse_resume``'s rules)."""
     pending = [n for n, t in thread.tasks.items() if t.status != "done"]
-    if not pending and (thread.finished or not resume.by_task):
+    if not pending and (thread.finished or thread.moved_on or not resume.by_task):
         # Every task is done. A crash may have left the step unfinished (its tasks
         # done, its checkpoint unsaved): an answer by id to a task that used it is
         # then a resend, dropped, and the run goes on; a plain value answers nothing.
+        # Past that step (its checkpoint saved, the join's not), no question is
+        # pending at all: any resume is refused.
         return NothingToResumeError
     if resume.by_task:
         kept: dict[str, Any] = {}
@@ -517,6 +521,7 @@ class AnswerStore(RuleBasedStateMachine):
             self.after_crash(expected, exact)
             return
         thread.tasks, thread.finished = expected.after, expected.finished
+        thread.moved_on = False
         if out is not None:  # the output lists every question that waits
             asked = out.get("__interrupt__", ())
             waiting = self.waiting(shown=False)
@@ -570,6 +575,9 @@ class AnswerStore(RuleBasedStateMachine):
         finished = not snap.tasks and not snap.next
         assert finished in (self.thread.finished, expected.finished)
         self.thread.finished = finished
+        self.thread.moved_on = not finished and not any(
+            t.name in self.family.names for t in snap.tasks
+        )
 
     # -- invariants ------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.calls import CallRequest, CallSite
-    from pausepoint.loop.namespaces import ReplayPoint
+    from pausepoint.loop.namespaces import Afresh, ReplayPoint
     from pausepoint.types import Durability, RetryPolicy
 
 __all__ = ["TASK", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
@@ -73,6 +73,8 @@ class NestInfo:
     stream_modes: frozenset[str]
     stream_subgraphs: bool
     parents: Mapping[str, str]
+    afresh: Afresh | None = None
+    """A new answer a fork carries to a question re-asked inside a subgraph."""
     replay: ReplayPoint | None = None
     """Set while the root run replays from an old checkpoint: a subgraph's first run
     reads the state it had then (:mod:`pausepoint.loop.namespaces`)."""

@@ -171,3 +171,45 @@ def replay_through_a_subgraph_config_depth3(lib, drive):
 
 
 test_scenario = scenario.test()
+
+
+@pytest.mark.parametrize("driver", ["sync", "async"])
+def test_a_forked_answer_never_lands_on_another_question_of_a_fresh_subgraph(driver: str):
+    """A new answer to a deep question, sent to an old parent checkpoint, is carried to
+    that question only: a fresh subgraph that first asks an earlier question (its
+    answer lived in the old branch) asks it again rather than taking the carried one."""
+    from compat._harness import Drive, load_lib
+
+    lib = load_lib("pausepoint")
+    drive = Drive(driver, "sqlite", "pausepoint")
+    try:
+        inner = lib.StateGraph(Parent)
+        inner.add_node("deep", lambda s: {"log": [f"deep={lib.interrupt('deep?')}"]})
+        inner.add_edge(lib.START, "deep")
+        mid = lib.StateGraph(Parent)
+        mid.add_node("first", lambda s: {"log": [f"first={lib.interrupt('first?')}"]})
+        mid.add_node("inner", inner.compile())
+        mid.add_edge(lib.START, "first")
+        mid.add_edge("first", "inner")
+        root = lib.StateGraph(Parent)
+        root.add_node("mid", mid.compile())
+        root.add_edge(lib.START, "mid")
+        g = root.compile(checkpointer=drive.saver())
+        drive.invoke(g, {"log": []}, thread())
+        drive.invoke(g, lib.Command(resume="F"), thread())
+        finished = drive.invoke(g, lib.Command(resume="D"), thread())
+        assert "deep=D" in finished["log"]
+        old = next(h for h in drive.history(g, thread()) if h.interrupts)
+        assert [i.value for i in old.interrupts] == ["deep?"]
+        forked = drive.invoke(g, lib.Command(resume="D2"), old.config)
+        # The fork re-asks "first?" (its answer is in the old branch): "D2" is not it.
+        assert [i.value for i in forked["__interrupt__"]] == ["first?"]
+        again = drive.invoke(g, lib.Command(resume="F2"), thread())
+        assert [i.value for i in again["__interrupt__"]] == ["deep?"]
+        assert not any(str(x).startswith("deep=") for x in again["log"])
+        done = drive.invoke(g, lib.Command(resume="D3"), thread())
+        assert "first=F2" in done["log"]
+        assert "deep=D3" in done["log"]
+        assert "deep=D2" not in done["log"]
+    finally:
+        drive.close()

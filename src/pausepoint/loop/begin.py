@@ -19,7 +19,7 @@ from pausepoint.errors import EmptyInputError, InvalidCommandError
 from pausepoint.loop import emit as out
 from pausepoint.loop.answers import drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
-from pausepoint.loop.fork import fork, forkable_interrupts
+from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
@@ -130,6 +130,8 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
             if is_resume_map(resume):
                 resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
         check_answers(run, resume)
+        if run.historical:
+            run.afresh = carried_afresh(run)
     writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
     if writes:
         run.null_writes.extend(writes)

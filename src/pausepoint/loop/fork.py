@@ -18,14 +18,15 @@ from xxhash import xxh3_128_hexdigest
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.constants import ASKED, INTERRUPT, RESUME
 from pausepoint.loop.effects import SaveCheckpoint
-from pausepoint.loop.pending import TaskRecord, is_own_interrupt
+from pausepoint.loop.namespaces import Afresh
+from pausepoint.loop.pending import ResumeMap, TaskRecord, is_own_interrupt
 from pausepoint.loop.tasks import prepare_tasks
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["fork", "forkable_interrupts"]
+__all__ = ["answer_afresh", "carried_afresh", "fork", "forkable_interrupts"]
 
 
 def forkable_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
@@ -92,3 +93,59 @@ def _carry(
     if rec.done:
         return TaskRecord(writes=list(rec.writes), done=True), list(rec.writes)
     return None, []
+
+
+def carried_afresh(run: _Run) -> Afresh | None:
+    """The answer a root fork carries into a subgraph, if it answers one question there.
+
+    Only a plain answer (it answered the one question that waited) to a question a
+    subgraph asked (not the task's own): the subgraph runs afresh in the fork and asks
+    it again under a new id (:func:`answer_afresh`).
+    """
+    resume = run.resume
+    if resume is None or not resume.plain or len(resume.values) != 1:
+        return None
+    ((iid, answer),) = resume.values.items()
+    for task in run.current_tasks():
+        rec = run.records.get(task.id)
+        for intr in rec.interrupts if rec is not None else ():
+            if intr.id == iid and not is_own_interrupt(intr, task.ns):
+                return Afresh(intr.value, answer)
+    return None
+
+
+def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> Generator[Any, Any, bool]:
+    """In a subgraph started afresh by a fork, give the answer to the question re-asked.
+
+    A new answer sent to an old checkpoint whose question is inside a subgraph forks
+    the root (DESIGN §4.2): its task gets a new id, so the subgraph runs afresh in a
+    new namespace and asks the question again, under an id the answer is not keyed
+    by. The fork carries the answer with the question's value (:class:`Afresh`). A
+    subgraph run started afresh in it (its first in the fork) whose step asks exactly
+    one question, its task's first, of that value: that is the question answered,
+    re-asked. It gets the answer (once) and its task runs again at once. True if so.
+    """
+    carried = run.afresh
+    if carried is None or run.replayed is None or len(interrupts) != 1:
+        return False
+    asked = interrupts[0]
+    asker = next((t for t in run.tasks if asked in _raised(run, t.id)), None)
+    if asker is None or not is_own_interrupt(asked, asker.ns):
+        return False
+    if run.records[asker.id].asked != 0 or asked.value != carried.question:
+        return False
+    if not carried.take():
+        return False
+    for task in run.tasks:  # the step's finished tasks keep their writes
+        if task.writes and task.id not in run.records:
+            run.records[task.id] = TaskRecord(writes=list(task.writes), done=True)
+    run.resume = ResumeMap({asked.id: carried.answer}, plain=True)
+    from pausepoint.loop.begin import bind_resume  # begin imports this module
+
+    yield from bind_resume(run)
+    return True
+
+
+def _raised(run: _Run, task_id: str) -> tuple[Interrupt, ...]:
+    rec = run.records.get(task_id)
+    return rec.interrupts if rec is not None else ()

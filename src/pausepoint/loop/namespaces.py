@@ -32,7 +32,7 @@ from pausepoint.constants import NS_END, NS_SEP
 if TYPE_CHECKING:
     from pausepoint.scratchpad import NestInfo
 
-__all__ = ["ReplayPoint", "addressed", "addressed_root", "replay_before", "stateful_ns"]
+__all__ = ["Afresh", "ReplayPoint", "addressed", "addressed_root", "replay_before", "stateful_ns"]
 
 
 def stateful_ns(ns: str) -> str:
@@ -69,6 +69,29 @@ class ReplayPoint:
         """
         mark = object()
         return self._visited.setdefault(ns.rsplit(NS_END, 1)[0], mark) is mark
+
+
+class Afresh:
+    """A new answer to a question inside a subgraph, sent to an old checkpoint.
+
+    The fork renames the parent's task, so the subgraph runs afresh in a new
+    namespace and asks its questions again under new ids. This carries the answer,
+    with the question's value, down every level of that fork; the first subgraph
+    run started afresh whose task asks, as its first question, a question of that
+    value takes it (:func:`pausepoint.loop.fork.answer_afresh`), once.
+    """
+
+    __slots__ = ("_taken", "answer", "question")
+
+    def __init__(self, question: Any, answer: Any) -> None:
+        self.question = question
+        self.answer = answer
+        self._taken: dict[str, object] = {}
+
+    def take(self) -> bool:
+        """Take the answer; False if another run took it (atomic: see ``ReplayPoint``)."""
+        mark = object()
+        return self._taken.setdefault("taken", mark) is mark
 
 
 def addressed(config: Mapping[str, Any]) -> dict[str, str]:

@@ -84,6 +84,7 @@ class StepFrame:
                     run.cfg.checkpoint_ns: self.checkpoint_id,
                 },
                 replay=run.replay,
+                afresh=run.afresh,
             )
         return self._nest
 

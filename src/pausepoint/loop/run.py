@@ -38,7 +38,7 @@ from pausepoint.errors import (
     GraphRecursionError,
     ParentCommand,
 )
-from pausepoint.loop import begin, lease
+from pausepoint.loop import begin, fork, lease
 from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import (
@@ -138,6 +138,7 @@ class _Run:
         # for a subgraph run, the id it read its state before, if it did.
         self.replay = opts.nest.replay if opts.nest is not None else None
         self.replayed: str | None = None
+        self.afresh = opts.nest.afresh if opts.nest is not None else None  # fork.answer_afresh
         self.releasing = False  # the next checkpoint saved is the run's last write
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
@@ -413,6 +414,8 @@ class _Run:
         self.pausing = bool(paused)
         if to_run:
             interrupts += yield from self.execute(to_run)
+        if interrupts and (yield from fork.answer_afresh(self, interrupts)):
+            return True  # the step again: the question re-asked has its answer now
         if interrupts or self.pausing:
             if self.streams_updates or self.streams_values:
                 for t in paused:
