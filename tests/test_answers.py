@@ -507,3 +507,24 @@ def test_retried_request_by_question_ids_answers_no_unseen_question(drive, saver
     out = drive.invoke(graph, request, cfg())
     assert ("a", 1, "A0") not in seen
     assert sorted(i.value for i in out["__interrupt__"]) == ["a:q1", "b:q1"]
+
+
+def test_resume_with_a_step_still_to_run_names_it(drive, saver):
+    """No question waits but the thread is not finished (a run died before its next
+    step, or a breakpoint): the refusal says which step is due and how to run it."""
+    b = StateGraph(S)
+    b.add_node("ask", lambda s: {"log": [interrupt("q")]})
+    b.add_node("after", lambda s: {"log": ["after"]})
+    b.add_edge(START, "ask")
+    b.add_edge("ask", "after")
+    b.add_edge("after", END)
+    graph = b.compile(checkpointer=saver, interrupt_before=["after"])
+    drive.invoke(graph, {"log": []}, cfg())
+    drive.invoke(graph, Command(resume="yes"), cfg())
+    before = stored(saver)
+    with pytest.raises(ResumeError, match=r"next step \(after\) has not run yet") as info:
+        drive.invoke(graph, Command(resume="again"), cfg())
+    assert type(info.value).__name__ == "NothingToResumeError"
+    assert "invoke(None, config)" in str(info.value)
+    assert stored(saver) == before
+    assert drive.invoke(graph, None, cfg())["log"] == ["yes", "after"]

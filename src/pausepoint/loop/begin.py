@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.checkpoint.base import copy_checkpoint
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
-from pausepoint.errors import EmptyInputError, InvalidCommandError
+from pausepoint.errors import EmptyInputError, InvalidCommandError, NothingToResumeError
 from pausepoint.loop import emit as out
 from pausepoint.loop.answers import drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
@@ -150,7 +150,18 @@ def check_answers(run: _Run, resume: Any) -> None:
         if not resume:  # every answer was one a finished task used: nothing new
             run.resume, run.answered = ResumeMap({}), {}
             return
-    run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
+    try:
+        run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
+    except NothingToResumeError:
+        due = tuple(t.name for t in run.current_tasks() if not _finished(run, t.id))
+        if not due:
+            raise
+        # Not finished: a run died before its next step (after a crash, say).
+        raise NothingToResumeError(
+            "Command(resume=...) was sent but no question is waiting in this thread: "
+            f"its next step ({', '.join(due)}) has not run yet. Continue it with "
+            "graph.invoke(None, config); nothing was changed."
+        ) from None
     run.answered = plan_answers(
         run.current_tasks(), run.records, run.resume.values, run.owners, run.resume.positions
     )
@@ -257,3 +268,8 @@ def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
     if (saving := run.leave_step("input")) is not None:
         yield from saving
     run.step += 1
+
+
+def _finished(run: _Run, task_id: str) -> bool:
+    rec = run.records.get(task_id)
+    return rec is not None and rec.done
