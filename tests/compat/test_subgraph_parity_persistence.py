@@ -124,17 +124,17 @@ def _three_runs(lib: Any, drive: Any, child: Any, stable: list[str]) -> dict[str
     return hide_stateful_task_states(rec, {ns.split("|")[-1] for ns in stable})
 
 
-@scenario(xfail=F1 + "checkpointer=True is treated as None: per-run namespaces, no state kept")
+@scenario
 def stateful_subgraph_keeps_state_depth1(lib, drive):
     return _three_runs(lib, drive, counter(lib, 1, True), ["sub1"])
 
 
-@scenario(xfail=F1 + "checkpointer=True at depth 2: per-run namespaces, no state kept")
+@scenario
 def stateful_subgraph_keeps_state_depth2(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, True), ["sub1", "sub1|sub2"])
 
 
-@scenario(xfail=F1 + "checkpointer=True at depth 3: per-run namespaces, no state kept")
+@scenario
 def stateful_subgraph_keeps_state_depth3(lib, drive):
     stable = ["sub1", "sub1|sub2", "sub1|sub2|sub3"]
     return _three_runs(lib, drive, counter(lib, 3, True), stable)
@@ -163,7 +163,7 @@ def stateful_inside_stateless_level(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, None, inner_checkpointer=True), [])
 
 
-@scenario(xfail=F1 + "two parallel stateful subgraph nodes: no stable namespaces, no state")
+@scenario
 def stateful_subgraphs_in_parallel(lib, drive):
     saver = drive.saver()
     child = counter(lib, 1, True)
@@ -204,7 +204,7 @@ def _looped(lib: Any, drive: Any, checkpointer: Any, stable: bool = False) -> di
     return rec
 
 
-@scenario(xfail=F1 + "a stateful subgraph in a loop starts fresh on every call")
+@scenario
 def stateful_subgraph_in_a_loop(lib, drive):
     return _looped(lib, drive, True, stable=True)
 

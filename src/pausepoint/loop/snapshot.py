@@ -108,7 +108,9 @@ def _values(spec: GraphSpec, channels: Any) -> Any:
 
 
 def _result(spec: GraphSpec, writes: Sequence[tuple[str, Any]]) -> Any:
-    found = {k: v for k, v in writes if k in spec.output_keys}
+    # Every state key the task wrote, as LangGraph's snapshots show it: not only the
+    # output schema's (a subgraph with input/output schemas wrote its inputs too).
+    found = {k: v for k, v in writes if k in spec.state_key_set}
     return found or None
 
 
