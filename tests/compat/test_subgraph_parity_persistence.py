@@ -145,7 +145,7 @@ def stateless_subgraph_starts_fresh_each_run_depth2(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, None), [])
 
 
-@scenario(xfail=F1 + "a checkpointer=False subgraph task shows a state config (LangGraph: None)")
+@scenario
 def no_checkpoint_subgraph_depth2(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, False), [])
 
@@ -214,7 +214,7 @@ def stateless_subgraph_in_a_loop(lib, drive):
     return _looped(lib, drive, None)
 
 
-@scenario(xfail=F1 + "a checkpointer=False subgraph task shows a state config (LangGraph: None)")
+@scenario
 def no_checkpoint_subgraph_in_a_loop(lib, drive):
     return _looped(lib, drive, False)
 

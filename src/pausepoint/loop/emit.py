@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
-from pausepoint.loop.snapshot import subgraph_config
+from pausepoint.loop.snapshot import keeps_state, subgraph_config
 from pausepoint.loop.tasks import Task, task_input
 from pausepoint.types import Interrupt
 
@@ -176,9 +176,7 @@ def _task_item(run: _Run, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
         item["result"] = {k: v for k, v in rec.writes if k in run.out_keys}
     shown = rec.interrupts if rec is not None and rec.resumable else ()
     item["interrupts"] = tuple({"value": i.value, "id": i.id} for i in shown)
-    sub = task.node.subgraph
-    keeps_state = sub is not None and getattr(sub, "checkpointer", None) is not False
-    item["state"] = subgraph_config(run.cfg.thread_id, task) if keeps_state else None
+    item["state"] = subgraph_config(run.cfg.thread_id, task) if keeps_state(task) else None
     return item
 
 

@@ -20,7 +20,7 @@ from pausepoint.config import RunnableConfig
 from pausepoint.constants import NULL_TASK_ID, RESUME
 from pausepoint.loop.effects import LoadCheckpoint
 from pausepoint.loop.namespaces import stateful_ns
-from pausepoint.loop.snapshot import build_snapshot, snapshot_tasks, subgraph_config
+from pausepoint.loop.snapshot import build_snapshot, keeps_state, snapshot_tasks, subgraph_config
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.writes import rejected_writes
 from pausepoint.types import StateSnapshot
@@ -111,7 +111,7 @@ def _subgraph_tasks(
     return {
         task.id: (task.node.subgraph, subgraph_config(thread, task))
         for task in snapshot_tasks(spec, saved)
-        if task.node.subgraph is not None
+        if keeps_state(task)  # a checkpointer=False subgraph keeps no state to show
     }
 
 

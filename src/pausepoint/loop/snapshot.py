@@ -15,7 +15,7 @@ from pausepoint.loop.tasks import Task, prepare_tasks, read_values
 from pausepoint.loop.writes import InputWrites, apply_writes
 from pausepoint.types import Interrupt, PregelTask, StateSnapshot
 
-__all__ = ["build_snapshot", "snapshot_tasks"]
+__all__ = ["keeps_state", "build_snapshot", "snapshot_tasks"]
 
 
 def snapshot_tasks(spec: GraphSpec, saved: CheckpointTuple) -> list[Task]:
@@ -121,6 +121,12 @@ def _with_map(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig
     conf = dict(config.get("configurable") or {})
     conf["checkpoint_map"] = {**parents, conf.get("checkpoint_ns", ""): conf.get("checkpoint_id")}
     return {**config, "configurable": conf}
+
+
+def keeps_state(task: Task) -> bool:
+    """Whether a task runs a subgraph that keeps checkpoints (not ``checkpointer=False``)."""
+    sub = task.node.subgraph
+    return sub is not None and getattr(sub, "checkpointer", None) is not False
 
 
 def subgraph_config(thread_id: str | None, task: Task) -> RunnableConfig:
