@@ -522,7 +522,7 @@ def test_resume_with_a_step_still_to_run_names_it(drive, saver):
     drive.invoke(graph, {"log": []}, cfg())
     drive.invoke(graph, Command(resume="yes"), cfg())
     before = stored(saver)
-    with pytest.raises(ResumeError, match=r"next step \(after\) has not run yet") as info:
+    with pytest.raises(ResumeError, match=r"step \(after\) has not run yet") as info:
         drive.invoke(graph, Command(resume="again"), cfg())
     assert type(info.value).__name__ == "NothingToResumeError"
     assert "invoke(None, config)" in str(info.value)

@@ -404,6 +404,7 @@ def test_a_resumed_run_that_fails_exits_1(db: Path, capsys: Any, graphs: str):
     )
     assert status == 2
     assert "no interrupt is pending" in err
+    assert "failed and runs again on graph.invoke(None, config)" in err
 
 
 # --- errors ---------------------------------------------------------------------------------

@@ -153,14 +153,17 @@ def check_answers(run: _Run, resume: Any) -> None:
     try:
         run.resume = parse_resume(resume, *reported_interrupts(run), run.owners)
     except NothingToResumeError:
-        due = tuple(t.name for t in run.current_tasks() if not _finished(run, t.id))
+        due = [t.id for t in run.current_tasks() if not _finished(run, t.id)]
         if not due:
             raise
-        # Not finished: a run died before its next step (after a crash, say).
+        # Not finished: a node failed, or a run died before its next step ran.
+        names = ", ".join(t.name for t in run.current_tasks() if t.id in due)
+        failed = any(run.records[t].error for t in due if t in run.records)
+        state = "failed and runs again" if failed else "has not run yet; it runs"
         raise NothingToResumeError(
-            "Command(resume=...) was sent but no question is waiting in this thread: "
-            f"its next step ({', '.join(due)}) has not run yet. Continue it with "
-            "graph.invoke(None, config); nothing was changed."
+            "Command(resume=...) was sent but no interrupt is pending in this thread: no "
+            f"question waits, and its step ({names}) {state} on graph.invoke(None, "
+            "config). Nothing was changed."
         ) from None
     run.answered = plan_answers(
         run.current_tasks(), run.records, run.resume.values, run.owners, run.resume.positions
