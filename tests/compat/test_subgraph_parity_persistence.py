@@ -327,17 +327,17 @@ def _called_record(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
     }
 
 
-@scenario(xfail=F6 + "task.state None for a subgraph invoked in a node (and family 9)")
+@scenario
 def subgraph_called_in_node(lib, drive):
     return _called_record(lib, drive, 1)
 
 
-@scenario(xfail=F6 + "task.state None for a subgraph invoked in a node (and family 9)")
+@scenario
 def subgraph_called_in_node_depth2(lib, drive):
     return _called_record(lib, drive, 2)
 
 
-@scenario(xfail=F6 + "task.state None for a subgraph invoked in a node (and family 9)")
+@scenario
 def subgraph_called_in_node_depth3(lib, drive):
     return _called_record(lib, drive, 3)
 

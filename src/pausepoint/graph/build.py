@@ -131,7 +131,35 @@ def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc
         branches=tuple(w.branches[name]),
         metadata=spec.metadata,
         inject=_injected(action) if subgraph is None else frozenset(),
+        calls_graph=None if subgraph is not None else _called_graph(action, CompiledStateGraph),
     )
+
+
+def _called_graph(fn: Any, kind: type[Any]) -> Any | None:
+    """A compiled graph ``fn`` refers to (a closure variable or a global it names), if any.
+
+    So a node that runs a subgraph from inside its function (``sub.invoke(...)``) shows
+    that subgraph's state in snapshots, as a subgraph node does (LangGraph finds it the
+    same way). One with ``checkpointer=False`` keeps no state, so it is not one.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    found: list[Any] = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            found.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    names: set[str] = set()
+    codes = [code]
+    while codes:  # the function's own names and those of code nested in it (lambdas)
+        current = codes.pop()
+        names.update(current.co_names)
+        codes.extend(c for c in current.co_consts if inspect.iscode(c))
+    scope: dict[str, Any] = getattr(fn, "__globals__", None) or {}
+    found.extend(scope[n] for n in sorted(names) if n in scope)
+    return next((g for g in found if isinstance(g, kind) and g.checkpointer is not False), None)
 
 
 def _is_async(fn: Any) -> bool:

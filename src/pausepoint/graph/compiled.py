@@ -295,12 +295,13 @@ class CompiledStateGraph:
         for part in ns.split("|") if ns else ():
             name = part.split(":", 1)[0]
             node = graph.spec.nodes.get(name)
-            if node is None or node.subgraph is None:
+            sub = None if node is None else node.subgraph or node.calls_graph
+            if sub is None:
                 raise ValueError(
                     f"checkpoint_ns {ns!r} names {name!r}, which is not a subgraph node of "
                     f"graph {graph.name!r}"
                 )
-            graph = node.subgraph
+            graph = sub
         return graph
 
     def update_state(

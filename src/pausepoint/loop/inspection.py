@@ -105,11 +105,11 @@ def _subgraph_tasks(
     spec: GraphSpec, saved: CheckpointTuple
 ) -> dict[str, tuple[Any, RunnableConfig]]:
     """Subgraph tasks of the step that starts at ``saved``: their graphs and configs."""
-    if not any(n.subgraph is not None for n in spec.nodes.values()):
+    if not any(n.subgraph or n.calls_graph for n in spec.nodes.values()):
         return {}
     thread: str | None = (saved.config.get("configurable") or {}).get("thread_id")
     return {
-        task.id: (task.node.subgraph, subgraph_config(thread, task))
+        task.id: (task.node.subgraph or task.node.calls_graph, subgraph_config(thread, task))
         for task in snapshot_tasks(spec, saved)
         if keeps_state(task)  # a checkpointer=False subgraph keeps no state to show
     }

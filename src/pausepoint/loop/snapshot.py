@@ -125,7 +125,7 @@ def _with_map(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig
 
 def keeps_state(task: Task) -> bool:
     """Whether a task runs a subgraph that keeps checkpoints (not ``checkpointer=False``)."""
-    sub = task.node.subgraph
+    sub = task.node.subgraph or task.node.calls_graph
     return sub is not None and getattr(sub, "checkpointer", None) is not False
 
 

@@ -54,6 +54,9 @@ class NodeProc:
     """Keyword arguments to pass: ``config``, ``writer``, ``previous``."""
     returns: tuple[str, str] | None = None
     """Write the return value to these ``(output, saved)`` channels (an entrypoint)."""
+    calls_graph: Any | None = None
+    """A compiled graph the node's function calls (found in what its code refers to):
+    its state is shown as this node's task's, like a subgraph node's (snapshot.py)."""
     after_writes: tuple[tuple[str, Any], ...] = dataclasses.field(init=False)
     """The writes that follow every run: edge triggers, then join marks (made once)."""
     pull_key: str = dataclasses.field(init=False)
