@@ -474,36 +474,30 @@ def two_askers(seen: list[tuple[str, int, Any]], broken: set[str]) -> Any:
 )
 def test_retried_request_after_a_failed_run_answers_no_unseen_question(drive, saver):
     # Found by tests/test_answers_stateful.py (a client retrying its request at once).
-    seen: list[tuple[str, int, Any]] = []
-    broken = {"b"}
-    graph = two_askers(seen, broken).compile(checkpointer=saver)
-    first = drive.invoke(graph, {"log": []}, cfg())
-    ids = {i.value: i.id for i in first["__interrupt__"]}
-    request = Command(resume={ids["a:q0"]: "A0", ids["b:q0"]: "B0"})
-    # a takes its answer and asks its second question; b fails: the client gets
-    # the error, never the output that would show a's second question.
-    with pytest.raises(ConnectionError):
-        drive.invoke(graph, request, cfg())
-    broken.clear()
-    # The client retries its request as it was. "A0" answered a's first question;
-    # a's second question was never shown, so nothing may answer it.
-    out = drive.invoke(graph, request, cfg())
-    assert ("a", 1, "A0") not in seen
-    assert sorted(i.value for i in out["__interrupt__"]) == ["a:q1", "b:q1"]
+    _retry_after_a_failed_run(drive, saver, lambda i: i.id)
 
 
 def test_retried_request_by_question_ids_answers_no_unseen_question(drive, saver):
     # The same scenario with the request keyed by question ids: the retry cannot reach
     # a's second question (question ids, tests above).
+    _retry_after_a_failed_run(drive, saver, lambda i: i.question_id)
+
+
+def _retry_after_a_failed_run(drive: Any, saver: Any, key: Any) -> None:
+    """Two askers answered in one request keyed by ``key(interrupt)``; b fails, the
+    client retries the request as it was: a's unseen second question gets nothing."""
     seen: list[tuple[str, int, Any]] = []
     broken = {"b"}
     graph = two_askers(seen, broken).compile(checkpointer=saver)
     first = drive.invoke(graph, {"log": []}, cfg())
-    qids = {i.value: i.question_id for i in first["__interrupt__"]}
-    request = Command(resume={qids["a:q0"]: "A0", qids["b:q0"]: "B0"})
+    keys = {i.value: key(i) for i in first["__interrupt__"]}
+    request = Command(resume={keys["a:q0"]: "A0", keys["b:q0"]: "B0"})
+    # a takes its answer and asks its second question; b fails: the client gets
+    # the error, never the output that would show a's second question.
     with pytest.raises(ConnectionError):
         drive.invoke(graph, request, cfg())
     broken.clear()
+    # The retry: "A0" answered a's first question; a's second was never shown.
     out = drive.invoke(graph, request, cfg())
     assert ("a", 1, "A0") not in seen
     assert sorted(i.value for i in out["__interrupt__"]) == ["a:q1", "b:q1"]

@@ -23,7 +23,7 @@ from pausepoint.graph.output import ChunkShape, invoke_output
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
-from pausepoint.loop.namespaces import addressed_root, stateful_ns
+from pausepoint.loop.namespaces import addressed, stateful_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.scratchpad import TASK, NestInfo
@@ -95,7 +95,7 @@ class CompiledStateGraph:
             # names. One taken from inside a subgraph names, in its checkpoint_map,
             # the root's checkpoint and each subgraph's down to it (loop/namespaces.py);
             # without one, the root's newest: as in LangGraph.
-            root = addressed_root(cfg.configurable)
+            root = addressed(cfg.configurable).get("")
             cfg = dataclasses.replace(cfg, checkpoint_ns="", checkpoint_id=root)
         if saver is not None and cfg.thread_id is None:
             raise ValueError(

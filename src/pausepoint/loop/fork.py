@@ -114,7 +114,7 @@ def carried_afresh(run: _Run) -> Afresh | None:
     return None
 
 
-def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> Generator[Any, Any, bool]:
+def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
     """In a subgraph started afresh by a fork, give the answer to the question re-asked.
 
     A new answer sent to an old checkpoint whose question is inside a subgraph forks
@@ -123,7 +123,8 @@ def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> Generator[Any, Any,
     by. The fork carries the answer with the question's value (:class:`Afresh`). A
     subgraph run started afresh in it (its first in the fork) whose step asks exactly
     one question, its task's first, of that value: that is the question answered,
-    re-asked. It gets the answer (once) and its task runs again at once. True if so.
+    re-asked. It gets the answer (once): True, and the caller binds ``run.resume``
+    (``begin.bind_resume``) and runs the step again.
     """
     carried = run.afresh
     if carried is None or run.replayed is None or len(interrupts) != 1:
@@ -140,9 +141,6 @@ def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> Generator[Any, Any,
         if task.writes and task.id not in run.records:
             run.records[task.id] = TaskRecord(writes=list(task.writes), done=True)
     run.resume = ResumeMap({asked.id: carried.answer}, plain=True)
-    from pausepoint.loop.begin import bind_resume  # begin imports this module
-
-    yield from bind_resume(run)
     return True
 
 

@@ -32,7 +32,7 @@ from pausepoint.constants import NS_END, NS_SEP
 if TYPE_CHECKING:
     from pausepoint.scratchpad import NestInfo
 
-__all__ = ["Afresh", "ReplayPoint", "addressed", "addressed_root", "replay_before", "stateful_ns"]
+__all__ = ["Afresh", "ReplayPoint", "addressed", "replay_before", "stateful_ns"]
 
 
 def stateful_ns(ns: str) -> str:
@@ -95,7 +95,7 @@ class Afresh:
 
 
 def addressed(config: Mapping[str, Any]) -> dict[str, str]:
-    """The subgraph checkpoints a root config's ``checkpoint_map`` names (root's left out).
+    """The checkpoints a config's ``checkpoint_map`` names, by namespace (root: ``""``).
 
     A config taken from inside a subgraph (a subgraph snapshot's, a subgraph
     history entry's) names the checkpoint of every level down to it.
@@ -103,14 +103,7 @@ def addressed(config: Mapping[str, Any]) -> dict[str, str]:
     found = config.get("checkpoint_map")
     if not isinstance(found, Mapping):
         return {}
-    return {str(k): str(v) for k, v in found.items() if k and v}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-
-
-def addressed_root(config: Mapping[str, Any]) -> str | None:
-    """The root checkpoint a subgraph's config names (``checkpoint_map[""]``), or None."""
-    found = config.get("checkpoint_map")
-    root = found.get("") if isinstance(found, Mapping) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return str(root) if root else None  # pyright: ignore[reportUnknownArgumentType]
+    return {str(k): str(v) for k, v in found.items() if v}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
 def replay_before(nest: NestInfo | None, ns: str) -> str | None:

@@ -414,7 +414,8 @@ class _Run:
         self.pausing = bool(paused)
         if to_run:
             interrupts += yield from self.execute(to_run)
-        if interrupts and (yield from fork.answer_afresh(self, interrupts)):
+        if interrupts and fork.answer_afresh(self, interrupts):
+            yield from begin.bind_resume(self)
             return True  # the step again: the question re-asked has its answer now
         if interrupts or self.pausing:
             if self.streams_updates or self.streams_values:
