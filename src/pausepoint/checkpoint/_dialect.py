@@ -180,6 +180,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             ttl {real} NOT NULL,
             nudged {bool} NOT NULL DEFAULT {false})""",
     ),
+    (
+        # Counts the row's changes: a claim that also reads the thread checks with it
+        # that nothing was written between its read and its claim (``_sql_leases``).
+        "ALTER TABLE pausepoint_leases ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+    ),
 )
 """Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1."""
 

@@ -180,18 +180,31 @@ def get_tuple_flow(
     dialect: Dialect, codec: SqlCodec, config: RunnableConfig
 ) -> Flow[CheckpointTuple | None]:
     """Load the checkpoint the config names (or the newest), with its pending writes."""
+    sql, params = read_query(dialect, config)
+    rows = yield Statement(dialect.sql(sql), params, fetch=True)
+    if not rows:
+        return None
+    return (yield from tuple_of(dialect, codec, rows[0]))
+
+
+def read_query(dialect: Dialect, config: RunnableConfig) -> tuple[str, tuple[Any, ...]]:
+    """The query reading the checkpoint ``config`` names (or the newest), and its params.
+
+    On PostgreSQL its row also holds the pending writes, as four arrays (columns 7 to
+    10): one round trip. Placeholders are ``?`` (see ``Dialect.sql``).
+    """
     thread, ns, checkpoint_id = config_keys(config)
     if checkpoint_id is None:
         sql, params = _SELECT_LATEST, (thread, ns)
     else:
         sql, params = _SELECT_ONE, (thread, ns, checkpoint_id)
     if dialect.name == "postgres":
-        # One round trip: the writes come along as arrays in the checkpoint's row.
         sql = f"SELECT c.*, w.* FROM ({sql}) c LEFT JOIN LATERAL ({_WRITE_ARRAYS}) w ON true"
-    rows = yield Statement(dialect.sql(sql), params, fetch=True)
-    if not rows:
-        return None
-    row = rows[0]
+    return sql, params
+
+
+def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple]:
+    """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now)."""
     if dialect.name == "postgres":
         tasks, channels, types, values = row[7:11]
         writes: Rows = list(zip(tasks, channels, types, values, strict=True)) if tasks else []

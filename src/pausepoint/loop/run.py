@@ -134,6 +134,8 @@ class _Run:
         self.pausing = False
         self.historical = False
         self.leased = False
+        # The checkpoint read with the lease's claim: (what was read, what it found).
+        self.read_ahead: tuple[RunnableConfig, CheckpointTuple | None] | None = None
         # A replay: the point its subgraphs read their state before (namespaces.py);
         # for a subgraph run, the id it read its state before, if it did.
         self.replay = opts.nest.replay if opts.nest is not None else None
