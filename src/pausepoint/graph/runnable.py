@@ -24,6 +24,7 @@ from pausepoint.config import RunnableConfig, merge_configs, normalized
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
     from pausepoint.graph.drawing import Graph
+    from pausepoint.loop.spec import GraphSpec
 
 __all__ = ["RunnableMethods", "check_run_kwargs"]
 
@@ -79,6 +80,7 @@ class RunnableMethods:
 
     config: RunnableConfig | None = None
     """Default config merged under every call's (set by :meth:`with_config`)."""
+    spec: GraphSpec
 
     def _merged(self, config: RunnableConfig | None) -> RunnableConfig:
         """The caller's config over the graph's default, top-level keys normalised."""
@@ -129,7 +131,7 @@ class RunnableMethods:
         if workers == 1:
             return [one(pair) for pair in pairs]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(lambda c, p: c.run(one, p), contexts, pairs))
+            return list(pool.map(_run_in, contexts, [one] * len(pairs), pairs))
 
     async def abatch(
         self,
@@ -160,8 +162,8 @@ class RunnableMethods:
             namespace: Only the subgraph at this path (``"outer"`` or ``"outer|inner"``).
             recurse: Also the subgraphs of subgraphs, named ``"outer|inner"``.
         """
-        for name, node in self.spec.nodes.items():  # type: ignore[attr-defined]
-            sub = node.subgraph or node.calls_graph
+        for name, node in self.spec.nodes.items():
+            sub: CompiledStateGraph | None = node.subgraph or node.calls_graph
             if sub is None or (namespace is not None and not namespace.startswith(name)):
                 continue
             if name == namespace:
@@ -191,13 +193,17 @@ class RunnableMethods:
         """
         from pausepoint.graph.drawing import graph_of
 
-        return graph_of(self, xray)
+        return graph_of(self, xray)  # type: ignore[arg-type]
 
     async def aget_graph(
         self, config: RunnableConfig | None = None, *, xray: int | bool = False
     ) -> Graph:
         """Async :meth:`get_graph`."""
         return self.get_graph(config, xray=xray)
+
+
+def _run_in(ctx: contextvars.Context, fn: Callable[[Any], Any], arg: Any) -> Any:
+    return ctx.run(fn, arg)
 
 
 def _configs_for(

@@ -95,7 +95,7 @@ class StateGraph:
             node: The node's name, or its function (then named after it).
             action: The function (or compiled subgraph) when ``node`` is a name.
             retry_policy: How to retry the node when it fails.
-            metadata: Shown in the node's task config and in ``get_graph()``.
+            metadata: Kept with the node; shown by ``get_graph()``.
             input_schema: The keys the node reads (default: the state's).
             cache_policy: Accepted for compatibility; unused.
             defer: Run the node only when nothing else is left to run, once, however
