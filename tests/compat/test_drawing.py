@@ -152,6 +152,29 @@ def deferred_node(lib: Lib) -> Any:
     return b.compile()
 
 
+@shape
+def breakpoints_inside_a_subgraph(lib: Lib) -> Any:
+    inner = builder(lib, "i1", "i2").add_edge(lib.START, "i1").add_edge("i1", "i2")
+    outer = builder(lib, "a").add_node("sub", inner.compile(interrupt_before=["i2"]))
+    outer.add_edge(lib.START, "a").add_edge("a", "sub")
+    return outer.compile(interrupt_after=["sub"])
+
+
+@shape
+def boolean_path_map_in_a_loop(lib: Lib) -> Any:
+    b = builder(lib, "a", "b", "c", "d").add_edge(lib.START, "a")
+    b.add_conditional_edges("a", lambda s: True, {True: "b", False: "c"})
+    b.add_edge("b", "d").add_edge("c", "d")
+    return b.add_conditional_edges("d", lambda s: lib.END, ["a", lib.END]).compile()
+
+
+@shape
+def deferred_join(lib: Lib) -> Any:
+    b = builder(lib, "a", "b", "c").add_edge(lib.START, "a").add_edge(lib.START, "b")
+    b.add_edge(["a", "b"], "c").add_node("d", noop, defer=True)
+    return b.add_edge(["c", "a"], "d").compile()
+
+
 def nested(lib: Lib) -> Any:
     inner = builder(lib, "i1", "i2").add_edge(lib.START, "i1").add_edge("i1", "i2").compile()
     mid = lib.StateGraph(S).add_node("pre", noop).add_node("inner", inner)
