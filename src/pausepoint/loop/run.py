@@ -62,7 +62,7 @@ from pausepoint.loop.pending import (
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, read_values
-from pausepoint.loop.writes import VersionClock, apply_writes, preview_writes
+from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred, preview_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Command, Durability, Interrupt
 
@@ -547,6 +547,10 @@ class _Run:
             # No checkpoint follows: writes left for it are saved on their own.
             yield from self.flush_held()
             raise
+        if self.spec.deferred and updated.isdisjoint(self.spec.triggered_by):
+            # Nothing else would run: deferred nodes' turn (add_node(defer=True)).
+            held = self.spec.deferred
+            updated |= finish_deferred(self.checkpoint, self.channels, held, self.clock)
         self.updated = updated
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):
