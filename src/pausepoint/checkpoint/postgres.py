@@ -294,6 +294,14 @@ class PostgresSaver(BaseCheckpointSaver):
         )
         return self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
+    def thread_ids(self) -> list[str]:
+        """Every thread's id, newest first, read without decoding any checkpoint.
+
+        One unreadable checkpoint does not hide the others' threads (``pausepoint
+        threads list`` reads each thread on its own).
+        """
+        return self._run(_sql.thread_ids_flow(_D))
+
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
