@@ -392,6 +392,49 @@ def normalize(record: Any, *, mask_task_ids: bool = False) -> Any:
     return norm(record)
 
 
+def drop_forks(record: Any) -> tuple[Any, int]:
+    """``record`` with the fork checkpoints (``metadata["source"] == "fork"``) taken out
+    of every history (a list of ``StateSnapshot``), and how many there were.
+
+    Wherever else a fork's id appears (a child's ``parent_config``, a subgraph
+    checkpoint's ``parents``, a ``checkpoint_map``) it reads as the id of the
+    checkpoint the branch was forked from, as LangGraph's record would.
+    """
+    forks: dict[str, str] = {}
+
+    def collect(obj: Any) -> None:
+        if _is_fork(obj):
+            forks[_snapshot_id(obj.config)] = _snapshot_id(obj.parent_config)
+        elif isinstance(obj, dict | list | tuple):
+            for v in obj.values() if isinstance(obj, dict) else obj:  # pyright: ignore
+                collect(v)
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, str):
+            return forks.get(obj, obj)
+        if isinstance(obj, dict):
+            return {walk(k): walk(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return type(obj)(walk(x) for x in obj if not _is_fork(x))
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return obj._replace(**{f: walk(getattr(obj, f)) for f in obj._fields})
+        if isinstance(obj, tuple):
+            return tuple(walk(x) for x in obj)
+        return obj
+
+    collect(record)
+    return walk(record), len(forks)
+
+
+def _is_fork(obj: Any) -> bool:
+    metadata = getattr(obj, "metadata", None)
+    return type(obj).__name__ == "StateSnapshot" and (metadata or {}).get("source") == "fork"
+
+
+def _snapshot_id(config: Any) -> Any:
+    return ((config or {}).get("configurable") or {}).get("checkpoint_id")
+
+
 # --- registries and tests --------------------------------------------------------------
 
 
@@ -418,6 +461,8 @@ class Scenario:
     savers: tuple[str, ...] = ("memory",)
     xfail: Xfail | None = None
     mask_task_ids: bool = False
+    forks: bool = False
+    """pausepoint writes fork checkpoints here (DESIGN §4.2): see ``Scenarios.forks``."""
 
     @property
     def name(self) -> str:
@@ -431,6 +476,9 @@ class Scenario:
             record = self.fn(load_lib(lib_name), drive)
         finally:
             drive.close()
+        if self.forks and lib_name == "pausepoint":
+            record, dropped = drop_forks(record)
+            assert dropped, "expected pausepoint's fork checkpoint (DESIGN §4.2) in a history"
         return normalize(record, mask_task_ids=self.mask_task_ids)
 
 
@@ -507,6 +555,22 @@ class Scenarios:
             return self._add(
                 f, drivers=DRIVERS, expect=expect, savers=savers or self.savers, xfail=xfail
             )
+
+        return register
+
+    def forks(self, *, xfail: str | Xfail | None = None) -> Any:
+        """Register a scenario where pausepoint forks (DESIGN §4.2: a new answer to an
+        old checkpoint is stored on a new branch, which starts with a copy of that
+        checkpoint, ``source="fork"``) and LangGraph writes to the old checkpoint.
+
+        pausepoint's record must hold at least one fork checkpoint in its histories
+        and, with them taken out (``drop_forks``), equal LangGraph's.
+        """
+
+        def register(f: Callable[[Lib, Drive], Any]) -> Callable[[Lib, Drive], Any]:
+            self._add(f, drivers=DRIVERS, savers=self.savers, xfail=xfail)
+            self.items[f.__name__] = dataclasses.replace(self.items[f.__name__], forks=True)
+            return f
 
         return register
 

@@ -175,7 +175,10 @@ def debug_events_around_subgraph_interrupt_depth3(lib, drive):
     }
 
 
-@scenario(xfail=F7 + "durability='exit': events name unsaved parents; task state None")
+@scenario(
+    xfail=F7 + "subgraph checkpoint events name the last saved checkpoint as parent, "
+    "LangGraph None (docs/differences.md): hide subgraph parents too"
+)
 def durability_exit_subgraph_interrupt_events(lib, drive):
     runs: Counter[str] = Counter()
     g = deep_graph(lib, drive, runs, 2)

@@ -70,35 +70,63 @@ def _new_answer_at_parent(lib: Any, drive: Any, depth: int, replay_first: bool) 
     return rec
 
 
-@scenario(
-    xfail=F4
-    + "answer delivered; history has pausepoint's fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def new_answer_at_parent_checkpoint_subgraph_depth1(lib, drive):
     return _new_answer_at_parent(lib, drive, 1, replay_first=False)
 
 
-@scenario(
-    xfail=F4
-    + "answer delivered; history has pausepoint's fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def new_answer_at_parent_checkpoint_subgraph_depth2(lib, drive):
     return _new_answer_at_parent(lib, drive, 2, replay_first=False)
 
 
-@scenario(
-    xfail=F4
-    + "answer delivered; history has pausepoint's fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def new_answer_at_parent_checkpoint_subgraph_depth3(lib, drive):
     return _new_answer_at_parent(lib, drive, 3, replay_first=False)
 
 
-@scenario(
-    xfail=F4 + "answer delivered; history has the fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def replay_then_new_answer_at_parent_checkpoint_depth1(lib, drive):
     return _new_answer_at_parent(lib, drive, 1, replay_first=True)
+
+
+def _answer_by_id_at_parent(lib: Any, drive: Any, depth: int) -> Any:
+    """``Command(resume={id: "B"})`` to the root checkpoint where the subgraph asked."""
+    g, runs, _, _ = answered(lib, drive, depth)
+    old = next(h for h in drive.history(g, thread()) if h.next == ("sub1",))
+    out = drive.invoke(g, lib.Command(resume={old.interrupts[0].id: "B"}), old.config)
+    return {"answer": out["log"][-2], "runs": dict(runs), "head": drive.get_state(g, thread())}
+
+
+def _by_id(answer: str) -> Any:
+    def check(rec: dict[str, Any]) -> None:
+        q = rec["answer"].split("=")[0]
+        assert rec["answer"] == f"{q}={answer}", rec["answer"]
+        assert rec["runs"][f"{q}.ask"] == 1, rec["runs"]  # asked once, answered in place
+        assert rec["head"][1]["next"] == (), rec["head"]
+
+    return check
+
+
+# DESIGN §4.2: an answer by id to an old question forks with it, as a plain one does.
+# LangGraph replays the old answer ("a") when the answer is sent by id at the root
+# (while it delivers a plain one to the same subgraph question).
+@scenario.differs(langgraph=_by_id("a"), pausepoint=_by_id("B"))
+def new_answer_by_id_at_parent_checkpoint_depth1(lib, drive):
+    return _answer_by_id_at_parent(lib, drive, 1)
+
+
+@scenario.differs(langgraph=_by_id("a"), pausepoint=_by_id("B"))
+def new_answer_by_id_at_parent_checkpoint_depth2(lib, drive):
+    return _answer_by_id_at_parent(lib, drive, 2)
+
+
+@scenario.forks()
+def new_answer_by_id_via_subgraph_config_depth2(lib, drive):
+    g, runs, paused, _ = answered(lib, drive, 2)
+    iid = drive.get_state(g, paused).interrupts[0].id
+    out = catch(drive.invoke, g, lib.Command(resume={iid: "C"}), paused)
+    return {"out": out, "head": observe(drive, g, thread()), "runs": dict(runs)}
 
 
 class Got(TypedDict, total=False):
@@ -273,12 +301,12 @@ def historical_snapshot_of_answered_interrupt(lib, drive):
     return {"interrupts": s.interrupts, "tasks": s.tasks}
 
 
-@scenario(xfail=F9 + "the answered subgraph checkpoints list no interrupts")
+@scenario
 def history_recipe_finds_subgraph_interrupt_depth1(lib, drive):
     return _recipe_in_subgraph(lib, drive, 1)
 
 
-@scenario(xfail=F9 + "the answered subgraph checkpoints list no interrupts")
+@scenario
 def history_recipe_finds_subgraph_interrupt_depth2(lib, drive):
     return _recipe_in_subgraph(lib, drive, 2)
 
@@ -310,7 +338,9 @@ def history_lists_parallel_interrupts_after_both_answered(lib, drive):
     return [(h.next, unordered(h.interrupts), unordered(h.tasks)) for h in hist]
 
 
-@scenario(xfail=F9 + "a historical snapshot of a two-question node lists no interrupts")
+@scenario(
+    xfail=F9 + "the input checkpoint's __start__ task (input {}) shows result None, LangGraph {}"
+)
 def history_of_two_question_node(lib, drive):
     g, _ = _two_question_graph(lib, drive, in_subgraph=False)
     drive.invoke(g, {}, thread())

@@ -150,7 +150,7 @@ def no_checkpoint_subgraph_depth2(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, False), [])
 
 
-@scenario(xfail=F1 + "a stateful level under a checkpointer=False one saves nothing")
+@scenario(xfail=F1 + "a stateful level under a checkpointer=False one still saves nothing")
 def stateful_inside_no_checkpoint_level(lib, drive):
     # Not inspected through "sub1|sub2": LangGraph saves the stateful level's
     # checkpoints there but its get_state/get_state_history cannot find that

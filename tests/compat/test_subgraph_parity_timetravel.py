@@ -56,17 +56,17 @@ def _replay_via_sub_config(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
     }
 
 
-@scenario(xfail=F2 + "invoke(None, subgraph config) raises EmptyInputError")
+@scenario.forks()
 def replay_via_subgraph_snapshot_config_depth1(lib, drive):
     return _replay_via_sub_config(lib, drive, 1)
 
 
-@scenario(xfail=F2 + "invoke(None, subgraph config) raises EmptyInputError")
+@scenario.forks()
 def replay_via_subgraph_snapshot_config_depth2(lib, drive):
     return _replay_via_sub_config(lib, drive, 2)
 
 
-@scenario(xfail=F2 + "invoke(None, subgraph config) raises EmptyInputError")
+@scenario.forks()
 def replay_via_subgraph_snapshot_config_depth3(lib, drive):
     return _replay_via_sub_config(lib, drive, 3)
 
@@ -78,17 +78,17 @@ def _resume_via_sub_config(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
     return {"resumed": resumed, "head": observe(drive, g, thread()), "runs": dict(runs)}
 
 
-@scenario(xfail=F2 + "Command(resume) to a subgraph config raises NothingToResumeError")
+@scenario.forks()
 def resume_via_subgraph_snapshot_config_depth1(lib, drive):
     return _resume_via_sub_config(lib, drive, 1)
 
 
-@scenario(xfail=F2 + "Command(resume) to a subgraph config raises NothingToResumeError")
+@scenario.forks()
 def resume_via_subgraph_snapshot_config_depth3(lib, drive):
     return _resume_via_sub_config(lib, drive, 3)
 
 
-@scenario(xfail=F2 + "resuming the paused thread through its subgraph's config")
+@scenario
 def resume_paused_thread_via_subgraph_config_depth2(lib, drive):
     runs: Counter[str] = Counter()
     g = deep_graph(lib, drive, runs, 2)
@@ -112,13 +112,16 @@ def _command_via_sub_config(lib: Any, drive: Any, answered_first: bool, cmd: Any
     return {"out": out, "head": observe(drive, g, thread()), "runs": dict(runs)}
 
 
-@scenario(xfail=F2 + "Command(update, resume) through a paused subgraph's config")
+@scenario
 def command_update_and_resume_via_paused_subgraph_config(lib, drive):
     cmd = lambda lib: lib.Command(update={"log": ["u"]}, resume="r")  # noqa: E731
     return _command_via_sub_config(lib, drive, False, cmd)
 
 
-@scenario(xfail=F2 + "Command(update, resume) through a historical subgraph config")
+@scenario(
+    xfail=F2 + "LangGraph saves the update against the old root checkpoint (its history shows x=5 "
+    "there); pausepoint saves it in its fork (DESIGN 4.2): make it a differs()"
+)
 def command_update_and_resume_via_historical_subgraph_config(lib, drive):
     cmd = lambda lib: lib.Command(update={"x": 5}, resume="r2")  # noqa: E731
     return _command_via_sub_config(lib, drive, True, cmd)
@@ -185,17 +188,20 @@ def _from_sub_history_entry(lib: Any, drive: Any, depth: int, node: str) -> dict
     }
 
 
-@scenario(xfail=F2 + "stream(None, subgraph history entry) raises EmptyInputError")
+@scenario.forks()
 def stream_from_subgraph_history_entry_before_ask_depth1(lib, drive):
     return _from_sub_history_entry(lib, drive, 1, "ask")
 
 
-@scenario(xfail=F2 + "stream(None, subgraph history entry) raises EmptyInputError")
+@scenario(
+    xfail=F2 + "the resumed fork keeps the finished 'before' (carried as done) and asks again "
+    "before the answer is taken (fork.answer_afresh): LangGraph re-runs 'before' and asks once"
+)
 def stream_from_subgraph_history_entry_before_first_node_depth2(lib, drive):
     return _from_sub_history_entry(lib, drive, 2, "before")
 
 
-@scenario(xfail=F2 + "stream(None, subgraph history entry) raises EmptyInputError")
+@scenario.forks()
 def stream_from_subgraph_history_entry_before_ask_depth3(lib, drive):
     return _from_sub_history_entry(lib, drive, 3, "ask")
 
@@ -221,22 +227,27 @@ def _replay_parent(lib: Any, drive: Any, depth: int, resume_at: str) -> dict[str
     }
 
 
-@scenario(xfail=F3 + "replay reuses the subgraph's old answer instead of asking again")
+@scenario.forks()
 def replay_parent_reruns_stateless_subgraph_depth1(lib, drive):
     return _replay_parent(lib, drive, 1, "old")
 
 
-@scenario(xfail=F3 + "replay reuses the subgraph's old answer instead of asking again")
+@scenario(
+    xfail=F3 + "replay matches; Command(resume) on the finished head raises NothingToResumeError "
+    "(DESIGN 4.4) where LangGraph returns the state: make it a differs()"
+)
 def replay_parent_reruns_stateless_subgraph_depth2(lib, drive):
     return _replay_parent(lib, drive, 2, "thread")
 
 
-@scenario(xfail=F3 + "replay reuses the subgraph's old answer instead of asking again")
+@scenario.forks()
 def replay_parent_reruns_stateless_subgraph_depth3(lib, drive):
     return _replay_parent(lib, drive, 3, "old")
 
 
-@scenario(xfail=F3 + "replaying a parent checkpoint before a finished subgraph reuses it")
+@scenario(
+    xfail=F3 + "the replayed root checkpoint's sub1 task shows no result (LangGraph: its old one)"
+)
 def replay_parent_before_finished_subgraph_without_interrupt(lib, drive):
     runs: Counter[str] = Counter()
     inner = lib.StateGraph(_Plain)
@@ -308,12 +319,15 @@ def _replay_memory(lib: Any, drive: Any, checkpointer: Any) -> dict[str, Any]:
     return hide_stateful_task_states(rec, {"mem"} if checkpointer else set())
 
 
-@scenario(xfail=F3 + "a stateful subgraph replayed from run 2 does not load its run-2 state")
+@scenario(
+    xfail=F3 + "answer delivered; a stateful subgraph history entry lists the interrupt pausepoint "
+    "carries (docs/differences.md) where LangGraph lists none"
+)
 def replay_parent_reloads_stateful_subgraph_state(lib, drive):
     return _replay_memory(lib, drive, True)
 
 
-@scenario(xfail=F3 + "replay reuses the stateless subgraph's old answer")
+@scenario.forks()
 def replay_parent_with_stateless_memory_subgraph(lib, drive):
     return _replay_memory(lib, drive, None)
 

@@ -52,7 +52,9 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     if nest is not None and nest.resume_map:
         given = ResumeMap(nest.resume_map, nest.resume_positions, nest.resume_plain)
         run.resume = nested_resume(given, run.records)
-    if run.historical and inp is None:
+    if run.source_ns is not None:
+        yield from start_moved(run, run.source_ns)
+    elif run.historical and inp is None:
         # Replay: the tasks of this old checkpoint run again, asking their
         # questions again (saved answers are not reused), as in LangGraph.
         run.records = {}
@@ -87,10 +89,13 @@ def load(run: _Run) -> Generator[Effect, Any, None]:
     """
     cfg, nest = run.cfg, run.opts.nest
     conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
-    target = nest.replay.targets.get(cfg.checkpoint_ns) if nest and nest.replay else None
+    source, target = (cfg.checkpoint_ns, None)
+    if nest is not None and nest.replay is not None:
+        source, target = nest.replay.source(cfg.checkpoint_ns)
     if target is not None:  # a subgraph checkpoint the caller's config named
-        conf["checkpoint_id"] = target
+        conf["checkpoint_ns"], conf["checkpoint_id"] = source, target
         run.historical = True  # its tasks run again, asking their questions again
+        run.source_ns = source if source != cfg.checkpoint_ns else None
     else:
         run.replayed = replay_before(nest, cfg.checkpoint_ns)
         if cfg.checkpoint_id and nest is None:
@@ -102,6 +107,20 @@ def load(run: _Run) -> Generator[Effect, Any, None]:
         run.historical = newest is not None and newest.checkpoint["id"] != run.checkpoint["id"]
         if run.historical:  # its subgraphs start from where they were then
             run.replay = ReplayPoint(run.checkpoint["id"], addressed(cfg.configurable))
+
+
+def start_moved(run: _Run, source_ns: str) -> Generator[Effect, Any, None]:
+    """Start a subgraph that a fork above renamed from the checkpoint addressed for it.
+
+    It goes on from a copy of that checkpoint in its own namespace, with what its
+    tasks had done (:func:`~pausepoint.loop.fork.fork`); its share of the answer
+    follows the questions' new ids.
+    """
+    renamed = yield from fork(run, source_ns)
+    if (given := run.resume) is not None:
+        values = {renamed.get(k, k): v for k, v in given.values.items()}
+        positions = {renamed.get(k, k): p for k, p in given.positions.items()}
+        run.resume = ResumeMap(values, positions, given.plain)
 
 
 def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.loop.calls import CallRequest, CallSite
+from pausepoint.loop.fork import take_afresh
 from pausepoint.loop.node import Body, node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
@@ -79,10 +80,7 @@ class StepFrame:
                 sink=opts.sink,
                 stream_modes=opts.stream_modes,
                 stream_subgraphs=opts.stream_subgraphs,
-                parents={
-                    **(opts.nest.parents if opts.nest else {}),
-                    run.cfg.checkpoint_ns: self.checkpoint_id,
-                },
+                parents={**run.parents, run.cfg.checkpoint_ns: self.checkpoint_id},
                 replay=run.replay,
                 afresh=run.afresh,
             )
@@ -105,6 +103,13 @@ class ExecTask(TaskContext):
         self.frame = frame
         self.task = task
         self.retry: tuple[RetryPolicy, ...] = task.node.retry
+
+    def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
+        """The answer a fork carries to this question, asked again afresh (taken once)."""
+        taken = take_afresh(self.frame.run, self.task.id, value, position)
+        if taken is not None:
+            self._resume = [*self._resume, *taken]  # a retry of this attempt keeps it
+        return taken
 
     def context(self, spawn: Callable[[CallRequest], Any]) -> TaskContext:
         """The context of a new attempt, given the driver's way to start ``@task`` calls."""

@@ -38,7 +38,7 @@ from pausepoint.errors import (
     GraphRecursionError,
     ParentCommand,
 )
-from pausepoint.loop import begin, fork, lease
+from pausepoint.loop import begin, fork, lease, namespaces
 from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import (
@@ -138,7 +138,9 @@ class _Run:
         # for a subgraph run, the id it read its state before, if it did.
         self.replay = opts.nest.replay if opts.nest is not None else None
         self.replayed: str | None = None
+        self.source_ns: str | None = None  # read from another namespace (begin.start_moved)
         self.afresh = opts.nest.afresh if opts.nest is not None else None  # fork.answer_afresh
+        self.parents = namespaces.parents_of(opts.nest, opts.config.configurable)
         self.releasing = False  # the next checkpoint saved is the run's last write
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
@@ -233,7 +235,7 @@ class _Run:
         self.metadata = {
             "source": source,  # type: ignore[typeddict-item]
             "step": self.step,
-            "parents": dict(self.opts.nest.parents) if self.opts.nest else {},
+            "parents": dict(self.parents),
             **self.run_metadata,  # type: ignore[typeddict-item]
         }
         if self.saves_now:
@@ -510,7 +512,10 @@ class _Run:
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
-            saved: list[tuple[str, Any]] = [(INTERRUPT, found)]
+            saved: list[tuple[str, Any]] = [
+                (INTERRUPT, found),
+                *fork.taken_answer(self, task.id, rec),
+            ]
             if err.position is not None and is_own_interrupt(found[0], task.ns):
                 # Which question this is: its answer will be bound to it (answers.py).
                 rec.asked = err.position
@@ -533,7 +538,8 @@ class _Run:
                 # with its saved answers, and a new answer can still be sent to it.
                 rec = self.records.setdefault(task.id, TaskRecord())
                 rec.error = repr(err)
-                yield from self.save_writes(task.id, [(ERROR, rec.error)], path)
+                kept = [(ERROR, rec.error), *fork.taken_answer(self, task.id, rec)]
+                yield from self.save_writes(task.id, kept, path)
                 yield from out.task_result(self, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:
