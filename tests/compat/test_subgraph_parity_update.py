@@ -24,7 +24,7 @@ from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
-from ._harness import SAVERS, Scenarios, catch, thread
+from ._harness import SAVERS, Scenarios, catch, refused_resume, thread
 from ._subgraph_kit import (
     START_VALUES,
     Logged,
@@ -63,34 +63,22 @@ def _update_paused_subgraph(
     }
 
 
-@scenario(
-    xfail=F5 + "differs only by the interrupt the edited subgraph's history carries "
-    "(docs/differences.md): make it a differs()"
-)
+@scenario.carries()
 def update_subgraph_config_default_as_node_depth1(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"log": ["edited"]}, None)
 
 
-@scenario(
-    xfail=F5 + "differs only by the interrupt the edited subgraph's history carries "
-    "(docs/differences.md): make it a differs()"
-)
+@scenario.carries()
 def update_subgraph_config_default_as_node_depth2(lib, drive):
     return _update_paused_subgraph(lib, drive, 2, {"log": ["edited"]}, None)
 
 
-@scenario(
-    xfail=F5 + "differs only by the interrupt the edited subgraph's history carries "
-    "(docs/differences.md): make it a differs()"
-)
+@scenario.carries()
 def update_subgraph_config_default_as_node_depth3(lib, drive):
     return _update_paused_subgraph(lib, drive, 3, {"log": ["edited"], "x": 7}, None)
 
 
-@scenario(
-    xfail=F5 + "differs only by the interrupt the edited subgraph's history carries "
-    "(docs/differences.md): make it a differs()"
-)
+@scenario.carries()
 def update_subgraph_config_as_earlier_node(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"log": ["edited"]}, "before")
 
@@ -177,10 +165,7 @@ class Notes(TypedDict, total=False):
     said: str
 
 
-@scenario(
-    xfail=F5 + "differs only by the interrupt the edited subgraph's history carries "
-    "(docs/differences.md): make it a differs()"
-)
+@scenario.carries()
 def update_stateful_subgraph_config(lib, drive):
     def take(state: Notes) -> dict[str, Any]:
         return {"notes": [lib.interrupt("note?")], "said": f"{len(state.get('notes', []))}"}
@@ -257,10 +242,8 @@ def update_as_end_on_historical_checkpoint(lib, drive):
     return _special(lib, drive, "__end__", None, "old")
 
 
-@scenario(
-    xfail=F5 + "after as_node='__end__' nothing is pending: Command(resume) raises "
-    "NothingToResumeError (DESIGN 4.4), LangGraph returns the state: make it a differs()"
-)
+# DESIGN §4.4: "__end__" dropped the question; LangGraph returns the values.
+@scenario.viewed(refused_resume("resumed", lambda r: r["state"].values))
 def update_as_end_on_paused_thread(lib, drive):
     b = lib.StateGraph(Logged)
     b.add_node("ask", lambda s: {"log": [lib.interrupt("q?")]})
@@ -273,12 +256,22 @@ def update_as_end_on_paused_thread(lib, drive):
     return {
         "new": new,
         "state": drive.get_state(g, thread()),
-        "resumed": catch(drive.invoke, g, lib.Command(resume="late"), thread()),
+        "resumed": catch(drive.invoke, g, lib.Command(resume="late"), thread(), message=True),
         "history": drive.history(g, thread()),
     }
 
 
 # --- the default as_node on a paused graph --------------------------------------------------
+
+
+def _state_carries(record: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The record with the interrupt the edited checkpoint's snapshot (``state``, taken
+    before the run goes on) carries taken out: pausepoint lists the question still
+    waiting there (docs/differences.md), LangGraph lists it only once the run asked it
+    again there (as the history, taken later, shows on both sides)."""
+    state = record["state"]
+    tasks = tuple(t._replace(interrupts=()) for t in state.tasks)
+    return {**record, "state": state._replace(interrupts=(), tasks=tasks)}, len(state.interrupts)
 
 
 def _default_as_node(lib: Any, drive: Any, with_prep: bool) -> dict[str, Any]:
@@ -302,20 +295,12 @@ def _default_as_node(lib: Any, drive: Any, with_prep: bool) -> dict[str, Any]:
     }
 
 
-@scenario(
-    xfail=F5
-    + "the edited checkpoint lists the interrupt pausepoint carries (docs/differences.md), "
-    "LangGraph none: make it a differs()"
-)
+@scenario.viewed(_state_carries)
 def default_as_node_on_paused_single_node_graph(lib, drive):
     return _default_as_node(lib, drive, with_prep=False)
 
 
-@scenario(
-    xfail=F5
-    + "the edited checkpoint lists the interrupt pausepoint carries (docs/differences.md), "
-    "LangGraph none: make it a differs()"
-)
+@scenario.viewed(_state_carries)
 def default_as_node_on_paused_graph_with_earlier_node(lib, drive):
     return _default_as_node(lib, drive, with_prep=True)
 
