@@ -15,6 +15,11 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
   (namespace → checkpoint id, every level from the root down). Given to the root
   graph, the root runs from the map's root entry and each subgraph on the path from
   its own entry: a replay, resume or fork from inside a subgraph, at any depth.
+- **Unsaved** (``checkpointer=False``): no checkpoints, so nothing records what
+  its tasks asked. Its run's (unsaved) checkpoint id is derived from its namespace,
+  so a resume of its parent's task re-runs it with the same task ids, and each
+  question finds its answer in the parent's resume map by its id
+  (:func:`unsaved_answer`), as LangGraph's do.
 - **Replay**: when the root graph runs again from a checkpoint of its history, a
   subgraph's first run in it reads the newest checkpoint of its namespace made
   *before* that point — nothing for a per-task subgraph (it starts afresh, asking
@@ -27,12 +32,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from xxhash import xxh3_128_hexdigest
+
 from pausepoint.constants import NS_END, NS_SEP
+from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
     from pausepoint.scratchpad import NestInfo
 
-__all__ = ["Afresh", "ReplayPoint", "addressed", "parents_of", "replay_before", "stateful_ns"]
+__all__ = [
+    "Afresh",
+    "ReplayPoint",
+    "addressed",
+    "parents_of",
+    "replay_before",
+    "stateful_ns",
+    "unsaved_answer",
+    "unsaved_id",
+]
 
 
 def stateful_ns(ns: str) -> str:
@@ -145,6 +162,31 @@ def parents_of(nest: NestInfo | None, configurable: Mapping[str, Any]) -> Mappin
     snapshots' configs then carry that map, which addresses the same checkpoints).
     """
     return nest.parents if nest is not None else addressed(configurable)
+
+
+def unsaved_id(ns: str) -> str:
+    """The checkpoint id of a subgraph run that saves nothing, in namespace ``ns``.
+
+    Stable (task ids hash it, and the ids of the questions they ask hash those), and
+    shaped like a saved one; the version nibble 0 tells it was never stored.
+    """
+    digest = xxh3_128_hexdigest(ns.encode())
+    return f"{digest[:8]}-{digest[8:12]}-0{digest[13:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def unsaved_answer(nest: NestInfo | None, ns: str, position: int) -> tuple[Any] | None:
+    """The answer to question ``position`` of task ``ns``, in a run that saves nothing.
+
+    A 1-tuple, or None. Nothing recorded the question, so the parent's resume map,
+    keyed by the question's id (the task's: see
+    :meth:`~pausepoint.types.Interrupt.from_ns`), is all there is.
+    """
+    if nest is None or not nest.resume_map:
+        return None
+    iid = Interrupt.from_ns(None, ns).id
+    if iid not in nest.resume_map or nest.resume_positions.get(iid, 0) != position:
+        return None
+    return (nest.resume_map[iid],)
 
 
 def replay_before(nest: NestInfo | None, ns: str) -> str | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pausepoint.loop.calls import CallRequest, CallSite
 from pausepoint.loop.fork import take_afresh
+from pausepoint.loop.namespaces import unsaved_answer
 from pausepoint.loop.node import Body, node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
@@ -69,12 +70,18 @@ class StepFrame:
         if self._nest is None:
             run = self.run
             opts = run.opts
+            answers = self.answers
+            positions: Mapping[str, int] = run.resume.positions if run.resume else {}
+            if not answers and not opts.has_saver and opts.nest is not None:
+                # Nothing saved where its answers went: a subgraph below gets them all.
+                answers, positions = opts.nest.resume_map, opts.nest.resume_positions
             self._nest = NestInfo(
-                saver=opts.saver,
+                # A checkpointer=False level passes its parent's saver on (as LangGraph).
+                saver=opts.nest.saver if opts.saver is None and opts.nest else opts.saver,
                 thread_id=run.cfg.thread_id,
                 durability=opts.durability,
-                resume_map=self.answers,
-                resume_positions=run.resume.positions if run.resume else {},
+                resume_map=answers,
+                resume_positions=positions,
                 resume_plain=run.resume.plain if run.resume else False,
                 resuming=self.resuming,
                 sink=opts.sink,
@@ -105,8 +112,15 @@ class ExecTask(TaskContext):
         self.retry: tuple[RetryPolicy, ...] = task.node.retry
 
     def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
-        """The answer a fork carries to this question, asked again afresh (taken once)."""
-        taken = take_afresh(self.frame.run, self.task.id, value, position)
+        """The answer this question has though no record holds it, or None.
+
+        A fork's, carried to a question asked again afresh (taken once); or, in a
+        subgraph that saves nothing, the parent's resume map's.
+        """
+        run = self.frame.run
+        taken = take_afresh(run, self.task.id, value, position)
+        if taken is None and not run.opts.has_saver:
+            return unsaved_answer(run.opts.nest, self.task.ns, position)
         if taken is not None:
             self._resume = [*self._resume, *taken]  # a retry of this attempt keeps it
         return taken

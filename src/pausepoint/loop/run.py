@@ -351,6 +351,8 @@ class _Run:
         self.channels = self.spec.fresh_channels({})
         if not self.checkpoint_visible:
             self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
+            if self.opts.nest is not None:  # the same task ids on a resume: unsaved_answer
+                self.checkpoint["id"] = namespaces.unsaved_id(self.cfg.checkpoint_ns)
 
     def restore(self, saved: CheckpointTuple | None) -> None:
         if saved is None:
