@@ -5,8 +5,10 @@ Family 4: ``Command(resume=new)`` sent to a historical parent checkpoint whose i
 lives in a subgraph. LangGraph 1.1.6 delivers ``new`` there (while at the root it
 replays the old answer — DESIGN §4.2 makes pausepoint fork with ``new`` everywhere), so
 the subgraph case is plain parity. A node that asked two questions, forked at its
-checkpoint, is a registered difference: pausepoint answers the first question with the
-new value and asks the second again.
+checkpoint, is a registered difference (docs/differences.md): pausepoint answers the
+first question with the new value and asks the second again, as a replay of that
+checkpoint would ask both; inside a subgraph, where the fork runs the subgraph afresh
+and the question listed there was the node's second, it asks from the first again.
 
 Family 9 (DESIGN §4.3, narrowed): a historical snapshot lists the interrupts raised at
 its checkpoint, so the documented recipe
@@ -20,7 +22,7 @@ LangGraph 1.1.6 quirks (not encoded as expected behaviour):
 - A two-question node inside a subgraph, forked with ``Command(resume="A2")``: LangGraph
   asks the second question again, then discards both new answers (the result is the old
   ``["A", "B"]``) — it asks a question whose answer it ignores. The LangGraph side of
-  that difference records it; pausepoint must give ``["A2", "B2"]``.
+  that difference records it; pausepoint asks both again (docs/differences.md).
 - A historical snapshot of a node that asked two questions lists only the last one
   raised (its INTERRUPT write is overwritten by the second question).
 - LangGraph's savers disagree on a forked two-question root node: with InMemorySaver
@@ -204,7 +206,6 @@ def _forked_both_answers(replay_first: bool) -> Any:
         {"fork": {"got": ["A", "A2"], "asks": []}, "old_branch_kept": True},
     ),
     pausepoint=_forked_both_answers(replay_first=False),
-    xfail=F4 + "the fork gives 'A2' to the second question and keeps 'A' for the first",
 )
 def fork_two_question_node_at_root(lib, drive):
     return _fork_two_questions(lib, drive, in_subgraph=False, replay_first=False)
@@ -237,10 +238,15 @@ def fork_two_question_node_at_root_after_replay(lib, drive):
             "old_branch_kept": True,
         }
     ),
-    pausepoint=_forked_both_answers(replay_first=False),
-    # Open decision (issue 16 closing note): A2 goes to the question listed there
-    # ("second"); the fresh subgraph asks "first" again. At the root: ["A", "A2"].
-    xfail=F4 + "A2 is carried to the listed question 'second', not to 'first'",
+    # docs/differences.md: the question listed ("second") was not its node's first,
+    # so the fresh subgraph does not use "A2" and asks from the first question again.
+    pausepoint=_expect(
+        {
+            "fork": {"got": None, "asks": ["first"]},
+            "final": {"got": None, "asks": ["second"]},
+            "old_branch_kept": True,
+        }
+    ),
 )
 def fork_two_question_node_in_subgraph(lib, drive):
     return _fork_two_questions(lib, drive, in_subgraph=True, replay_first=False)

@@ -98,15 +98,21 @@ def _carry(
             renamed[intr.id] = new_id
             moved.append(Interrupt(intr.value, new_id, position=intr.position))
         answers = list(rec.resume or [])
-        if rec.asked is not None:
+        asked = rec.asked
+        if rec.done and asked is not None:
+            # A task that finished starts over in the fork, as a replay of this
+            # checkpoint runs it: the new answer answers its first question and the
+            # later ones are asked again (their answers belong to the old branch).
+            asked = 0
+        if asked is not None:
             # The answers given before the question we re-answer stay; its own goes.
-            kept = answers[: rec.asked]
+            kept = answers[:asked]
         else:  # saved before positions were: a finished task's last answer was its own
             kept = answers[:-1] if rec.done and answers else answers
-        carried = TaskRecord(interrupts=tuple(moved), resume=kept or None, asked=rec.asked)
+        carried = TaskRecord(interrupts=tuple(moved), resume=kept or None, asked=asked)
         writes: list[tuple[str, Any]] = [(INTERRUPT, tuple(moved))]
-        if rec.asked is not None:
-            writes.append((ASKED, rec.asked))
+        if asked is not None:
+            writes.append((ASKED, asked))
         if kept:
             writes.append((RESUME, kept))
         return carried, writes
