@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
-from ._harness import SAVERS, Scenarios, catch, refused_resume, thread
+from ._harness import SAVERS, Scenarios, catch, drop_forks, refused_resume, thread
 from ._subgraph_kit import (
     START_VALUES,
     answered,
@@ -118,10 +118,36 @@ def command_update_and_resume_via_paused_subgraph_config(lib, drive):
     return _command_via_sub_config(lib, drive, False, cmd)
 
 
-@scenario(
-    xfail=F2 + "LangGraph saves the update against the old root checkpoint (its history shows x=5 "
-    "there); pausepoint saves it in its fork (DESIGN 4.2): make it a differs()"
-)
+def _update_on_fork(record: Any) -> tuple[Any, int]:
+    """``drop_forks``, with each fork's values shown on the checkpoint it was forked
+    from. DESIGN §4.2: pausepoint saves a ``Command(update=...)`` sent with an old
+    config on its fork; LangGraph saves it as a pending write of the old checkpoint,
+    whose snapshot then shows the updated values."""
+    forked: dict[str, Any] = {}
+
+    def collect(obj: Any) -> None:
+        if type(obj).__name__ == "StateSnapshot" and obj.metadata.get("source") == "fork":
+            forked[obj.parent_config["configurable"]["checkpoint_id"]] = obj.values
+        elif isinstance(obj, dict | list | tuple):
+            for v in obj.values() if isinstance(obj, dict) else obj:  # pyright: ignore
+                collect(v)
+
+    def show(obj: Any) -> Any:
+        if type(obj).__name__ == "StateSnapshot":
+            cid = obj.config["configurable"]["checkpoint_id"]
+            return obj._replace(values=forked[cid]) if cid in forked else obj
+        if isinstance(obj, dict):
+            return {k: show(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple) and not hasattr(obj, "_fields"):
+            return type(obj)(show(v) for v in obj)
+        return obj
+
+    collect(record)
+    dropped, found = drop_forks(show(record))
+    return dropped, found
+
+
+@scenario.viewed(_update_on_fork)
 def command_update_and_resume_via_historical_subgraph_config(lib, drive):
     cmd = lambda lib: lib.Command(update={"x": 5}, resume="r2")  # noqa: E731
     return _command_via_sub_config(lib, drive, True, cmd)
@@ -193,10 +219,7 @@ def stream_from_subgraph_history_entry_before_ask_depth1(lib, drive):
     return _from_sub_history_entry(lib, drive, 1, "ask")
 
 
-@scenario(
-    xfail=F2 + "the resumed fork keeps the finished 'before' (carried as done) and asks again "
-    "before the answer is taken (fork.answer_afresh): LangGraph re-runs 'before' and asks once"
-)
+@scenario.forks()
 def stream_from_subgraph_history_entry_before_first_node_depth2(lib, drive):
     return _from_sub_history_entry(lib, drive, 2, "before")
 
@@ -243,9 +266,7 @@ def replay_parent_reruns_stateless_subgraph_depth3(lib, drive):
     return _replay_parent(lib, drive, 3, "old")
 
 
-@scenario(
-    xfail=F3 + "the replayed root checkpoint's sub1 task shows no result (LangGraph: its old one)"
-)
+@scenario
 def replay_parent_before_finished_subgraph_without_interrupt(lib, drive):
     runs: Counter[str] = Counter()
     inner = lib.StateGraph(_Plain)

@@ -52,12 +52,11 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     if nest is not None and nest.resume_map:
         given = ResumeMap(nest.resume_map, nest.resume_positions, nest.resume_plain)
         run.resume = nested_resume(given, run.records)
+    # Replay: the tasks of this old checkpoint run again, asking their questions
+    # again (saved answers are not reused), as in LangGraph.
+    replay = run.historical and inp is None and run.source_ns is None
     if run.source_ns is not None:
         yield from start_moved(run, run.source_ns)
-    elif run.historical and inp is None:
-        # Replay: the tasks of this old checkpoint run again, asking their
-        # questions again (saved answers are not reused), as in LangGraph.
-        run.records = {}
     if isinstance(inp, Command):
         yield from take_command(run, inp)  # pyright: ignore[reportUnknownArgumentType]
     if run.null_writes:
@@ -74,7 +73,9 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
         if run.opts.stream_modes:
             if run.wants("values"):
                 yield run.emit("values", run.output())
-            yield from out.resumed_checkpoint(run)
+            yield from out.resumed_checkpoint(run)  # as saved, with what its tasks did
+        if replay:
+            run.records = {}
         yield from bind_resume(run)
         return
     yield from take_input(run, inp)
@@ -112,12 +113,20 @@ def load(run: _Run) -> Generator[Effect, Any, None]:
 def start_moved(run: _Run, source_ns: str) -> Generator[Effect, Any, None]:
     """Start a subgraph that a fork above renamed from the checkpoint addressed for it.
 
-    It goes on from a copy of that checkpoint in its own namespace, with what its
-    tasks had done (:func:`~pausepoint.loop.fork.fork`); its share of the answer
-    follows the questions' new ids.
+    It goes on from a copy of that checkpoint in its own namespace (the old branch is
+    not written to): with what its tasks had done if a question its answer is for
+    waited there (:func:`~pausepoint.loop.fork.fork`), or as a replay from there if
+    the question came later. Its share of the answer follows the questions' new ids.
     """
+    given = run.resume
+    if given is None or not any(
+        i.id in given.values for rec in run.records.values() for i in rec.interrupts
+    ):
+        # Addressed from before its question: a replay from there (its tasks run
+        # again), the answer carried to the question when it is asked again.
+        run.records = {}
     renamed = yield from fork(run, source_ns)
-    if (given := run.resume) is not None:
+    if given is not None:
         values = {renamed.get(k, k): v for k, v in given.values.items()}
         positions = {renamed.get(k, k): p for k, p in given.positions.items()}
         run.resume = ResumeMap(values, positions, given.plain)
