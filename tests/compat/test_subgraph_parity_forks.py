@@ -344,9 +344,7 @@ def history_lists_parallel_interrupts_after_both_answered(lib, drive):
     return [(h.next, unordered(h.interrupts), unordered(h.tasks)) for h in hist]
 
 
-@scenario(
-    xfail=F9 + "the input checkpoint's __start__ task (input {}) shows result None, LangGraph {}"
-)
+@scenario
 def history_of_two_question_node(lib, drive):
     g, _ = _two_question_graph(lib, drive, in_subgraph=False)
     drive.invoke(g, {}, thread())

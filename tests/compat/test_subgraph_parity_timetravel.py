@@ -338,10 +338,7 @@ def _replay_memory(lib: Any, drive: Any, checkpointer: Any) -> dict[str, Any]:
     return hide_stateful_task_states(rec, {"mem"} if checkpointer else set())
 
 
-@scenario(
-    xfail=F3 + "answer delivered; a stateful subgraph history entry lists the interrupt pausepoint "
-    "carries (docs/differences.md) where LangGraph lists none"
-)
+@scenario.forks()
 def replay_parent_reloads_stateful_subgraph_state(lib, drive):
     return _replay_memory(lib, drive, True)
 
