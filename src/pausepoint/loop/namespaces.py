@@ -1,7 +1,7 @@
 """Where a subgraph's checkpoints live, and which of them a nested run reads (issue 16).
 
 Why a module of its own: a subgraph's state is found by its checkpoint namespace,
-and three rules decide which namespace and which checkpoint in it; spread over the
+and a few rules decide which namespace and which checkpoint in it; spread over the
 loop, they drifted apart from LangGraph's (a replay that reused an old answer, a
 stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them:
 
@@ -15,6 +15,10 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
   (namespace → checkpoint id, every level from the root down). Given to the root
   graph, the root runs from the map's root entry and each subgraph on the path from
   its own entry: a replay, resume or fork from inside a subgraph, at any depth.
+  A resume of an old checkpoint forks (DESIGN §4.2), which renames the root's tasks
+  and so their subgraphs' namespaces: the fork records old → new
+  (:attr:`ReplayPoint.moved`), and each addressed level starts from a copy of its
+  entry in its new namespace, leaving the old branch untouched.
 - **Unsaved** (``checkpointer=False``): no checkpoints, so nothing records what
   its tasks asked. Its run's (unsaved) checkpoint id is derived from its namespace,
   so a resume of its parent's task re-runs it with the same task ids, and each
