@@ -188,10 +188,20 @@ class TaskContext:
         self.calls.started.append(future)
         return future
 
+    def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
+        """An answer given for this question before it was asked, as a 1-tuple, or None.
+
+        None here; a loop task may hold one (:func:`pausepoint.loop.fork.take_afresh`).
+        """
+        return None
+
     def interrupt(self, value: Any) -> Any:
         """``interrupt(value)`` for this task; see :func:`pausepoint.types.interrupt`."""
         idx = self.scratchpad.next_interrupt_index()
         resume = self.scratchpad.resume
         if idx < len(resume):
             return resume[idx]
+        if (carried := self.carried_answer(value, idx)) is not None:
+            resume.append(carried[0])
+            return carried[0]
         raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns, idx),), position=idx)

@@ -392,6 +392,89 @@ def normalize(record: Any, *, mask_task_ids: bool = False) -> Any:
     return norm(record)
 
 
+def drop_forks(record: Any) -> tuple[Any, int]:
+    """``record`` with the fork checkpoints (``metadata["source"] == "fork"``) taken out
+    of every history (a list of ``StateSnapshot``), and how many there were.
+
+    Wherever else a fork's id appears (a child's ``parent_config``, a subgraph
+    checkpoint's ``parents``, a ``checkpoint_map``) it reads as the id of the
+    checkpoint the branch was forked from, as LangGraph's record would.
+    """
+    forks: dict[str, str] = {}
+
+    def collect(obj: Any) -> None:
+        if _is_fork(obj):
+            forks[_snapshot_id(obj.config)] = _snapshot_id(obj.parent_config)
+        elif isinstance(obj, dict | list | tuple):
+            for v in obj.values() if isinstance(obj, dict) else obj:  # pyright: ignore
+                collect(v)
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, str):
+            return forks.get(obj, obj)
+        if isinstance(obj, dict):
+            return {walk(k): walk(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return type(obj)(walk(x) for x in obj if not _is_fork(x))
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return obj._replace(**{f: walk(getattr(obj, f)) for f in obj._fields})
+        if isinstance(obj, tuple):
+            return tuple(walk(x) for x in obj)
+        return obj
+
+    collect(record)
+    return walk(record), len(forks)
+
+
+def drop_carried(record: Any) -> tuple[Any, int]:
+    """``record`` with the interrupts listed by checkpoints ``update_state`` wrote
+    (``metadata["source"] == "update"``) taken out, and how many such checkpoints
+    listed one."""
+    found = 0
+
+    def walk(obj: Any) -> Any:
+        nonlocal found
+        if type(obj).__name__ == "StateSnapshot" and (obj.metadata or {}).get("source") == "update":
+            found += bool(obj.interrupts)
+            tasks = tuple(t._replace(interrupts=()) for t in obj.tasks)
+            return obj._replace(interrupts=(), tasks=walk(tasks))
+        if isinstance(obj, dict):
+            return {k: walk(v) for k, v in obj.items()}
+        if isinstance(obj, list):
+            return type(obj)(walk(x) for x in obj)
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return obj._replace(**{f: walk(getattr(obj, f)) for f in obj._fields})
+        if isinstance(obj, tuple):
+            return tuple(walk(x) for x in obj)
+        return obj
+
+    return walk(record), found
+
+
+def refused_resume(key: str, values: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, int]]:
+    """A view (``Scenarios.viewed``) for DESIGN §4.4: pausepoint refuses a
+    ``Command(resume=...)`` while nothing is pending (``record[key]``, recorded with
+    ``catch(..., message=True)``) where LangGraph returns the thread's values, which
+    ``values(record)`` reads from the rest of the record."""
+
+    def refused_resume(record: Any) -> tuple[Any, int]:
+        got = record[key]
+        if not (isinstance(got, tuple) and "no interrupt is pending" in str(got[-1])):
+            return record, 0
+        return {**record, key: values(record)}, 1
+
+    return refused_resume
+
+
+def _is_fork(obj: Any) -> bool:
+    metadata = getattr(obj, "metadata", None)
+    return type(obj).__name__ == "StateSnapshot" and (metadata or {}).get("source") == "fork"
+
+
+def _snapshot_id(config: Any) -> Any:
+    return ((config or {}).get("configurable") or {}).get("checkpoint_id")
+
+
 # --- registries and tests --------------------------------------------------------------
 
 
@@ -418,6 +501,10 @@ class Scenario:
     savers: tuple[str, ...] = ("memory",)
     xfail: Xfail | None = None
     mask_task_ids: bool = False
+    view: Callable[[Any], tuple[Any, int]] | None = None
+    """How pausepoint's record is read before the comparison, for a deliberate
+    difference (``Scenarios.forks``, ``Scenarios.carries``): the record with the
+    difference taken out, and how many instances of it there were (at least one)."""
 
     @property
     def name(self) -> str:
@@ -431,6 +518,9 @@ class Scenario:
             record = self.fn(load_lib(lib_name), drive)
         finally:
             drive.close()
+        if self.view is not None and lib_name == "pausepoint":
+            record, found = self.view(record)
+            assert found, f"expected the difference {self.view.__name__} takes out"
         return normalize(record, mask_task_ids=self.mask_task_ids)
 
 
@@ -507,6 +597,41 @@ class Scenarios:
             return self._add(
                 f, drivers=DRIVERS, expect=expect, savers=savers or self.savers, xfail=xfail
             )
+
+        return register
+
+    def forks(self, *, xfail: str | Xfail | None = None) -> Any:
+        """Register a scenario where pausepoint forks (DESIGN §4.2: a new answer to an
+        old checkpoint is stored on a new branch, which starts with a copy of that
+        checkpoint, ``source="fork"``) and LangGraph writes to the old checkpoint.
+
+        pausepoint's record must hold at least one fork checkpoint in its histories
+        and, with them taken out (``drop_forks``), equal LangGraph's.
+        """
+
+        return self.viewed(drop_forks, xfail=xfail)
+
+    def carries(self, *, xfail: str | Xfail | None = None) -> Any:
+        """Register a scenario where ``update_state`` edits a paused (sub)graph: pausepoint
+        lists the question still waiting on the new checkpoint (docs/differences.md,
+        "update_state leaves the checkpoint it updates as it was"), LangGraph lists none.
+
+        pausepoint's record must list such an interrupt and, with those taken out
+        (``drop_carried``), equal LangGraph's.
+        """
+        return self.viewed(drop_carried, xfail=xfail)
+
+    def viewed(
+        self, view: Callable[[Any], tuple[Any, int]], *, xfail: str | Xfail | None = None
+    ) -> Any:
+        """Register a deliberate difference that ``view`` takes out of pausepoint's record
+        (returning the record without it, and how often it was found: at least once);
+        the rest must equal LangGraph's."""
+
+        def register(f: Callable[[Lib, Drive], Any]) -> Callable[[Lib, Drive], Any]:
+            self._add(f, drivers=DRIVERS, savers=self.savers, xfail=xfail)
+            self.items[f.__name__] = dataclasses.replace(self.items[f.__name__], view=view)
+            return f
 
         return register
 

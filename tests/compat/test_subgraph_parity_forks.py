@@ -5,8 +5,10 @@ Family 4: ``Command(resume=new)`` sent to a historical parent checkpoint whose i
 lives in a subgraph. LangGraph 1.1.6 delivers ``new`` there (while at the root it
 replays the old answer — DESIGN §4.2 makes pausepoint fork with ``new`` everywhere), so
 the subgraph case is plain parity. A node that asked two questions, forked at its
-checkpoint, is a registered difference: pausepoint answers the first question with the
-new value and asks the second again.
+checkpoint, is a registered difference (docs/differences.md): pausepoint answers the
+first question with the new value and asks the second again, as a replay of that
+checkpoint would ask both; inside a subgraph, where the fork runs the subgraph afresh
+and the question listed there was the node's second, it asks from the first again.
 
 Family 9 (DESIGN §4.3, narrowed): a historical snapshot lists the interrupts raised at
 its checkpoint, so the documented recipe
@@ -20,7 +22,7 @@ LangGraph 1.1.6 quirks (not encoded as expected behaviour):
 - A two-question node inside a subgraph, forked with ``Command(resume="A2")``: LangGraph
   asks the second question again, then discards both new answers (the result is the old
   ``["A", "B"]``) — it asks a question whose answer it ignores. The LangGraph side of
-  that difference records it; pausepoint must give ``["A2", "B2"]``.
+  that difference records it; pausepoint asks both again (docs/differences.md).
 - A historical snapshot of a node that asked two questions lists only the last one
   raised (its INTERRUPT write is overwritten by the second question).
 - LangGraph's savers disagree on a forked two-question root node: with InMemorySaver
@@ -70,35 +72,63 @@ def _new_answer_at_parent(lib: Any, drive: Any, depth: int, replay_first: bool) 
     return rec
 
 
-@scenario(
-    xfail=F4
-    + "answer delivered; history has pausepoint's fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def new_answer_at_parent_checkpoint_subgraph_depth1(lib, drive):
     return _new_answer_at_parent(lib, drive, 1, replay_first=False)
 
 
-@scenario(
-    xfail=F4
-    + "answer delivered; history has pausepoint's fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def new_answer_at_parent_checkpoint_subgraph_depth2(lib, drive):
     return _new_answer_at_parent(lib, drive, 2, replay_first=False)
 
 
-@scenario(
-    xfail=F4
-    + "answer delivered; history has pausepoint's fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def new_answer_at_parent_checkpoint_subgraph_depth3(lib, drive):
     return _new_answer_at_parent(lib, drive, 3, replay_first=False)
 
 
-@scenario(
-    xfail=F4 + "answer delivered; history has the fork checkpoint (DESIGN 4.2): make it a differs()"
-)
+@scenario.forks()
 def replay_then_new_answer_at_parent_checkpoint_depth1(lib, drive):
     return _new_answer_at_parent(lib, drive, 1, replay_first=True)
+
+
+def _answer_by_id_at_parent(lib: Any, drive: Any, depth: int) -> Any:
+    """``Command(resume={id: "B"})`` to the root checkpoint where the subgraph asked."""
+    g, runs, _, _ = answered(lib, drive, depth)
+    old = next(h for h in drive.history(g, thread()) if h.next == ("sub1",))
+    out = drive.invoke(g, lib.Command(resume={old.interrupts[0].id: "B"}), old.config)
+    return {"answer": out["log"][-2], "runs": dict(runs), "head": drive.get_state(g, thread())}
+
+
+def _by_id(answer: str) -> Any:
+    def check(rec: dict[str, Any]) -> None:
+        q = rec["answer"].split("=")[0]
+        assert rec["answer"] == f"{q}={answer}", rec["answer"]
+        assert rec["runs"][f"{q}.ask"] == 1, rec["runs"]  # asked once, answered in place
+        assert rec["head"][1]["next"] == (), rec["head"]
+
+    return check
+
+
+# DESIGN §4.2: an answer by id to an old question forks with it, as a plain one does.
+# LangGraph replays the old answer ("a") when the answer is sent by id at the root
+# (while it delivers a plain one to the same subgraph question).
+@scenario.differs(langgraph=_by_id("a"), pausepoint=_by_id("B"))
+def new_answer_by_id_at_parent_checkpoint_depth1(lib, drive):
+    return _answer_by_id_at_parent(lib, drive, 1)
+
+
+@scenario.differs(langgraph=_by_id("a"), pausepoint=_by_id("B"))
+def new_answer_by_id_at_parent_checkpoint_depth2(lib, drive):
+    return _answer_by_id_at_parent(lib, drive, 2)
+
+
+@scenario.forks()
+def new_answer_by_id_via_subgraph_config_depth2(lib, drive):
+    g, runs, paused, _ = answered(lib, drive, 2)
+    iid = drive.get_state(g, paused).interrupts[0].id
+    out = catch(drive.invoke, g, lib.Command(resume={iid: "C"}), paused)
+    return {"out": out, "head": observe(drive, g, thread()), "runs": dict(runs)}
 
 
 class Got(TypedDict, total=False):
@@ -176,7 +206,6 @@ def _forked_both_answers(replay_first: bool) -> Any:
         {"fork": {"got": ["A", "A2"], "asks": []}, "old_branch_kept": True},
     ),
     pausepoint=_forked_both_answers(replay_first=False),
-    xfail=F4 + "the fork gives 'A2' to the second question and keeps 'A' for the first",
 )
 def fork_two_question_node_at_root(lib, drive):
     return _fork_two_questions(lib, drive, in_subgraph=False, replay_first=False)
@@ -209,10 +238,15 @@ def fork_two_question_node_at_root_after_replay(lib, drive):
             "old_branch_kept": True,
         }
     ),
-    pausepoint=_forked_both_answers(replay_first=False),
-    # Open decision (issue 16 closing note): A2 goes to the question listed there
-    # ("second"); the fresh subgraph asks "first" again. At the root: ["A", "A2"].
-    xfail=F4 + "A2 is carried to the listed question 'second', not to 'first'",
+    # docs/differences.md: the question listed ("second") was not its node's first,
+    # so the fresh subgraph does not use "A2" and asks from the first question again.
+    pausepoint=_expect(
+        {
+            "fork": {"got": None, "asks": ["first"]},
+            "final": {"got": None, "asks": ["second"]},
+            "old_branch_kept": True,
+        }
+    ),
 )
 def fork_two_question_node_in_subgraph(lib, drive):
     return _fork_two_questions(lib, drive, in_subgraph=True, replay_first=False)
@@ -273,12 +307,12 @@ def historical_snapshot_of_answered_interrupt(lib, drive):
     return {"interrupts": s.interrupts, "tasks": s.tasks}
 
 
-@scenario(xfail=F9 + "the answered subgraph checkpoints list no interrupts")
+@scenario
 def history_recipe_finds_subgraph_interrupt_depth1(lib, drive):
     return _recipe_in_subgraph(lib, drive, 1)
 
 
-@scenario(xfail=F9 + "the answered subgraph checkpoints list no interrupts")
+@scenario
 def history_recipe_finds_subgraph_interrupt_depth2(lib, drive):
     return _recipe_in_subgraph(lib, drive, 2)
 
@@ -310,7 +344,7 @@ def history_lists_parallel_interrupts_after_both_answered(lib, drive):
     return [(h.next, unordered(h.interrupts), unordered(h.tasks)) for h in hist]
 
 
-@scenario(xfail=F9 + "a historical snapshot of a two-question node lists no interrupts")
+@scenario
 def history_of_two_question_node(lib, drive):
     g, _ = _two_question_graph(lib, drive, in_subgraph=False)
     drive.invoke(g, {}, thread())

@@ -150,7 +150,7 @@ def no_checkpoint_subgraph_depth2(lib, drive):
     return _three_runs(lib, drive, counter(lib, 2, False), [])
 
 
-@scenario(xfail=F1 + "a stateful level under a checkpointer=False one saves nothing")
+@scenario
 def stateful_inside_no_checkpoint_level(lib, drive):
     # Not inspected through "sub1|sub2": LangGraph saves the stateful level's
     # checkpoints there but its get_state/get_state_history cannot find that
@@ -340,6 +340,45 @@ def subgraph_called_in_node_depth2(lib, drive):
 @scenario
 def subgraph_called_in_node_depth3(lib, drive):
     return _called_record(lib, drive, 3)
+
+
+# --- an interrupt inside a subgraph that saves nothing (checkpointer=False) ---------------
+
+
+def _unsaved_asker(lib: Any, drive: Any, depth: int, in_node: bool) -> dict[str, Any]:
+    """``nested(depth)`` compiled with ``checkpointer=False`` at every level, as the
+    root's ``sub1`` node or run by its node function: the question reaches the root and
+    the answer reaches the question (the subgraph runs again from its start)."""
+    runs: Counter[str] = Counter()
+    child = nested(lib, runs, depth, checkpointer=False)
+    node = (lambda s: child.invoke(s)) if in_node else child  # noqa: PLW0108 (a function)
+    g = rooted(lib, drive, runs, node)
+    first = drive.invoke(g, START_VALUES, thread())
+    deep = drive.get_state(g, thread(), subgraphs=True)
+    resumed = drive.invoke(g, lib.Command(resume="a"), thread())
+    return {
+        "first": first,
+        "deep": deep,
+        "resumed": resumed,
+        "head": observe(drive, g, thread()),
+        "namespaces": saved_namespaces(drive, g.checkpointer),
+        "runs": dict(runs),
+    }
+
+
+@scenario
+def no_checkpoint_subgraph_interrupt_depth1(lib, drive):
+    return _unsaved_asker(lib, drive, 1, in_node=False)
+
+
+@scenario
+def no_checkpoint_subgraph_interrupt_depth2(lib, drive):
+    return _unsaved_asker(lib, drive, 2, in_node=False)
+
+
+@scenario
+def no_checkpoint_subgraph_interrupt_called_in_node(lib, drive):
+    return _unsaved_asker(lib, drive, 1, in_node=True)
 
 
 test_subgraph_parity_persistence = scenario.test()

@@ -19,7 +19,7 @@ from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
-from ._harness import SAVERS, Scenarios, catch, thread
+from ._harness import SAVERS, Scenarios, catch, drop_forks, refused_resume, thread
 from ._subgraph_kit import (
     START_VALUES,
     answered,
@@ -56,17 +56,17 @@ def _replay_via_sub_config(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
     }
 
 
-@scenario(xfail=F2 + "invoke(None, subgraph config) raises EmptyInputError")
+@scenario.forks()
 def replay_via_subgraph_snapshot_config_depth1(lib, drive):
     return _replay_via_sub_config(lib, drive, 1)
 
 
-@scenario(xfail=F2 + "invoke(None, subgraph config) raises EmptyInputError")
+@scenario.forks()
 def replay_via_subgraph_snapshot_config_depth2(lib, drive):
     return _replay_via_sub_config(lib, drive, 2)
 
 
-@scenario(xfail=F2 + "invoke(None, subgraph config) raises EmptyInputError")
+@scenario.forks()
 def replay_via_subgraph_snapshot_config_depth3(lib, drive):
     return _replay_via_sub_config(lib, drive, 3)
 
@@ -78,17 +78,17 @@ def _resume_via_sub_config(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
     return {"resumed": resumed, "head": observe(drive, g, thread()), "runs": dict(runs)}
 
 
-@scenario(xfail=F2 + "Command(resume) to a subgraph config raises NothingToResumeError")
+@scenario.forks()
 def resume_via_subgraph_snapshot_config_depth1(lib, drive):
     return _resume_via_sub_config(lib, drive, 1)
 
 
-@scenario(xfail=F2 + "Command(resume) to a subgraph config raises NothingToResumeError")
+@scenario.forks()
 def resume_via_subgraph_snapshot_config_depth3(lib, drive):
     return _resume_via_sub_config(lib, drive, 3)
 
 
-@scenario(xfail=F2 + "resuming the paused thread through its subgraph's config")
+@scenario
 def resume_paused_thread_via_subgraph_config_depth2(lib, drive):
     runs: Counter[str] = Counter()
     g = deep_graph(lib, drive, runs, 2)
@@ -112,13 +112,42 @@ def _command_via_sub_config(lib: Any, drive: Any, answered_first: bool, cmd: Any
     return {"out": out, "head": observe(drive, g, thread()), "runs": dict(runs)}
 
 
-@scenario(xfail=F2 + "Command(update, resume) through a paused subgraph's config")
+@scenario
 def command_update_and_resume_via_paused_subgraph_config(lib, drive):
     cmd = lambda lib: lib.Command(update={"log": ["u"]}, resume="r")  # noqa: E731
     return _command_via_sub_config(lib, drive, False, cmd)
 
 
-@scenario(xfail=F2 + "Command(update, resume) through a historical subgraph config")
+def _update_on_fork(record: Any) -> tuple[Any, int]:
+    """``drop_forks``, with each fork's values shown on the checkpoint it was forked
+    from. DESIGN §4.2: pausepoint saves a ``Command(update=...)`` sent with an old
+    config on its fork; LangGraph saves it as a pending write of the old checkpoint,
+    whose snapshot then shows the updated values."""
+    forked: dict[str, Any] = {}
+
+    def collect(obj: Any) -> None:
+        if type(obj).__name__ == "StateSnapshot" and obj.metadata.get("source") == "fork":
+            forked[obj.parent_config["configurable"]["checkpoint_id"]] = obj.values
+        elif isinstance(obj, dict | list | tuple):
+            for v in obj.values() if isinstance(obj, dict) else obj:  # pyright: ignore
+                collect(v)
+
+    def show(obj: Any) -> Any:
+        if type(obj).__name__ == "StateSnapshot":
+            cid = obj.config["configurable"]["checkpoint_id"]
+            return obj._replace(values=forked[cid]) if cid in forked else obj
+        if isinstance(obj, dict):
+            return {k: show(v) for k, v in obj.items()}
+        if isinstance(obj, list | tuple) and not hasattr(obj, "_fields"):
+            return type(obj)(show(v) for v in obj)
+        return obj
+
+    collect(record)
+    dropped, found = drop_forks(show(record))
+    return dropped, found
+
+
+@scenario.viewed(_update_on_fork)
 def command_update_and_resume_via_historical_subgraph_config(lib, drive):
     cmd = lambda lib: lib.Command(update={"x": 5}, resume="r2")  # noqa: E731
     return _command_via_sub_config(lib, drive, True, cmd)
@@ -185,17 +214,17 @@ def _from_sub_history_entry(lib: Any, drive: Any, depth: int, node: str) -> dict
     }
 
 
-@scenario(xfail=F2 + "stream(None, subgraph history entry) raises EmptyInputError")
+@scenario.forks()
 def stream_from_subgraph_history_entry_before_ask_depth1(lib, drive):
     return _from_sub_history_entry(lib, drive, 1, "ask")
 
 
-@scenario(xfail=F2 + "stream(None, subgraph history entry) raises EmptyInputError")
+@scenario.forks()
 def stream_from_subgraph_history_entry_before_first_node_depth2(lib, drive):
     return _from_sub_history_entry(lib, drive, 2, "before")
 
 
-@scenario(xfail=F2 + "stream(None, subgraph history entry) raises EmptyInputError")
+@scenario.forks()
 def stream_from_subgraph_history_entry_before_ask_depth3(lib, drive):
     return _from_sub_history_entry(lib, drive, 3, "ask")
 
@@ -211,7 +240,7 @@ def _replay_parent(lib: Any, drive: Any, depth: int, resume_at: str) -> dict[str
     replayed = drive.stream(g, None, old.config, subgraphs=True, stream_mode="updates")
     after_replay = observe(drive, g, thread())
     target = old.config if resume_at == "old" else thread()
-    resumed = catch(drive.invoke, g, lib.Command(resume="b"), target)
+    resumed = catch(drive.invoke, g, lib.Command(resume="b"), target, message=True)
     return {
         "replayed": replayed,
         "after_replay": after_replay,
@@ -221,22 +250,23 @@ def _replay_parent(lib: Any, drive: Any, depth: int, resume_at: str) -> dict[str
     }
 
 
-@scenario(xfail=F3 + "replay reuses the subgraph's old answer instead of asking again")
+@scenario.forks()
 def replay_parent_reruns_stateless_subgraph_depth1(lib, drive):
     return _replay_parent(lib, drive, 1, "old")
 
 
-@scenario(xfail=F3 + "replay reuses the subgraph's old answer instead of asking again")
+# DESIGN §4.4: the replay left the thread finished; LangGraph returns its values.
+@scenario.viewed(refused_resume("resumed", lambda r: r["head"]["state"].values))
 def replay_parent_reruns_stateless_subgraph_depth2(lib, drive):
     return _replay_parent(lib, drive, 2, "thread")
 
 
-@scenario(xfail=F3 + "replay reuses the subgraph's old answer instead of asking again")
+@scenario.forks()
 def replay_parent_reruns_stateless_subgraph_depth3(lib, drive):
     return _replay_parent(lib, drive, 3, "old")
 
 
-@scenario(xfail=F3 + "replaying a parent checkpoint before a finished subgraph reuses it")
+@scenario
 def replay_parent_before_finished_subgraph_without_interrupt(lib, drive):
     runs: Counter[str] = Counter()
     inner = lib.StateGraph(_Plain)
@@ -308,12 +338,12 @@ def _replay_memory(lib: Any, drive: Any, checkpointer: Any) -> dict[str, Any]:
     return hide_stateful_task_states(rec, {"mem"} if checkpointer else set())
 
 
-@scenario(xfail=F3 + "a stateful subgraph replayed from run 2 does not load its run-2 state")
+@scenario.forks()
 def replay_parent_reloads_stateful_subgraph_state(lib, drive):
     return _replay_memory(lib, drive, True)
 
 
-@scenario(xfail=F3 + "replay reuses the stateless subgraph's old answer")
+@scenario.forks()
 def replay_parent_with_stateless_memory_subgraph(lib, drive):
     return _replay_memory(lib, drive, None)
 

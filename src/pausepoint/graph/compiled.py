@@ -83,7 +83,7 @@ class CompiledStateGraph(RunnableMethods):
     ) -> tuple[RunOptions, Any]:
         parent = TASK.get()
         cfg = RunConfig.parse(self._merged(config))
-        if parent is not None and self.checkpointer is not False:
+        if parent is not None:  # a subgraph, even with checkpointer=False (no saver)
             return self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
         if self.checkpointer is True:
             raise RuntimeError(
@@ -134,7 +134,7 @@ class CompiledStateGraph(RunnableMethods):
     def _nested_options(
         self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any
     ) -> tuple[RunOptions, Any]:
-        saver = nest.saver if self.checkpointer in (None, True) else self.checkpointer
+        saver = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
         if self.checkpointer is True:  # stateful: one namespace across parent runs
             ns = stateful_ns(ns)
         inner = RunConfig.parse(

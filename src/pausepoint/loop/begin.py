@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.checkpoint.base import copy_checkpoint
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
-from pausepoint.errors import EmptyInputError, InvalidCommandError, NothingToResumeError
+from pausepoint.errors import (
+    CheckpointerRequiredError,
+    EmptyInputError,
+    InvalidCommandError,
+    NothingToResumeError,
+)
 from pausepoint.loop import emit as out
 from pausepoint.loop.answers import drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from pausepoint.checkpoint.base import CheckpointTuple
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["check_answers", "first", "load", "root_read"]
+__all__ = ["check_answers", "check_no_saver_input", "first", "load", "root_read"]
 
 Effect = Any
 
@@ -53,10 +58,11 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     if nest is not None and nest.resume_map:
         given = ResumeMap(nest.resume_map, nest.resume_positions, nest.resume_plain)
         run.resume = nested_resume(given, run.records)
-    if run.historical and inp is None:
-        # Replay: the tasks of this old checkpoint run again, asking their
-        # questions again (saved answers are not reused), as in LangGraph.
-        run.records = {}
+    # Replay: the tasks of this old checkpoint run again, asking their questions
+    # again (saved answers are not reused), as in LangGraph.
+    replay = run.historical and inp is None and run.source_ns is None
+    if run.source_ns is not None:
+        yield from start_moved(run, run.source_ns)
     if isinstance(inp, Command):
         yield from take_command(run, inp)  # pyright: ignore[reportUnknownArgumentType]
     if run.null_writes:
@@ -73,7 +79,9 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
         if run.opts.stream_modes:
             if run.wants("values"):
                 yield run.emit("values", run.output())
-            yield from out.resumed_checkpoint(run)
+            yield from out.resumed_checkpoint(run)  # as saved, with what its tasks did
+        if replay:
+            run.records = {}
         yield from bind_resume(run)
         return
     yield from take_input(run, inp)
@@ -88,10 +96,13 @@ def load(run: _Run) -> Generator[Effect, Any, None]:
     """
     cfg, nest = run.cfg, run.opts.nest
     conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
-    target = nest.replay.targets.get(cfg.checkpoint_ns) if nest and nest.replay else None
+    source, target = (cfg.checkpoint_ns, None)
+    if nest is not None and nest.replay is not None:
+        source, target = nest.replay.source(cfg.checkpoint_ns)
     if target is not None:  # a subgraph checkpoint the caller's config named
-        conf["checkpoint_id"] = target
+        conf["checkpoint_ns"], conf["checkpoint_id"] = source, target
         run.historical = True  # its tasks run again, asking their questions again
+        run.source_ns = source if source != cfg.checkpoint_ns else None
     else:
         run.replayed = replay_before(nest, cfg.checkpoint_ns)
         if cfg.checkpoint_id and nest is None:
@@ -103,6 +114,16 @@ def load(run: _Run) -> Generator[Effect, Any, None]:
         run.historical = newest is not None and newest.checkpoint["id"] != run.checkpoint["id"]
         if run.historical:  # its subgraphs start from where they were then
             run.replay = ReplayPoint(run.checkpoint["id"], addressed(cfg.configurable))
+
+
+def check_no_saver_input(run: _Run) -> None:
+    """A graph without a saver has nothing to resume: refuse ``Command(resume=...)``."""
+    given: Any = run.input
+    if isinstance(given, Command) and given.resume is not None:
+        raise CheckpointerRequiredError(
+            "Cannot use Command(resume=...) without checkpointer: compile the graph "
+            "with checkpointer=InMemorySaver() (or SqliteSaver) and pass a thread_id"
+        )
 
 
 def root_read(run: _Run) -> RunnableConfig:
@@ -127,6 +148,28 @@ def _read(run: _Run, effect: LoadCheckpoint) -> Generator[Effect, Any, Checkpoin
     return saved
 
 
+def start_moved(run: _Run, source_ns: str) -> Generator[Effect, Any, None]:
+    """Start a subgraph that a fork above renamed from the checkpoint addressed for it.
+
+    It goes on from a copy of that checkpoint in its own namespace (the old branch is
+    not written to): with what its tasks had done if a question its answer is for
+    waited there (:func:`~pausepoint.loop.fork.fork`), or as a replay from there if
+    the question came later. Its share of the answer follows the questions' new ids.
+    """
+    given = run.resume
+    if given is None or not any(
+        i.id in given.values for rec in run.records.values() for i in rec.interrupts
+    ):
+        # Addressed from before its question: a replay from there (its tasks run
+        # again), the answer carried to the question when it is asked again.
+        run.records = {}
+    renamed = yield from fork(run, source_ns)
+    if given is not None:
+        values = {renamed.get(k, k): v for k, v in given.values.items()}
+        positions = {renamed.get(k, k): p for k, p in given.positions.items()}
+        run.resume = ResumeMap(values, positions, given.plain)
+
+
 def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
     """Check a ``Command``, parse its resume (forking an old checkpoint), save its update."""
     if cmd.graph == Command.PARENT:
@@ -144,7 +187,7 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
         check_update(run.channels, run.null_writes, update, "Command(update=...)")
     if cmd.resume is not None:
         if not run.opts.has_saver:
-            run.check_no_saver_input()
+            check_no_saver_input(run)
         resume: Any = cmd.resume
         if run.historical:
             # DESIGN §4.2: answering an old checkpoint forks the thread there.

@@ -26,7 +26,14 @@ from pausepoint.types import Interrupt
 if TYPE_CHECKING:
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["answer_afresh", "carried_afresh", "fork", "forkable_interrupts"]
+__all__ = [
+    "answer_afresh",
+    "carried_afresh",
+    "fork",
+    "forkable_interrupts",
+    "take_afresh",
+    "taken_answer",
+]
 
 
 def forkable_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
@@ -34,18 +41,27 @@ def forkable_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
     return [i for rec in records.values() for i in rec.interrupts]
 
 
-def fork(run: _Run) -> Generator[Any, Any, dict[str, str]]:
-    """Copy the run's (old) checkpoint into a fork; return old → new interrupt ids."""
+def fork(run: _Run, source_ns: str | None = None) -> Generator[Any, Any, dict[str, str]]:
+    """Copy the run's (old) checkpoint into a fork; return old → new interrupt ids.
+
+    ``source_ns``: the namespace the checkpoint was read from, when it is not the
+    run's own — a subgraph that a fork above renamed starts from the checkpoint its
+    caller addressed in the old namespace (:class:`~pausepoint.loop.namespaces.ReplayPoint`).
+    The copy is the first checkpoint of the new namespace: it has no parent there.
+    """
     ns = run.cfg.checkpoint_ns
     step = run.step
-    old_tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, step, ns)
+    old_ns = ns if source_ns is None else source_ns
+    old_tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, step, old_ns)
     old_records = run.records
-    parent = run.saved_config or run.cfg.with_checkpoint(None)
+    moved = source_ns is not None and source_ns != ns
+    parent = run.cfg.with_checkpoint(None) if moved else run.saved_config
+    parent = parent or run.cfg.with_checkpoint(None)
     run.checkpoint["id"], run.checkpoint["ts"] = new_stamp()
     run.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
         "source": "fork",
         "step": step - 1,
-        "parents": {},
+        "parents": dict(run.parents),
         **run.run_metadata,
     }
     run.saved_config = yield SaveCheckpoint(parent, run.checkpoint, run.metadata, {})
@@ -57,7 +73,11 @@ def fork(run: _Run) -> Generator[Any, Any, dict[str, str]]:
     for old in old_tasks:
         rec = old_records.get(old.id)
         new = new_tasks.get((old.name, old.path))
-        if rec is None or new is None:
+        if new is None:
+            continue
+        if run.replay is not None:
+            run.replay.move(old.ns, new.ns)
+        if rec is None:
             continue
         carried, writes = _carry(rec, old.ns, new.ns, renamed)
         if carried is None:
@@ -78,15 +98,21 @@ def _carry(
             renamed[intr.id] = new_id
             moved.append(Interrupt(intr.value, new_id, position=intr.position))
         answers = list(rec.resume or [])
-        if rec.asked is not None:
+        asked = rec.asked
+        if rec.done and asked is not None:
+            # A task that finished starts over in the fork, as a replay of this
+            # checkpoint runs it: the new answer answers its first question and the
+            # later ones are asked again (their answers belong to the old branch).
+            asked = 0
+        if asked is not None:
             # The answers given before the question we re-answer stay; its own goes.
-            kept = answers[: rec.asked]
+            kept = answers[:asked]
         else:  # saved before positions were: a finished task's last answer was its own
             kept = answers[:-1] if rec.done and answers else answers
-        carried = TaskRecord(interrupts=tuple(moved), resume=kept or None, asked=rec.asked)
+        carried = TaskRecord(interrupts=tuple(moved), resume=kept or None, asked=asked)
         writes: list[tuple[str, Any]] = [(INTERRUPT, tuple(moved))]
-        if rec.asked is not None:
-            writes.append((ASKED, rec.asked))
+        if asked is not None:
+            writes.append((ASKED, asked))
         if kept:
             writes.append((RESUME, kept))
         return carried, writes
@@ -98,12 +124,12 @@ def _carry(
 def carried_afresh(run: _Run) -> Afresh | None:
     """The answer a root fork carries into a subgraph, if it answers one question there.
 
-    Only a plain answer (it answered the one question that waited) to a question a
+    Only a single answer (plain, or keyed by the question's id) to a question a
     subgraph asked (not the task's own): the subgraph runs afresh in the fork and asks
     it again under a new id (:func:`answer_afresh`).
     """
     resume = run.resume
-    if resume is None or not resume.plain or len(resume.values) != 1:
+    if resume is None or len(resume.values) != 1:
         return None
     ((iid, answer),) = resume.values.items()
     for task in run.current_tasks():
@@ -112,6 +138,39 @@ def carried_afresh(run: _Run) -> Afresh | None:
             if intr.id == iid and not is_own_interrupt(intr, task.ns):
                 return Afresh(intr.value, answer)
     return None
+
+
+def take_afresh(run: _Run, task_id: str, value: Any, position: int) -> tuple[Any] | None:
+    """The answer a fork carries (:class:`Afresh`) for a question being asked, or None.
+
+    Called by ``interrupt()`` in a task of a subgraph run started afresh by that fork,
+    when the step runs that task alone: its first question, of the carried question's
+    value, is the question answered, asked again. It takes the answer as it asks, so
+    the node runs once (as in LangGraph, where the subgraph resumes in place). Steps
+    of several tasks are left to :func:`answer_afresh`, which sees every question the
+    step asked before it picks one.
+    """
+    carried = run.afresh
+    if carried is None or position != 0 or len(run.tasks) != 1:
+        return None
+    if run.replayed is None and run.source_ns is None:
+        return None
+    if value != carried.question or not carried.take(task_id):
+        return None
+    return (carried.answer,)
+
+
+def taken_answer(run: _Run, task_id: str, rec: TaskRecord) -> list[tuple[str, Any]]:
+    """The write that keeps the answer task ``task_id`` took as it asked.
+
+    Needed if it paused (a later question) or failed after ``take_afresh``: it runs
+    again with that answer.
+    """
+    carried = run.afresh
+    if carried is None or not carried.taken_by(task_id) or rec.resume:
+        return []
+    rec.resume = [carried.answer]
+    return [(RESUME, rec.resume)]
 
 
 def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
@@ -127,7 +186,10 @@ def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
     (``begin.bind_resume``) and runs the step again.
     """
     carried = run.afresh
-    if carried is None or run.replayed is None or len(interrupts) != 1:
+    # Started afresh: a replayed subgraph, or one a fork renamed that starts from a
+    # checkpoint its caller addressed from before the question was asked.
+    afresh = run.replayed is not None or run.source_ns is not None
+    if carried is None or not afresh or len(interrupts) != 1:
         return False
     asked = interrupts[0]
     asker = next((t for t in run.tasks if asked in _raised(run, t.id)), None)

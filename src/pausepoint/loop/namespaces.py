@@ -1,7 +1,7 @@
 """Where a subgraph's checkpoints live, and which of them a nested run reads (issue 16).
 
 Why a module of its own: a subgraph's state is found by its checkpoint namespace,
-and three rules decide which namespace and which checkpoint in it; spread over the
+and a few rules decide which namespace and which checkpoint in it; spread over the
 loop, they drifted apart from LangGraph's (a replay that reused an old answer, a
 stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them:
 
@@ -15,6 +15,15 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
   (namespace → checkpoint id, every level from the root down). Given to the root
   graph, the root runs from the map's root entry and each subgraph on the path from
   its own entry: a replay, resume or fork from inside a subgraph, at any depth.
+  A resume of an old checkpoint forks (DESIGN §4.2), which renames the root's tasks
+  and so their subgraphs' namespaces: the fork records old → new
+  (:attr:`ReplayPoint.moved`), and each addressed level starts from a copy of its
+  entry in its new namespace, leaving the old branch untouched.
+- **Unsaved** (``checkpointer=False``): no checkpoints, so nothing records what
+  its tasks asked. Its run's (unsaved) checkpoint id is derived from its namespace,
+  so a resume of its parent's task re-runs it with the same task ids, and each
+  question finds its answer in the parent's resume map by its id
+  (:func:`unsaved_answer`), as LangGraph's do.
 - **Replay**: when the root graph runs again from a checkpoint of its history, a
   subgraph's first run in it reads the newest checkpoint of its namespace made
   *before* that point — nothing for a per-task subgraph (it starts afresh, asking
@@ -27,12 +36,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from xxhash import xxh3_128_hexdigest
+
 from pausepoint.constants import NS_END, NS_SEP
+from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
     from pausepoint.scratchpad import NestInfo
 
-__all__ = ["Afresh", "ReplayPoint", "addressed", "replay_before", "stateful_ns"]
+__all__ = [
+    "Afresh",
+    "ReplayPoint",
+    "addressed",
+    "parents_of",
+    "replay_before",
+    "stateful_ns",
+    "unsaved_answer",
+    "unsaved_id",
+]
 
 
 def stateful_ns(ns: str) -> str:
@@ -53,14 +74,35 @@ class ReplayPoint:
     is first (the loop package takes no locks: it does no I/O and has no threads).
     """
 
-    __slots__ = ("_visited", "checkpoint_id", "targets")
+    __slots__ = ("_visited", "checkpoint_id", "moved", "targets")
 
     def __init__(self, checkpoint_id: str, targets: Mapping[str, str] | None = None) -> None:
         self.checkpoint_id = checkpoint_id
         self.targets: Mapping[str, str] = targets or {}
         """Namespace → the checkpoint its subgraph runs from: a config taken from inside
         a subgraph (its ``checkpoint_map``) addresses that subgraph checkpoint."""
+        self.moved: dict[str, str] = {}
+        """New namespace → the one it replaces. A fork renames its tasks (their ids hash
+        the checkpoint id), so an addressed subgraph runs in a new namespace; it starts
+        from its target in the old one (a copy: the old branch is not written to)."""
         self._visited: dict[str, object] = {}
+
+    def source(self, ns: str) -> tuple[str, str | None]:
+        """Where a subgraph run in ``ns`` starts: a namespace and its addressed checkpoint.
+
+        The checkpoint is None when the caller's config addressed none there.
+        """
+        old = self.moved.get(ns, ns)
+        return old, self.targets.get(old)
+
+    def move(self, old_ns: str, new_ns: str) -> None:
+        """Record that a fork renamed task namespace ``old_ns`` to ``new_ns``.
+
+        Only if a target lies at or under it: a subgraph run there must find it.
+        """
+        old = self.moved.get(old_ns, old_ns)
+        if old_ns != new_ns and any(t == old or t.startswith(old + NS_SEP) for t in self.targets):
+            self.moved[new_ns] = old
 
     def first_visit(self, ns: str) -> bool:
         """Whether this is the first run in namespace ``ns`` (its own task id aside).
@@ -78,7 +120,8 @@ class Afresh:
     namespace and asks its questions again under new ids. This carries the answer,
     with the question's value, down every level of that fork; the first subgraph
     run started afresh whose task asks, as its first question, a question of that
-    value takes it (:func:`pausepoint.loop.fork.answer_afresh`), once.
+    value takes it, once: as it asks (:func:`pausepoint.loop.fork.take_afresh`), or
+    after its step asked (:func:`pausepoint.loop.fork.answer_afresh`).
     """
 
     __slots__ = ("_taken", "answer", "question")
@@ -88,10 +131,18 @@ class Afresh:
         self.answer = answer
         self._taken: dict[str, object] = {}
 
-    def take(self) -> bool:
-        """Take the answer; False if another run took it (atomic: see ``ReplayPoint``)."""
-        mark = object()
-        return self._taken.setdefault("taken", mark) is mark
+    def take(self, task_id: str | None = None) -> bool:
+        """Take the answer; False if another run or task took it.
+
+        A task that took it (``task_id``) may take it again (a retry). Atomic: see
+        ``ReplayPoint``.
+        """
+        mark: object = task_id if task_id is not None else object()
+        return self._taken.setdefault("taken", mark) == mark
+
+    def taken_by(self, task_id: str) -> bool:
+        """Whether task ``task_id`` took the answer while it ran (``fork.take_afresh``)."""
+        return self._taken.get("taken") == task_id
 
 
 def addressed(config: Mapping[str, Any]) -> dict[str, str]:
@@ -104,6 +155,42 @@ def addressed(config: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(found, Mapping):
         return {}
     return {str(k): str(v) for k, v in found.items() if v}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def parents_of(nest: NestInfo | None, configurable: Mapping[str, Any]) -> Mapping[str, str]:
+    """What a run's checkpoints record as their ``parents`` metadata.
+
+    A subgraph's: the checkpoint of every graph above it. A root run's: the
+    ``checkpoint_map`` of the config it was given, if any — a run started from a
+    config taken inside a subgraph records where it started, as LangGraph does (its
+    snapshots' configs then carry that map, which addresses the same checkpoints).
+    """
+    return nest.parents if nest is not None else addressed(configurable)
+
+
+def unsaved_id(ns: str) -> str:
+    """The checkpoint id of a subgraph run that saves nothing, in namespace ``ns``.
+
+    Stable (task ids hash it, and the ids of the questions they ask hash those), and
+    shaped like a saved one; the version nibble 0 tells it was never stored.
+    """
+    digest = xxh3_128_hexdigest(ns.encode())
+    return f"{digest[:8]}-{digest[8:12]}-0{digest[13:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def unsaved_answer(nest: NestInfo | None, ns: str, position: int) -> tuple[Any] | None:
+    """The answer to question ``position`` of task ``ns``, in a run that saves nothing.
+
+    A 1-tuple, or None. Nothing recorded the question, so the parent's resume map,
+    keyed by the question's id (the task's: see
+    :meth:`~pausepoint.types.Interrupt.from_ns`), is all there is.
+    """
+    if nest is None or not nest.resume_map:
+        return None
+    iid = Interrupt.from_ns(None, ns).id
+    if iid not in nest.resume_map or nest.resume_positions.get(iid, 0) != position:
+        return None
+    return (nest.resume_map[iid],)
 
 
 def replay_before(nest: NestInfo | None, ns: str) -> str | None:

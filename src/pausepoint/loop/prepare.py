@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.loop.calls import CallRequest, CallSite
+from pausepoint.loop.fork import take_afresh
+from pausepoint.loop.namespaces import unsaved_answer
 from pausepoint.loop.node import Body, node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
@@ -68,21 +70,24 @@ class StepFrame:
         if self._nest is None:
             run = self.run
             opts = run.opts
+            answers = self.answers
+            positions: Mapping[str, int] = run.resume.positions if run.resume else {}
+            if not answers and not opts.has_saver and opts.nest is not None:
+                # Nothing saved where its answers went: a subgraph below gets them all.
+                answers, positions = opts.nest.resume_map, opts.nest.resume_positions
             self._nest = NestInfo(
-                saver=opts.saver,
+                # A checkpointer=False level passes its parent's saver on (as LangGraph).
+                saver=opts.nest.saver if opts.saver is None and opts.nest else opts.saver,
                 thread_id=run.cfg.thread_id,
                 durability=opts.durability,
-                resume_map=self.answers,
-                resume_positions=run.resume.positions if run.resume else {},
+                resume_map=answers,
+                resume_positions=positions,
                 resume_plain=run.resume.plain if run.resume else False,
                 resuming=self.resuming,
                 sink=opts.sink,
                 stream_modes=opts.stream_modes,
                 stream_subgraphs=opts.stream_subgraphs,
-                parents={
-                    **(opts.nest.parents if opts.nest else {}),
-                    run.cfg.checkpoint_ns: self.checkpoint_id,
-                },
+                parents={**run.parents, run.cfg.checkpoint_ns: self.checkpoint_id},
                 replay=run.replay,
                 afresh=run.afresh,
             )
@@ -105,6 +110,20 @@ class ExecTask(TaskContext):
         self.frame = frame
         self.task = task
         self.retry: tuple[RetryPolicy, ...] = task.node.retry
+
+    def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
+        """The answer this question has though no record holds it, or None.
+
+        A fork's, carried to a question asked again afresh (taken once); or, in a
+        subgraph that saves nothing, the parent's resume map's.
+        """
+        run = self.frame.run
+        taken = take_afresh(run, self.task.id, value, position)
+        if taken is None and not run.opts.has_saver:
+            return unsaved_answer(run.opts.nest, self.task.ns, position)
+        if taken is not None:
+            self._resume = [*self._resume, *taken]  # a retry of this attempt keeps it
+        return taken
 
     def context(self, spawn: Callable[[CallRequest], Any]) -> TaskContext:
         """The context of a new attempt, given the driver's way to start ``@task`` calls."""

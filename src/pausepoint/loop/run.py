@@ -33,12 +33,11 @@ from pausepoint.constants import (
     START,
 )
 from pausepoint.errors import (
-    CheckpointerRequiredError,
     GraphInterrupt,
     GraphRecursionError,
     ParentCommand,
 )
-from pausepoint.loop import begin, fork, lease
+from pausepoint.loop import begin, fork, lease, namespaces
 from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import (
@@ -64,7 +63,7 @@ from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred, preview_writes
 from pausepoint.scratchpad import NestInfo
-from pausepoint.types import Command, Durability, Interrupt
+from pausepoint.types import Durability, Interrupt
 
 __all__ = ["RunOptions", "RunResult", "run"]
 
@@ -140,7 +139,9 @@ class _Run:
         # for a subgraph run, the id it read its state before, if it did.
         self.replay = opts.nest.replay if opts.nest is not None else None
         self.replayed: str | None = None
+        self.source_ns: str | None = None  # read from another namespace (begin.start_moved)
         self.afresh = opts.nest.afresh if opts.nest is not None else None  # fork.answer_afresh
+        self.parents = namespaces.parents_of(opts.nest, opts.config.configurable)
         self.releasing = False  # the next checkpoint saved is the run's last write
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
@@ -235,7 +236,7 @@ class _Run:
         self.metadata = {
             "source": source,  # type: ignore[typeddict-item]
             "step": self.step,
-            "parents": dict(self.opts.nest.parents) if self.opts.nest else {},
+            "parents": dict(self.parents),
             **self.run_metadata,  # type: ignore[typeddict-item]
         }
         if self.saves_now:
@@ -295,7 +296,7 @@ class _Run:
         if self.opts.has_saver:
             yield from begin.load(self)
         else:
-            self.check_no_saver_input()
+            begin.check_no_saver_input(self)
         if not self.channels:
             self.start_fresh()
         try:
@@ -334,14 +335,6 @@ class _Run:
         if (held := self.opts.lease) is not None:
             yield from lease.release(self, held)
 
-    def check_no_saver_input(self) -> None:
-        given: Any = self.input
-        if isinstance(given, Command) and given.resume is not None:
-            raise CheckpointerRequiredError(
-                "Cannot use Command(resume=...) without checkpointer: compile the graph "
-                "with checkpointer=InMemorySaver() (or SqliteSaver) and pass a thread_id"
-            )
-
     def start_fresh(self) -> None:
         """Begin from no saved state: empty channels, and an id for the empty checkpoint.
 
@@ -351,6 +344,8 @@ class _Run:
         self.channels = self.spec.fresh_channels({})
         if not self.checkpoint_visible:
             self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
+            if self.opts.nest is not None:  # the same task ids on a resume: unsaved_answer
+                self.checkpoint["id"] = namespaces.unsaved_id(self.cfg.checkpoint_ns)
 
     def restore(self, saved: CheckpointTuple | None) -> None:
         if saved is None:
@@ -512,7 +507,10 @@ class _Run:
             interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
             rec.interrupts = found
-            saved: list[tuple[str, Any]] = [(INTERRUPT, found)]
+            saved: list[tuple[str, Any]] = [
+                (INTERRUPT, found),
+                *fork.taken_answer(self, task.id, rec),
+            ]
             if err.position is not None and is_own_interrupt(found[0], task.ns):
                 # Which question this is: its answer will be bound to it (answers.py).
                 rec.asked = err.position
@@ -535,7 +533,8 @@ class _Run:
                 # with its saved answers, and a new answer can still be sent to it.
                 rec = self.records.setdefault(task.id, TaskRecord())
                 rec.error = repr(err)
-                yield from self.save_writes(task.id, [(ERROR, rec.error)], path)
+                kept = [(ERROR, rec.error), *fork.taken_answer(self, task.id, rec)]
+                yield from self.save_writes(task.id, kept, path)
                 yield from out.task_result(self, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:

@@ -110,8 +110,8 @@ def _values(spec: GraphSpec, channels: Any) -> Any:
 def _result(spec: GraphSpec, writes: Sequence[tuple[str, Any]]) -> Any:
     # Every state key the task wrote, as LangGraph's snapshots show it: not only the
     # output schema's (a subgraph with input/output schemas wrote its inputs too).
-    found = {k: v for k, v in writes if k in spec.state_key_set}
-    return found or None
+    # A finished task that wrote no state key shows ``{}`` (LangGraph's too).
+    return {k: v for k, v in writes if k in spec.state_key_set}
 
 
 def _with_map(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
