@@ -16,7 +16,15 @@ from typing_extensions import TypedDict
 
 from pausepoint.running import TASK
 
-__all__ = ["RunnableConfig", "get_config", "get_stream_writer", "merge_configs", "normalized"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "RunnableConfig",
+    "get_config",
+    "get_stream_writer",
+    "merge_configs",
+    "normalized",
+    "stored_id",
+]
 
 
 class RunnableConfig(TypedDict, total=False):
@@ -74,6 +82,29 @@ def merge_configs(*configs: RunnableConfig | None) -> RunnableConfig:
     return out  # type: ignore[return-value]
 
 
+MAX_ID_BYTES = 1024
+"""The longest thread id or checkpoint id a saver stores, in UTF-8 bytes."""
+
+
+def stored_id(kind: str, value: object) -> str:
+    """``value`` as the text a saver stores for a thread or checkpoint id; checked.
+
+    Ids are text: ``123`` and ``"123"`` name one thread. Every saver refuses, before
+    anything is written, an id no database can key on: one with a NUL character
+    (PostgreSQL's text cannot hold it) or longer than :data:`MAX_ID_BYTES` (beyond
+    what an index row holds).
+    """
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError(f"a {kind} cannot contain a NUL character ('\\x00'); got {text!r:.80}")
+    if len(text) > MAX_ID_BYTES // 4 and len(text.encode()) > MAX_ID_BYTES:
+        raise ValueError(
+            f"a {kind} is at most {MAX_ID_BYTES} bytes (UTF-8); got {len(text.encode())} "
+            f"bytes ({text[:40]!r}...)"
+        )
+    return text
+
+
 def default_recursion_limit() -> int:
     """The limit when the config gives none (env ``LANGGRAPH_DEFAULT_RECURSION_LIMIT``)."""
     raw = os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT")
@@ -109,11 +140,14 @@ class RunConfig:
         if not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(f"recursion_limit must be a positive integer, got {limit!r}")
         thread = conf.get("thread_id")
+        checkpoint_id = conf.get("checkpoint_id")
         cfg["configurable"] = conf
         return cls(
-            thread_id=None if thread is None else str(thread),
+            thread_id=None if thread is None else stored_id("thread_id", thread),
             checkpoint_ns=str(conf.get("checkpoint_ns", "")),
-            checkpoint_id=conf.get("checkpoint_id"),
+            checkpoint_id=(
+                None if checkpoint_id is None else stored_id("checkpoint_id", checkpoint_id)
+            ),
             recursion_limit=limit,
             tags=tuple(cfg.get("tags") or ()),
             metadata=dict(cfg.get("metadata") or {}),

@@ -88,7 +88,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol, 
 
 from typing_extensions import TypedDict
 
-from pausepoint.config import RunnableConfig
+from pausepoint.config import RunnableConfig, stored_id
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._leases import LocalLeases
@@ -608,4 +608,9 @@ def config_keys(config: RunnableConfig) -> tuple[str, str, str | None]:
             "the config has no 'thread_id': pass "
             "config={'configurable': {'thread_id': ...}} to use a checkpointer"
         )
-    return str(thread), str(conf.get("checkpoint_ns", "")), conf.get("checkpoint_id")
+    checkpoint_id = conf.get("checkpoint_id")
+    return (
+        stored_id("thread_id", thread),
+        str(conf.get("checkpoint_ns", "")),
+        None if checkpoint_id is None else stored_id("checkpoint_id", checkpoint_id),
+    )

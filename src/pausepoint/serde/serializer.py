@@ -10,8 +10,8 @@ a corrupt or crafted payload fails when it is *read*, and runs nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde.decoder import make_object_hook
@@ -194,9 +194,34 @@ class Serializer:
             label: What the value is, for error messages (e.g. ``"channel 'foo'"``).
 
         Raises:
-            SerializationError: ``obj`` holds a value of an unsupported type.
+            SerializationError: ``obj`` holds a value of an unsupported type, or one
+                that cannot be written as JSON (an int with more digits than Python
+                converts to text, say).
 
         """
+        try:
+            return self._dumps(obj, label)
+        except ValueError as exc:
+            where = self._failing_part(obj, label)
+            raise SerializationError(f"{where} cannot be stored: {exc}") from None
+
+    def _failing_part(self, obj: Any, label: str) -> str:
+        """The path (``label['key'][0]``) of the innermost part that fails to encode."""
+        parts: list[tuple[Any, Any]] = []
+        if isinstance(obj, dict):
+            parts = list(cast(dict[Any, Any], obj).items())
+        elif isinstance(obj, list | tuple):
+            parts = list(enumerate(cast(Sequence[Any], obj)))
+        for key, value in parts:
+            try:
+                self._dumps(value, label)
+            except ValueError:
+                return self._failing_part(value, f"{label}[{key!r}]")
+            except SerializationError:
+                continue
+        return label
+
+    def _dumps(self, obj: Any, label: str) -> bytes:
         if obj is None:  # the commonest pending write: an edge trigger's value
             return b"null"
         kind: type[Any] = type(obj)  # pyright: ignore[reportUnknownVariableType]
