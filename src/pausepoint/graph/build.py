@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.channels import Channel, EphemeralValue, LastValue, NamedBarrierValue, Topic
-from pausepoint.constants import BRANCH_TO, END, JOIN, START, TAG_HIDDEN, TASKS
+from pausepoint.constants import BRANCH_TO, END, JOIN, ROOT, START, TAG_HIDDEN, TASKS
 from pausepoint.graph.schema import SchemaInfo
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 
@@ -58,6 +58,7 @@ def build_spec(graph: StateGraph, name: str) -> GraphSpec:
         state_keys=state_keys,
         triggered_by={k: tuple(v) for k, v in triggered_by.items()},
         transient=transient,
+        output_channel=ROOT if output.kind == "root" else None,
     )
 
 
@@ -131,6 +132,7 @@ def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc
         branches=tuple(w.branches[name]),
         metadata=spec.metadata,
         inject=_injected(action) if subgraph is None else frozenset(),
+        input_channel=ROOT if input_schema.kind == "root" else None,
         calls_graph=None if subgraph is not None else _called_graph(action, CompiledStateGraph),
     )
 

@@ -3,6 +3,10 @@
 A schema is a TypedDict (total or not), a dataclass, or a Pydantic v2 model (when
 pydantic is installed; it is never imported otherwise). ``Annotated[T, reducer]``
 gives a key a reducer channel; other keys keep their last value.
+
+A type with no keys (``int``, ``list[str]``, ``Annotated[list, operator.add]``) makes
+the whole state one value, as in LangGraph: one ``__root__`` channel, which nodes
+read and return bare (kind ``"root"``).
 """
 
 # Schemas are user types inspected at run time; pyright cannot know their members.
@@ -20,6 +24,7 @@ from typing import Any, get_type_hints
 import typing_extensions
 
 from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
+from pausepoint.constants import ROOT
 from pausepoint.errors import InvalidUpdateError
 
 __all__ = ["SchemaInfo", "update_as_pairs"]
@@ -32,7 +37,7 @@ class SchemaInfo:
     schema: Any
     keys: tuple[str, ...]
     channels: Mapping[str, Channel]
-    kind: str  # "typeddict" | "dataclass" | "pydantic" | "dict"
+    kind: str  # "typeddict" | "dataclass" | "pydantic" | "dict" | "root"
     is_dict: bool = dataclasses.field(init=False)
     """Whether values of this schema are plain dicts (a TypedDict, or ``dict``)."""
 
@@ -43,6 +48,8 @@ class SchemaInfo:
     def of(cls, schema: Any) -> SchemaInfo:
         """Analyse ``schema``; raise ``TypeError`` for a type that is not a schema."""
         kind = _kind(schema)
+        if kind == "root":
+            return cls(schema, (ROOT,), {ROOT: _channel_for(ROOT, schema)}, kind)
         hints = _hints(schema) if kind != "dict" else {}
         channels = {key: _channel_for(key, hint) for key, hint in hints.items()}
         return cls(schema, tuple(hints), channels, kind)
@@ -51,6 +58,8 @@ class SchemaInfo:
         """Build the value a node receives: the schema's type filled with ``values``."""
         if self.is_dict:
             return dict(values)
+        if self.kind == "root":
+            return values.get(ROOT)
         try:
             return self.schema(**values)
         except Exception as exc:  # invalid state for a dataclass or model
@@ -60,6 +69,8 @@ class SchemaInfo:
 
     def input_pairs(self, value: Any) -> list[tuple[str, Any]]:
         """The ``(key, value)`` writes of a graph input given as dict or schema object."""
+        if self.kind == "root":
+            return [] if value is None else [(ROOT, value)]
         pairs = update_as_pairs(value)
         if self.kind == "dict":
             return pairs
@@ -77,9 +88,19 @@ def _kind(schema: Any) -> str:
         return "pydantic"
     if isinstance(schema, type) and getattr(schema, "__annotations__", None):
         return "typeddict"  # a plain annotated class: read like a TypedDict
+    if _is_value_type(schema):
+        return "root"
     raise TypeError(
-        f"{schema!r} is not a state schema: use a TypedDict, a dataclass or a pydantic model"
+        f"{schema!r} is not a state schema: use a TypedDict, a dataclass, a pydantic "
+        "model, or a type for a one-value state (list, Annotated[list, operator.add])"
     )
+
+
+def _is_value_type(schema: Any) -> bool:
+    """A type without keys: a class with no annotations, a generic alias, ``Annotated``."""
+    if typing.get_origin(schema) is not None:  # list[str], Annotated[list, add], ...
+        return True
+    return isinstance(schema, type) and not getattr(schema, "__annotations__", None)
 
 
 def _is_pydantic_class(schema: Any) -> bool:

@@ -94,9 +94,12 @@ class GraphSpec:
     """A graph whose output is one channel's bare value (an entrypoint's return)."""
     state_key_set: frozenset[str] = dataclasses.field(init=False)
     """``state_keys`` as a set, for membership tests on every write."""
+    root: bool = dataclasses.field(init=False)
+    """Whether the whole state is one value (``StateGraph(list)``): nodes return it bare."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state_key_set", frozenset(self.state_keys))
+        object.__setattr__(self, "root", self.state.kind == "root")
 
     def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""
