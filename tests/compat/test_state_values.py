@@ -1,10 +1,13 @@
-"""State scenarios: ``Overwrite`` in every place that takes it, one-value state schemas.
+"""State scenarios: ``Overwrite`` where it is taken, one-value schemas, managed values.
 
 A one-value schema (``StateGraph(Annotated[list, operator.add])``, ``StateGraph(int)``)
 makes the whole state one channel: nodes receive it and return it bare, and snapshots,
-history, ``update_state`` and every stream mode show it bare too.
+history, ``update_state`` and every stream mode show it bare too. Managed values
+(``RemainingSteps``, ``IsLastStep``) are given to nodes and conditional edges, never
+stored.
 """
 
+import importlib
 import operator
 from typing import Annotated, Any
 
@@ -186,6 +189,59 @@ def one_value_parallel_writers_fold_with_the_reducer(lib, drive):
     b.add_edge(["left", "right"], "after")
     out = drive.invoke(b.compile(checkpointer=drive.saver()), ["in"], thread())
     return {"out": sorted(map(str, out)), "last": out[-1]}
+
+
+# --- managed values ----------------------------------------------------------------
+
+
+def _managed_loop(lib: Any, drive: Any, seen: list[Any], stop_at: int = 2) -> Any:
+    """ask (pauses) -> work, looping on itself until ``stop_at`` steps or the last are left."""
+    managed = importlib.import_module(f"{lib.name}.managed")
+
+    class S(TypedDict):
+        log: Annotated[list[str], operator.add]
+        left: managed.RemainingSteps
+        last: managed.IsLastStep
+
+    def ask(s: Any) -> dict[str, Any]:
+        lib.interrupt("go?")
+        return {"log": ["asked"], "left": 99}  # a write to a managed key is ignored
+
+    def work(s: Any) -> dict[str, Any]:
+        seen.append(("work", dict(s)))
+        return {"log": [f"w{s['left']}{s['last']}"]}
+
+    def route(s: Any) -> str:
+        seen.append(("route", dict(s)))
+        return lib.END if s["left"] <= stop_at or s["last"] else "work"
+
+    b = lib.StateGraph(S)
+    b.add_node("ask", ask)
+    b.add_node("work", work)
+    b.add_edge(lib.START, "ask")
+    b.add_edge("ask", "work")
+    b.add_conditional_edges("work", route)
+    return b.compile(checkpointer=drive.saver())
+
+
+@scenario
+def remaining_steps_count_from_each_run_start(lib, drive):
+    seen: list[Any] = []
+    g = _managed_loop(lib, drive, seen)
+    cfg = {**thread(), "recursion_limit": 6}
+    first = drive.invoke(g, {"log": [], "left": 5}, cfg)  # a managed input is ignored
+    out = drive.invoke(g, lib.Command(resume=1), cfg)
+    return {"first": first, "out": out, "seen": seen, "state": drive.get_state(g, cfg)}
+
+
+@scenario
+def is_last_step_ends_a_loop_before_the_limit(lib, drive):
+    seen: list[Any] = []
+    g = _managed_loop(lib, drive, seen, stop_at=0)
+    cfg = {**thread(), "recursion_limit": 4}
+    drive.invoke(g, {"log": []}, cfg)
+    events = drive.stream(g, lib.Command(resume=1), cfg, stream_mode=["tasks", "values"])
+    return {"events": events, "seen": seen}
 
 
 test_state_values = scenario.test()

@@ -26,6 +26,7 @@ import typing_extensions
 from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
 from pausepoint.constants import ROOT
 from pausepoint.errors import InvalidUpdateError
+from pausepoint.managed import ManagedValue
 
 __all__ = ["SchemaInfo", "update_as_pairs"]
 
@@ -38,6 +39,10 @@ class SchemaInfo:
     keys: tuple[str, ...]
     channels: Mapping[str, Channel]
     kind: str  # "typeddict" | "dataclass" | "pydantic" | "dict" | "root"
+    managed: Mapping[str, type[ManagedValue]] = dataclasses.field(
+        default_factory=dict[str, type[ManagedValue]]
+    )
+    """Managed keys (``RemainingSteps``...): given to nodes, never channels or stored."""
     is_dict: bool = dataclasses.field(init=False)
     """Whether values of this schema are plain dicts (a TypedDict, or ``dict``)."""
 
@@ -51,8 +56,17 @@ class SchemaInfo:
         if kind == "root":
             return cls(schema, (ROOT,), {ROOT: _channel_for(ROOT, schema)}, kind)
         hints = _hints(schema) if kind != "dict" else {}
-        channels = {key: _channel_for(key, hint) for key, hint in hints.items()}
-        return cls(schema, tuple(hints), channels, kind)
+        managed = {k: m for k, hint in hints.items() if (m := _managed(hint)) is not None}
+        keys = tuple(k for k in hints if k not in managed)
+        channels = {key: _channel_for(key, hints[key]) for key in keys}
+        return cls(schema, keys, channels, kind, managed)
+
+    def with_managed(self, values: dict[str, Any], steps_left: int | None) -> dict[str, Any]:
+        """``values`` plus this schema's managed values for a step (when it is known)."""
+        if self.managed and steps_left is not None:
+            for key, manager in self.managed.items():
+                values[key] = manager.value(steps_left)
+        return values
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
         """Build the value a node receives: the schema's type filled with ``values``."""
@@ -126,6 +140,16 @@ def _channel_for(key: str, hint: Any) -> Channel:
         return LastValue(key)
     base = typing.get_args(hint)[0]
     return BinaryOperatorAggregate(key, reducer, base)
+
+
+def _managed(hint: Any) -> type[ManagedValue] | None:
+    """The managed value a key declares (``Annotated[int, RemainingStepsManager]``)."""
+    while typing.get_origin(hint) in _WRAPPERS:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    last = hint.__metadata__[-1]
+    return last if isinstance(last, type) and issubclass(last, ManagedValue) else None
 
 
 def _reducer(hint: Any) -> Callable[[Any, Any], Any] | None:

@@ -53,7 +53,7 @@ def node_body(
         writes = result_writes(spec, node, result, task.ns)
         writes.extend(node.after_writes)
     for branch in node.branches:
-        state = fresh_state(spec, node, channels, writes)
+        state = fresh_state(spec, node, channels, writes, task.steps_left)
         kwargs = {"config": config()} if branch.accepts_config else {}
         dest = yield Call(
             branch.path, branch.path if branch.path_is_async else None, (state,), kwargs
@@ -233,7 +233,11 @@ def _map_dest(branch: Branch, result: Any) -> str:
 
 
 def fresh_state(
-    spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel], writes: Writes
+    spec: GraphSpec,
+    node: NodeProc,
+    channels: Mapping[str, Channel],
+    writes: Writes,
+    steps_left: int | None = None,
 ) -> Any:
     """The state as the node sees it after its own writes (what branch paths receive)."""
     keys = spec.state_keys
@@ -249,4 +253,4 @@ def fresh_state(
     for chan, values in grouped.items():
         local[chan].update(values)
     schema = node.input_schema or spec.state
-    return schema.coerce(read_values(local, keys))
+    return schema.coerce(schema.with_managed(read_values(local, keys), steps_left))

@@ -381,6 +381,9 @@ class _Run:
                 self.cfg.checkpoint_ns,
                 self.updated,
             )
+            if self.spec.managed:  # RemainingSteps / IsLastStep keys: their step's count
+                for task in tasks:
+                    task.steps_left = self.stop - self.step
             self._prepared = (key, tasks)
         return self._prepared[1]
 
