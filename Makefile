@@ -10,7 +10,7 @@ $(BIN)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pausepoint needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,compat,postgres,docs]'
+	$(BIN)/python -m pip install -q -e '.[dev,compat,postgres,docs,messages]'
 	@touch $@
 
 demo: $(BIN)/.installed

@@ -3,12 +3,13 @@
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import END, START
+from pausepoint.graph.message import MessagesState, add_messages
 from pausepoint.graph.state import StateGraph
 
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["END", "START", "CompiledStateGraph", "StateGraph"]
+__all__ = ["END", "START", "CompiledStateGraph", "MessagesState", "StateGraph", "add_messages"]
 
 
 def __getattr__(name: str) -> Any:

@@ -171,12 +171,15 @@ def _takes_two(fn: Callable[..., Any]) -> bool:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return True  # builtins like operator.add have no signature: trust them
-    positional = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    # Two positional parameters, as LangGraph counts them (add_messages's have
+    # defaults), or two required ones followed by optional ones.
+    return (
+        len(positional) == 2
+        or len(required) == 2
+        or any(p.kind is p.VAR_POSITIONAL for p in params)
+    )
 
 
 _WRAPPERS = {typing.Required, typing.NotRequired}
