@@ -171,7 +171,13 @@ def one_value_last_value_states(lib, drive):
     merged = lib.StateGraph(Annotated[dict, lambda a, b: {**a, **b}])
     merged.add_node("d", lambda d: {"x": 1})
     merged.add_edge(lib.START, "d")
+    whole = lib.StateGraph(dict)  # a dict is one value too: the last one written wins
+    whole.add_node("a", lambda d: {"x": 1})
+    whole.add_node("b", lambda d: {"y": len(d)})
+    whole.add_edge(lib.START, "a")
+    whole.add_edge("a", "b")
     return {
+        "whole": drive.invoke(whole.compile(), {"z": 0}),
         "int": drive.invoke(ints.compile(), 1),
         "words": drive.invoke(words.compile(), ["y"]),
         "dict": drive.invoke(merged.compile(), {"y": 2}),

@@ -4,7 +4,7 @@ A schema is a TypedDict (total or not), a dataclass, or a Pydantic v2 model (whe
 pydantic is installed; it is never imported otherwise). ``Annotated[T, reducer]``
 gives a key a reducer channel; other keys keep their last value.
 
-A type with no keys (``int``, ``list[str]``, ``Annotated[list, operator.add]``) makes
+A type with no keys (``int``, ``dict``, ``Annotated[list, operator.add]``) makes
 the whole state one value, as in LangGraph: one ``__root__`` channel, which nodes
 read and return bare (kind ``"root"``).
 """
@@ -92,7 +92,7 @@ class SchemaInfo:
 
 
 def _kind(schema: Any) -> str:
-    if schema is dict or schema is None:
+    if schema is None:  # the functional API's state: any keys, as written
         return "dict"
     if typing_extensions.is_typeddict(schema):
         return "typeddict"
