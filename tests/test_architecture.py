@@ -92,8 +92,13 @@ def test_public_surface_is_pinned():
     from pausepoint import graph, managed
     from pausepoint.graph import message
 
-    assert {"MessagesState", "add_messages"} <= set(graph.__all__)
-    assert set(message.__all__) == {"REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"}
+    assert {"MessageGraph", "MessagesState", "add_messages"} <= set(graph.__all__)
+    assert set(message.__all__) == {
+        "REMOVE_ALL_MESSAGES",
+        "MessageGraph",
+        "MessagesState",
+        "add_messages",
+    }
     assert {"RemainingSteps", "IsLastStep"} <= set(managed.__all__)
 
 

@@ -14,7 +14,12 @@ from typing_extensions import TypedDict
 from pausepoint import START, StateGraph
 from pausepoint.graph import MessagesState as ReExported
 from pausepoint.graph import add_messages as re_exported
-from pausepoint.graph.message import REMOVE_ALL_MESSAGES, MessagesState, add_messages
+from pausepoint.graph.message import (
+    REMOVE_ALL_MESSAGES,
+    MessageGraph,
+    MessagesState,
+    add_messages,
+)
 
 
 def dicts(left: Any, right: Any) -> list[dict[str, Any]]:
@@ -24,6 +29,18 @@ def dicts(left: Any, right: Any) -> list[dict[str, Any]]:
 def test_the_names_are_re_exported_where_langgraph_has_them() -> None:
     assert (ReExported, re_exported) == (MessagesState, add_messages)
     assert MessagesState.__annotations__.keys() == {"messages"}
+
+
+def test_message_graph_is_deprecated_and_keeps_one_list() -> None:
+    with pytest.warns(DeprecationWarning, match="StateGraph\\(MessagesState\\)"):
+        b = MessageGraph()
+    b.add_node("bot", lambda ms: {"role": "assistant", "content": str(len(ms))})
+    out = b.add_edge(START, "bot").compile().invoke("hi")
+    assert [_content(m) for m in out] == ["hi", "1"]
+
+
+def _content(m: Any) -> Any:
+    return m["content"] if isinstance(m, dict) else m.content
 
 
 def test_dict_messages_get_ids_and_are_copied_not_changed() -> None:

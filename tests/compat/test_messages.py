@@ -148,4 +148,19 @@ def add_messages_in_a_custom_state_and_update_state(lib, drive):
     return _everything(drive, g)
 
 
+@scenario
+def deprecated_message_graph_keeps_a_bare_message_list(lib, drive):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        b = _message_module(lib).MessageGraph()
+    b.add_node("bot", lambda ms: [messages.AIMessage(f"{len(ms)} so far", id="r")])
+    b.add_edge(lib.START, "bot")
+    g = b.compile(checkpointer=drive.saver())
+    out = drive.invoke(g, [messages.HumanMessage("hi", id="h")], thread())
+    warned = [issubclass(w.category, DeprecationWarning) for w in caught]
+    return {"warned": warned, "out": out, **_everything(drive, g)}
+
+
 test_messages = scenario.test()

@@ -3,13 +3,21 @@
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import END, START
-from pausepoint.graph.message import MessagesState, add_messages
+from pausepoint.graph.message import MessageGraph, MessagesState, add_messages
 from pausepoint.graph.state import StateGraph
 
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["END", "START", "CompiledStateGraph", "MessagesState", "StateGraph", "add_messages"]
+__all__ = [
+    "END",
+    "START",
+    "CompiledStateGraph",
+    "MessageGraph",
+    "MessagesState",
+    "StateGraph",
+    "add_messages",
+]
 
 
 def __getattr__(name: str) -> Any:

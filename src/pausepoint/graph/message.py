@@ -24,11 +24,14 @@ from __future__ import annotations
 import functools
 import importlib.util
 import uuid
+import warnings
 from typing import Annotated, Any, Literal
 
 from typing_extensions import TypedDict
 
-__all__ = ["REMOVE_ALL_MESSAGES", "MessagesState", "add_messages"]
+from pausepoint.graph.state import StateGraph
+
+__all__ = ["REMOVE_ALL_MESSAGES", "MessageGraph", "MessagesState", "add_messages"]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """The id of a removal that clears every message before it (``RemoveMessage(id=...)``)."""
@@ -76,6 +79,22 @@ class MessagesState(TypedDict):
     """A state with one key, ``messages``, merged with :func:`add_messages`."""
 
     messages: Annotated[list[Any], add_messages]
+
+
+class MessageGraph(StateGraph):
+    """Deprecated (as in LangGraph 1.0): a graph whose whole state is a message list.
+
+    Use ``StateGraph(MessagesState)`` instead.
+    """
+
+    def __init__(self) -> None:
+        warnings.warn(
+            "MessageGraph is deprecated, as in LangGraph 1.0: use StateGraph(MessagesState) "
+            "and a 'messages' key instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(Annotated[list[Any], add_messages])
 
 
 def __getattr__(name: str) -> Any:
