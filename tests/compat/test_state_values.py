@@ -86,6 +86,25 @@ def overwrite_as_input_command_and_update_state(lib, drive):
 
 
 @scenario
+def overwrite_in_a_resume_command_and_bulk_updates(lib, drive):
+    update = importlib.import_module(f"{lib.name}.types").StateUpdate
+    b = lib.StateGraph(Logged)
+    b.add_node("a", lambda s: {"log": ["a"]})
+    b.add_node("z", lambda s: {"log": ["z"]})
+    b.add_edge(lib.START, "a")
+    b.add_edge("a", "z")
+    g = b.compile(checkpointer=drive.saver(), interrupt_before=["z"])
+    drive.invoke(g, {"log": ["s"]}, thread())
+    resumed = drive.invoke(g, lib.Command(update={"log": lib.Overwrite(["cmd"])}), thread())
+    steps = [[update({"log": lib.Overwrite(["b1"])}, "a")], [update({"log": ["b2"]}, "a")]]
+    drive.bulk_update_state(g, thread(), steps)
+    after_steps = drive.get_state(g, thread()).values
+    one_step = [[update({"log": lib.Overwrite(["x"])}, "a"), update({"log": ["y"]}, "z")]]
+    drive.bulk_update_state(g, thread(), one_step)
+    return {"resumed": resumed, "steps": after_steps, "one": drive.get_state(g, thread())}
+
+
+@scenario
 def overwrite_in_updates_stream_and_history(lib, drive):
     b = lib.StateGraph(Logged)
     b.add_node("a", lambda s: {"log": lib.Overwrite(["a"]), "note": "n"})
