@@ -22,8 +22,6 @@ Either way a message without an id gets a new ``uuid4`` string id.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import uuid
 import warnings
 from typing import Annotated, Any, Literal
 
@@ -123,6 +121,8 @@ def _merge(left: Any, right: Any, format: Format = None) -> list[Any]:
     form = _DICTS if format == "dict" or (format is None and not _has_langchain()) else _langchain()
     old = form.coerce(_as_list(left))
     new = form.coerce(_as_list(right))
+    import uuid  # here, not at the top: ``import pausepoint`` stays quick
+
     for m in (*old, *new):
         if form.id_of(m) is None:
             form.set_id(m, str(uuid.uuid4()))
@@ -251,6 +251,8 @@ def _check_dict(message: dict[str, Any]) -> None:
 
 @functools.cache
 def _has_langchain() -> bool:
+    import importlib.util
+
     return importlib.util.find_spec("langchain_core") is not None
 
 
