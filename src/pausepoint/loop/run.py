@@ -61,7 +61,7 @@ from pausepoint.loop.pending import (
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
-from pausepoint.loop.tasks import Task, prepare_tasks, read_values
+from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, preview_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Command, Durability, Interrupt
@@ -381,9 +381,6 @@ class _Run:
                 self.cfg.checkpoint_ns,
                 self.updated,
             )
-            if self.spec.managed:  # RemainingSteps / IsLastStep keys: their step's count
-                for task in tasks:
-                    task.steps_left = self.stop - self.step
             self._prepared = (key, tasks)
         return self._prepared[1]
 
@@ -397,6 +394,7 @@ class _Run:
                 "config key."
             )
         self.tasks = self.current_tasks()
+        count_steps_left(self.spec, self.tasks, self.stop - self.step)
         if self.unreported:
             yield from out.reached_checkpoint(self)
         if not self.tasks:

@@ -21,7 +21,16 @@ from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import Send
 
-__all__ = ["has_tasks", "UNREAD", "Task", "prepare_tasks", "task_id", "task_input", "task_ns"]
+__all__ = [
+    "UNREAD",
+    "Task",
+    "count_steps_left",
+    "has_tasks",
+    "prepare_tasks",
+    "task_id",
+    "task_input",
+    "task_ns",
+]
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -199,6 +208,13 @@ def _push_task(
         ns=task_ns(ns, node.name, tid),
         writes=(),
     )
+
+
+def count_steps_left(spec: GraphSpec, tasks: Iterable[Task], steps_left: int) -> None:
+    """Give a step's tasks its count of steps left, if a node reads a managed value."""
+    if spec.managed:  # RemainingSteps / IsLastStep keys
+        for task in tasks:
+            task.steps_left = steps_left
 
 
 class _Unread:
