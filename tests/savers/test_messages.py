@@ -61,6 +61,13 @@ def test_each_message_type_round_trips_with_no_registration(name: str) -> None:
     assert out.model_dump() == value.model_dump()
 
 
+def test_extra_fields_of_a_message_are_kept() -> None:
+    value = messages.AIMessage("x", id="a", model_hint={"k": (1, 2)})
+    out = Serializer().loads(Serializer().dumps(value))
+    assert out == value
+    assert out.model_dump()["model_hint"] == {"k": (1, 2)}
+
+
 def test_a_schema_naming_message_classes_stores_them_under_the_stable_names() -> None:
     ser = Serializer()
     ser.register_schema(dict[str, list[messages.AnyMessage]])
