@@ -9,6 +9,7 @@ values at the start of a run and written back into the next checkpoint.
 
 from __future__ import annotations
 
+import collections.abc
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Final, cast
 
@@ -197,10 +198,23 @@ def overwrite_of(value: Any) -> tuple[bool, Any]:
 
 def _initial(typ: Any) -> Any:
     origin: Any = getattr(typ, "__origin__", typ)
-    if origin in (list, dict, set, tuple, frozenset, int, float, str):
+    # An abstract collection starts as its concrete kind, as in LangGraph: a reducer
+    # (add_messages on Annotated[Sequence[...], ...]) then sees the very first write too.
+    origin = _CONCRETE.get(origin, origin)
+    if origin in (list, dict, set, tuple, frozenset, int, float, str, bool):
         empty: Any = origin()  # pyright: ignore[reportUnknownVariableType]
         return empty
     return MISSING
+
+
+_CONCRETE: dict[Any, type[Any]] = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
 
 
 class Topic(Channel):

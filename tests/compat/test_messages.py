@@ -149,6 +149,22 @@ def add_messages_in_a_custom_state_and_update_state(lib, drive):
 
 
 @scenario
+def messages_annotated_as_a_sequence_are_converted_from_the_first_write(lib, drive):
+    from collections.abc import Sequence
+
+    class Chat(TypedDict):
+        messages: Annotated[Sequence[Any], _message_module(lib).add_messages]
+
+    b = lib.StateGraph(Chat)
+    b.add_node("bot", lambda s: {"messages": [("ai", type(s["messages"][0]).__name__)]})
+    b.add_edge(lib.START, "bot")
+    g = b.compile(checkpointer=drive.saver())
+    before = drive.get_state(g, thread()).values
+    out = drive.invoke(g, {"messages": [{"role": "user", "content": "hi", "id": "h"}]}, thread())
+    return {"before": before, "out": out}
+
+
+@scenario
 def deprecated_message_graph_keeps_a_bare_message_list(lib, drive):
     import warnings
 

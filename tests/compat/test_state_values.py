@@ -115,6 +115,28 @@ def overwrite_in_updates_stream_and_history(lib, drive):
     return {"events": events, "history": history}
 
 
+@scenario
+def reducer_keys_start_empty_as_their_concrete_type(lib, drive):
+    from collections.abc import Mapping, MutableSet, Sequence
+
+    def keep_last(old: Any, new: Any) -> Any:
+        return new
+
+    class S(TypedDict):
+        seq: Annotated[Sequence[int], operator.add]
+        names: Annotated[MutableSet[str], operator.or_]
+        table: Annotated[Mapping[str, int], lambda a, b: {**a, **b}]
+        flag: Annotated[bool, keep_last]
+        seen: Annotated[list[Any], lambda a, b: [*a, type(b).__name__]]
+
+    b = lib.StateGraph(S)
+    b.add_node("n", lambda s: {"seen": s["table"]})
+    b.add_edge(lib.START, "n")
+    g = b.compile(checkpointer=drive.saver())
+    before = drive.get_state(g, thread()).values
+    return {"before": before, "out": drive.invoke(g, {"seq": [1]}, thread())}
+
+
 # --- one-value states ------------------------------------------------------------------
 
 
