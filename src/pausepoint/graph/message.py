@@ -260,6 +260,6 @@ def _has_langchain() -> bool:
 def _langchain() -> _LangChain:
     try:
         import langchain_core.messages
-    except ImportError:
-        raise ImportError(f"LangChain messages need langchain-core: {_EXTRA_HINT}") from None
+    except ImportError as exc:  # missing, or installed but broken: the cause says which
+        raise ImportError(f"LangChain messages need langchain-core: {_EXTRA_HINT}") from exc
     return _LangChain(langchain_core.messages)
