@@ -6,14 +6,22 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test lint typecheck unit bench clean
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "pausepoint needs Python >= 3.11")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,compat,postgres,docs,messages]'
+
+# The demo needs pausepoint and its two runtime dependencies, nothing more.
+$(BIN)/.runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
 	@touch $@
 
-demo: $(BIN)/.installed
+# The tests, linters, LangGraph (side by side), the PostgreSQL driver and the docs.
+$(BIN)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,compat,postgres,docs,messages]'
+	@touch $@ $(BIN)/.runtime
+
+demo: $(BIN)/.runtime
 	$(BIN)/pausepoint demo $(DEMO_ARGS)
 
 test: $(BIN)/.installed lint typecheck unit

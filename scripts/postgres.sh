@@ -5,19 +5,42 @@
 #   scripts/postgres.sh stop              # stops the server and removes its data directory
 #
 # Installs Debian's `postgresql` package when initdb/pg_ctl are missing (needs root).
-# Environment: PG_PORT (default 54329), PG_DIR (default <repo>/.ci/pg), PG_DB (pausepoint).
-# Status goes to stderr; stdout carries only the export line. Exits non-zero if the
-# server does not start.
+# Environment: PG_PORT (default: the first free port from 54329), PG_DIR (default
+# <repo>/.ci/pg), PG_DB (pausepoint).
+# Status goes to stderr; stdout carries only the export line. If the server does not
+# start (a PG_PORT in use, initdb failing, ...) it says why, exits non-zero and prints
+# `false` on stdout, so that `eval "$(scripts/postgres.sh start)"` fails too.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PORT_GIVEN="${PG_PORT:-}"
 PG_PORT="${PG_PORT:-54329}"
 PG_DIR="${PG_DIR:-$ROOT/.ci/pg}"
 PG_DB="${PG_DB:-pausepoint}"
 PG_USER=postgres
 
 log() { echo "postgres.sh: $*" >&2; }
-die() { log "error: $*"; exit 1; }
+die() { log "error: $*"; [[ "${COMMAND:-}" == start ]] && echo false; exit 1; }
+
+in_use() {
+    # Something accepts connections on 127.0.0.1:$1.
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+choose_port() {
+    if [[ -n "$PORT_GIVEN" ]]; then
+        [[ "$PG_PORT" =~ ^[0-9]+$ ]] || die "PG_PORT must be a port number, got '$PG_PORT'"
+        if in_use "$PG_PORT"; then
+            die "port $PG_PORT on 127.0.0.1 is in use; stop what listens there or choose another PG_PORT"
+        fi
+        return
+    fi
+    local port
+    for port in $(seq 54329 54428); do
+        if ! in_use "$port"; then PG_PORT="$port"; return; fi
+    done
+    die "no free port in 54329-54428 on 127.0.0.1; choose one with PG_PORT"
+}
 
 find_bindir() {
     local dir
@@ -47,10 +70,11 @@ as_pg() {
 }
 
 start() {
-    ensure_binaries
     if [[ -f "$PG_DIR/data/postmaster.pid" ]]; then
         die "a server already uses $PG_DIR; run '$0 stop' first"
     fi
+    choose_port
+    ensure_binaries
     mkdir -p "$PG_DIR"
     if [[ "$(id -u)" == 0 ]]; then
         id "$PG_USER" >/dev/null 2>&1 || useradd --system --home-dir "$PG_DIR" "$PG_USER"
@@ -87,7 +111,10 @@ stop() {
     log "removed $PG_DIR"
 }
 
-case "${1:-}" in
+COMMAND="${1:-}"
+# Any other failure of `start` (set -e) also tells an `eval` that nothing started.
+trap '[[ "$COMMAND" == start ]] && echo false' ERR
+case "$COMMAND" in
     start) start ;;
     stop) stop ;;
     *) echo "usage: $0 start|stop" >&2; exit 2 ;;

@@ -61,3 +61,70 @@ def test_bad_edit_json_is_a_clear_error_and_keeps_the_pause(
     assert main(["demo", "--db", db, "--edit", "[1, 2]"]) == 2
     assert main(["demo", "--db", db, "--approve"]) == 0
     assert "Decision: approved" in capsys.readouterr().out
+
+
+def test_version_names_the_installed_release():
+    from importlib import metadata
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pausepoint.cli", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"pausepoint {metadata.version('pausepoint')}"
+
+
+def test_output_piped_into_a_reader_that_leaves_exits_quietly(tmp_path: Path):
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+    from pausepoint.cli.demo_graph import build
+
+    db = tmp_path / "demo.sqlite"
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph = build().compile(checkpointer=saver)
+        for n in range(3):
+            graph.invoke({"request": "clean up"}, {"configurable": {"thread_id": f"t{n:04}"}})
+    # `true` leaves before Python has started: every write meets a closed pipe.
+    shell = f"{sys.executable} -m pausepoint.cli threads list --db {db} | true"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", shell],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in done.stderr
+    assert "BrokenPipe" not in done.stderr
+    assert done.returncode in (0, 141)
+
+
+def test_ctrl_d_at_the_prompt_exits_quietly_and_keeps_the_pause(tmp_path: Path):
+    import os
+    import pty
+
+    db = tmp_path / "demo.sqlite"
+    assert _demo(db).returncode == 0
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pausepoint.cli", "demo", "--db", str(db)],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    seen = b""
+    while b"[a]pprove" not in seen:
+        seen += os.read(leader, 4096)
+    os.write(leader, b"\x04")  # Ctrl-D: end of input
+    assert proc.wait(timeout=60) == 130
+    try:
+        while chunk := os.read(leader, 4096):
+            seen += chunk
+    except OSError:  # the terminal closed with the process
+        pass
+    os.close(leader)
+    assert b"Traceback" not in seen
+    assert b"nothing more was saved" in seen
+    assert "stays paused" in _demo(db).stdout

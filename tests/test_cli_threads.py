@@ -21,7 +21,8 @@ import pytest
 from pausepoint import Command
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.cli import main
-from pausepoint.cli.threads import latest_checkpoints, load_graph, view_of
+from pausepoint.cli.threads import load_graph
+from pausepoint.cli.views import latest_checkpoints, view_of
 
 GRAPHS = textwrap.dedent(
     '''
@@ -493,7 +494,7 @@ def test_a_bad_resume_is_an_error_that_changes_nothing(db: Path, capsys: Any, gr
         capsys, "resume", "parallel", "--map", bad, "--db", str(db), "--graph", graph
     )
     assert status == 2
-    assert "not pending" in err
+    assert "is no question's id" in err
     assert cli_json(capsys, "history", "parallel", "--db", str(db)) == before
 
 

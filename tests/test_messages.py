@@ -31,6 +31,11 @@ def test_the_names_are_re_exported_where_langgraph_has_them() -> None:
     assert MessagesState.__annotations__.keys() == {"messages"}
 
 
+def test_push_message_is_refused_with_a_reason() -> None:
+    with pytest.raises(ImportError, match="push_message is not supported"):
+        from pausepoint.graph.message import push_message  # noqa: F401
+
+
 def test_message_graph_is_deprecated_and_keeps_one_list() -> None:
     with pytest.warns(DeprecationWarning, match="StateGraph\\(MessagesState\\)"):
         b = MessageGraph()

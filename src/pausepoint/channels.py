@@ -19,6 +19,7 @@ from pausepoint.types import Overwrite
 
 __all__ = [
     "MISSING",
+    "AfterFinish",
     "BinaryOperatorAggregate",
     "Channel",
     "EphemeralValue",
@@ -281,3 +282,64 @@ class NamedBarrierValue(Channel):
             self.value = set()
             return True
         return False
+
+
+class AfterFinish(Channel):
+    """Holds another channel's value back until the run has nothing else to do.
+
+    The trigger of a deferred node (``add_node(..., defer=True)``): writes collect
+    in ``inner`` as usual, but the node is triggered only after :meth:`finish`,
+    which the loop calls when a step leaves no other node to run. Running the node
+    consumes the value. Stored as ``[inner's stored value, finished]``.
+    """
+
+    __slots__ = ("finished", "inner")
+
+    consumes = True
+    plain = False
+
+    def __init__(self, inner: Channel) -> None:
+        super().__init__(inner.key)
+        self.inner = inner
+        self.finished = False
+
+    def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
+        new = AfterFinish(self.inner.spawn())
+        if stored is not MISSING:
+            new.inner = self.inner.spawn(stored[0])
+            new.finished = bool(stored[1])
+        return new
+
+    def get(self) -> Any:  # noqa: D102
+        if not self.finished:
+            raise EmptyChannelError(self.key)
+        return self.inner.get()
+
+    def is_available(self) -> bool:  # noqa: D102
+        return self.finished and self.inner.is_available()
+
+    def checkpoint(self) -> Any:  # noqa: D102
+        stored = self.inner.checkpoint()
+        return MISSING if stored is MISSING else [stored, self.finished]
+
+    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+        # No write, no change: the value waits across steps (an edge trigger's inner
+        # channel would clear itself on an empty update).
+        if not values or not self.inner.update(values):
+            return False
+        self.finished = False
+        return True
+
+    def finish(self) -> bool:
+        """Release a waiting value; return whether the channel changed."""
+        if self.finished or self.inner.checkpoint() is MISSING:
+            return False
+        self.finished = True
+        return self.is_available()
+
+    def consume(self) -> bool:  # noqa: D102
+        if not self.finished:
+            return False
+        self.inner = self.inner.spawn()
+        self.finished = False
+        return True

@@ -14,9 +14,9 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from pausepoint.running import TASK, current_task
+from pausepoint.running import TASK
 
-__all__ = ["RunnableConfig", "get_config", "get_stream_writer"]
+__all__ = ["RunnableConfig", "get_config", "get_stream_writer", "merge_configs", "normalized"]
 
 
 class RunnableConfig(TypedDict, total=False):
@@ -33,6 +33,45 @@ class RunnableConfig(TypedDict, total=False):
 
 
 DEFAULT_RECURSION_LIMIT = 10007
+
+CONFIG_KEYS = frozenset(RunnableConfig.__annotations__)
+"""The keys a config dict has at its top level; any other goes into ``configurable``."""
+
+
+def normalized(config: RunnableConfig | None) -> RunnableConfig:
+    """``config`` with its unknown top-level keys moved into ``configurable``.
+
+    As LangGraph's configs: ``{"thread_id": "t1"}`` means
+    ``{"configurable": {"thread_id": "t1"}}``. A key given both ways takes the
+    top-level value (as LangGraph's); a ``None`` value is dropped.
+    """
+    if not config:
+        return {}
+    extra = {k: v for k, v in config.items() if k not in CONFIG_KEYS and v is not None}
+    if not extra:
+        return config
+    out: dict[str, Any] = {k: v for k, v in config.items() if k in CONFIG_KEYS}
+    out["configurable"] = {**(config.get("configurable") or {}), **extra}
+    return out  # type: ignore[return-value]
+
+
+def merge_configs(*configs: RunnableConfig | None) -> RunnableConfig:
+    """Merge configs left to right (later wins), as LangGraph's ``with_config`` does.
+
+    ``configurable`` and ``metadata`` merge key by key, ``tags`` add up (without
+    repeats); any other key is replaced.
+    """
+    out: dict[str, Any] = {}
+    for config in configs:
+        given: dict[str, Any] = dict(normalized(config))
+        for key, value in given.items():
+            if key in ("configurable", "metadata"):
+                out[key] = {**(out.get(key) or {}), **(value or {})}
+            elif key == "tags":
+                out[key] = list(dict.fromkeys([*(out.get(key) or ()), *(value or ())]))
+            else:
+                out[key] = value
+    return out  # type: ignore[return-value]
 
 
 def default_recursion_limit() -> int:
@@ -62,7 +101,7 @@ class RunConfig:
     @classmethod
     def parse(cls, config: RunnableConfig | None) -> RunConfig:
         """Parse and validate a caller's config dict."""
-        cfg: RunnableConfig = dict(config or {})  # type: ignore[assignment]
+        cfg: RunnableConfig = dict(normalized(config))  # type: ignore[assignment]
         conf = dict(cfg.get("configurable") or {})
         limit = cfg.get("recursion_limit")
         if limit is None:
@@ -122,21 +161,31 @@ def get_config() -> RunnableConfig:
     """The config of the running node (call it inside a node).
 
     Raises:
-        RuntimeError: Outside a running node.
+        RuntimeError: Outside a running node (LangGraph's message, then the fix).
     """
-    return current_task("get_config()").config
+    task = TASK.get()
+    if task is None:
+        raise _outside("get_config()")
+    return task.config
 
 
 def get_stream_writer() -> Callable[[Any], None]:
     """A function that sends a value to ``stream_mode="custom"`` from the running node.
 
-    Outside a running node, or when nobody streams ``custom``, it is a no-op.
+    When nobody streams ``custom`` it is a no-op.
+
+    Raises:
+        RuntimeError: Outside a running node, as LangGraph's does.
     """
     task = TASK.get()
     if task is None:
-        return _ignore
+        raise _outside("get_stream_writer()")
     return task.stream_writer
 
 
-def _ignore(_value: Any) -> None:
-    return None
+def _outside(what: str) -> RuntimeError:
+    # LangGraph's text first: code written for LangGraph may match on it.
+    return RuntimeError(
+        f"Called get_config outside of a runnable context: {what} works only inside "
+        "a node function while the graph runs (invoke, stream or their async forms)"
+    )

@@ -90,7 +90,7 @@ class entrypoint:
     Args:
         checkpointer: A saver, needed for ``interrupt()`` and ``previous``.
         retry_policy: How to retry the function when it fails.
-        store: Accepted for compatibility; unused.
+        store: Not supported: anything but ``None`` raises ``NotImplementedError``.
         cache: Accepted for compatibility; unused.
         context_schema: Accepted for compatibility; unused.
         cache_policy: Accepted for compatibility; unused.
@@ -112,6 +112,10 @@ class entrypoint:
         cache_policy: Any = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     ) -> None:
+        from pausepoint.graph.validate import check_checkpointer, check_store
+
+        check_checkpointer(checkpointer)
+        check_store(store)
         self.checkpointer = checkpointer
         if isinstance(retry_policy, RetryPolicy):
             self.retry: tuple[RetryPolicy, ...] = (retry_policy,)

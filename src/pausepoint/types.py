@@ -7,6 +7,7 @@ the machinery that acts on it lives in :mod:`pausepoint.loop`.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from typing import (
     TYPE_CHECKING,
@@ -49,6 +50,7 @@ __all__ = [
     "StateUpdate",
     "StreamMode",
     "StreamPart",
+    "StreamWriter",
     "TasksStreamPart",
     "UpdatesStreamPart",
     "ValuesStreamPart",
@@ -63,8 +65,13 @@ Durability = Literal["sync", "async", "exit"]
 only when the run ends (exit)."""
 All = Literal["*"]
 """``interrupt_before="*"``: every visible node."""
+StreamWriter = Callable[[Any], None]
+"""The type of a node's injected ``writer`` parameter (``def node(state, writer:
+StreamWriter)``) and of :func:`pausepoint.config.get_stream_writer`'s result: it sends
+a value to ``stream_mode="custom"``."""
 
 N = TypeVar("N", bound=Hashable)
+_PLACEHOLDER_ID = "placeholder-id"
 
 
 @final
@@ -86,9 +93,18 @@ class Interrupt:
     first), when known. Not compared and not shown: LangGraph has no such field."""
 
     def __init__(
-        self, value: Any, id: str = "placeholder-id", *, position: int | None = None
+        self,
+        value: Any,
+        id: str = _PLACEHOLDER_ID,
+        *,
+        position: int | None = None,
+        ns: Sequence[str] | None = None,
     ) -> None:
         self.value = value
+        # ``ns`` is LangGraph's deprecated way to give the task namespace's parts: the
+        # id is then the digest of their "|"-join, as ``from_ns`` makes it.
+        if ns is not None and id == _PLACEHOLDER_ID:
+            id = xxh3_128_hexdigest("|".join(ns).encode())
         self.id = id
         self.position = position
 
@@ -109,6 +125,15 @@ class Interrupt:
         answer the next question. The plain ``id`` when the position is unknown.
         """
         return self.id if self.position is None else f"{self.id}:{self.position}"
+
+    @property
+    def interrupt_id(self) -> str:
+        """Deprecated alias of :attr:`id` (warns, as LangGraph's does)."""
+        warnings.warn(_INTERRUPT_ID_DEPRECATED, DeprecationWarning, stacklevel=2)
+        return self.id
+
+
+_INTERRUPT_ID_DEPRECATED = "`interrupt_id` is deprecated. Use `id` instead."
 
 
 @final

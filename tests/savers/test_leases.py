@@ -86,14 +86,49 @@ def test_a_schema_1_sqlite_file_is_migrated_and_keeps_its_checkpoints(tmp_path: 
     with SqliteSaver.from_conn_string(path) as saver:
         saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})
         saver.conn.execute("DROP TABLE pausepoint_leases")  # as pausepoint's schema 1 left it
-        saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v = 2")
+        saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 2")
     with SqliteSaver.from_conn_string(path) as saver:
         rows = saver.conn.execute("SELECT v FROM pausepoint_migrations ORDER BY v").fetchall()
-        assert rows == [(1,), (2,)]
+        assert rows == [(1,), (2,), (3,)]
         got = saver.get_tuple(CONFIG)
         assert got is not None
         assert got.checkpoint["channel_values"] == {"a": 1}
         assert saver.acquire_lease("t", "A", 60).acquired
+
+
+def test_a_schema_2_sqlite_file_keeps_its_held_leases(tmp_path: Path) -> None:
+    path = str(tmp_path / "v2.db")
+    with SqliteSaver.from_conn_string(path) as saver:
+        held = saver.acquire_lease("t", "A", 600).holder
+        saver.conn.execute("ALTER TABLE pausepoint_leases DROP COLUMN seq")  # as schema 2 had it
+        saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v = 3")
+    with SqliteSaver.from_conn_string(path) as saver:
+        assert saver.get_lease("t") == held
+        assert not saver.acquire_lease("t", "B", 60).acquired
+        saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {}, lease="A")
+        assert saver.release_lease("t", "A") is False
+        assert saver.acquire_lease("t", "B", 60).acquired
+
+
+@pytest.mark.postgres
+def test_a_schema_2_postgres_database_keeps_its_held_leases(
+    pg_url: str, pg_kwargs: dict[str, Any]
+) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        held = saver.acquire_lease("t", "A", 600).holder
+        conn.execute("ALTER TABLE pausepoint_leases DROP COLUMN seq")
+        conn.execute("DELETE FROM pausepoint_migrations WHERE v = 3")
+        saver.setup()
+        assert saver.get_lease("t") == held
+        claim = saver.acquire_lease("t", "B", 60, read=CONFIG)
+        assert (claim.acquired, claim.read) == (False, False)
+        saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {}, lease="A", release=True)
+        claim = saver.acquire_lease("t", "B", 60, read=CONFIG)
+        assert claim.checkpoint == saver.get_tuple(CONFIG) is not None
 
 
 @pytest.mark.postgres
@@ -126,11 +161,12 @@ def test_a_schema_1_postgres_database_is_migrated(pg_url: str, pg_kwargs: dict[s
         saver.setup()
         saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})
         conn.execute("DROP TABLE pausepoint_leases")
-        conn.execute("DELETE FROM pausepoint_migrations WHERE v = 2")
+        conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 2")
         saver.setup()
         assert conn.execute("SELECT v FROM pausepoint_migrations ORDER BY v").fetchall() == [
             (1,),
             (2,),
+            (3,),
         ]
         assert saver.get_tuple(CONFIG) is not None
         assert saver.acquire_lease("t", "A", 60).acquired

@@ -23,7 +23,7 @@ def test_from_conn_string_setup_is_idempotent_and_versioned(pg_url: str, pg_sche
         saver.setup()
         saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})
         conn: Any = saver.conn
-        assert conn.execute("SELECT v FROM pausepoint_migrations").fetchall() == [(1,), (2,)]
+        assert conn.execute("SELECT v FROM pausepoint_migrations").fetchall() == [(1,), (2,), (3,)]
     with PostgresSaver.from_conn_string(url) as saver:
         got = saver.get_tuple(CONFIG)
         assert got is not None
@@ -102,14 +102,14 @@ async def test_async_saver_refuses_sync_calls(pg_url: str, pg_schema: str) -> No
         assert len({c["configurable"]["checkpoint_id"] for c in configs}) == 5
 
 
-def test_a_pause_and_resume_take_eight_statements(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+def test_a_pause_and_resume_take_six_statements(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
     # Each write is one statement, atomic without BEGIN/COMMIT; a step's last task
     # writes go with the step's checkpoint in one (WITH ... INSERT), and a new run's
     # input checkpoint in the same INSERT, each checking and renewing the run's lease
-    # in that statement; get_tuple reads a checkpoint with its writes in one query.
-    # Each run also takes its thread's lease (an INSERT on an unlogged table, no WAL
-    # flush) and lets it go with its last write (its fence is a DELETE, in the same
-    # statement): 8 round trips (LangGraph's saver: 13).
+    # in that statement. Each run takes its thread's lease (an INSERT on an unlogged
+    # table, no WAL flush) and reads the thread's checkpoint with its writes in the
+    # same statement, and lets the lease go with its last write (in the same
+    # statement): 6 round trips (LangGraph's saver: 13).
     import psycopg
 
     from pausepoint import Command
@@ -143,10 +143,10 @@ def test_a_pause_and_resume_take_eight_statements(pg_url: str, pg_kwargs: dict[s
         cfg: Any = {"configurable": {"thread_id": "count"}}
         graph.invoke({"question": "ship it?", "answer": ""}, cfg)
         assert graph.invoke(Command(resume="yes"), cfg)["answer"] == "yes"
-        lease, load, fenced_write = "INSERT", "SELECT", "WITH"
+        claim_and_load, fenced_write = "WITH", "WITH"
         assert sent == [
-            *(lease, load, fenced_write, fenced_write),  # runs to the pause
-            *(lease, load, fenced_write, fenced_write),  # the answer, the end
+            *(claim_and_load, fenced_write, fenced_write),  # runs to the pause
+            *(claim_and_load, fenced_write, fenced_write),  # the answer, the end
         ]
         assert saver.get_lease("count") is None  # let go with each run's last write
         assert opened == []
@@ -193,3 +193,75 @@ def test_statements_are_prepared_as_the_connection_says(
     else:
         assert "pausepoint_checkpoints" in texts
         assert "pausepoint_writes" in texts
+
+
+@pytest.mark.parametrize("lease_row", ["released", "created"])
+def test_a_claim_reads_what_the_holder_it_waited_for_wrote(
+    pg_url: str, pg_kwargs: dict[str, Any], lease_row: str
+) -> None:
+    """The race a claim folded into a read must survive: it waits for a holder's commit.
+
+    Its statement's snapshot predates that commit, while its claim sees it: the
+    lease row's ``seq`` shows the read is stale, and the thread is read again.
+    ``released``: the holder lets the lease go with its last write; ``created``: the
+    lease row itself is new in the holder's transaction.
+    """
+    import psycopg
+
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        root = saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})
+        saver.put_writes(root, [("a", 2)], "task-1")
+        if lease_row == "released":
+            assert saver.acquire_lease("t", "A", 60).acquired
+        with psycopg.connect(pg_url, **{**pg_kwargs, "autocommit": False}) as holder:
+            holder.execute(
+                "INSERT INTO pausepoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id,"
+                " idx, channel, type, value, task_path) SELECT thread_id, checkpoint_ns,"
+                " checkpoint_id, 'task-2', idx, channel, type, value, task_path"
+                " FROM pausepoint_writes WHERE thread_id = 't'"
+            )
+            if lease_row == "released":
+                holder.execute(
+                    "UPDATE pausepoint_leases SET owner = '', expires_at = 0, seq = seq + 1"
+                    " WHERE thread_id = 't'"
+                )
+            else:
+                holder.execute(
+                    "INSERT INTO pausepoint_leases (thread_id, owner, expires_at, ttl)"
+                    " VALUES ('t', '', 0, 1)"
+                )
+            got: list[Any] = []
+            claimer = threading.Thread(
+                target=lambda: got.append(saver.acquire_lease("t", "B", 60, read=CONFIG))
+            )
+            claimer.start()
+            _wait_until_blocked(pg_url, pg_kwargs)
+            holder.commit()
+            claimer.join(30)
+        (claim,) = got
+        assert (claim.acquired, claim.read) == (True, True)
+        assert claim.checkpoint is not None
+        assert [(w.task_id, w.value) for w in claim.checkpoint.pending_writes or []] == [
+            ("task-1", 2),
+            ("task-2", 2),
+        ]
+        assert claim.checkpoint == saver.get_tuple(CONFIG)
+
+
+def _wait_until_blocked(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+    """Until a backend waits for a lock (the claim, behind the holder's transaction)."""
+    import time
+
+    import psycopg
+
+    with psycopg.connect(pg_url, **pg_kwargs) as watch:
+        for _ in range(3000):
+            row = watch.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            ).fetchone()
+            if row is not None and row[0] > 0:
+                return
+            time.sleep(0.01)
+    raise AssertionError("the claim never waited for the holder's transaction")

@@ -18,7 +18,9 @@ import pytest
 from pydantic import BaseModel
 
 from pausepoint import END, START, StateGraph, interrupt
+from pausepoint.checkpoint._dialect import SchemaTooNewError
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
+from pausepoint.errors import CheckpointDecodeError
 from pausepoint.testing import make_checkpoint, make_metadata
 
 from .graphs import Ask
@@ -64,7 +66,7 @@ def test_schema_is_versioned_and_setup_is_idempotent(tmp_path: Path) -> None:
         saver.setup()
         saver.setup()
         rows = saver.conn.execute("SELECT v FROM pausepoint_migrations").fetchall()
-        assert rows == [(1,), (2,)]
+        assert rows == [(1,), (2,), (3,)]
 
 
 def test_a_callers_legacy_mode_connection_works(tmp_path: Path) -> None:
@@ -329,3 +331,45 @@ async def test_input_checkpoint_saved_with_the_start_step_reads_as_before(
         ["done", "done", "done"],
         ["paused", "done"],
     ]
+
+
+def test_read_only_changes_nothing_and_refuses_what_it_cannot_read(tmp_path: Path) -> None:
+    import hashlib
+
+    path = tmp_path / "c.db"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})  # type: ignore[arg-type]
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with SqliteSaver.from_conn_string(str(path), read_only=True) as saver:
+        got = saver.get_tuple(CONFIG)  # type: ignore[arg-type]
+        assert got is not None
+        assert saver.thread_ids() == [CONFIG["configurable"]["thread_id"]]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            saver.put(CONFIG, make_checkpoint({"a": 2}), make_metadata(1), {})  # type: ignore[arg-type]
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    opened = SqliteSaver.from_conn_string(str(foreign), read_only=True)
+    with pytest.raises(ValueError, match="not a pausepoint database"), opened:
+        pass
+    with sqlite3.connect(foreign) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+        assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["invoices"]
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO pausepoint_migrations (v) VALUES (99)")
+    with pytest.raises(SchemaTooNewError), SqliteSaver.from_conn_string(str(path), read_only=True):
+        pass
+
+
+def test_thread_ids_are_newest_first_and_read_no_checkpoint(tmp_path: Path) -> None:
+    with SqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
+        for thread in ("b", "a", "c"):
+            config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+            saver.put(config, make_checkpoint(), make_metadata(0), {})
+        sub: Any = {"configurable": {"thread_id": "only-sub", "checkpoint_ns": "x:1"}}
+        saver.put(sub, make_checkpoint(), make_metadata(0), {})
+        saver.conn.execute("UPDATE pausepoint_checkpoints SET checkpoint = 5 WHERE thread_id = 'a'")
+        assert saver.thread_ids() == ["c", "a", "b"]
+        with pytest.raises(CheckpointDecodeError, match="thread 'a'"):
+            saver.get_tuple({"configurable": {"thread_id": "a"}})

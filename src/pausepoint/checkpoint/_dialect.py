@@ -27,6 +27,7 @@ __all__ = [
     "SchemaTooNewError",
     "Statement",
     "adrive",
+    "check_schema_flow",
     "drive",
     "setup_flow",
 ]
@@ -180,12 +181,25 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             ttl {real} NOT NULL,
             nudged {bool} NOT NULL DEFAULT {false})""",
     ),
+    (
+        # Counts the row's changes: a claim that also reads the thread checks with it
+        # that nothing was written between its read and its claim (``_sql_leases``).
+        "ALTER TABLE pausepoint_leases ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+    ),
 )
 """Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1."""
 
 
 class SchemaTooNewError(PausepointError, RuntimeError):
     """The database was migrated by a newer pausepoint than this one."""
+
+
+def _refuse_newer(current: int) -> None:
+    if current > len(MIGRATIONS):
+        raise SchemaTooNewError(
+            f"the database schema is at version {current}, but this pausepoint knows only "
+            f"versions up to {len(MIGRATIONS)}; upgrade pausepoint to use this database"
+        )
 
 
 def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
@@ -202,11 +216,7 @@ def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
     yield Statement("CREATE TABLE IF NOT EXISTS pausepoint_migrations (v INTEGER PRIMARY KEY)")
     rows = yield Statement("SELECT v FROM pausepoint_migrations", fetch=True)
     current = max((int(r[0]) for r in rows), default=0)
-    if current > len(MIGRATIONS):
-        raise SchemaTooNewError(
-            f"the database schema is at version {current}, but this pausepoint knows only "
-            f"versions up to {len(MIGRATIONS)}; upgrade pausepoint to use this database"
-        )
+    _refuse_newer(current)
     for version in range(current, len(MIGRATIONS)):
         for text in MIGRATIONS[version]:
             yield Statement(dialect.lease_sql(text))
@@ -214,6 +224,28 @@ def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
             dialect.sql("INSERT INTO pausepoint_migrations (v) VALUES (?)"), (version + 1,)
         )
     return len(MIGRATIONS) - current
+
+
+def check_schema_flow() -> Flow[int]:
+    """The schema version of a database opened read-only; raise unless this one reads it."""
+    rows = yield Statement(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'pausepoint_migrations'",
+        fetch=True,
+    )
+    if not rows:
+        raise ValueError(
+            "the database has no pausepoint tables: it is not a pausepoint database "
+            "(a saver opened read-write creates them)"
+        )
+    rows = yield Statement("SELECT max(v) FROM pausepoint_migrations", fetch=True)
+    current = int(rows[0][0] or 0)
+    _refuse_newer(current)
+    if current < len(MIGRATIONS):
+        raise ValueError(
+            f"the database schema is at version {current}, older than this pausepoint's "
+            f"{len(MIGRATIONS)}; open it read-write once to migrate it"
+        )
+    return current
 
 
 def drive(flow: Flow[T], execute: Callable[[Statement], Rows]) -> T:

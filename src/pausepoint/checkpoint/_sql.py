@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pausepoint.checkpoint._dialect import (
     MIGRATIONS,
@@ -32,6 +32,7 @@ from pausepoint.checkpoint._dialect import (
     SchemaTooNewError,
     Statement,
     adrive,
+    check_schema_flow,
     drive,
     setup_flow,
 )
@@ -53,6 +54,8 @@ from pausepoint.serde import FORMAT, Serializer, SerializerProtocol
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_leases import Guard
 
+T = TypeVar("T")
+
 __all__ = [
     "MIGRATIONS",
     "POSTGRES",
@@ -65,6 +68,7 @@ __all__ = [
     "SqlCodec",
     "Statement",
     "adrive",
+    "check_schema_flow",
     "drive",
     "setup_flow",
 ]
@@ -132,11 +136,20 @@ class SqlCodec:
         return self._meta.dumps_mapping(metadata)
 
     def load(self, type_: str, blob: bytes | memoryview) -> Any:
-        """Decode a stored value."""
+        """Decode a stored value (a column of the wrong type is a corrupt row)."""
+        if not isinstance(type_, str) or not isinstance(blob, bytes | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise CheckpointDecodeError(
+                f"a value is stored as {type(type_).__name__}/{type(blob).__name__}, "
+                "not as text/bytes; the row is corrupt"
+            )
         return self.serde.loads_typed((type_, bytes(blob)))
 
     def load_metadata(self, text: str | bytes) -> dict[str, Any]:
         """Decode stored metadata."""
+        if not isinstance(text, str | bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise CheckpointDecodeError(
+                f"metadata is stored as {type(text).__name__}, not as JSON text; the row is corrupt"
+            )
         return self._meta.loads_mapping(text)
 
 
@@ -158,7 +171,37 @@ def _check_checkpoint(checkpoint: Any, thread: str, cid: str) -> None:
         )
 
 
+def _decoded(row: Row, decode: Callable[[], T]) -> T:
+    """``decode()``, any failure to decode the row raised as ``CheckpointDecodeError``.
+
+    A corrupt or crafted row must not surface as a raw ``TypeError``/``KeyError``/
+    ``MemoryError`` (or stop other threads from being read): the error names the
+    thread and checkpoint instead.
+    """
+    where = f"checkpoint {row[2]!r} of thread {row[0]!r}"
+    try:
+        return decode()
+    except CheckpointDecodeError as exc:
+        if where in str(exc):
+            raise
+        raise CheckpointDecodeError(f"{where}: {exc}") from exc
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise CheckpointDecodeError(
+            f"{where} cannot be decoded ({type(exc).__name__}: {exc}); the row is corrupt"
+        ) from exc
+    except (MemoryError, RecursionError) as exc:
+        raise CheckpointDecodeError(
+            f"{where} is too large or too deeply nested to decode ({type(exc).__name__})"
+        ) from exc
+
+
 def _to_tuple(row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any]) -> CheckpointTuple:
+    return _decoded(row, lambda: _tuple_of_row(row, writes, codec, metadata))
+
+
+def _tuple_of_row(
+    row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any]
+) -> CheckpointTuple:
     thread, ns, cid, parent_id, type_, blob = row[:6]
     checkpoint = codec.load(type_, blob)
     _check_checkpoint(checkpoint, thread, cid)
@@ -180,24 +223,37 @@ def get_tuple_flow(
     dialect: Dialect, codec: SqlCodec, config: RunnableConfig
 ) -> Flow[CheckpointTuple | None]:
     """Load the checkpoint the config names (or the newest), with its pending writes."""
+    sql, params = read_query(dialect, config)
+    rows = yield Statement(dialect.sql(sql), params, fetch=True)
+    if not rows:
+        return None
+    return (yield from tuple_of(dialect, codec, rows[0]))
+
+
+def read_query(dialect: Dialect, config: RunnableConfig) -> tuple[str, tuple[Any, ...]]:
+    """The query reading the checkpoint ``config`` names (or the newest), and its params.
+
+    On PostgreSQL its row also holds the pending writes, as four arrays (columns 7 to
+    10): one round trip. Placeholders are ``?`` (see ``Dialect.sql``).
+    """
     thread, ns, checkpoint_id = config_keys(config)
     if checkpoint_id is None:
         sql, params = _SELECT_LATEST, (thread, ns)
     else:
         sql, params = _SELECT_ONE, (thread, ns, checkpoint_id)
     if dialect.name == "postgres":
-        # One round trip: the writes come along as arrays in the checkpoint's row.
         sql = f"SELECT c.*, w.* FROM ({sql}) c LEFT JOIN LATERAL ({_WRITE_ARRAYS}) w ON true"
-    rows = yield Statement(dialect.sql(sql), params, fetch=True)
-    if not rows:
-        return None
-    row = rows[0]
+    return sql, params
+
+
+def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple]:
+    """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now)."""
     if dialect.name == "postgres":
         tasks, channels, types, values = row[7:11]
         writes: Rows = list(zip(tasks, channels, types, values, strict=True)) if tasks else []
     else:
         writes = yield _writes_of(dialect, row)
-    return _to_tuple(row, writes, codec, codec.load_metadata(row[6]))
+    return _to_tuple(row, writes, codec, _decoded(row, lambda: codec.load_metadata(row[6])))
 
 
 def _filter_sql(
@@ -257,7 +313,7 @@ def list_flow(
     for row in rows:
         if limit is not None and len(out) >= limit:
             break
-        metadata = codec.load_metadata(row[6])
+        metadata = _decoded(row, lambda: codec.load_metadata(row[6]))  # noqa: B023
         if filter and any(metadata.get(k) != v for k, v in filter.items()):
             continue
         writes = yield _writes_of(dialect, row)
@@ -441,6 +497,18 @@ def one_statement(writes: Sequence[object]) -> bool:
     wrap it in a transaction (a round trip each for BEGIN and COMMIT).
     """
     return len(writes) <= WRITE_ROWS_PER_STATEMENT
+
+
+def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:
+    """Every thread's id, the thread with the newest checkpoint first; nothing decoded."""
+    rows = yield Statement(
+        dialect.sql(
+            "SELECT thread_id, max(checkpoint_id) AS head FROM pausepoint_checkpoints"
+            " WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY head DESC"
+        ),
+        fetch=True,
+    )
+    return [str(row[0]) for row in rows]
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:

@@ -29,7 +29,11 @@ from pausepoint.checkpoint._sql import (
     WRITE_ROW,
     WRITE_ROWS_PER_STATEMENT,
     WRITES_INTO,
+    SqlCodec,
+    get_tuple_flow,
+    read_query,
     store_rows,
+    tuple_of,
 )
 from pausepoint.checkpoint.base import Lease, LeaseClaim, config_keys
 from pausepoint.config import RunnableConfig
@@ -39,6 +43,7 @@ __all__ = [
     "Clock",
     "Guard",
     "acquire_flow",
+    "acquire_read_flow",
     "get_lease_flow",
     "guard_of",
     "release_flow",
@@ -55,9 +60,9 @@ _TAKE = (
     "(pausepoint_leases.owner = excluded.owner"
     " OR pausepoint_leases.expires_at <= excluded.expires_at - excluded.ttl)"
 )
-_ACQUIRE = f"""INSERT INTO pausepoint_leases (thread_id, owner, expires_at, ttl, nudged)
-    VALUES (?, ?, {{now}} + ?, ?, {{false}})
-    ON CONFLICT (thread_id) DO UPDATE SET
+_ACQUIRE = f"""INSERT INTO pausepoint_leases (thread_id, owner, expires_at, ttl, nudged, seq)
+    VALUES (?, ?, {{now}} + ?, ?, {{false}}, 0)
+    ON CONFLICT (thread_id) DO UPDATE SET seq = pausepoint_leases.seq + 1,
     owner = CASE WHEN {_TAKE} THEN excluded.owner ELSE pausepoint_leases.owner END,
     expires_at = CASE WHEN {_TAKE} THEN excluded.expires_at
         ELSE pausepoint_leases.expires_at END,
@@ -65,14 +70,16 @@ _ACQUIRE = f"""INSERT INTO pausepoint_leases (thread_id, owner, expires_at, ttl,
     nudged = CASE WHEN pausepoint_leases.owner = excluded.owner THEN pausepoint_leases.nudged
         WHEN {_TAKE} THEN {{false}} ELSE (pausepoint_leases.nudged OR ?) END"""
 _RENEW = """UPDATE pausepoint_leases SET expires_at = {now} + COALESCE(?, ttl),
-    ttl = COALESCE(?, ttl) WHERE thread_id = ? AND owner = ?"""
-_RELEASE = "DELETE FROM pausepoint_leases WHERE thread_id = ? AND owner = ?"
+    ttl = COALESCE(?, ttl), seq = seq + 1 WHERE thread_id = ? AND owner = ?"""
+# The row stays (no owner, expired): its ``seq`` goes on counting (see acquire_read_flow).
+_RELEASE = """UPDATE pausepoint_leases SET owner = '', expires_at = 0, seq = seq + 1
+    WHERE thread_id = ? AND owner = ?"""
 _SELECT_LEASE = "SELECT owner, expires_at, nudged, {now} FROM pausepoint_leases WHERE thread_id = ?"
 _SELECT_NUDGED = "SELECT nudged FROM pausepoint_leases WHERE thread_id = ? AND owner = ?"
 _SELECT_HEAD = """SELECT max(checkpoint_id) FROM pausepoint_checkpoints
     WHERE thread_id = ? AND checkpoint_ns = ?"""
 # PostgreSQL: the checks as WITH clauses of the write's statement.
-_FENCE_CTE = """f AS (UPDATE pausepoint_leases SET expires_at = {now} + ttl
+_FENCE_CTE = """f AS (UPDATE pausepoint_leases SET expires_at = {now} + ttl, seq = seq + 1
     WHERE thread_id = ? AND owner = ? RETURNING 1)"""
 # The fence of a run's last write, which lets the lease go as it writes.
 _RELEASE_CTE = f"f AS ({_RELEASE} RETURNING 1)"
@@ -94,6 +101,53 @@ def acquire_flow(
         rows = yield _select_lease(dialect, thread, clock)
     holder = Lease(thread, str(rows[0][0]), float(rows[0][1]))
     return LeaseClaim(holder.owner == owner, holder)
+
+
+def acquire_read_flow(
+    dialect: Dialect,
+    codec: SqlCodec,
+    thread_id: str,
+    owner: str,
+    ttl: float,
+    nudge: bool,
+    read: RunnableConfig,
+) -> Flow[LeaseClaim]:
+    """``acquire_lease(..., read=config)`` on PostgreSQL: claim and read in one statement.
+
+    The read must show every write committed before the claim took the lease. In
+    READ COMMITTED a statement reads from a snapshot taken when it starts, while
+    its ``INSERT … ON CONFLICT`` waits for, then sees, a holder that lets the lease
+    go (with its last write) after that: the read would be stale. The lease row's
+    ``seq`` tells: every statement that changes the row (claim, fenced write,
+    release) adds one, and the row is never deleted while the thread lives. The
+    statement reads ``seq`` from its snapshot too; if the claim's ``seq`` is not
+    exactly one more (or 0, a new row, where the snapshot had none), something
+    changed the row in between, and the thread is read again, now that the lease is
+    held. A run's writes are all fenced, so nothing it wrote can slip past ``seq``.
+    """
+    if config_keys(read)[0] != str(thread_id):
+        raise ValueError("acquire_lease(read=...) must read the thread it takes")
+    check_lease_args(owner, ttl)
+    assert not dialect.client_clock, "PostgreSQL only: the database's clock, RETURNING"
+    thread = str(thread_id)
+    query, read_params = read_query(dialect, read)
+    sql = (
+        f"WITH was AS (SELECT seq FROM pausepoint_leases WHERE thread_id = ?),"
+        f" l AS ({_ACQUIRE} RETURNING owner, expires_at, seq), r AS ({query})"
+        " SELECT l.owner, l.expires_at, l.seq, (SELECT seq FROM was), r.*"
+        " FROM l LEFT JOIN r ON true"
+    )
+    params = (thread, thread, owner, ttl, ttl, bool(nudge), *read_params)
+    (row,) = yield Statement(dialect.lease_sql(sql), params, fetch=True)
+    holder = Lease(thread, str(row[0]), float(row[1]))
+    if holder.owner != owner:
+        return LeaseClaim(False, holder)
+    seq, was = int(row[2]), row[3]
+    if seq == (0 if was is None else int(was) + 1):
+        found = (yield from tuple_of(dialect, codec, row[4:])) if row[4] is not None else None
+    else:  # written meanwhile: read again, past the claim
+        found = yield from get_tuple_flow(dialect, codec, read)
+    return LeaseClaim(True, holder, found, read=True)
 
 
 def renew_flow(
@@ -236,7 +290,7 @@ class Guard:
         """Raise ``LeaseLostError`` naming the lease as it is now (read for the message)."""
         assert self.owner is not None
         rows = yield _select_lease(dialect, self.thread_id, self.clock)
-        if not rows:
+        if not rows or not rows[0][0]:  # none, or let go (owner '')
             raise LeaseLostError(self.thread_id, self.owner, None, 0.0)
         owner, expires_at, _, now = rows[0]
         holder = Lease(self.thread_id, str(owner), float(expires_at))

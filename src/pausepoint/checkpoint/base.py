@@ -67,6 +67,12 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   :class:`~pausepoint.errors.StaleCheckpointError`.
 - Expiry is judged by one clock for all workers: the database's for PostgreSQL, the
   saver's ``lease_clock`` (``time.time`` unless replaced) for SQLite and memory.
+- Optional: ``acquire_lease(..., read=config)`` also reads ``get_tuple(config)`` once
+  the lease is taken — a read that shows every write committed before the claim —
+  and returns it in ``LeaseClaim.checkpoint`` with ``LeaseClaim.read`` true (the
+  engine's first read of a run, folded into its claim: PostgreSQL does both in one
+  statement). The engine passes ``read=`` only to a saver whose ``acquire_lease``
+  takes the keyword.
 
 The engine passes ``lease=`` and ``if_head=`` only to a saver whose ``supports_leases``
 is true. :class:`BaseCheckpointSaver`'s lease methods work within one process only.
@@ -193,10 +199,16 @@ class LeaseClaim:
         acquired: Whether the caller holds the lease now (taken, or renewed).
         holder: The lease in force afterwards: the caller's when ``acquired``, else
             the live lease of the run that holds the thread.
+        checkpoint: With ``read=config`` and ``acquired``: what ``get_tuple(config)``
+            returns once the lease is held (None: no such checkpoint).
+        read: Whether ``checkpoint`` holds that read (a saver that cannot fold the
+            read into the claim leaves it False; so does a claim not acquired).
     """
 
     acquired: bool
     holder: Lease
+    checkpoint: CheckpointTuple | None = None
+    read: bool = False
 
 
 def empty_checkpoint(checkpoint_id: str, ts: str) -> Checkpoint:

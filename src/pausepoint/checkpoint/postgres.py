@@ -294,15 +294,29 @@ class PostgresSaver(BaseCheckpointSaver):
         )
         return self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
+    def thread_ids(self) -> list[str]:
+        """Every thread's id, newest first, read without decoding any checkpoint.
+
+        One unreadable checkpoint does not hide the others' threads (``pausepoint
+        threads list`` reads each thread on its own).
+        """
+        return self._run(_sql.thread_ids_flow(_D))
+
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
 
     def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """See :meth:`BaseCheckpointSaver.acquire_lease`: one statement."""
-        return self._run(_sql_leases.acquire_flow(_D, thread_id, owner, ttl, nudge, None))
+        """See :meth:`BaseCheckpointSaver.acquire_lease`: one statement, with ``read`` too."""
+        return self._run(_claim_flow(self._codec, thread_id, owner, ttl, nudge, read))
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """See :meth:`BaseCheckpointSaver.renew_lease`: one statement."""
@@ -503,10 +517,16 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         await self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
 
     async def aacquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Async ``acquire_lease``; see :meth:`BaseCheckpointSaver.acquire_lease`."""
-        return await self._run(_sql_leases.acquire_flow(_D, thread_id, owner, ttl, nudge, None))
+        return await self._run(_claim_flow(self._codec, thread_id, owner, ttl, nudge, read))
 
     async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """Async ``renew_lease``; see :meth:`BaseCheckpointSaver.renew_lease`."""
@@ -519,3 +539,16 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     async def aget_lease(self, thread_id: str) -> Lease | None:
         """Async ``get_lease``; see :meth:`BaseCheckpointSaver.get_lease`."""
         return await self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
+
+
+def _claim_flow(
+    codec: _sql.SqlCodec,
+    thread_id: str,
+    owner: str,
+    ttl: float,
+    nudge: bool,
+    read: RunnableConfig | None,
+) -> _sql.Flow[LeaseClaim]:
+    if read is None:
+        return _sql_leases.acquire_flow(_D, thread_id, owner, ttl, nudge, None)
+    return _sql_leases.acquire_read_flow(_D, codec, thread_id, owner, ttl, nudge, read)

@@ -18,6 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
 from pausepoint.checkpoint import _sql, _sql_leases
@@ -52,6 +53,9 @@ class SqliteSaver(BaseCheckpointSaver):
         clock: Seconds since the epoch, by which leases expire (``lease_clock``).
             Every process sharing the file must use the same time: the system clock,
             unless a test replaces it.
+        read_only: Only read: change nothing in the database (no schema, no journal
+            mode); a database without pausepoint's tables, or with a schema this
+            version does not know, raises ``ValueError``.
 
     The schema is created (or migrated) when the saver is made. Leases and guarded
     writes hold across processes: each is one transaction under SQLite's write lock.
@@ -67,6 +71,7 @@ class SqliteSaver(BaseCheckpointSaver):
         *,
         serde: SerializerProtocol | None = None,
         clock: Callable[[], float] = time.time,
+        read_only: bool = False,
     ) -> None:
         self.conn = conn
         self.lease_clock = clock
@@ -77,17 +82,21 @@ class SqliteSaver(BaseCheckpointSaver):
         with self._lock:
             # WAL lets readers in other processes work while this one writes. It
             # cannot be switched on inside the caller's open transaction.
-            pragma = "PRAGMA journal_mode" + ("" if conn.in_transaction else "=WAL")
+            wal = not (conn.in_transaction or read_only)
+            pragma = "PRAGMA journal_mode" + ("=WAL" if wal else "")
             mode = conn.execute(pragma).fetchone()
             self.journal_mode = str(mode[0]) if mode else ""
             files = conn.execute("PRAGMA database_list").fetchall()
             main = next((str(f[2]) for f in files if f[1] == "main"), "")
         self._scope = f"sqlite:{main}" if main else super().lease_scope
-        self.setup()
+        if read_only:
+            self._run(_sql.check_schema_flow())
+        else:
+            self.setup()
 
     @classmethod
     def from_conn_string(
-        cls, path: str, *, serde: SerializerProtocol | None = None
+        cls, path: str, *, serde: SerializerProtocol | None = None, read_only: bool = False
     ) -> _Opened[Self]:
         """Open (creating if needed) the SQLite database at ``path``; close it on exit.
 
@@ -98,8 +107,10 @@ class SqliteSaver(BaseCheckpointSaver):
             path: A file path, or ``":memory:"`` for a database that lives as long as
                 the context.
             serde: See :class:`SqliteSaver`.
+            read_only: Open an existing file read-only and change nothing in it (see
+                :class:`SqliteSaver`): to inspect a database another program owns.
         """
-        return _Opened(cls, path, serde)
+        return _Opened(cls, path, serde, read_only)
 
     @property
     def lease_scope(self) -> str:
@@ -260,6 +271,14 @@ class SqliteSaver(BaseCheckpointSaver):
         )
         return self._run(flow, write=True)
 
+    def thread_ids(self) -> list[str]:
+        """Every thread's id, newest first, read without decoding any checkpoint.
+
+        One unreadable checkpoint does not hide the others' threads (``pausepoint
+        threads list`` reads each thread on its own).
+        """
+        return self._run(_sql.thread_ids_flow(_sql.SQLITE))
+
     def delete_thread(self, thread_id: str) -> None:
         """See :mod:`pausepoint.checkpoint.base`."""
         self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
@@ -415,16 +434,25 @@ S = TypeVar("S", bound=SqliteSaver)
 class _Opened(Generic[S]):
     """The context ``from_conn_string`` returns: a saver on a connection it owns."""
 
-    def __init__(self, cls: type[S], path: str, serde: SerializerProtocol | None) -> None:
+    def __init__(
+        self, cls: type[S], path: str, serde: SerializerProtocol | None, read_only: bool = False
+    ) -> None:
         self._cls = cls
         self._path = path
         self._serde = serde
+        self._read_only = read_only
         self._conn: sqlite3.Connection | None = None
 
     def __enter__(self) -> S:
-        self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        if self._read_only:
+            uri = f"{Path(self._path).resolve().as_uri()}?mode=ro"
+            self._conn = sqlite3.connect(
+                uri, uri=True, check_same_thread=False, isolation_level=None
+            )
+        else:
+            self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
-            return self._cls(self._conn, serde=self._serde)
+            return self._cls(self._conn, serde=self._serde, read_only=self._read_only)
         except BaseException:
             self._conn.close()
             raise

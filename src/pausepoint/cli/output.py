@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
+import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,7 @@ __all__ = [
     "jsonable",
     "pending_cell",
     "print_json",
+    "printable",
     "render_table",
     "render_view",
     "shorten",
@@ -61,7 +64,8 @@ def render_view(view: ThreadView, *, exact: bool) -> str:
         table = render_table(["ID", "#", "QUESTION", "ANSWER"], rows)
         parts.append(f"\n{title}\n" + indent(table))
     if view.errors:
-        parts.append("\nerrors\n" + indent("\n".join(view.errors)))
+        text = printable("\n".join(view.errors), keep_newlines=True)
+        parts.append("\nerrors\n" + indent(text))
     return "\n".join(parts)
 
 
@@ -76,19 +80,48 @@ def indent(text: str) -> str:
 
 
 def shorten(text: str) -> str:
-    """``text`` on one line, cut to a table cell's width with an ellipsis."""
-    text = " ".join(text.split())
+    """``text`` on one line, escaped, cut to a table cell's width with an ellipsis."""
+    text = printable(" ".join(text.split()))
     return text if len(text) <= _CELL else text[: _CELL - 1] + "…"
+
+
+# Characters a terminal acts on instead of showing (escape sequences, bidi overrides,
+# zero-width marks): stored ids and values are data, and never steer the terminal.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    r"""``text`` with every control or invisible format character escaped (ESC: ``\x1b``)."""
+    if text.isprintable():
+        return text
+    out: list[str] = []
+    for ch in text:
+        if (keep_newlines and ch == "\n") or unicodedata.category(ch) not in _HIDDEN:
+            out.append(ch)
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    return "".join(out)
+
+
+def _json_text(text: str) -> str:
+    """JSON text with the control characters ``json`` leaves raw escaped (``u00XX``)."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+# json escapes U+0000-U+001F only; these stay raw with ensure_ascii=False.
+_JSON_RAW = re.compile("[\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
 
 
 def compact(value: Any) -> str:
     """A value as compact JSON (records and collections made JSON first)."""
-    return json.dumps(value, default=jsonable, ensure_ascii=False, separators=(", ", ": "))
+    text = json.dumps(value, default=jsonable, ensure_ascii=False, separators=(", ", ": "))
+    return _json_text(text)
 
 
 def print_json(data: Any) -> None:
-    """Print ``data`` as indented JSON."""
-    print(json.dumps(data, default=jsonable, ensure_ascii=False, indent=2))
+    """Print ``data`` as indented JSON (every control character escaped)."""
+    print(_json_text(json.dumps(data, default=jsonable, ensure_ascii=False, indent=2)))
 
 
 def jsonable(value: Any) -> Any:

@@ -18,88 +18,53 @@ machine output.
 A thread's status is ``interrupted`` (a question waits for an answer), ``answered``
 (an answer is stored, the run that uses it has not finished: ``retry`` continues it),
 ``failed`` (a node raised; ``retry`` runs it again with the stored answers, ``resume
---replace`` replaces the answer it failed with), ``running`` (work is left, nothing
-waits) or ``done``.
+--replace`` replaces the answer it failed with), ``paused`` (at a static breakpoint,
+``interrupt_before``/``interrupt_after``; known only with ``--graph``; ``retry``
+continues it), ``running`` (work is left, nothing waits: a run in flight or stopped),
+``done``, or ``unreadable`` (its newest checkpoint cannot be decoded; the row says why).
+
+``list``, ``show`` and ``history`` open a SQLite file read-only: they change nothing in
+it, and refuse a file without pausepoint's tables. Exit status: 0; 1 when ``list``
+found an unreadable thread (every other thread is still listed) or a resumed run
+failed; 2 for a bad command or database.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import importlib
 import json
 import os
+import shlex
 import sqlite3
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any, cast
 
-from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.cli.output import (
-    jsonable,
     pending_cell,
     print_json,
+    printable,
     render_table,
     render_view,
 )
-from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, RESERVED_NAMES, START, TASKS
+from pausepoint.cli.views import (
+    STATUSES,
+    CliError,
+    ThreadView,
+    latest,
+    latest_checkpoints,
+    thread_config,
+    thread_ids,
+    unreadable,
+    view_of,
+)
 from pausepoint.errors import AlreadyAnsweredError, CheckpointDecodeError, PausepointError
-from pausepoint.loop.answers import stored_answers
-from pausepoint.loop.pending import read_records
-from pausepoint.loop.tasks import task_id
-from pausepoint.types import Answer, Command, Interrupt, Reanswer, Send, StateSnapshot
+from pausepoint.types import Command, Reanswer, StateSnapshot
 
-__all__ = ["ThreadView", "add_parser", "latest_checkpoints", "run"]
-
-
-class CliError(Exception):
-    """A problem with the command's input: reported on stderr with exit status 2."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ThreadView:
-    """What the CLI reports about one checkpoint of a thread."""
-
-    thread_id: str
-    status: str
-    step: int
-    source: str
-    next: tuple[str, ...]
-    interrupts: tuple[Interrupt, ...]
-    values: dict[str, Any]
-    checkpoint_id: str
-    parent_checkpoint_id: str | None
-    created_at: str
-    errors: tuple[str, ...] = ()
-    answered: tuple[Answer, ...] = ()
-    """Questions whose answer is stored while their node has not got past them."""
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict of the view."""
-        return {
-            "thread_id": self.thread_id,
-            "status": self.status,
-            "step": self.step,
-            "source": self.source,
-            "next": list(self.next),
-            "interrupts": [{"id": i.id, "value": i.value} for i in self.interrupts],
-            "values": self.values,
-            "checkpoint_id": self.checkpoint_id,
-            "parent_checkpoint_id": self.parent_checkpoint_id,
-            "created_at": self.created_at,
-            "errors": list(self.errors),
-            "answered": [
-                {
-                    "id": a.interrupt.id,
-                    "position": a.position,
-                    "question": a.interrupt.value,
-                    "answer": a.value,
-                }
-                for a in self.answered
-            ],
-        }
+__all__ = ["ThreadView", "add_parser", "latest_checkpoints", "run", "thread_ids", "unreadable"]
 
 
 # --- the parser ---------------------------------------------------------------------------
@@ -170,8 +135,9 @@ def run(args: argparse.Namespace) -> int:
         "resume": _resume,
         "retry": _retry,
     }
+    writes = args.threads_command in ("resume", "retry")
     try:
-        with open_saver(args.db) as saver:
+        with open_saver(args.db, write=writes) as saver:
             graph = compile_graph(load_graph(args.graph), saver) if args.graph else None
             return commands[args.threads_command](args, saver, graph)
     except CliError as exc:
@@ -192,12 +158,15 @@ def is_postgres_url(db: str) -> bool:
 
 
 @contextlib.contextmanager
-def open_saver(db: str) -> Generator[Any]:
-    """Open the saver for ``--db``; never creates a database.
+def open_saver(db: str, *, write: bool = False) -> Generator[Any]:
+    """Open the saver for ``--db``; never creates a database or pausepoint's tables.
+
+    A SQLite file is opened read-only unless ``write`` (``resume``, ``retry``), and
+    even then only once it is known to hold pausepoint's tables.
 
     Raises:
-        CliError: The file is missing or is not a SQLite database, or the server
-            cannot be reached.
+        CliError: The file is missing, is not a SQLite database or has no pausepoint
+            tables, or the server cannot be reached.
     """
     if is_postgres_url(db):
         with _open_postgres(db) as saver:
@@ -210,10 +179,17 @@ def open_saver(db: str) -> Generator[Any]:
     from pausepoint.checkpoint.sqlite import SqliteSaver
 
     try:
-        with SqliteSaver.from_conn_string(str(path)) as saver:
-            yield saver
-    except sqlite3.DatabaseError as exc:
+        if write:  # a pausepoint database this version reads, before any write
+            with SqliteSaver.from_conn_string(str(path), read_only=True):
+                pass
+        opened = SqliteSaver.from_conn_string(str(path), read_only=not write)
+        saver = opened.__enter__()
+    except (sqlite3.DatabaseError, ValueError) as exc:
         raise CliError(f"cannot read {db!r} as a pausepoint SQLite database: {exc}") from None
+    try:
+        yield saver
+    finally:
+        opened.__exit__(None, None, None)
 
 
 @contextlib.contextmanager
@@ -280,206 +256,67 @@ def compile_graph(obj: Any, saver: Any) -> Any:
     raise CliError(f"--graph names a {type(obj).__name__}, not a StateGraph or a compiled graph")
 
 
-# --- reading threads --------------------------------------------------------------------
-
-
-def latest_checkpoints(saver: Any) -> list[CheckpointTuple]:
-    """The newest root checkpoint of every thread, newest thread first.
-
-    Built on ``saver.list(None)`` (newest first across threads), so it reads every
-    checkpoint once; the savers have no "distinct threads" query yet.
-    """
-    seen: set[str] = set()
-    out: list[CheckpointTuple] = []
-    for saved in saver.list(None):
-        conf = _conf(saved.config)
-        thread = str(conf.get("thread_id"))
-        if conf.get("checkpoint_ns") or thread in seen:
-            continue
-        seen.add(thread)
-        out.append(saved)
-    return out
-
-
-def view_of(saved: CheckpointTuple, graph: Any | None, *, latest: bool) -> ThreadView:
-    """The view of one stored checkpoint, through the graph when there is one."""
-    if graph is not None:
-        config: Any = saved.config if not latest else _thread_config(_thread_of(saved))
-        return _view_of_snapshot(graph.get_state(config))
-    return _view_of_raw(saved, latest=latest)
-
-
-def _view_of_snapshot(snap: StateSnapshot) -> ThreadView:
-    conf, parent = _conf(snap.config), _conf(snap.parent_config)
-    errors = tuple(str(t.error) for t in snap.tasks if t.error is not None)
-    answered = tuple(a for t in snap.tasks for a in t.answered)
-    return ThreadView(
-        thread_id=str(conf.get("thread_id")),
-        status=_status(snap.interrupts, snap.next, answered, errors),
-        step=int(snap.metadata.get("step", -1)) if snap.metadata else -1,
-        source=str(snap.metadata.get("source", "")) if snap.metadata else "",
-        next=tuple(snap.next),
-        interrupts=tuple(snap.interrupts),
-        values=_as_dict(snap.values),
-        checkpoint_id=str(conf.get("checkpoint_id")),
-        parent_checkpoint_id=parent.get("checkpoint_id"),
-        created_at=str(snap.created_at or ""),
-        errors=errors,
-        answered=answered,
-    )
-
-
-def _as_dict(values: Any) -> dict[str, Any]:
-    # A state schema may be a dataclass or a Pydantic model: show its fields.
-    if isinstance(values, dict):
-        return dict(cast(dict[str, Any], values))
-    found: Any = jsonable(values)
-    return cast(dict[str, Any], found) if isinstance(found, dict) else {"": values}
-
-
-def _view_of_raw(saved: CheckpointTuple, *, latest: bool) -> ThreadView:
-    """Infer what a snapshot would say from the stored data alone (no graph)."""
-    records, _ = read_records(saved.pending_writes or [])
-    tasks = _raw_tasks(saved)
-    done = {tid for tid, rec in records.items() if rec.done}
-    # Like get_state: the newest checkpoint leaves out tasks that already finished;
-    # history lists every task of the step.
-    nxt = tuple(name for tid, name in tasks if not (latest and tid in done))
-    interrupts = tuple(i for r in records.values() if r.waiting for i in r.interrupts)
-    answered = tuple(a for r in records.values() for a in stored_answers(r))
-    errors = tuple(str(r.error) for r in records.values() if r.error is not None and not r.done)
-    channel_values = saved.checkpoint["channel_values"]
-    parent = _conf(saved.parent_config)
-    return ThreadView(
-        thread_id=_thread_of(saved),
-        status=_status(interrupts, nxt, answered, errors),
-        step=int(saved.metadata.get("step", -1)),
-        source=str(saved.metadata.get("source", "")),
-        next=nxt,
-        interrupts=interrupts,
-        values={k: v for k, v in channel_values.items() if not _internal(k)},
-        checkpoint_id=str(saved.checkpoint["id"]),
-        parent_checkpoint_id=parent.get("checkpoint_id"),
-        created_at=str(saved.checkpoint["ts"]),
-        errors=errors,
-        answered=answered,
-    )
-
-
-def _raw_tasks(saved: CheckpointTuple) -> list[tuple[str, str]]:
-    """``(task id, node)`` of the step that starts at ``saved``, from stored triggers."""
-    cp = saved.checkpoint
-    values, versions, seen = cp["channel_values"], cp["channel_versions"], cp["versions_seen"]
-    step = int(saved.metadata.get("step", -1)) + 1
-    ns = str(_conf(saved.config).get("checkpoint_ns", ""))
-    out: list[tuple[str, str]] = []
-    sends: Any = values.get(TASKS)
-    for idx, send in enumerate(sends if isinstance(sends, list) else []):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
-        if isinstance(send, Send):
-            out.append((task_id(cp["id"], ns, step, send.node, PUSH, str(idx)), send.node))
-    triggered: dict[str, None] = {}
-    for chan, version in versions.items():
-        node = _trigger_target(chan, values)
-        if node is not None and version > seen.get(node, {}).get(chan, 0):
-            triggered[node] = None
-    for node in triggered:
-        out.append((task_id(cp["id"], ns, step, node, PULL, node), node))
-    return out
-
-
-def _trigger_target(chan: str, values: dict[str, Any]) -> str | None:
-    """The node an available trigger channel starts, or None."""
-    if chan not in values:
-        return None
-    if chan == START:
-        return START
-    if chan.startswith(BRANCH_TO):
-        return chan[len(BRANCH_TO) :]
-    if chan.startswith(JOIN):
-        sources, _, node = chan[len(JOIN) :].rpartition(":")
-        arrived: Any = values[chan]
-        return node if set(sources.split("+")) == set(arrived) else None  # pyright: ignore[reportUnknownArgumentType]
-    return None
-
-
-def _internal(key: str) -> bool:
-    return key in RESERVED_NAMES or key.startswith((BRANCH_TO, JOIN))
-
-
-STATUSES = ("interrupted", "answered", "failed", "running", "done")
-
-
-def _status(
-    interrupts: Sequence[Interrupt],
-    nxt: Sequence[str],
-    answered: Sequence[Answer] = (),
-    errors: Sequence[str] = (),
-) -> str:
-    """One word for a thread: what, if anything, it waits for (see the module doc)."""
-    if interrupts:
-        return "interrupted"
-    if errors and nxt:
-        return "failed"
-    if answered:
-        return "answered"
-    return "running" if nxt else "done"
-
-
-def _thread_of(saved: CheckpointTuple) -> str:
-    return str(_conf(saved.config).get("thread_id"))
-
-
-def _conf(config: Any) -> dict[str, Any]:
-    """The ``configurable`` dict of a config (empty for ``None``)."""
-    if not isinstance(config, dict):
-        return {}
-    found = cast(dict[str, Any], config).get("configurable")
-    return cast(dict[str, Any], found) if isinstance(found, dict) else {}
-
-
-def _thread_config(thread: str) -> Any:
-    return {"configurable": {"thread_id": thread}}
-
-
-def _latest(saver: Any, thread: str) -> CheckpointTuple:
-    saved = saver.get_tuple(_thread_config(thread))
-    if saved is None:
-        raise CliError(f"no thread {thread!r} in this database; `threads list` shows them")
-    return saved
-
-
 # --- the subcommands --------------------------------------------------------------------
 
 
 def _list(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
-    views = [view_of(saved, graph, latest=True) for saved in latest_checkpoints(saver)]
+    views: list[ThreadView] = []
+    for thread in thread_ids(saver):
+        try:  # one unreadable thread is a row of its own, never the end of the listing
+            views.append(view_of(latest(saver, thread), graph, latest=True))
+        except Exception as exc:
+            views.append(unreadable(thread, exc))
+    status = 1 if any(v.status == "unreadable" for v in views) else 0
     if args.status:
         views = [v for v in views if v.status == args.status]
     if args.json:
         print_json([v.to_json() for v in views])
-        return 0
+        return status
     if not views:
         print("no threads" + (f" with status {args.status}" if args.status else ""))
-        return 0
-    rows = [
-        [v.thread_id, v.status, str(v.step), ", ".join(v.next), pending_cell(v.interrupts)]
-        for v in views
-    ]
+        return status
+    rows = [[v.thread_id, v.status, str(v.step), ", ".join(v.next), _pending(v)] for v in views]
     print(render_table(["THREAD", "STATUS", "STEP", "NEXT", "PENDING"], rows))
-    return 0
+    return status
+
+
+def _pending(view: ThreadView) -> str:
+    if view.status == "unreadable":
+        return view.errors[0]
+    if view.paused_at:
+        return f"(breakpoint {view.paused_at})"
+    return pending_cell(view.interrupts)
+
+
+def _continue_hint(args: argparse.Namespace, view: ThreadView) -> str:
+    """The command that continues the thread, for ``show``; empty if nothing is left."""
+    if view.status not in ("paused", "running", "answered", "failed"):
+        return ""
+    graph = shlex.quote(args.graph) if args.graph else "MODULE:ATTRIBUTE"
+    line = (
+        f"pausepoint threads retry {shlex.quote(view.thread_id)} --graph {graph}"
+        f" --db {shlex.quote(args.db)}"
+    )
+    why = {
+        "paused": f"paused at a static breakpoint ({view.paused_at})",
+        "running": "work is left and no question waits (a run in flight or one that stopped)",
+        "answered": "an answer is stored and its run has not finished",
+        "failed": "a node failed; this runs it again with the stored answers",
+    }[view.status]
+    return printable(f"\n{why}; to continue:\n  {line}")
 
 
 def _show(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
-    view = view_of(_latest(saver, args.thread), graph, latest=True)
+    view = view_of(latest(saver, args.thread), graph, latest=True)
     if args.json:
         print_json(view.to_json())
     else:
-        print(render_view(view, exact=graph is not None))
+        print(render_view(view, exact=graph is not None) + _continue_hint(args, view))
     return 0
 
 
 def _history(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
-    _latest(saver, args.thread)
+    latest(saver, args.thread)
     config = {"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}}
     views = [view_of(s, graph, latest=False) for s in saver.list(config, limit=args.limit)]
     if args.json:
@@ -492,6 +329,8 @@ def _history(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
 
 def _resume(args: argparse.Namespace, saver: Any, graph: Any) -> int:
     answer: Any = _parse_json(args.value, "--value") if args.map is None else _parse_map(args.map)
+    if args.map is not None:
+        answer = _full_ids(answer, graph.get_state(thread_config(args.thread)))
     if args.replace:
         answer = (
             Reanswer(answer)
@@ -507,8 +346,8 @@ def _retry(args: argparse.Namespace, saver: Any, graph: Any) -> int:
 
 def _run_on(args: argparse.Namespace, saver: Any, graph: Any, given: Command[Any] | None) -> int:
     """Run the thread on with ``given`` (None: continue), then show it."""
-    _latest(saver, args.thread)
-    config = _thread_config(args.thread)
+    latest(saver, args.thread)
+    config = thread_config(args.thread)
     try:
         graph.invoke(given, config)
     except AlreadyAnsweredError as exc:
@@ -522,7 +361,7 @@ def _run_on(args: argparse.Namespace, saver: Any, graph: Any, given: Command[Any
             file=sys.stderr,
         )
         return 1
-    view = view_of(_latest(saver, args.thread), graph, latest=True)
+    view = view_of(latest(saver, args.thread), graph, latest=True)
     if args.json:
         print_json(view.to_json())
     else:
@@ -537,6 +376,25 @@ def _parse_json(text: str, flag: str) -> Any:
         raise CliError(
             f"{flag} is not valid JSON ({exc}); quote strings twice, e.g. {flag} '\"yes\"'"
         ) from None
+
+
+def _full_ids(answers: dict[str, Any], snap: StateSnapshot) -> dict[str, Any]:
+    """``answers`` keyed by full interrupt ids.
+
+    A unique prefix (``list`` shows 8 characters) stands for the pending or answered
+    question whose id it starts.
+    """
+    known = [i.id for i in snap.interrupts]
+    known += [a.interrupt.id for t in snap.tasks for a in t.answered if a.interrupt.id not in known]
+    out: dict[str, Any] = {}
+    for key, value in answers.items():
+        matches = [k for k in known if k.startswith(key)] if key not in known else [key]
+        if len(matches) != 1:
+            how = "starts more than one question's id" if matches else "is no question's id"
+            listing = ", ".join(known) or "(none)"
+            raise CliError(f"--map key {key!r} {how}; the questions' ids: {listing}")
+        out[matches[0]] = value
+    return out
 
 
 def _parse_map(text: str) -> dict[str, Any]:

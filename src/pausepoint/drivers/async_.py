@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import AsyncCalls, asettle
-from pausepoint.drivers.owners import LOCAL, holder_is_gone
+from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.sync import LeaseHeld
 from pausepoint.errors import GraphBubbleUp, ParentCommand
@@ -204,11 +204,12 @@ async def _claim(saver: Any, effect: ClaimThread) -> Any:
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)
     if refused is not None:
         return refused
-    claim = await saver.aacquire_lease(*args)
+    kw = claim_kwargs(saver, effect.read, "aacquire_lease")
+    claim = await saver.aacquire_lease(*args, **kw)
     if not claim.acquired and holder_is_gone(claim.holder.owner):
         # The holder's process, on this host, is dead: its lease goes now, not at expiry.
         await saver.arelease_lease(effect.thread_id, claim.holder.owner)
-        claim = await saver.aacquire_lease(*args)
+        claim = await saver.aacquire_lease(*args, **kw)
     if not claim.acquired:
         LOCAL.drop(saver, effect.thread_id, effect.run)
     return claim

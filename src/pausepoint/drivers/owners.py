@@ -137,3 +137,23 @@ def releases_with_writes(saver: Any) -> bool:
     """
     kind: type[Any] = type(saver)  # pyright: ignore[reportUnknownVariableType]
     return fences_writes(saver) and _takes(kind, "release", _RELEASING)
+
+
+def claim_kwargs(saver: Any, read: Any, method: str = "acquire_lease") -> dict[str, Any]:
+    """The keywords of a ``method`` call for a claim that wants ``read`` read too.
+
+    ``read=`` goes only to a saver whose ``method`` (``acquire_lease`` or
+    ``aacquire_lease``) takes it; any other reads with a ``get_tuple`` of its own.
+    """
+    if read is None or not _method_takes(type(saver), method, "read"):  # pyright: ignore[reportUnknownArgumentType]
+        return {}
+    return {"read": read}
+
+
+@functools.cache
+def _method_takes(saver_type: type[Any], method: str, keyword: str) -> bool:
+    found = getattr(saver_type, method, None)
+    if found is None:
+        return False
+    params = inspect.signature(found).parameters.values()
+    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)

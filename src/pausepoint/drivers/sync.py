@@ -21,7 +21,13 @@ from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
 from pausepoint.drivers.calls import SyncCalls, settle
-from pausepoint.drivers.owners import LOCAL, fences_writes, holder_is_gone, releases_with_writes
+from pausepoint.drivers.owners import (
+    LOCAL,
+    claim_kwargs,
+    fences_writes,
+    holder_is_gone,
+    releases_with_writes,
+)
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
@@ -237,11 +243,12 @@ def _claim(saver: Any, effect: ClaimThread) -> Any:
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)
     if refused is not None:
         return refused
-    claim = saver.acquire_lease(*args)
+    kw = claim_kwargs(saver, effect.read)
+    claim = saver.acquire_lease(*args, **kw)
     if not claim.acquired and holder_is_gone(claim.holder.owner):
         # The holder's process, on this host, is dead: its lease goes now, not at expiry.
         saver.release_lease(effect.thread_id, claim.holder.owner)
-        claim = saver.acquire_lease(*args)
+        claim = saver.acquire_lease(*args, **kw)
     if not claim.acquired:
         LOCAL.drop(saver, effect.thread_id, effect.run)
     return claim

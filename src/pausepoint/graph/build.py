@@ -10,7 +10,14 @@ import inspect
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.channels import Channel, EphemeralValue, LastValue, NamedBarrierValue, Topic
+from pausepoint.channels import (
+    AfterFinish,
+    Channel,
+    EphemeralValue,
+    LastValue,
+    NamedBarrierValue,
+    Topic,
+)
 from pausepoint.constants import BRANCH_TO, END, JOIN, ROOT, START, TAG_HIDDEN, TASKS
 from pausepoint.graph.schema import SchemaInfo
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
@@ -38,6 +45,7 @@ def build_spec(graph: StateGraph, name: str) -> GraphSpec:
     for n in graph.nodes:
         channels[BRANCH_TO + n] = EphemeralValue(BRANCH_TO + n)
     wiring = _Wiring.of(graph, channels)
+    deferred = _defer(graph, channels)
     nodes: dict[str, NodeProc] = {START: _start_proc(wiring)}
     for n, spec in graph.nodes.items():
         nodes[n] = _node_proc(spec, node_inputs[n], wiring)
@@ -58,8 +66,23 @@ def build_spec(graph: StateGraph, name: str) -> GraphSpec:
         state_keys=state_keys,
         triggered_by={k: tuple(v) for k, v in triggered_by.items()},
         transient=transient,
+        deferred=deferred,
         output_channel=ROOT if output.kind == "root" else None,
     )
+
+
+def _defer(graph: StateGraph, channels: dict[str, Channel]) -> tuple[str, ...]:
+    """Wrap each deferred node's triggers so they wait until nothing else runs."""
+    held = [
+        chan
+        for name, spec in graph.nodes.items()
+        if spec.defer
+        for chan in channels
+        if chan == BRANCH_TO + name or (chan.startswith(JOIN) and chan.endswith(f":{name}"))
+    ]
+    for chan in held:
+        channels[chan] = AfterFinish(channels[chan])
+    return tuple(held)
 
 
 class _Wiring:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import queue
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from pausepoint.drivers import sync as sdriver
 from pausepoint.drivers.owners import process_owner
 from pausepoint.errors import CheckpointerRequiredError
 from pausepoint.graph.output import ChunkShape, invoke_output
+from pausepoint.graph.runnable import RunnableMethods, check_run_kwargs
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
@@ -32,7 +34,7 @@ from pausepoint.types import StateSnapshot, StateUpdate
 __all__ = ["CompiledStateGraph"]
 
 
-class CompiledStateGraph:
+class CompiledStateGraph(RunnableMethods):
     """A runnable graph: ``invoke``/``stream`` (and async forms), state and history.
 
     Built by :meth:`pausepoint.graph.StateGraph.compile`; not constructed directly.
@@ -80,7 +82,7 @@ class CompiledStateGraph:
         output_keys: str | Sequence[str] | None = None,
     ) -> tuple[RunOptions, Any]:
         parent = TASK.get()
-        cfg = RunConfig.parse(config)
+        cfg = RunConfig.parse(self._merged(config))
         if parent is not None and self.checkpointer is not False:
             return self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
         if self.checkpointer is True:
@@ -90,6 +92,8 @@ class CompiledStateGraph:
                 "with a saver (checkpointer=InMemorySaver(), SqliteSaver, ...)"
             )
         saver = self.checkpointer if self.checkpointer not in (None, False) else None
+        if saver is None and durability is not None:
+            warnings.warn(_NO_DURABILITY, stacklevel=4)
         if cfg.checkpoint_ns:
             # A graph run on its own is a root graph, whatever namespace the config
             # names. One taken from inside a subgraph names, in its checkpoint_map,
@@ -198,7 +202,11 @@ class CompiledStateGraph:
         ``subgraphs=True`` as ``(namespace, ...)``, and ``version="v2"`` as dicts
         with ``type``, ``ns`` and ``data``. An interrupt ends the stream normally
         (with ``{"__interrupt__": (...)}`` in ``updates``).
+
+        Raises:
+            TypeError: A keyword argument it does not take (``strem_mode=``).
         """
+        durability = check_run_kwargs(self.stream, kwargs, durability)
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs(
             shape.modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys
@@ -226,7 +234,11 @@ class CompiledStateGraph:
 
         When the run pauses, the returned dict also holds ``"__interrupt__"``: the
         list of pending :class:`~pausepoint.types.Interrupt`s.
+
+        Raises:
+            TypeError: A keyword argument it does not take (``strem_mode=``).
         """
+        durability = check_run_kwargs(self.invoke, kwargs, durability)
         args = _RunArgs(
             frozenset(), False, durability, interrupt_before, interrupt_after, output_keys
         )
@@ -281,6 +293,7 @@ class CompiledStateGraph:
         A stateful subgraph's (``checkpointer=True``) are under its namespace without
         task ids (see :mod:`pausepoint.loop.namespaces`).
         """
+        config = self._merged(config)
         graph = self._graph_for_ns(config)
         if graph is self or graph.checkpointer is not True:
             return graph, config
@@ -349,6 +362,7 @@ class CompiledStateGraph:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
+        durability = check_run_kwargs(self.astream, kwargs, durability)
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs(
             shape.modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys
@@ -374,6 +388,7 @@ class CompiledStateGraph:
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`."""
+        durability = check_run_kwargs(self.ainvoke, kwargs, durability)
         args = _RunArgs(
             frozenset(), False, durability, interrupt_before, interrupt_after, output_keys
         )
@@ -436,6 +451,9 @@ class CompiledStateGraph:
                 "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
             )
         return saver
+
+
+_NO_DURABILITY = "`durability` has no effect when no checkpointer is present."
 
 
 def _nodes(given: Any, default: tuple[str, ...] | str) -> tuple[str, ...] | str:

@@ -107,6 +107,11 @@ def __getattr__(name: str) -> Any:
         from langchain_core.messages import RemoveMessage
 
         return RemoveMessage
+    if name == "push_message":
+        raise ImportError(
+            "push_message is not supported: pausepoint has no 'messages' stream handler "
+            "for it to write to; return the message from the node instead"
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

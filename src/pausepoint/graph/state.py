@@ -28,6 +28,10 @@ class NodeSpec:
     retry: tuple[RetryPolicy, ...]
     metadata: Mapping[str, Any]
     input_schema: Any
+    defer: bool = False
+    """Run only when nothing else is left to run (``add_node(..., defer=True)``)."""
+    destinations: tuple[tuple[str, str | None], ...] | None = None
+    """Where a node's ``Command(goto=...)`` may go, as ``(node, label)``: for drawing."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,6 +92,19 @@ class StateGraph:
 
         ``fn`` may be sync or async, take ``(state)`` or ``(state, config)``, and return
         a dict of updates, ``None`` or a ``Command``. A compiled graph is a subgraph node.
+
+        Args:
+            node: The node's name, or its function (then named after it).
+            action: The function (or compiled subgraph) when ``node`` is a name.
+            retry_policy: How to retry the node when it fails.
+            metadata: Kept with the node; shown by ``get_graph()``.
+            input_schema: The keys the node reads (default: the state's).
+            cache_policy: Accepted for compatibility; unused.
+            defer: Run the node only when nothing else is left to run, once, however
+                many of its edges fired in different steps (a fan-in of uneven
+                branches).
+            destinations: Where a node returning ``Command(goto=...)`` may go (names,
+                or ``{name: label}``): used to draw the graph only, as in LangGraph.
         """
         if not isinstance(node, str):
             action, node = node, _name_of(node)
@@ -101,7 +118,15 @@ class StateGraph:
             retry: tuple[RetryPolicy, ...] = (retry_policy,)
         else:
             retry = tuple(retry_policy or ())
-        self.nodes[node] = NodeSpec(node, action, retry, dict(metadata or {}), input_schema)
+        self.nodes[node] = NodeSpec(
+            node,
+            action,
+            retry,
+            dict(metadata or {}),
+            input_schema,
+            defer,
+            _destinations(destinations),
+        )
         return self
 
     def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
@@ -195,7 +220,8 @@ class StateGraph:
             debug: Accepted for compatibility.
             name: The graph's name (default ``"LangGraph"``).
             cache: Accepted for compatibility; unused.
-            store: Accepted for compatibility; unused.
+            store: Not supported: anything but ``None`` raises ``NotImplementedError``
+                (pausepoint has no long-term memory store yet).
             lease_ttl: Seconds a run's lease on its thread lasts unless renewed (each
                 save renews it): at most one run advances a thread at a time, and
                 a worker that died holds it this long. ``None`` turns single-writer
@@ -206,10 +232,17 @@ class StateGraph:
 
         Returns:
             A :class:`~pausepoint.graph.compiled.CompiledStateGraph`.
+
+        Raises:
+            GraphValidationError: Every problem of the graph's definition, at once.
+            TypeError: ``checkpointer`` is not a saver (nor ``None``/``True``/``False``).
         """
         from pausepoint.graph.build import build_spec
         from pausepoint.graph.compiled import CompiledStateGraph
+        from pausepoint.graph.validate import check_checkpointer, check_store
 
+        check_checkpointer(checkpointer)
+        check_store(store)
         before = _node_list(interrupt_before)
         after = _node_list(interrupt_after)
         self.validate([n for n in (before, after) if isinstance(n, tuple) for n in n])
@@ -256,6 +289,16 @@ def _declared_schemas(graph: StateGraph) -> list[Any]:
         if isinstance(sub, StateGraph):
             found.extend(_declared_schemas(sub))
     return [s for s in found if s is not dict]
+
+
+def _destinations(given: Any) -> tuple[tuple[str, str | None], ...] | None:
+    """``destinations=`` as ``(node, label)`` pairs: names or a ``{name: label}`` dict."""
+    if given is None:
+        return None
+    if isinstance(given, Mapping):
+        pairs: Mapping[Any, Any] = given  # pyright: ignore[reportUnknownVariableType]
+        return tuple((str(k), None if v is None else str(v)) for k, v in pairs.items())
+    return tuple((str(name), None) for name in given)
 
 
 def _node_list(value: Any) -> tuple[str, ...] | str:

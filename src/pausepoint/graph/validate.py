@@ -3,15 +3,66 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from pausepoint.checkpoint.base import BaseCheckpointSaver
 from pausepoint.constants import END, START
 from pausepoint.errors import GraphValidationError
 
 if TYPE_CHECKING:
     from pausepoint.graph.state import StateGraph
 
-__all__ = ["collect_problems"]
+__all__ = ["check_checkpointer", "check_store", "collect_problems"]
+
+
+def check_checkpointer(checkpointer: Any) -> None:
+    """Refuse, at compile time, a ``checkpointer`` that is not a saver.
+
+    Accepted: ``None``, ``True``, ``False``, a :class:`BaseCheckpointSaver`, or any
+    object with the saver methods (of :class:`~pausepoint.checkpoint.base.SaverProtocol`).
+    """
+    if checkpointer is None or isinstance(checkpointer, bool):
+        return
+    module = type(checkpointer).__module__
+    if module.split(".")[0] in ("langgraph", "langchain"):
+        raise TypeError(
+            f"Invalid checkpointer provided: {type(checkpointer).__name__} is LangGraph's "
+            "saver, which pausepoint cannot use (another storage format). Use "
+            "pausepoint's: pausepoint.checkpoint.memory.InMemorySaver, "
+            "pausepoint.checkpoint.sqlite.SqliteSaver or "
+            "pausepoint.checkpoint.postgres.PostgresSaver."
+        )
+    if isinstance(checkpointer, BaseCheckpointSaver) or _looks_like_saver(checkpointer):
+        return
+    raise TypeError(
+        "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
+        f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. Pass a "
+        "proper saver (e.g., InMemorySaver, SqliteSaver, PostgresSaver)."
+    )
+
+
+def _looks_like_saver(obj: Any) -> bool:
+    """Whether ``obj`` has the saver methods, found without calling ``__getattr__``.
+
+    A proxy that forwards attributes through ``__getattr__`` cannot be told apart
+    before use, so it is let through (looking would run its forwarding).
+    """
+    kind: type[Any] = type(obj)  # pyright: ignore[reportUnknownVariableType]
+    if hasattr(kind, "__getattr__"):
+        return True
+    return all(
+        callable(getattr(kind, name, None)) for name in ("get_tuple", "list", "put", "put_writes")
+    )
+
+
+def check_store(store: Any) -> None:
+    """Refuse a long-term memory ``store``: pausepoint has none yet (docs/differences.md)."""
+    if store is not None:
+        raise NotImplementedError(
+            f"store= is not supported: pausepoint has no long-term memory store yet (got "
+            f"{type(store).__name__}). Keep data across threads in your own database, or "
+            "in the graph's state for one thread; see 'Not supported' in docs/differences.md."
+        )
 
 
 def collect_problems(graph: StateGraph, interrupt_nodes: Sequence[str]) -> None:
@@ -21,8 +72,10 @@ def collect_problems(graph: StateGraph, interrupt_nodes: Sequence[str]) -> None:
         *_edge_problems(graph),
         *_branch_problems(graph),
         *_entry_problems(graph),
+        # LangGraph's text first (code written for it may match on it), then ours.
         *(
-            f"interrupt_before/after names unknown node {n!r}"
+            f"Interrupt node `{n}` not found: interrupt_before/after names a node "
+            "the graph does not have"
             for n in interrupt_nodes
             if n not in graph.nodes
         ),

@@ -34,9 +34,10 @@ from pausepoint.loop.writes import InputWrites, apply_writes, check_update
 from pausepoint.types import Command, Interrupt
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import CheckpointTuple
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["check_answers", "first", "load"]
+__all__ = ["check_answers", "first", "load", "root_read"]
 
 Effect = Any
 
@@ -95,13 +96,35 @@ def load(run: _Run) -> Generator[Effect, Any, None]:
         run.replayed = replay_before(nest, cfg.checkpoint_ns)
         if cfg.checkpoint_id and nest is None:
             conf["checkpoint_id"] = cfg.checkpoint_id
-    saved = yield LoadCheckpoint({"configurable": conf}, run.replayed)
+    saved = yield from _read(run, LoadCheckpoint({"configurable": conf}, run.replayed))
     run.restore(saved)
     if saved is not None and cfg.checkpoint_id and nest is None:
         newest = yield LoadCheckpoint(cfg.with_checkpoint(None))
         run.historical = newest is not None and newest.checkpoint["id"] != run.checkpoint["id"]
         if run.historical:  # its subgraphs start from where they were then
             run.replay = ReplayPoint(run.checkpoint["id"], addressed(cfg.configurable))
+
+
+def root_read(run: _Run) -> RunnableConfig:
+    """What a root run reads first (``load``): its config's checkpoint, or the newest.
+
+    A leased run asks for it with its claim (``ClaimThread.read``), one round trip
+    for both where the saver can.
+    """
+    cfg = run.cfg
+    conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
+    if cfg.checkpoint_id:
+        conf["checkpoint_id"] = cfg.checkpoint_id
+    return {"configurable": conf}
+
+
+def _read(run: _Run, effect: LoadCheckpoint) -> Generator[Effect, Any, CheckpointTuple | None]:
+    """``effect``'s checkpoint: read with the run's claim if it was the same read."""
+    ahead, run.read_ahead = run.read_ahead, None
+    if ahead is not None and effect.before is None and ahead[0] == effect.config:
+        return ahead[1]
+    saved: CheckpointTuple | None = yield effect
+    return saved
 
 
 def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:

@@ -114,6 +114,8 @@ class ClaimThread:
     ttl: float
     run: str
     """The run's own token: which run of the process holds the thread."""
+    read: RunnableConfig | None = None
+    """Read this checkpoint with the claim where the saver can (``acquire_lease(read=)``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -60,16 +60,20 @@ class RunLease:
 
 def claim(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
     """Take the thread's lease (waiting for it if the run may); raise if busy."""
-    got: LeaseClaim = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl, lease.run)
+    read = begin.root_read(run)
+    effect = ClaimThread(lease.thread_id, lease.owner, lease.ttl, lease.run, read)
+    got: LeaseClaim = yield effect
     if not got.acquired and lease.wait > 0 and (yield from _only_answers_waiting(run)):
         waited, pause = 0.0, _FIRST_PAUSE
         while not got.acquired and waited < lease.wait:
             yield Sleep(pause)
             waited, pause = waited + pause, min(pause * 2, 0.25)
-            got = yield ClaimThread(lease.thread_id, lease.owner, lease.ttl, lease.run)
+            got = yield effect
     if not got.acquired:
         raise ThreadBusyError(lease.thread_id, got.holder.expires_at)
     run.leased = True
+    if got.read:  # the saver read the thread with the claim: begin.load uses it
+        run.read_ahead = (read, got.checkpoint)
 
 
 def _only_answers_waiting(run: _Run) -> Generator[Effect, Any, bool]:

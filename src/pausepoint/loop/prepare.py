@@ -185,9 +185,7 @@ def task_config(run: _Run, task: Task, step: int) -> RunnableConfig:
     }
     if cfg.thread_id is not None:
         metadata["thread_id"] = cfg.thread_id
-    return {
-        "configurable": conf,
-        "metadata": metadata,
-        "tags": list(cfg.tags),
-        "recursion_limit": cfg.recursion_limit,
-    }
+    config: RunnableConfig = {"configurable": conf, "metadata": metadata, "tags": list(cfg.tags)}
+    if "recursion_limit" in cfg.raw:  # as LangGraph: only a limit the caller set shows
+        config["recursion_limit"] = cfg.recursion_limit
+    return config

@@ -62,7 +62,7 @@ from pausepoint.loop.pending import (
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
-from pausepoint.loop.writes import VersionClock, apply_writes, preview_writes
+from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred, preview_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Command, Durability, Interrupt
 
@@ -134,6 +134,8 @@ class _Run:
         self.pausing = False
         self.historical = False
         self.leased = False
+        # The checkpoint read with the lease's claim: (what was read, what it found).
+        self.read_ahead: tuple[RunnableConfig, CheckpointTuple | None] | None = None
         # A replay: the point its subgraphs read their state before (namespaces.py);
         # for a subgraph run, the id it read its state before, if it did.
         self.replay = opts.nest.replay if opts.nest is not None else None
@@ -546,6 +548,10 @@ class _Run:
             # No checkpoint follows: writes left for it are saved on their own.
             yield from self.flush_held()
             raise
+        if self.spec.deferred and updated.isdisjoint(self.spec.triggered_by):
+            # Nothing else would run: deferred nodes' turn (add_node(defer=True)).
+            held = self.spec.deferred
+            updated |= finish_deferred(self.checkpoint, self.channels, held, self.clock)
         self.updated = updated
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):

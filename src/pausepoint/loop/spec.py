@@ -92,6 +92,8 @@ class GraphSpec:
     """Channels whose value lasts one step (edge triggers, input, ``Send`` packets)."""
     output_channel: str | None = None
     """A graph whose output is one channel's bare value (an entrypoint's return)."""
+    deferred: tuple[str, ...] = ()
+    """Channels that hold back a deferred node's trigger until nothing else runs."""
     state_key_set: frozenset[str] = dataclasses.field(init=False)
     """``state_keys`` as a set, for membership tests on every write."""
     root: bool = dataclasses.field(init=False)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import Any, Protocol
 
-from pausepoint.channels import MISSING, Channel
+from pausepoint.channels import MISSING, AfterFinish, Channel
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, PUSH, RESUME, RETURN, SCHEDULED
 from pausepoint.errors import InvalidUpdateError
@@ -23,6 +23,7 @@ __all__ = [
     "WriteSource",
     "apply_writes",
     "check_update",
+    "finish_deferred",
     "preview_writes",
     "rejected_writes",
 ]
@@ -123,6 +124,30 @@ def apply_writes(
             clock.top = next_version
     checkpoint["updated_channels"] = sorted(updated) if len(updated) > 1 else list(updated)
     return updated
+
+
+def finish_deferred(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Channel],
+    deferred: Iterable[str],
+    clock: VersionClock | None = None,
+) -> set[str]:
+    """Release the deferred nodes' waiting triggers; return the channels now available.
+
+    Called after a step that leaves no other node to run (as LangGraph's "tentatively
+    the last superstep"): a deferred node then runs once, after everything else.
+    """
+    released = [c for c in deferred if _finish(channels[c])]
+    if released:
+        version = (clock or VersionClock()).next(checkpoint["channel_versions"])
+        _record(checkpoint, channels, released, version)
+        if clock is not None:
+            clock.top = version
+    return set(released)
+
+
+def _finish(channel: Channel) -> bool:
+    return isinstance(channel, AfterFinish) and channel.finish()
 
 
 def preview_writes(

@@ -23,6 +23,7 @@ from pausepoint.checkpoint.base import (
     guard_kwargs,
 )
 from pausepoint.config import RunnableConfig
+from pausepoint.drivers.owners import claim_kwargs
 
 __all__ = ["FaultySaver", "InjectedFault"]
 
@@ -171,11 +172,18 @@ class FaultySaver(BaseCheckpointSaver):
         self.inner.delete_thread(thread_id)
 
     def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """Delegate, failing if chosen (nothing changes then)."""
+        """Delegate (``read`` only to a saver that takes it), failing if chosen."""
         self._enter("acquire_lease")
-        return self.inner.acquire_lease(thread_id, owner, ttl, nudge=nudge)
+        kw = claim_kwargs(self.inner, read)
+        return self.inner.acquire_lease(thread_id, owner, ttl, nudge=nudge, **kw)
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """Delegate, failing if chosen (nothing changes then)."""
@@ -247,11 +255,18 @@ class FaultySaver(BaseCheckpointSaver):
         await self.inner.adelete_thread(thread_id)
 
     async def aacquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """Delegate, failing if chosen (nothing changes then)."""
+        """Delegate (``read`` only to a saver that takes it), failing if chosen."""
         self._enter("acquire_lease")
-        return await self.inner.aacquire_lease(thread_id, owner, ttl, nudge=nudge)
+        kw = claim_kwargs(self.inner, read, "aacquire_lease")
+        return await self.inner.aacquire_lease(thread_id, owner, ttl, nudge=nudge, **kw)
 
     async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """Delegate, failing if chosen (nothing changes then)."""

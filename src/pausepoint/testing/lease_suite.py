@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 import pytest
 
 from pausepoint.checkpoint.base import BaseCheckpointSaver, CheckpointPut, PendingWrite, TaskWrites
+from pausepoint.drivers.owners import claim_kwargs
 from pausepoint.errors import LeaseLostError, StaleCheckpointError
 from pausepoint.testing._records import chain, config_for, id_of, make_checkpoint, make_metadata
 from pausepoint.testing.ops import SaverOps
@@ -94,6 +95,12 @@ class LeaseConformance:
         """Skip the test unless the saver fences writes."""
         if not saver.supports_leases:
             pytest.skip("supports_leases is false: the saver's writes take no guards")
+
+    @pytest.fixture
+    def reading(self, saver: BaseCheckpointSaver, ops: SaverOps) -> None:
+        """Skip the test unless the saver's ``acquire_lease`` takes ``read=``."""
+        if not claim_kwargs(saver, config_for("any"), ops.lease_method):
+            pytest.skip("acquire_lease takes no read=: the engine reads with get_tuple")
 
     @pytest.mark.asyncio
     async def test_lease_is_taken_once_and_renewed_by_its_owner(
@@ -411,6 +418,44 @@ class LeaseConformance:
         assert held is not None
         assert held.owner == "B"
         await ops.delete_thread(other)
+
+    @pytest.mark.asyncio
+    @pytest.mark.usefixtures("reading")
+    async def test_a_claim_reads_what_get_tuple_reads(self, ops: SaverOps, thread: str) -> None:
+        """``read=``: the newest or a named checkpoint, with its writes; only if acquired."""
+        empty = await ops.acquire_lease(thread, "A", LONG, read=config_for(thread))
+        assert (empty.acquired, empty.read, empty.checkpoint) == (True, True, None)
+        first, second = await chain(ops, thread, 2, lease="A")
+        await ops.put_writes(second, [("a", 1), ("b", 2)], "task-1", lease="A")
+        await ops.release_lease(thread, "A")
+        for config in (config_for(thread), first, second):
+            claim = await ops.acquire_lease(thread, "B", LONG, read=config)
+            assert (claim.acquired, claim.read) == (True, True)
+            assert claim.checkpoint == await ops.get_tuple(config)
+        busy = await ops.acquire_lease(thread, "C", LONG, read=config_for(thread))
+        assert (busy.acquired, busy.read, busy.checkpoint) == (False, False, None)
+        with pytest.raises(ValueError, match="must read the thread it takes"):
+            await ops.acquire_lease(thread, "B", LONG, read=config_for(thread + "-other"))
+
+    @pytest.mark.asyncio
+    @pytest.mark.usefixtures("reading")
+    async def test_a_claim_reads_every_write_of_the_runs_before_it(
+        self, ops: SaverOps, thread: str
+    ) -> None:
+        """Runs one after another: each claim's read shows the last run's last write."""
+        (head,) = await chain(ops, thread, 1)
+        for n, owner in enumerate(["A", "B", "A", "C"]):
+            claim = await ops.acquire_lease(thread, owner, LONG, read=config_for(thread))
+            assert claim.checkpoint is not None
+            assert claim.checkpoint.config == head
+            assert [w.value for w in claim.checkpoint.pending_writes or []] == [n - 1] * (n > 0)
+            step = [TaskWrites("task-1", [("n", n)])]
+            after = await ops.put_after_writes(
+                head, step, make_checkpoint({"n": n}), make_metadata(n), lease=owner
+            )
+            await ops.put_writes(after, [("n", n)], "task-2", lease=owner, release=True)
+            head = after
+            assert await ops.get_lease(thread) is None
 
 
 def _every_write(ops: SaverOps, root: Any, owner: str) -> list[Any]:

@@ -86,10 +86,19 @@ class SaverOps:
         """Store a checkpoint, then tasks' writes and a checkpoint after it."""
         raise NotImplementedError
 
+    lease_method: str = "acquire_lease"
+    """The saver method ``acquire_lease`` calls."""
+
     async def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """Take or renew a thread's lease."""
+        """Take or renew a thread's lease (``read``: and read the thread)."""
         raise NotImplementedError
 
     async def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
@@ -189,10 +198,17 @@ class SyncOps(SaverOps):
         return self.saver.put_pair(config, first, writes, second, **guard_kwargs(lease))
 
     async def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """Call ``acquire_lease``."""
-        return self.saver.acquire_lease(thread_id, owner, ttl, nudge=nudge)
+        """Call ``acquire_lease`` (with ``read=`` only when given)."""
+        kw = {} if read is None else {"read": read}
+        return self.saver.acquire_lease(thread_id, owner, ttl, nudge=nudge, **kw)
 
     async def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """Call ``renew_lease``."""
@@ -242,6 +258,8 @@ class SyncOps(SaverOps):
 
 class AsyncOps(SaverOps):
     """Awaits the saver's ``a``-methods; runs concurrent jobs as asyncio tasks."""
+
+    lease_method = "aacquire_lease"
 
     async def put(
         self,
@@ -299,10 +317,17 @@ class AsyncOps(SaverOps):
         return await self.saver.aput_pair(config, first, writes, second, **guard_kwargs(lease))
 
     async def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """Await ``aacquire_lease``."""
-        return await self.saver.aacquire_lease(thread_id, owner, ttl, nudge=nudge)
+        """Await ``aacquire_lease`` (with ``read=`` only when given)."""
+        kw = {} if read is None else {"read": read}
+        return await self.saver.aacquire_lease(thread_id, owner, ttl, nudge=nudge, **kw)
 
     async def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """Await ``arenew_lease``."""
