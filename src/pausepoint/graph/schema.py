@@ -44,7 +44,7 @@ class SchemaInfo:
     )
     """Managed keys (``RemainingSteps``...): given to nodes, never channels or stored."""
     is_dict: bool = dataclasses.field(init=False)
-    """Whether values of this schema are plain dicts (a TypedDict, or ``dict``)."""
+    """Whether values of this schema are plain dicts (a TypedDict, or any keys)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_dict", self.kind in ("typeddict", "dict"))
