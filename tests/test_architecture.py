@@ -89,6 +89,17 @@ def test_public_surface_is_pinned():
         "PausepointError",
     ):
         assert name in errors.__all__
+    from pausepoint import graph, managed
+    from pausepoint.graph import message
+
+    assert {"MessageGraph", "MessagesState", "add_messages"} <= set(graph.__all__)
+    assert set(message.__all__) == {
+        "REMOVE_ALL_MESSAGES",
+        "MessageGraph",
+        "MessagesState",
+        "add_messages",
+    }
+    assert {"RemainingSteps", "IsLastStep"} <= set(managed.__all__)
 
 
 def test_loop_can_be_driven_by_hand():

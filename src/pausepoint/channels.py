@@ -9,9 +9,11 @@ values at the start of a run and written back into the next checkpoint.
 
 from __future__ import annotations
 
+import collections.abc
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, cast
 
+from pausepoint.constants import OVERWRITE
 from pausepoint.errors import EmptyChannelError, InvalidUpdateError
 from pausepoint.types import Overwrite
 
@@ -141,8 +143,9 @@ class BinaryOperatorAggregate(Channel):
     """Folds every write into the value with a reducer: ``value = reducer(value, write)``.
 
     Starts from ``typ()`` when the annotated type can be built with no arguments
-    (an empty list for ``Annotated[list, operator.add]``). ``Overwrite(v)`` replaces
-    the value instead; two ``Overwrite`` writes in one step are an error.
+    (an empty list for ``Annotated[list, operator.add]``). ``Overwrite(v)`` (or its
+    JSON form ``{"__overwrite__": v}``) replaces the value instead, and is then the
+    step's only write to the key; two ``Overwrite`` writes in one step are an error.
     """
 
     __slots__ = ("reducer", "typ")
@@ -164,13 +167,18 @@ class BinaryOperatorAggregate(Channel):
             return False
         seen_overwrite = False
         for value in values:
-            if isinstance(value, Overwrite):
+            replace, replacement = overwrite_of(value)
+            if replace:
                 if seen_overwrite:
                     raise InvalidUpdateError(
-                        f"At key {self.key!r}: Can receive only one Overwrite value per step."
+                        f"At key {self.key!r}: Can receive only one Overwrite value per super-step."
                     )
                 seen_overwrite = True
-                self.value = value.value
+                self.value = replacement
+            elif seen_overwrite:
+                # As in LangGraph: the Overwrite is the step's value; the step's other
+                # writes to the key, before or after it, are dropped.
+                continue
             elif self.value is MISSING:
                 self.value = value
             else:
@@ -178,12 +186,36 @@ class BinaryOperatorAggregate(Channel):
         return True
 
 
+def overwrite_of(value: Any) -> tuple[bool, Any]:
+    """``(True, v)`` for ``Overwrite(v)`` or its JSON form ``{"__overwrite__": v}``."""
+    if isinstance(value, Overwrite):
+        return True, value.value
+    if type(value) is dict:
+        written = cast("dict[Any, Any]", value)
+        if len(written) == 1 and OVERWRITE in written:
+            return True, written[OVERWRITE]
+    return False, None
+
+
 def _initial(typ: Any) -> Any:
     origin: Any = getattr(typ, "__origin__", typ)
-    if origin in (list, dict, set, tuple, frozenset, int, float, str):
+    # An abstract collection starts as its concrete kind, as in LangGraph: a reducer
+    # (add_messages on Annotated[Sequence[...], ...]) then sees the very first write too.
+    origin = _CONCRETE.get(origin, origin)
+    if origin in (list, dict, set, tuple, frozenset, int, float, str, bool):
         empty: Any = origin()  # pyright: ignore[reportUnknownVariableType]
         return empty
     return MISSING
+
+
+_CONCRETE: dict[Any, type[Any]] = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
 
 
 class Topic(Channel):

@@ -30,6 +30,10 @@ SCHEDULED: Final = "__scheduled__"
 TASKS: Final = "__pregel_tasks"
 RETURN: Final = "__return__"
 PREVIOUS: Final = "__previous__"
+OVERWRITE: Final = "__overwrite__"
+"""The key of ``Overwrite``'s JSON form, ``{"__overwrite__": value}``."""
+ROOT: Final = "__root__"
+"""The one channel of a graph whose whole state is one value (``StateGraph(list)``)."""
 
 RESERVED_NAMES: Final = frozenset(
     {

@@ -384,3 +384,15 @@ def test_reads_accept_surrounding_whitespace_and_refuse_extra_data() -> None:
     for bad in (b"", b"1 2", b'"a" x', b"nul", b"\xff"):
         with pytest.raises(CheckpointDecodeError, match="cannot decode a stored value"):
             ser.loads(bad)
+
+
+def test_extra_fields_of_a_pydantic_model_that_allows_them_are_kept() -> None:
+    class Loose(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="allow")
+        name: str
+
+    value = Loose(name="n", note=Point(1), when=datetime.date(2024, 1, 2))  # pyright: ignore[reportCallIssue]
+    ser = Serializer(allowed_types=[Loose, Point])
+    out = ser.loads(ser.dumps(value))
+    assert out == value
+    assert out.__pydantic_extra__ == {"note": Point(1), "when": datetime.date(2024, 1, 2)}

@@ -18,7 +18,7 @@ from pausepoint.channels import (
     NamedBarrierValue,
     Topic,
 )
-from pausepoint.constants import BRANCH_TO, END, JOIN, START, TAG_HIDDEN, TASKS
+from pausepoint.constants import BRANCH_TO, END, JOIN, ROOT, START, TAG_HIDDEN, TASKS
 from pausepoint.graph.schema import SchemaInfo
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 
@@ -67,6 +67,7 @@ def build_spec(graph: StateGraph, name: str) -> GraphSpec:
         triggered_by={k: tuple(v) for k, v in triggered_by.items()},
         transient=transient,
         deferred=deferred,
+        output_channel=ROOT if output.kind == "root" else None,
     )
 
 
@@ -154,6 +155,7 @@ def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc
         branches=tuple(w.branches[name]),
         metadata=spec.metadata,
         inject=_injected(action) if subgraph is None else frozenset(),
+        input_channel=ROOT if input_schema.kind == "root" else None,
         calls_graph=None if subgraph is not None else _called_graph(action, CompiledStateGraph),
     )
 

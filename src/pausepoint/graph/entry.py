@@ -43,7 +43,7 @@ def build_entrypoint(
         inject=inject,
         returns=(END, PREVIOUS),
     )
-    plain = SchemaInfo.of(dict)
+    plain = SchemaInfo.of(None)
     channels = {
         START: EphemeralValue(START),
         END: LastValue(END),

@@ -110,10 +110,12 @@ def _select(values: Any, output_keys: Sequence[str] | str | None) -> Any:
 
 
 def _with_interrupts(values: Any, result: RunResult) -> Any:
-    if result.interrupts and values is None:  # e.g. an entrypoint paused before returning
-        return {INTERRUPT: list(result.interrupts)}
-    if result.interrupts and isinstance(values, dict):
+    if not result.interrupts:
+        return values
+    if isinstance(values, dict):
         state: dict[str, Any] = dict(values)  # pyright: ignore[reportUnknownArgumentType]
         state[INTERRUPT] = list(result.interrupts)
         return state
-    return values
+    # An entrypoint paused before returning, or a graph whose state is one value (a
+    # list, a number): LangGraph returns the interrupts alone then.
+    return {INTERRUPT: list(result.interrupts)}

@@ -3,6 +3,10 @@
 A schema is a TypedDict (total or not), a dataclass, or a Pydantic v2 model (when
 pydantic is installed; it is never imported otherwise). ``Annotated[T, reducer]``
 gives a key a reducer channel; other keys keep their last value.
+
+A type with no keys (``int``, ``dict``, ``Annotated[list, operator.add]``) makes
+the whole state one value, as in LangGraph: one ``__root__`` channel, which nodes
+read and return bare (kind ``"root"``).
 """
 
 # Schemas are user types inspected at run time; pyright cannot know their members.
@@ -20,7 +24,9 @@ from typing import Any, get_type_hints
 import typing_extensions
 
 from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
+from pausepoint.constants import ROOT
 from pausepoint.errors import InvalidUpdateError
+from pausepoint.managed import ManagedValue
 
 __all__ = ["SchemaInfo", "update_as_pairs"]
 
@@ -32,9 +38,13 @@ class SchemaInfo:
     schema: Any
     keys: tuple[str, ...]
     channels: Mapping[str, Channel]
-    kind: str  # "typeddict" | "dataclass" | "pydantic" | "dict"
+    kind: str  # "typeddict" | "dataclass" | "pydantic" | "dict" | "root"
+    managed: Mapping[str, type[ManagedValue]] = dataclasses.field(
+        default_factory=dict[str, type[ManagedValue]]
+    )
+    """Managed keys (``RemainingSteps``...): given to nodes, never channels or stored."""
     is_dict: bool = dataclasses.field(init=False)
-    """Whether values of this schema are plain dicts (a TypedDict, or ``dict``)."""
+    """Whether values of this schema are plain dicts (a TypedDict, or any keys)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_dict", self.kind in ("typeddict", "dict"))
@@ -43,14 +53,27 @@ class SchemaInfo:
     def of(cls, schema: Any) -> SchemaInfo:
         """Analyse ``schema``; raise ``TypeError`` for a type that is not a schema."""
         kind = _kind(schema)
+        if kind == "root":
+            return cls(schema, (ROOT,), {ROOT: _channel_for(ROOT, schema)}, kind)
         hints = _hints(schema) if kind != "dict" else {}
-        channels = {key: _channel_for(key, hint) for key, hint in hints.items()}
-        return cls(schema, tuple(hints), channels, kind)
+        managed = {k: m for k, hint in hints.items() if (m := _managed(hint)) is not None}
+        keys = tuple(k for k in hints if k not in managed)
+        channels = {key: _channel_for(key, hints[key]) for key in keys}
+        return cls(schema, keys, channels, kind, managed)
+
+    def with_managed(self, values: dict[str, Any], steps_left: int | None) -> dict[str, Any]:
+        """``values`` plus this schema's managed values for a step (when it is known)."""
+        if self.managed and steps_left is not None:
+            for key, manager in self.managed.items():
+                values[key] = manager.value(steps_left)
+        return values
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
         """Build the value a node receives: the schema's type filled with ``values``."""
         if self.is_dict:
             return dict(values)
+        if self.kind == "root":
+            return values.get(ROOT)
         try:
             return self.schema(**values)
         except Exception as exc:  # invalid state for a dataclass or model
@@ -60,6 +83,8 @@ class SchemaInfo:
 
     def input_pairs(self, value: Any) -> list[tuple[str, Any]]:
         """The ``(key, value)`` writes of a graph input given as dict or schema object."""
+        if self.kind == "root":
+            return [] if value is None else [(ROOT, value)]
         pairs = update_as_pairs(value)
         if self.kind == "dict":
             return pairs
@@ -67,7 +92,7 @@ class SchemaInfo:
 
 
 def _kind(schema: Any) -> str:
-    if schema is dict or schema is None:
+    if schema is None:  # the functional API's state: any keys, as written
         return "dict"
     if typing_extensions.is_typeddict(schema):
         return "typeddict"
@@ -77,9 +102,19 @@ def _kind(schema: Any) -> str:
         return "pydantic"
     if isinstance(schema, type) and getattr(schema, "__annotations__", None):
         return "typeddict"  # a plain annotated class: read like a TypedDict
+    if _is_value_type(schema):
+        return "root"
     raise TypeError(
-        f"{schema!r} is not a state schema: use a TypedDict, a dataclass or a pydantic model"
+        f"{schema!r} is not a state schema: use a TypedDict, a dataclass, a pydantic "
+        "model, or a type for a one-value state (list, Annotated[list, operator.add])"
     )
+
+
+def _is_value_type(schema: Any) -> bool:
+    """A type without keys: a class with no annotations, a generic alias, ``Annotated``."""
+    if typing.get_origin(schema) is not None:  # list[str], Annotated[list, add], ...
+        return True
+    return isinstance(schema, type) and not getattr(schema, "__annotations__", None)
 
 
 def _is_pydantic_class(schema: Any) -> bool:
@@ -107,6 +142,16 @@ def _channel_for(key: str, hint: Any) -> Channel:
     return BinaryOperatorAggregate(key, reducer, base)
 
 
+def _managed(hint: Any) -> type[ManagedValue] | None:
+    """The managed value a key declares (``Annotated[int, RemainingStepsManager]``)."""
+    while typing.get_origin(hint) in _WRAPPERS:
+        hint = typing.get_args(hint)[0]
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    last = hint.__metadata__[-1]
+    return last if isinstance(last, type) and issubclass(last, ManagedValue) else None
+
+
 def _reducer(hint: Any) -> Callable[[Any, Any], Any] | None:
     # Unwrap Required[...] / NotRequired[...] / ReadOnly[...] around Annotated.
     while typing.get_origin(hint) in _WRAPPERS:
@@ -126,12 +171,15 @@ def _takes_two(fn: Callable[..., Any]) -> bool:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return True  # builtins like operator.add have no signature: trust them
-    positional = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
-    ]
-    return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    # Two positional parameters, as LangGraph counts them (add_messages's have
+    # defaults), or two required ones followed by optional ones.
+    return (
+        len(positional) == 2
+        or len(required) == 2
+        or any(p.kind is p.VAR_POSITIONAL for p in params)
+    )
 
 
 _WRAPPERS = {typing.Required, typing.NotRequired}

@@ -48,7 +48,9 @@ class StateGraph:
 
     Args:
         state_schema: A TypedDict, dataclass or pydantic model; each key is a channel.
-            ``Annotated[T, reducer]`` keys fold updates with ``reducer``.
+            ``Annotated[T, reducer]`` keys fold updates with ``reducer``. A type with
+            no keys (``int``, ``dict``, ``Annotated[list, operator.add]``) makes the
+            whole state one value, which nodes receive and return bare.
         context_schema: Accepted for compatibility; unused.
         input_schema: The keys the graph accepts as input (default: the state's).
         output_schema: The keys the graph returns (default: the state's).

@@ -38,7 +38,12 @@ def interrupts_found(run: _Run, found: tuple[Interrupt, ...]) -> Generator[Emit,
     if run.wants("updates"):
         yield run.emit("updates", {INTERRUPT: found})
     if run.wants("values"):
-        yield run.emit("values", {**run.output(), INTERRUPT: found})
+        values: Any = run.output()
+        # A one-value state (``StateGraph(list)``) shows the interrupts alone, as LangGraph.
+        shown: dict[str, Any] = (
+            {**values, INTERRUPT: found} if isinstance(values, dict) else {INTERRUPT: found}
+        )
+        yield run.emit("values", shown)
 
 
 def update_of(run: _Run, task: Task) -> Any:

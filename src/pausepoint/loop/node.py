@@ -13,7 +13,7 @@ from typing import Any
 
 from pausepoint.channels import Channel
 from pausepoint.config import get_stream_writer
-from pausepoint.constants import BRANCH_TO, END, PREVIOUS, START, TASKS
+from pausepoint.constants import BRANCH_TO, END, PREVIOUS, ROOT, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand
 from pausepoint.func import entrypoint
 from pausepoint.graph.schema import update_as_pairs
@@ -53,7 +53,7 @@ def node_body(
         writes = result_writes(spec, node, result, task.ns)
         writes.extend(node.after_writes)
     for branch in node.branches:
-        state = fresh_state(spec, node, channels, writes)
+        state = fresh_state(spec, node, channels, writes, task.steps_left)
         kwargs = {"config": config()} if branch.accepts_config else {}
         dest = yield Call(
             branch.path, branch.path if branch.path_is_async else None, (state,), kwargs
@@ -95,24 +95,26 @@ def _node_call(
 
 def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writes:
     """The writes of a node's return value: a dict, ``None``, a ``Command`` or an object."""
-    if node.returns is None and type(result) is dict:  # the common case, first
+    if node.returns is None and type(result) is dict and not spec.root:  # the common case
         keys = spec.state_key_set
         # Every key a state key (checked in C): the items as they are, no filtering loop.
         if keys.issuperset(result):  # pyright: ignore[reportUnknownArgumentType]
             return list(result.items())  # pyright: ignore[reportUnknownArgumentType]
         return [(k, v) for k, v in result.items() if k in keys]  # pyright: ignore[reportUnknownVariableType]
-    if node.returns is not None:
-        output, saved = node.returns
-        value = getattr(result, "value", result) if _is_final(result) else result
-        keep = getattr(result, "save", result) if _is_final(result) else result
-        return [(output, value), (saved, keep)]
+    if node.returns is not None or (spec.root and not _has_command(result)):
+        return _whole_writes(node.returns, result)
     if isinstance(result, Command):
         return command_writes(spec, result, ns)  # pyright: ignore[reportUnknownArgumentType]
     if _is_command_list(result):
         out: Writes = []
-        for r in result:
+        for r in result:  # pyright: ignore[reportUnknownVariableType]
             out.extend(result_writes(spec, node, r, ns))
         return out
+    return _value_writes(spec, node, result)
+
+
+def _value_writes(spec: GraphSpec, node: NodeProc, result: Any) -> Writes:
+    """The writes of a result that is neither a ``Command`` nor an entrypoint's return."""
     if (
         result is not None
         and not isinstance(result, dict)
@@ -124,6 +126,20 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
             "of state updates, None, or a Command"
         )
     return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_key_set]
+
+
+def _whole_writes(returns: tuple[str, str] | None, result: Any) -> Writes:
+    """The result as one value: the state of a one-value graph, an entrypoint's return."""
+    if returns is None:  # a one-value state (``StateGraph(list)``): the result is it
+        return [] if result is None else [(ROOT, result)]
+    output, saved = returns
+    value = getattr(result, "value", result) if _is_final(result) else result
+    keep = getattr(result, "save", result) if _is_final(result) else result
+    return [(output, value), (saved, keep)]
+
+
+def _has_command(result: Any) -> bool:
+    return isinstance(result, Command) or _is_command_list(result)
 
 
 def _is_final(result: Any) -> bool:
@@ -217,7 +233,11 @@ def _map_dest(branch: Branch, result: Any) -> str:
 
 
 def fresh_state(
-    spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel], writes: Writes
+    spec: GraphSpec,
+    node: NodeProc,
+    channels: Mapping[str, Channel],
+    writes: Writes,
+    steps_left: int | None = None,
 ) -> Any:
     """The state as the node sees it after its own writes (what branch paths receive)."""
     keys = spec.state_keys
@@ -233,4 +253,4 @@ def fresh_state(
     for chan, values in grouped.items():
         local[chan].update(values)
     schema = node.input_schema or spec.state
-    return schema.coerce(read_values(local, keys))
+    return schema.coerce(schema.with_managed(read_values(local, keys), steps_left))

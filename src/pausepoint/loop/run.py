@@ -60,7 +60,7 @@ from pausepoint.loop.pending import (
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
-from pausepoint.loop.tasks import Task, prepare_tasks, read_values
+from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred, preview_writes
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Durability, Interrupt
@@ -391,6 +391,7 @@ class _Run:
                 "config key."
             )
         self.tasks = self.current_tasks()
+        count_steps_left(self.spec, self.tasks, self.stop - self.step)
         if self.unreported:
             yield from out.reached_checkpoint(self)
         if not self.tasks:

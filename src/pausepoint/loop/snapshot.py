@@ -7,7 +7,7 @@ from typing import Any
 
 from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
 from pausepoint.config import RunnableConfig
-from pausepoint.constants import INPUT
+from pausepoint.constants import INPUT, ROOT
 from pausepoint.loop.answers import stored_answers
 from pausepoint.loop.pending import TaskRecord, read_records
 from pausepoint.loop.spec import GraphSpec
@@ -111,7 +111,10 @@ def _result(spec: GraphSpec, writes: Sequence[tuple[str, Any]]) -> Any:
     # Every state key the task wrote, as LangGraph's snapshots show it: not only the
     # output schema's (a subgraph with input/output schemas wrote its inputs too).
     # A finished task that wrote no state key shows ``{}`` (LangGraph's too).
-    return {k: v for k, v in writes if k in spec.state_key_set}
+    found = {k: v for k, v in writes if k in spec.state_key_set}
+    if spec.root and found:  # a one-value state: the value itself, as LangGraph shows it
+        return found[ROOT]
+    return found
 
 
 def _with_map(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig:

@@ -96,9 +96,16 @@ class GraphSpec:
     """Channels that hold back a deferred node's trigger until nothing else runs."""
     state_key_set: frozenset[str] = dataclasses.field(init=False)
     """``state_keys`` as a set, for membership tests on every write."""
+    root: bool = dataclasses.field(init=False)
+    """Whether the whole state is one value (``StateGraph(list)``): nodes return it bare."""
+    managed: bool = dataclasses.field(init=False)
+    """Whether a node reads a managed value (``RemainingSteps``, ``IsLastStep``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state_key_set", frozenset(self.state_keys))
+        object.__setattr__(self, "root", self.state.kind == "root")
+        managed = any(n.input_schema and n.input_schema.managed for n in self.nodes.values())
+        object.__setattr__(self, "managed", bool(self.state.managed) or managed)
 
     def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""

@@ -21,7 +21,16 @@ from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import Send
 
-__all__ = ["has_tasks", "UNREAD", "Task", "prepare_tasks", "task_id", "task_input", "task_ns"]
+__all__ = [
+    "UNREAD",
+    "Task",
+    "count_steps_left",
+    "has_tasks",
+    "prepare_tasks",
+    "task_id",
+    "task_input",
+    "task_ns",
+]
 
 
 @dataclasses.dataclass(slots=True, eq=False)
@@ -37,6 +46,8 @@ class Task:
     ns: str
     writes: Sequence[tuple[str, Any]]
     """Set once the task finished (never changed in place): ``()`` until then."""
+    steps_left: int | None = None
+    """Steps the run may take, this one included (for managed values); set by the run."""
 
     def path_repr(self) -> str:
         """``repr(path)``, as savers store it; a pull task's is made once per node."""
@@ -199,6 +210,13 @@ def _push_task(
     )
 
 
+def count_steps_left(spec: GraphSpec, tasks: Iterable[Task], steps_left: int) -> None:
+    """Give a step's tasks its count of steps left, if a node reads a managed value."""
+    if spec.managed:  # RemainingSteps / IsLastStep keys
+        for task in tasks:
+            task.steps_left = steps_left
+
+
 class _Unread:
     __slots__ = ()
 
@@ -217,12 +235,14 @@ def task_input(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> 
     resume answers another) a copy of the state each.
     """
     if task.input is UNREAD:
-        task.input = read_input(spec, task.node, channels)
+        task.input = read_input(spec, task.node, channels, task.steps_left)
     return task.input
 
 
-def read_input(spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel]) -> Any:
-    """The value a pull task receives: its read keys, shaped by its input schema."""
+def read_input(
+    spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel], steps_left: int | None = None
+) -> Any:
+    """The value a pull task receives: its read keys and managed values, as its schema."""
     if node.name == START:
         return channels[START].get()
     if node.input_channel is not None:
@@ -230,6 +250,8 @@ def read_input(spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel])
         return chan.get() if chan.is_available() else None
     values = read_values(channels, node.reads)
     schema = node.input_schema
+    if schema is not None and schema.managed:
+        values = schema.with_managed(values, steps_left)
     # A dict state is read into a new dict already: coerce() would copy it again.
     return schema.coerce(values) if schema is not None and not schema.is_dict else values
 

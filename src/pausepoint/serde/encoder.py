@@ -171,7 +171,11 @@ class Encoder:
             return self.encode(x.value)
         if codec.kind == "namedtuple":
             return [self.encode(v) for v in x]
-        return self._dict({name: getattr(x, name) for name in codec.fields})
+        values = {name: getattr(x, name) for name in codec.fields}
+        extra = getattr(x, "__pydantic_extra__", None) if codec.kind == "pydantic" else None
+        if extra:  # a model with extra="allow" (LangChain messages are): keep those too
+            values.update(extra)
+        return self._dict(values)
 
     def locate(self, x: Any, path: str = "") -> tuple[str, Any] | None:
         """Find the first unsupported value in ``x``: ``(path, value)``, or ``None``.

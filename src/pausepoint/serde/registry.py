@@ -5,6 +5,7 @@ they are found by the stable name stored in the payload, never by importing it.
 Four kinds of class can be registered: ``Enum``, dataclass, ``NamedTuple`` and
 Pydantic v2 models (Pydantic is never imported here; a class is recognised as a
 model only when ``pydantic`` is already loaded and the class derives from it).
+LangChain's message classes are allowed without registration, from a fixed table.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 import threading
 from collections.abc import Iterable
 from typing import Any, Literal
+
+from pausepoint.serde import messages
 
 __all__ = ["ClassCodec", "Kind", "TypeRegistry", "type_name"]
 
@@ -126,9 +129,8 @@ class TypeRegistry:
                 "NamedTuples and Pydantic v2 models can be registered; convert other "
                 "values to one of these or to plain data before storing them"
             )
-        codec = ClassCodec(
-            cls, name or type_name(cls), kind, _fields_of(cls, kind), _defaults_of(cls, kind)
-        )
+        name = name or messages.known_name(cls) or type_name(cls)
+        codec = ClassCodec(cls, name, kind, _fields_of(cls, kind), _defaults_of(cls, kind))
         with self._lock:
             taken = self._by_name.get(codec.name)
             # A class defined again under the same name (a re-run notebook cell, a
@@ -145,12 +147,26 @@ class TypeRegistry:
         return codec
 
     def for_type(self, cls: type) -> ClassCodec | None:
-        """Return the codec of exactly ``cls`` (subclasses must be registered themselves)."""
-        return self._by_type.get(cls)
+        """Return the codec of exactly ``cls`` (subclasses must be registered themselves).
+
+        LangChain's message classes need no registration (:mod:`pausepoint.serde.messages`).
+        """
+        codec = self._by_type.get(cls)
+        if codec is None and messages.known_name(cls) is not None:
+            codec = self.register(cls)
+        return codec
 
     def for_name(self, name: str) -> ClassCodec | None:
-        """Return the codec registered under ``name``, or ``None``."""
-        return self._by_name.get(name)
+        """Return the codec registered under ``name``, or ``None``.
+
+        Raises:
+            CheckpointDecodeError: ``name`` is a LangChain message's, and langchain-core
+                is not installed.
+        """
+        codec = self._by_name.get(name)
+        if codec is None and (cls := messages.message_class(name)) is not None:
+            codec = self.register(cls)
+        return codec
 
     def names(self) -> list[str]:
         """Every registered name, sorted (for error messages)."""
