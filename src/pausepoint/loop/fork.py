@@ -138,6 +138,10 @@ def carried_afresh(run: _Run) -> Afresh | None:
     resume = run.resume
     if resume is None or len(resume.values) != 1:
         return None
+    if not run.historical and not resume.plain:
+        # Only a fork carries an answer sent by id; an update's restart takes plain
+        # ones (and a resume by id of one of many paused tasks skips this scan).
+        return None
     ((iid, answer),) = resume.values.items()
     for task in run.current_tasks():
         rec = run.records.get(task.id)
