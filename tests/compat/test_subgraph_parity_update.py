@@ -208,7 +208,7 @@ def _restart_second_question(lib: Any, drive: Any) -> dict[str, Any]:
         out = drive.invoke(g, lib.Command(resume=answer), thread())
         asked.append([i.value for i in out.get("__interrupt__", ())] or out["log"])
         if "__interrupt__" not in out:
-            return {"asked": asked}
+            break
     return {"asked": asked}
 
 
