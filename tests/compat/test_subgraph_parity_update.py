@@ -39,8 +39,6 @@ from ._subgraph_kit import (
 
 scenario = Scenarios(savers=SAVERS, mask_task_ids=True)
 
-F5 = "issue 16 family 5: "
-
 
 def _update_paused_subgraph(
     lib: Any, drive: Any, depth: int, values: Any, as_node: str | None
@@ -139,11 +137,7 @@ def update_subgraph_config_as_last_node(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"x": 41}, "after")
 
 
-@scenario(
-    xfail=F5 + "as_node=START restarts the paused subgraph node: the question it asks again is "
-    "a new one to pausepoint (DESIGN 4.1), so Command(resume) on the thread does not reach it; "
-    "LangGraph answers it. Open: carry the answer by the question's text, as forks do?"
-)
+@scenario
 def update_subgraph_config_as_start(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, {"log": ["restart"]}, lib.START)
 
@@ -153,14 +147,80 @@ def update_subgraph_config_as_end(lib, drive):
     return _update_paused_subgraph(lib, drive, 2, None, "__end__")
 
 
-@scenario(
-    xfail=F5
-    + "as_node='__copy__' restarts the paused subgraph node: the question it asks again is "
-    "a new one to pausepoint (DESIGN 4.1), so Command(resume) on the thread does not reach it; "
-    "LangGraph answers it. Open: carry the answer by the question's text, as forks do?"
-)
+@scenario
 def update_subgraph_config_as_copy(lib, drive):
     return _update_paused_subgraph(lib, drive, 1, None, "__copy__")
+
+
+# START and "__copy__" restart the paused node: it asks its question again, under a new
+# id. A plain answer sent to the thread reaches the question asked again (LangGraph's
+# rule, and pausepoint's as a fork carries one); an answer keyed by the old question's
+# id names a question no longer asked, and is not used: the question waits again.
+
+
+@scenario
+def update_subgraph_config_as_start_depth3(lib, drive):
+    return _update_paused_subgraph(lib, drive, 3, {"log": ["restart"]}, lib.START)
+
+
+@scenario
+def update_subgraph_config_as_copy_depth2(lib, drive):
+    return _update_paused_subgraph(lib, drive, 2, None, "__copy__")
+
+
+@scenario
+def update_subgraph_config_as_start_then_answer_by_old_id(lib, drive):
+    runs: Counter[str] = Counter()
+    g = deep_graph(lib, drive, runs, 2)
+    drive.invoke(g, START_VALUES, thread())
+    (old,) = drive.get_state(g, thread()).interrupts
+    drive.update_state(g, sub_config(drive, g, thread(), 2), {"log": ["restart"]}, lib.START)
+    runs.clear()
+    resumed = catch(drive.invoke, g, lib.Command(resume={old.id: "r"}), thread())
+    then = catch(drive.invoke, g, lib.Command(resume="r2"), thread())
+    return {
+        "resumed": resumed,
+        "then": then,
+        "head": observe(drive, g, thread()),
+        "runs": dict(runs),
+    }
+
+
+def _restart_second_question(lib: Any, drive: Any) -> dict[str, Any]:
+    """A subgraph node asks "first" (answered "A") and waits on "second"; its subgraph
+    is copied (``"__copy__"``), so the node starts over, and ``"B"`` is sent."""
+
+    def ask(state: Logged) -> dict[str, Any]:
+        return {"log": [f"{lib.interrupt('first')}/{lib.interrupt('second')}"]}
+
+    sub = lib.StateGraph(Logged)
+    sub.add_node("ask", ask)
+    sub.add_edge(lib.START, "ask")
+    b = lib.StateGraph(Logged)
+    b.add_node("sub1", sub.compile())
+    b.add_edge(lib.START, "sub1")
+    g = b.compile(checkpointer=drive.saver())
+    drive.invoke(g, START_VALUES, thread())
+    drive.invoke(g, lib.Command(resume="A"), thread())
+    drive.update_state(g, sub_config(drive, g, thread(), 1), None, "__copy__")
+    asked: list[Any] = []
+    for answer in ("B", "A2", "B2"):
+        out = drive.invoke(g, lib.Command(resume=answer), thread())
+        asked.append([i.value for i in out.get("__interrupt__", ())] or out["log"])
+        if "__interrupt__" not in out:
+            break
+    return {"asked": asked}
+
+
+@scenario.differs(
+    # LangGraph gives "B", sent for "second", to "first", which the restarted node asks
+    # first; then it asks "second" again.
+    langgraph={"asked": [["second"], ["B/A2"]]},
+    # DESIGN 4.1: "B" answers "second" only; the node asks "first" again, then "second".
+    pausepoint={"asked": [["first"], ["second"], ["A2/B2"]]},
+)
+def update_subgraph_config_as_copy_answer_goes_to_its_question(lib, drive):
+    return _restart_second_question(lib, drive)
 
 
 @scenario

@@ -24,7 +24,7 @@ from pausepoint.errors import (
 from pausepoint.loop import emit as out
 from pausepoint.loop.answers import drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
-from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts
+from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
@@ -58,6 +58,7 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     if nest is not None and nest.resume_map:
         given = ResumeMap(nest.resume_map, nest.resume_positions, nest.resume_plain)
         run.resume = nested_resume(given, run.records)
+        run.restarted = restarted_by_update(run, given)
     # Replay: the tasks of this old checkpoint run again, asking their questions
     # again (saved answers are not reused), as in LangGraph.
     replay = run.historical and inp is None and run.source_ns is None
@@ -196,8 +197,8 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
             if is_resume_map(resume):
                 resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
         check_answers(run, resume)
-        if run.historical:
-            run.afresh = carried_afresh(run)
+        # For a subgraph that asks its question again: forked, or restarted by an update.
+        run.afresh = carried_afresh(run)
     writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
     if writes:
         run.null_writes.extend(writes)

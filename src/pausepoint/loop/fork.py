@@ -31,9 +31,14 @@ __all__ = [
     "carried_afresh",
     "fork",
     "forkable_interrupts",
+    "restarted_by_update",
     "take_afresh",
     "taken_answer",
 ]
+
+RESTARTING_SOURCES = frozenset({"update", "fork"})
+"""Sources of an ``update_state`` checkpoint that can run a paused node again from its
+start: ``as_node=START`` (or a node before it) and ``"__copy__"``."""
 
 
 def forkable_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
@@ -122,14 +127,20 @@ def _carry(
 
 
 def carried_afresh(run: _Run) -> Afresh | None:
-    """The answer a root fork carries into a subgraph, if it answers one question there.
+    """The answer a root resume carries into a subgraph, if it answers one question there.
 
     Only a single answer (plain, or keyed by the question's id) to a question a
-    subgraph asked (not the task's own): the subgraph runs afresh in the fork and asks
-    it again under a new id (:func:`answer_afresh`).
+    subgraph asked (not the task's own). A subgraph that runs afresh asks it again
+    under a new id: in a fork (its parent task renamed), or after an ``update_state``
+    restarted its paused node (:func:`restarted_by_update`); there it takes the
+    answer (:func:`take_afresh`, :func:`answer_afresh`). Elsewhere it is not used.
     """
     resume = run.resume
     if resume is None or len(resume.values) != 1:
+        return None
+    if not run.historical and not resume.plain:
+        # Only a fork carries an answer sent by id; an update's restart takes plain
+        # ones (and a resume by id of one of many paused tasks skips this scan).
         return None
     ((iid, answer),) = resume.values.items()
     for task in run.current_tasks():
@@ -151,9 +162,7 @@ def take_afresh(run: _Run, task_id: str, value: Any, position: int) -> tuple[Any
     step asked before it picks one.
     """
     carried = run.afresh
-    if carried is None or position != 0 or len(run.tasks) != 1:
-        return None
-    if run.replayed is None and run.source_ns is None:
+    if carried is None or position != 0 or len(run.tasks) != 1 or not _started_afresh(run):
         return None
     if value != carried.question or not carried.take(task_id):
         return None
@@ -186,10 +195,7 @@ def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
     (``begin.bind_resume``) and runs the step again.
     """
     carried = run.afresh
-    # Started afresh: a replayed subgraph, or one a fork renamed that starts from a
-    # checkpoint its caller addressed from before the question was asked.
-    afresh = run.replayed is not None or run.source_ns is not None
-    if carried is None or not afresh or len(interrupts) != 1:
+    if carried is None or not _started_afresh(run) or len(interrupts) != 1:
         return False
     asked = interrupts[0]
     asker = next((t for t in run.tasks if asked in _raised(run, t.id)), None)
@@ -204,6 +210,33 @@ def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
             run.records[task.id] = TaskRecord(writes=list(task.writes), done=True)
     run.resume = ResumeMap({asked.id: carried.answer}, plain=True)
     return True
+
+
+def restarted_by_update(run: _Run, given: ResumeMap) -> bool:
+    """Whether a subgraph resumed with ``given`` asks its answered question afresh.
+
+    ``update_state(subgraph_config, ..., as_node=START)`` (or ``"__copy__"``) on a
+    paused subgraph leaves a checkpoint where its paused node is due again from its
+    start, with no question waiting: the node asks the question again, under a new
+    id. A plain answer the parent bound to that question then goes to the question
+    re-asked (the fork's :class:`Afresh`), as LangGraph gives it. An answer sent by
+    the old question's id is not carried, as LangGraph does not: the id names a
+    question that is no longer asked.
+    """
+    if not given.plain or len(given.values) != 1:
+        return False
+    if run.metadata.get("source") not in RESTARTING_SOURCES:
+        return False
+    return not any(rec.interrupts for rec in run.records.values())
+
+
+def _started_afresh(run: _Run) -> bool:
+    """Whether the run asks again a question a carried answer (:class:`Afresh`) is for.
+
+    A replayed subgraph, one a fork renamed that starts from a checkpoint its caller
+    addressed from before the question was asked, or one an update restarted.
+    """
+    return run.replayed is not None or run.source_ns is not None or run.restarted
 
 
 def _raised(run: _Run, task_id: str) -> tuple[Interrupt, ...]:

@@ -114,14 +114,17 @@ class ReplayPoint:
 
 
 class Afresh:
-    """A new answer to a question inside a subgraph, sent to an old checkpoint.
+    """A new answer to a question inside a subgraph that will be asked again, afresh.
 
-    The fork renames the parent's task, so the subgraph runs afresh in a new
-    namespace and asks its questions again under new ids. This carries the answer,
-    with the question's value, down every level of that fork; the first subgraph
-    run started afresh whose task asks, as its first question, a question of that
-    value takes it, once: as it asks (:func:`pausepoint.loop.fork.take_afresh`), or
-    after its step asked (:func:`pausepoint.loop.fork.answer_afresh`).
+    Sent to an old checkpoint, it forks: the fork renames the parent's task, so the
+    subgraph runs afresh in a new namespace and asks its questions again under new
+    ids. Sent to the thread after an ``update_state`` restarted the subgraph's paused
+    node (:func:`pausepoint.loop.fork.restarted_by_update`), the node asks again under
+    a new id too. This carries the answer, with the question's value, down every
+    level; the first subgraph run started afresh whose task asks, as its first
+    question, a question of that value takes it, once: as it asks
+    (:func:`pausepoint.loop.fork.take_afresh`), or after its step asked
+    (:func:`pausepoint.loop.fork.answer_afresh`).
     """
 
     __slots__ = ("_taken", "answer", "question")

@@ -140,6 +140,7 @@ class _Run:
         self.replay = opts.nest.replay if opts.nest is not None else None
         self.replayed: str | None = None
         self.source_ns: str | None = None  # read from another namespace (begin.start_moved)
+        self.restarted = False  # an update made its paused node ask again (fork.py)
         self.afresh = opts.nest.afresh if opts.nest is not None else None  # fork.answer_afresh
         self.parents = namespaces.parents_of(opts.nest, opts.config.configurable)
         self.releasing = False  # the next checkpoint saved is the run's last write
@@ -153,8 +154,7 @@ class _Run:
         # LangGraph), so only a saver makes the run's checkpoints visible.
         self.streams_checkpoints = opts.has_saver and ("checkpoints" in modes or "debug" in modes)
         self.checkpoint_visible = opts.has_saver
-        # Channels the last applied step changed; None while unknown (after loading a
-        # checkpoint), which makes the next step consider every node.
+        # Channels the last step changed; None while unknown: every node is considered.
         self.updated: set[str] | None = None
         self.parent_config: RunnableConfig | None = None
         self.unreported = False  # a checkpoint made, its event not yet streamed
