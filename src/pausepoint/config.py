@@ -165,7 +165,7 @@ def get_config() -> RunnableConfig:
     """
     task = TASK.get()
     if task is None:
-        raise _outside("get_config()")
+        raise outside_run("get_config()")
     return task.config
 
 
@@ -179,11 +179,12 @@ def get_stream_writer() -> Callable[[Any], None]:
     """
     task = TASK.get()
     if task is None:
-        raise _outside("get_stream_writer()")
+        raise outside_run("get_stream_writer()")
     return task.stream_writer
 
 
-def _outside(what: str) -> RuntimeError:
+def outside_run(what: str) -> RuntimeError:
+    """The error for ``what`` called outside a running node."""
     # LangGraph's text first: code written for LangGraph may match on it.
     return RuntimeError(
         f"Called get_config outside of a runnable context: {what} works only inside "
