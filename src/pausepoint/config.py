@@ -14,7 +14,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from pausepoint.running import TASK
+from pausepoint.running import TASK, outside_run
 
 __all__ = ["RunnableConfig", "get_config", "get_stream_writer", "merge_configs", "normalized"]
 
@@ -181,12 +181,3 @@ def get_stream_writer() -> Callable[[Any], None]:
     if task is None:
         raise outside_run("get_stream_writer()")
     return task.stream_writer
-
-
-def outside_run(what: str) -> RuntimeError:
-    """The error for ``what`` called outside a running node."""
-    # LangGraph's text first: code written for LangGraph may match on it.
-    return RuntimeError(
-        f"Called get_config outside of a runnable context: {what} works only inside "
-        "a node function while the graph runs (invoke, stream or their async forms)"
-    )

@@ -21,7 +21,7 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from pausepoint.running import TASK
+from pausepoint.running import TASK, outside_run
 
 __all__ = ["ExecutionInfo", "Runtime", "get_runtime"]
 
@@ -53,8 +53,10 @@ class ExecutionInfo:
 
 
 def wall_clock() -> float:
-    """Now, in seconds since the epoch (``node_first_attempt_time``); the loop's only clock
-    read besides checkpoint stamps (:mod:`pausepoint.checkpoint.ids`)."""
+    """Now, in seconds since the epoch (for ``node_first_attempt_time``).
+
+    The loop's only clock read besides checkpoint stamps (:mod:`pausepoint.checkpoint.ids`).
+    """
     return time.time()
 
 
@@ -115,8 +117,6 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     """
     task = TASK.get()
     if task is None:
-        from pausepoint.config import outside_run
-
         raise outside_run("get_runtime()")
     return task.runtime
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.errors import GraphInterrupt
-from pausepoint.running import TASK, current_task
+from pausepoint.running import TASK, current_task, outside_run
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ class TaskContext:
         from pausepoint.loop.calls import Memo
 
         if self.calls is None or self.spawn is None:
-            raise RuntimeError(f"task {name!r} was called outside a running graph node")
+            raise outside_run(f"task {name!r}")
         index = self.scratchpad.next_call_index()
         req = self.calls.request(index, name, fn, args, kwargs, is_async, retry)
         if isinstance(req, Memo):

@@ -20,7 +20,6 @@ from typing import Any, get_type_hints
 import typing_extensions
 
 from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
-from pausepoint.errors import InvalidUpdateError
 
 __all__ = ["SchemaInfo", "update_as_pairs"]
 
@@ -48,15 +47,23 @@ class SchemaInfo:
         return cls(schema, tuple(hints), channels, kind)
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
-        """Build the value a node receives: the schema's type filled with ``values``."""
+        """Build the value a node receives: the schema's type filled with ``values``.
+
+        Raises:
+            Exception: What the schema's constructor raises (pydantic's
+                ``ValidationError``, a dataclass's ``TypeError``), as LangGraph lets
+                it propagate, with a note naming the schema.
+        """
         if self.is_dict:
             return dict(values)
         try:
             return self.schema(**values)
         except Exception as exc:  # invalid state for a dataclass or model
-            raise InvalidUpdateError(
-                f"the state does not fit {self.schema.__name__}: {exc}"
-            ) from exc
+            exc.add_note(
+                f"(pausepoint) the state a node reads does not fit {self.schema.__name__}: "
+                "check the graph's input and the updates nodes return"
+            )
+            raise
 
     def input_pairs(self, value: Any) -> list[tuple[str, Any]]:
         """The ``(key, value)`` writes of a graph input given as dict or schema object."""

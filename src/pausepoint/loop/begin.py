@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.checkpoint.base import copy_checkpoint
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
-from pausepoint.errors import EmptyInputError, InvalidCommandError, NothingToResumeError
+from pausepoint.errors import (
+    EmptyInputError,
+    InvalidCommandError,
+    InvalidUpdateError,
+    NothingToResumeError,
+)
 from pausepoint.loop import emit as out
 from pausepoint.loop.answers import drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
@@ -65,7 +70,7 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     if inp is None or isinstance(inp, Command):
         if not has_state:
             raise EmptyInputError(
-                "Received no input: the thread has no checkpoint to continue from. "
+                "Received no input for __start__: the thread has no checkpoint to continue from. "
                 "Pass the graph's input (a dict of state values) to start a run."
             )
         run.resuming = True
@@ -276,7 +281,10 @@ def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
         and not dataclasses.is_dataclass(inp)
     ):
         kind: Any = type(inp)  # pyright: ignore[reportUnknownVariableType]
-        raise TypeError(f"Expected the graph input to be a dict, got {kind.__name__}")
+        raise InvalidUpdateError(
+            f"Expected dict, got {inp}: the graph input is a dict of state values (got an "
+            f"object of type {kind.__name__})"
+        )
     discard = (
         prepare_tasks(run.spec, run.checkpoint, run.channels, run.step, run.cfg.checkpoint_ns)
         if run.checkpoint["channel_versions"]  # a new thread has no pending tasks

@@ -125,7 +125,7 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
         and not _is_schema_object(result)
     ):
         raise InvalidUpdateError(
-            f"Expected dict, got {result!r}: node {node.name!r} must return a dict "
+            f"Expected dict, got {result}: node {node.name!r} must return a dict "
             "of state updates, None, or a Command"
         )
     return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_key_set]
