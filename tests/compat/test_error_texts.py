@@ -83,6 +83,12 @@ def test_dataclass_state_missing_a_field_raises_type_error(lib: Lib):
         one_node(lib, lambda s: {}, Pair).invoke({"a": 1}, thread())
 
 
+@pytest.mark.parametrize("schema", [Answer, Pair])
+def test_input_that_is_not_a_dict_is_refused(lib: Lib, schema: Any):
+    with pytest.raises(lib.errors.InvalidUpdateError, match="Expected dict, got 5"):
+        one_node(lib, lambda s: {}, schema).invoke(5, thread())
+
+
 def _stored(g: Any) -> list[Any]:
     return [(t.config, t.checkpoint["channel_values"]) for t in g.checkpointer.list(thread())]
 

@@ -276,7 +276,7 @@ def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
     """New input: tasks left pending are dropped, the input applied and checkpointed."""
     if (
         not isinstance(inp, dict)
-        and run.spec.input.kind == "typeddict"
+        and run.spec.input.kind in ("typeddict", "pydantic", "dataclass")
         and not hasattr(type(inp), "model_fields")  # pyright: ignore[reportUnknownArgumentType]
         and not dataclasses.is_dataclass(inp)
     ):
