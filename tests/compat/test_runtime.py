@@ -66,7 +66,7 @@ def seen_runtime(runtime: Any) -> tuple[Any, ...]:
     )
 
 
-def asking_graph(lib: Lib, seen: list[Any]) -> Any:
+def asking_graph(lib: Lib, seen: list[Any], saver: Any = None) -> Any:
     rt = runtime_mod(lib)
 
     def ask(state: S, runtime: Any) -> S:
@@ -82,7 +82,7 @@ def asking_graph(lib: Lib, seen: list[Any]) -> Any:
     b.add_node("ask", ask)
     b.add_edge(lib.START, "ask")
     b.add_conditional_edges("ask", route)
-    return b.compile(checkpointer=lib.InMemorySaver())
+    return b.compile(checkpointer=saver or lib.InMemorySaver())
 
 
 def test_context_reaches_nodes_and_edges_and_is_not_saved(lib: Lib):
@@ -119,6 +119,32 @@ def test_context_on_resume_and_in_every_run_method(lib: Lib):
     asyncio.run(drain())
     assert seen[0][0] == Ctx("a")
     assert seen[-1] == ("route", Ctx("b"))
+
+
+def test_a_context_that_cannot_be_stored_pauses_and_resumes(lib: Lib):
+    # Not written to the checkpoint: a lock (which no saver can store) is a fine context.
+    seen: list[Any] = []
+    g = asking_graph(lib, seen)
+    cfg = {"configurable": {"thread_id": "lock"}}
+    lock = threading.Lock()
+    assert "__interrupt__" in g.invoke({"x": 1}, cfg, context=lock)
+    assert g.invoke(lib.Command(resume=2), cfg, context=lock) == {"x": 2}
+    assert seen[0][0] is lock
+    assert seen[-1] == ("route", lock)
+
+
+def test_context_is_not_written_to_sqlite(tmp_path: Any):
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+
+    lib = load_lib("pausepoint")
+    seen: list[Any] = []
+    with SqliteSaver.from_conn_string(str(tmp_path / "ctx.db")) as saver:
+        g = asking_graph(lib, seen, saver)
+        cfg = {"configurable": {"thread_id": "sqlite"}}
+        lock = threading.Lock()  # no saver can store it: a write would be refused
+        g.invoke({"x": 1}, cfg, context=lock)
+        assert g.invoke(lib.Command(resume=3), cfg, context=lock) == {"x": 3}
+        assert seen[0][0] is lock
 
 
 def test_subgraphs_see_the_parent_context(lib: Lib):
