@@ -14,7 +14,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from pausepoint.running import TASK
+from pausepoint.running import TASK, outside_run
 
 __all__ = [
     "MAX_ID_BYTES",
@@ -199,7 +199,7 @@ def get_config() -> RunnableConfig:
     """
     task = TASK.get()
     if task is None:
-        raise _outside("get_config()")
+        raise outside_run("get_config()")
     return task.config
 
 
@@ -213,13 +213,5 @@ def get_stream_writer() -> Callable[[Any], None]:
     """
     task = TASK.get()
     if task is None:
-        raise _outside("get_stream_writer()")
+        raise outside_run("get_stream_writer()")
     return task.stream_writer
-
-
-def _outside(what: str) -> RuntimeError:
-    # LangGraph's text first: code written for LangGraph may match on it.
-    return RuntimeError(
-        f"Called get_config outside of a runnable context: {what} works only inside "
-        "a node function while the graph runs (invoke, stream or their async forms)"
-    )

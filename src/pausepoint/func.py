@@ -41,11 +41,36 @@ class _TaskFunction:
         self.retry = retry
         self.name = name or getattr(fn, "__name__", type(fn).__name__)
         self.is_async = inspect.iscoroutinefunction(fn)
+        self._run = _with_runtime(fn, self.is_async) if _takes_runtime(fn) else fn
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         ctx = current_task(f"task {self.name!r}")
-        return ctx.call(self.name, self.func, args, kwargs, self.is_async, self.retry)
+        return ctx.call(self.name, self._run, args, kwargs, self.is_async, self.retry)
+
+
+def _takes_runtime(fn: Callable[..., Any]) -> bool:
+    try:
+        return "runtime" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _with_runtime(fn: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+    """``fn`` given the call's runtime as ``runtime=`` (read when the call runs)."""
+    from pausepoint.runtime import get_runtime
+
+    if is_async:
+
+        async def arun(*args: Any, **kwargs: Any) -> Any:
+            return await fn(*args, **{"runtime": get_runtime(), **kwargs})
+
+        return arun
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **{"runtime": get_runtime(), **kwargs})
+
+    return run
 
 
 def task(
@@ -64,8 +89,12 @@ def task(
     Args:
         name: The task's name in streams and saved results (default: the function's).
         retry_policy: How to retry the task when it fails.
-        cache_policy: Accepted for compatibility; results are not cached across threads.
+        cache_policy: Not supported: anything but ``None`` raises
+            ``NotImplementedError`` (pausepoint has no cache yet).
     """
+    from pausepoint.graph.validate import check_cache
+
+    check_cache("task(cache_policy=...)", cache_policy)
     if isinstance(retry_policy, RetryPolicy):
         retry: tuple[RetryPolicy, ...] = (retry_policy,)
     else:
@@ -91,9 +120,10 @@ class entrypoint:
         checkpointer: A saver, needed for ``interrupt()`` and ``previous``.
         retry_policy: How to retry the function when it fails.
         store: Not supported: anything but ``None`` raises ``NotImplementedError``.
-        cache: Accepted for compatibility; unused.
-        context_schema: Accepted for compatibility; unused.
-        cache_policy: Accepted for compatibility; unused.
+        cache: Not supported: anything but ``None`` raises ``NotImplementedError``.
+        context_schema: The type of the run's ``context=``; the function reads it as
+            ``runtime.context`` (a ``runtime`` parameter, or ``get_runtime()``).
+        cache_policy: Not supported: anything but ``None`` raises ``NotImplementedError``.
     """
 
     @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,11 +142,14 @@ class entrypoint:
         cache_policy: Any = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     ) -> None:
-        from pausepoint.graph.validate import check_checkpointer, check_store
+        from pausepoint.graph.validate import check_cache, check_checkpointer, check_store
 
         check_checkpointer(checkpointer)
         check_store(store)
+        check_cache("entrypoint(cache=...)", cache)
+        check_cache("entrypoint(cache_policy=...)", cache_policy)
         self.checkpointer = checkpointer
+        self.context_schema = context_schema
         if isinstance(retry_policy, RetryPolicy):
             self.retry: tuple[RetryPolicy, ...] = (retry_policy,)
         else:
@@ -135,4 +168,4 @@ class entrypoint:
             raise TypeError(
                 f"entrypoint {func.__name__!r} takes no arguments; it needs one for the input"
             )
-        return build_entrypoint(func, self.checkpointer, self.retry)
+        return build_entrypoint(func, self.checkpointer, self.retry, self.context_schema)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pausepoint.scratchpad import TaskContext
 
-__all__ = ["TASK", "current_task"]
+__all__ = ["TASK", "current_task", "outside_run"]
 
 TASK: ContextVar[TaskContext | None] = ContextVar("pausepoint_task", default=None)
 """The :class:`~pausepoint.scratchpad.TaskContext` of the node running here, if any."""
@@ -25,8 +25,15 @@ def current_task(what: str) -> TaskContext:
     """The running task's context, or a clear error naming ``what`` was called outside one."""
     task = TASK.get()
     if task is None:
-        raise RuntimeError(
-            f"{what} was called outside a running graph node: call it from inside a node "
-            "function while the graph runs (invoke, stream or their async forms)"
-        )
+        raise outside_run(what)
     return task
+
+
+def outside_run(what: str) -> RuntimeError:
+    """The error for ``what`` called outside a running node."""
+    # LangGraph's text first (code written for it may match on it), then the fix.
+    return RuntimeError(
+        f"Called get_config outside of a runnable context: {what} was called outside a "
+        "running graph node; call it from inside a node function while the graph runs "
+        "(invoke, stream or their async forms)"
+    )

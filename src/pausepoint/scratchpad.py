@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.errors import GraphInterrupt
-from pausepoint.running import TASK, current_task
+from pausepoint.running import TASK, current_task, outside_run
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.calls import CallRequest, CallSite
     from pausepoint.loop.namespaces import Afresh, ReplayPoint
+    from pausepoint.runtime import Runtime
     from pausepoint.types import Durability, RetryPolicy
 
 __all__ = ["TASK", "NestInfo", "Scratchpad", "TaskContext", "current_task"]
@@ -83,7 +84,7 @@ class NestInfo:
 class TaskContext:
     """The running task, as seen from inside its node function.
 
-    ``config``, ``nest`` and ``calls`` are either given or made on first use by the
+    ``config``, ``runtime``, ``nest`` and ``calls`` are either given or made on first use by the
     ``_make_*`` methods a subclass overrides (most nodes never read them: see
     :class:`pausepoint.loop.prepare.ExecTask`); the scratchpad is made on first use
     from the saved answers in ``resume``.
@@ -93,6 +94,7 @@ class TaskContext:
         "_config",
         "_nest",
         "_resume",
+        "_runtime",
         "_scratchpad",
         "checkpoint_ns",
         "name",
@@ -115,6 +117,7 @@ class TaskContext:
         nest: NestInfo | None = None,
         calls: CallSite | None = None,
         spawn: Callable[[CallRequest], Any] | None = None,
+        runtime: Runtime[Any] | None = None,
     ) -> None:
         self.name = name
         self.task_id = task_id
@@ -125,6 +128,7 @@ class TaskContext:
         self.spawn = spawn
         self._config = config
         self._nest = nest
+        self._runtime = runtime
         self.open_calls = calls
         """The call site if any ``@task`` call was made here (see ``calls``), else None."""
 
@@ -141,6 +145,13 @@ class TaskContext:
         if self._config is None:
             self._config = self._make_config()
         return self._config
+
+    @property
+    def runtime(self) -> Runtime[Any]:
+        """The node's runtime (its ``runtime`` parameter and ``get_runtime()``)."""
+        if self._runtime is None:
+            self._runtime = self._make_runtime()
+        return self._runtime
 
     @property
     def nest(self) -> NestInfo:
@@ -162,6 +173,9 @@ class TaskContext:
     def _make_nest(self) -> NestInfo:
         raise AssertionError("a context is made with nest info, or by a subclass that makes it")
 
+    def _make_runtime(self) -> Runtime[Any]:
+        raise AssertionError("a context is made with a runtime, or by a subclass that makes one")
+
     def _make_calls(self) -> CallSite | None:
         return None
 
@@ -179,7 +193,7 @@ class TaskContext:
         from pausepoint.loop.calls import Memo
 
         if self.calls is None or self.spawn is None:
-            raise RuntimeError(f"task {name!r} was called outside a running graph node")
+            raise outside_run(f"task {name!r}")
         index = self.scratchpad.next_call_index()
         req = self.calls.request(index, name, fn, args, kwargs, is_async, retry)
         if isinstance(req, Memo):

@@ -67,8 +67,14 @@ async def drive(
     saver: Any,
     sink: AsyncSink,
     result: list[RunResult],
+    max_concurrency: int | None = None,
 ) -> AsyncGenerator[tuple[tuple[str, ...], str, Any], None]:
-    """Run ``loop`` to the end, yielding stream chunks; append its result to ``result``."""
+    """Run ``loop`` to the end, yielding stream chunks; append its result to ``result``.
+
+    With ``max_concurrency``, at most that many of a step's tasks run at once (the
+    others wait their turn, in the loop's order).
+    """
+    limit = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     send: Any = None
     error: BaseException | None = None
     running: set[asyncio.Task[None]] = set()
@@ -93,7 +99,7 @@ async def drive(
                     yield item
             elif kind is RunTasks:
                 for task in effect.tasks:
-                    t = asyncio.create_task(_start(task, sink, calls))
+                    t = asyncio.create_task(_start(task, sink, calls, limit))
                     running.add(t)
                     t.add_done_callback(running.discard)
             elif kind is Emit:
@@ -215,8 +221,14 @@ async def _claim(saver: Any, effect: ClaimThread) -> Any:
     return claim
 
 
-async def _start(task: ExecTask, sink: AsyncSink, calls: AsyncCalls) -> None:
-    sink.put(("done", await run_task(task, calls)))
+async def _start(
+    task: ExecTask, sink: AsyncSink, calls: AsyncCalls, limit: asyncio.Semaphore | None
+) -> None:
+    if limit is None:
+        sink.put(("done", await run_task(task, calls)))
+        return
+    async with limit:
+        sink.put(("done", await run_task(task, calls)))
 
 
 async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:

@@ -26,6 +26,8 @@ from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
 if TYPE_CHECKING:
     import asyncio
 
+    from pausepoint.runtime import Runtime
+
 __all__ = ["AsyncCalls", "SyncCalls", "TaskFuture", "asettle", "settle"]
 
 _PENDING: Any = object()
@@ -127,7 +129,16 @@ def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
         nest=parent.nest,
         calls=site,
         spawn=spawner,
+        runtime=_call_runtime(parent.runtime, req),
     )
+
+
+def _call_runtime(parent: Runtime[Any], req: CallRequest) -> Runtime[Any]:
+    """A ``@task`` call's runtime: its caller's, with the call's own task id."""
+    info = parent.execution_info
+    if info is None:
+        return parent
+    return parent.override(execution_info=info.patch(task_id=req.id, checkpoint_ns=req.ns))
 
 
 def _outcome(req: CallRequest, value: Any, error: BaseException | None) -> TaskRecord:

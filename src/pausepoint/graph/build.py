@@ -109,7 +109,13 @@ class _Wiring:
             for src in srcs:
                 w.joins[src].append(chan)
         for b in graph.branches:
-            branch = Branch(b.path, _is_async(b.path), b.path_map, _accepts_config(b.path))
+            branch = Branch(
+                b.path,
+                _is_async(b.path),
+                b.path_map,
+                _accepts_config(b.path),
+                takes(b.path, "runtime"),
+            )
             w.branches[b.source].append(branch)
         return w
 
@@ -199,7 +205,7 @@ def _accepts_config(fn: Any) -> bool:
 
 
 def _injected(fn: Any) -> frozenset[str]:
-    return frozenset({"writer"}) if takes(fn, "writer") else frozenset()
+    return frozenset(k for k in ("writer", "runtime") if takes(fn, k))
 
 
 def takes(fn: Any, name: str) -> bool:

@@ -28,6 +28,7 @@ from pausepoint.loop.lease import RunLease
 from pausepoint.loop.namespaces import addressed, stateful_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec
+from pausepoint.runtime import coerce_context
 from pausepoint.scratchpad import TASK, NestInfo
 from pausepoint.types import StateSnapshot, StateUpdate
 
@@ -51,6 +52,7 @@ class CompiledStateGraph(RunnableMethods):
         debug: bool,
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
+        context_schema: Any = None,
     ) -> None:
         self.spec = spec
         self.builder = builder
@@ -61,6 +63,7 @@ class CompiledStateGraph(RunnableMethods):
         self.name = spec.name
         self.lease_ttl = lease_ttl
         self.lease_wait = lease_wait
+        self.context_schema = context_schema
 
     @property
     def nodes(self) -> dict[str, Any]:
@@ -80,11 +83,16 @@ class CompiledStateGraph(RunnableMethods):
         interrupt_after: Any,
         sink: Any,
         output_keys: str | Sequence[str] | None = None,
+        context: Any = None,
     ) -> tuple[RunOptions, Any]:
         parent = TASK.get()
         cfg = RunConfig.parse(self._merged(config))
-        if parent is not None:  # a subgraph, even with checkpointer=False (no saver)
-            return self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
+        context = coerce_context(self.context_schema, context)
+        if parent is not None:  # a subgraph (checkpointer=False too: no saver of its own)
+            context = context or parent.runtime.context  # its parent's, unless given one
+            opts, saver = self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
+            opts.context = context
+            return opts, saver
         if self.checkpointer is True:
             raise RuntimeError(
                 "checkpointer=True cannot be used for root graphs: it makes a subgraph "
@@ -120,6 +128,7 @@ class CompiledStateGraph(RunnableMethods):
             saver=saver,
             output_keys=_key_tuple(output_keys),
             lease=self._lease(saver, cfg),
+            context=context,
         )
         return opts, saver
 
@@ -176,6 +185,7 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after=args.interrupt_after,
             sink=sink,
             output_keys=args.output_keys,
+            context=args.context,
         )
         return run(self.spec, input, opts), opts, saver
 
@@ -194,6 +204,7 @@ class CompiledStateGraph(RunnableMethods):
         subgraphs: bool = False,
         debug: bool | None = None,
         version: str = "v1",
+        context: Any = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph, yielding what ``stream_mode`` asks for after each step.
@@ -209,7 +220,13 @@ class CompiledStateGraph(RunnableMethods):
         durability = check_run_kwargs(self.stream, kwargs, durability)
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs(
-            shape.modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys
+            shape.modes,
+            subgraphs,
+            durability,
+            interrupt_before,
+            interrupt_after,
+            output_keys,
+            context,
         )
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, _queue_sink(events))
@@ -228,6 +245,7 @@ class CompiledStateGraph(RunnableMethods):
         interrupt_after: Any = None,
         durability: Any = None,
         version: str = "v1",
+        context: Any = None,
         **kwargs: Any,
     ) -> Any:
         """Run the graph to its end (or to a pause) and return the output state.
@@ -240,7 +258,13 @@ class CompiledStateGraph(RunnableMethods):
         """
         durability = check_run_kwargs(self.invoke, kwargs, durability)
         args = _RunArgs(
-            frozenset(), False, durability, interrupt_before, interrupt_after, output_keys
+            frozenset(),
+            False,
+            durability,
+            interrupt_before,
+            interrupt_after,
+            output_keys,
+            context,
         )
         if stream_mode != "values":
             return list(self.stream(input, config, stream_mode=stream_mode, **args.passed()))
@@ -359,18 +383,26 @@ class CompiledStateGraph(RunnableMethods):
         subgraphs: bool = False,
         debug: bool | None = None,
         version: str = "v1",
+        context: Any = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
         durability = check_run_kwargs(self.astream, kwargs, durability)
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs(
-            shape.modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys
+            shape.modes,
+            subgraphs,
+            durability,
+            interrupt_before,
+            interrupt_after,
+            output_keys,
+            context,
         )
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, _async_sink(sink))
         result: list[RunResult] = []
-        async for chunk in _adriver().drive(loop, saver, sink, result):
+        limit = opts.config.max_concurrency
+        async for chunk in _adriver().drive(loop, saver, sink, result, limit):
             if (shaped := _deliver(opts, shape, chunk)) is not None:
                 yield shaped
 
@@ -385,12 +417,19 @@ class CompiledStateGraph(RunnableMethods):
         interrupt_after: Any = None,
         durability: Any = None,
         version: str = "v1",
+        context: Any = None,
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`."""
         durability = check_run_kwargs(self.ainvoke, kwargs, durability)
         args = _RunArgs(
-            frozenset(), False, durability, interrupt_before, interrupt_after, output_keys
+            frozenset(),
+            False,
+            durability,
+            interrupt_before,
+            interrupt_after,
+            output_keys,
+            context,
         )
         if stream_mode != "values":
             chunks = self.astream(input, config, stream_mode=stream_mode, **args.passed())
@@ -398,7 +437,8 @@ class CompiledStateGraph(RunnableMethods):
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, None)
         result: list[RunResult] = []
-        async for chunk in _adriver().drive(loop, saver, sink, result):
+        limit = opts.config.max_concurrency
+        async for chunk in _adriver().drive(loop, saver, sink, result, limit):
             _deliver(opts, None, chunk)
         return invoke_output(result[0], output_keys, version)
 
@@ -480,6 +520,7 @@ class _RunArgs:
     interrupt_before: Any
     interrupt_after: Any
     output_keys: str | Sequence[str] | None
+    context: Any = None
 
     def passed(self) -> dict[str, Any]:
         """The keyword arguments to hand on to ``stream``/``astream``."""
@@ -488,6 +529,7 @@ class _RunArgs:
             "interrupt_before": self.interrupt_before,
             "interrupt_after": self.interrupt_after,
             "output_keys": self.output_keys,
+            "context": self.context,
         }
 
 

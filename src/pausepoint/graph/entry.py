@@ -19,11 +19,14 @@ __all__ = ["build_entrypoint"]
 
 
 def build_entrypoint(
-    func: Callable[..., Any], checkpointer: Any, retry: tuple[RetryPolicy, ...]
+    func: Callable[..., Any],
+    checkpointer: Any,
+    retry: tuple[RetryPolicy, ...],
+    context_schema: Any = None,
 ) -> CompiledStateGraph:
     """A compiled graph running ``func`` as its only node."""
     name = getattr(func, "__name__", "entrypoint")
-    inject = frozenset(k for k in ("config", "writer", "previous") if takes(func, k))
+    inject = frozenset(k for k in ("config", "writer", "previous", "runtime") if takes(func, k))
     node = NodeProc(
         name=name,
         triggers=(START,),
@@ -70,6 +73,7 @@ def build_entrypoint(
         interrupt_before=(),
         interrupt_after=(),
         debug=False,
+        context_schema=context_schema,
     )
 
 

@@ -28,9 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RunnableMethods", "check_run_kwargs"]
 
-_TOLERATED = frozenset({"context"})
-"""Keywords LangGraph's run methods take that pausepoint accepts without a parameter
-of its own here (``context=`` belongs to the runtime, :mod:`pausepoint.runtime`)."""
+_TOLERATED: frozenset[str] = frozenset()
+"""Keywords LangGraph's run methods take that pausepoint accepts without a parameter."""
 
 _CHECKPOINT_DURING = (
     "`checkpoint_during` is deprecated and will be removed. Please use `durability` instead."

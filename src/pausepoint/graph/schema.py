@@ -25,7 +25,6 @@ import typing_extensions
 
 from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
 from pausepoint.constants import ROOT
-from pausepoint.errors import InvalidUpdateError
 from pausepoint.managed import ManagedValue
 
 __all__ = ["SchemaInfo", "update_as_pairs"]
@@ -69,7 +68,13 @@ class SchemaInfo:
         return values
 
     def coerce(self, values: Mapping[str, Any]) -> Any:
-        """Build the value a node receives: the schema's type filled with ``values``."""
+        """Build the value a node receives: the schema's type filled with ``values``.
+
+        Raises:
+            Exception: What the schema's constructor raises (pydantic's
+                ``ValidationError``, a dataclass's ``TypeError``), as LangGraph lets
+                it propagate, with a note naming the schema.
+        """
         if self.is_dict:
             return dict(values)
         if self.kind == "root":
@@ -77,9 +82,11 @@ class SchemaInfo:
         try:
             return self.schema(**values)
         except Exception as exc:  # invalid state for a dataclass or model
-            raise InvalidUpdateError(
-                f"the state does not fit {self.schema.__name__}: {exc}"
-            ) from exc
+            exc.add_note(
+                f"(pausepoint) the state a node reads does not fit {self.schema.__name__}: "
+                "check the graph's input and the updates nodes return"
+            )
+            raise
 
     def input_pairs(self, value: Any) -> list[tuple[str, Any]]:
         """The ``(key, value)`` writes of a graph input given as dict or schema object."""

@@ -51,7 +51,9 @@ class StateGraph:
             ``Annotated[T, reducer]`` keys fold updates with ``reducer``. A type with
             no keys (``int``, ``dict``, ``Annotated[list, operator.add]``) makes the
             whole state one value, which nodes receive and return bare.
-        context_schema: Accepted for compatibility; unused.
+        context_schema: The type of the run's ``context=`` (a dataclass, pydantic
+            model or TypedDict); a dict given for a class is turned into one. Nodes
+            read it as ``runtime.context`` (:mod:`pausepoint.runtime`).
         input_schema: The keys the graph accepts as input (default: the state's).
         output_schema: The keys the graph returns (default: the state's).
     """
@@ -65,6 +67,7 @@ class StateGraph:
         output_schema: Any = None,
     ) -> None:
         self.state_schema = state_schema if state_schema is not None else dict
+        self.context_schema = context_schema
         self.input_schema = input_schema if input_schema is not None else self.state_schema
         self.output_schema = output_schema if output_schema is not None else self.state_schema
         self.nodes: dict[str, NodeSpec] = {}
@@ -99,13 +102,17 @@ class StateGraph:
             retry_policy: How to retry the node when it fails.
             metadata: Kept with the node; shown by ``get_graph()``.
             input_schema: The keys the node reads (default: the state's).
-            cache_policy: Accepted for compatibility; unused.
+            cache_policy: Not supported: anything but ``None`` raises
+                ``NotImplementedError`` (pausepoint has no node cache yet).
             defer: Run the node only when nothing else is left to run, once, however
                 many of its edges fired in different steps (a fan-in of uneven
                 branches).
             destinations: Where a node returning ``Command(goto=...)`` may go (names,
                 or ``{name: label}``): used to draw the graph only, as in LangGraph.
         """
+        from pausepoint.graph.validate import check_cache
+
+        check_cache("add_node(cache_policy=...)", cache_policy)
         if not isinstance(node, str):
             action, node = node, _name_of(node)
         if action is None:
@@ -219,7 +226,8 @@ class StateGraph:
             interrupt_after: Node names (or ``"*"``) to pause after.
             debug: Accepted for compatibility.
             name: The graph's name (default ``"LangGraph"``).
-            cache: Accepted for compatibility; unused.
+            cache: Not supported: anything but ``None`` raises
+                ``NotImplementedError`` (pausepoint has no node cache yet).
             store: Not supported: anything but ``None`` raises ``NotImplementedError``
                 (pausepoint has no long-term memory store yet).
             lease_ttl: Seconds a run's lease on its thread lasts unless renewed (each
@@ -239,10 +247,11 @@ class StateGraph:
         """
         from pausepoint.graph.build import build_spec
         from pausepoint.graph.compiled import CompiledStateGraph
-        from pausepoint.graph.validate import check_checkpointer, check_store
+        from pausepoint.graph.validate import check_cache, check_checkpointer, check_store
 
         check_checkpointer(checkpointer)
         check_store(store)
+        check_cache("compile(cache=...)", cache)
         before = _node_list(interrupt_before)
         after = _node_list(interrupt_after)
         self.validate([n for n in (before, after) if isinstance(n, tuple) for n in n])
@@ -258,6 +267,7 @@ class StateGraph:
             debug=debug,
             lease_ttl=lease_ttl,
             lease_wait=lease_wait,
+            context_schema=self.context_schema,
         )
 
     def schema_info(self) -> tuple[SchemaInfo, SchemaInfo, SchemaInfo]:

@@ -56,14 +56,15 @@ def parse_supersteps(
     A ``"__copy__"`` with updates becomes two supersteps: the copy, then the updates.
 
     Raises:
-        InvalidUpdateError: no supersteps, an empty one, a special ``as_node``
+        ValueError: No supersteps, or an empty one (LangGraph's type and text).
+        InvalidUpdateError: A special ``as_node``
             sharing its superstep or given values it cannot take, several updates
             without ``as_node``, or an ``as_node`` that names no node.
     """
     if not supersteps:
-        raise InvalidUpdateError(
-            "bulk_update_state got no supersteps: pass a list of supersteps, each a list "
-            "of StateUpdate(values, as_node)"
+        raise ValueError(
+            "No supersteps provided: bulk_update_state takes a list of supersteps, each a "
+            "list of StateUpdate(values, as_node)"
         )
     parsed: list[Superstep] = []
     for n, updates in enumerate(supersteps, 1):
@@ -74,11 +75,15 @@ def parse_supersteps(
 
 def _parse(updates: tuple[StateUpdate, ...], nodes: Collection[str], where: str) -> list[Superstep]:
     if not updates:
-        raise InvalidUpdateError(f"bulk_update_state got no updates{where}: give it at least one")
+        raise ValueError(
+            f"No updates provided{where}: each superstep of bulk_update_state needs at "
+            "least one StateUpdate(values, as_node)"
+        )
     special = [u for u in updates if _special(u)]
     if special and len(updates) > 1:
         raise InvalidUpdateError(
-            f"as_node={special[0].as_node!r} must be the only update of its superstep{where}, "
+            f"{_lg_alone(special[0].as_node)}: as_node={special[0].as_node!r} must be the "
+            f"only update of its superstep{where}, "
             f"which has {len(updates)}: it {_does(special[0].as_node)}. Give it a superstep "
             "of its own."
         )
@@ -91,6 +96,15 @@ def _parse(updates: tuple[StateUpdate, ...], nodes: Collection[str], where: str)
 def _special(update: StateUpdate) -> bool:
     # END with values is not the "finish the step" update: it is refused as a node.
     return update.as_node in (INPUT, COPY) or (update.as_node == END and update.values is None)
+
+
+def _lg_alone(as_node: Any) -> str:
+    """LangGraph's text for a special update that shares its superstep (kept first)."""
+    if as_node == INPUT:
+        return "Cannot apply multiple updates when updating as input"
+    if as_node == COPY:
+        return "Cannot copy checkpoint with multiple updates"
+    return "Cannot apply multiple updates when clearing state"
 
 
 def _does(as_node: Any) -> str:
@@ -143,7 +157,7 @@ def _check_nodes(updates: tuple[StateUpdate, ...], nodes: Collection[str], where
         name = update.as_node
         if name is None and len(updates) > 1:
             raise InvalidUpdateError(
-                f"as_node is required when a superstep has several updates{where}: "
+                f"as_node is required when applying multiple updates{where}: "
                 f"name the node that writes {update.values!r}"
             )
         if name is not None and name not in nodes:
@@ -159,6 +173,6 @@ def _unknown(name: str, nodes: Collection[str], where: str) -> str:
         )
     known = ", ".join(repr(n) for n in nodes)
     return (
-        f"Node {name!r} does not exist{where}: as_node names one of the graph's nodes "
-        f"({known}), or is {INPUT!r}, {COPY!r} or END"
+        f"Node {name} does not exist{where}: as_node={name!r} must name one of the graph's "
+        f"nodes ({known}), or be {INPUT!r}, {COPY!r} or END"
     )

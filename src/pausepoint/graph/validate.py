@@ -65,6 +65,21 @@ def check_store(store: Any) -> None:
         )
 
 
+def check_cache(where: str, value: Any) -> None:
+    """Refuse node caching (``cache=``, ``cache_policy=``): pausepoint has no cache yet.
+
+    Accepting and ignoring it would silently re-run a node its author meant to cache
+    (a paid model call, a slow query).
+    """
+    if value is not None:
+        raise NotImplementedError(
+            f"{where} is not supported: pausepoint does not cache node or task results "
+            f"yet (got {type(value).__name__}). Remove it (each run then executes the "
+            "node), or cache inside the function (functools.lru_cache); see "
+            "'Not supported' in docs/differences.md."
+        )
+
+
 def collect_problems(graph: StateGraph, interrupt_nodes: Sequence[str]) -> None:
     """Raise :class:`GraphValidationError` listing every problem found, if any."""
     problems = [

@@ -19,6 +19,7 @@ from pausepoint.errors import (
     CheckpointerRequiredError,
     EmptyInputError,
     InvalidCommandError,
+    InvalidUpdateError,
     NothingToResumeError,
 )
 from pausepoint.loop import emit as out
@@ -72,7 +73,7 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     if inp is None or isinstance(inp, Command):
         if not has_state:
             raise EmptyInputError(
-                "Received no input: the thread has no checkpoint to continue from. "
+                "Received no input for __start__: the thread has no checkpoint to continue from. "
                 "Pass the graph's input (a dict of state values) to start a run."
             )
         run.resuming = True
@@ -315,12 +316,15 @@ def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
     """New input: tasks left pending are dropped, the input applied and checkpointed."""
     if (
         not isinstance(inp, dict)
-        and run.spec.input.kind == "typeddict"
+        and run.spec.input.kind in ("typeddict", "pydantic", "dataclass")
         and not hasattr(type(inp), "model_fields")  # pyright: ignore[reportUnknownArgumentType]
         and not dataclasses.is_dataclass(inp)
     ):
         kind: Any = type(inp)  # pyright: ignore[reportUnknownVariableType]
-        raise TypeError(f"Expected the graph input to be a dict, got {kind.__name__}")
+        raise InvalidUpdateError(
+            f"Expected dict, got {inp}: the graph input is a dict of state values (got an "
+            f"object of type {kind.__name__})"
+        )
     discard = (
         prepare_tasks(run.spec, run.checkpoint, run.channels, run.step, run.cfg.checkpoint_ns)
         if run.checkpoint["channel_versions"]  # a new thread has no pending tasks

@@ -20,6 +20,7 @@ from pausepoint.graph.schema import update_as_pairs
 from pausepoint.loop.effects import NO_KWARGS, Call
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 from pausepoint.loop.tasks import UNREAD, Task, read_values, task_input
+from pausepoint.runtime import get_runtime
 from pausepoint.types import Command, Send
 
 __all__ = ["Body", "command_from_below", "input_writes", "node_body", "result_writes"]
@@ -55,6 +56,8 @@ def node_body(
     for branch in node.branches:
         state = fresh_state(spec, node, channels, writes, task.steps_left)
         kwargs = {"config": config()} if branch.accepts_config else {}
+        if branch.accepts_runtime:
+            kwargs["runtime"] = get_runtime()
         dest = yield Call(
             branch.path, branch.path if branch.path_is_async else None, (state,), kwargs
         )
@@ -90,6 +93,8 @@ def _node_call(
     if "previous" in node.inject:
         saved = channels.get(PREVIOUS)
         kwargs["previous"] = saved.get() if saved is not None and saved.is_available() else None
+    if "runtime" in node.inject:
+        kwargs["runtime"] = get_runtime()
     return Call(fn, fn if node.is_async else None, (value,), kwargs)
 
 
@@ -122,7 +127,7 @@ def _value_writes(spec: GraphSpec, node: NodeProc, result: Any) -> Writes:
         and not _is_schema_object(result)
     ):
         raise InvalidUpdateError(
-            f"Expected dict, got {result!r}: node {node.name!r} must return a dict "
+            f"Expected dict, got {result}: node {node.name!r} must return a dict "
             "of state updates, None, or a Command"
         )
     return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_key_set]

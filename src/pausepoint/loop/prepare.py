@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.constants import PREVIOUS
 from pausepoint.loop.calls import CallRequest, CallSite
 from pausepoint.loop.fork import take_afresh
 from pausepoint.loop.namespaces import unsaved_answer
 from pausepoint.loop.node import Body, node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
+from pausepoint.runtime import ExecutionInfo, Runtime, wall_clock
 from pausepoint.scratchpad import NestInfo, TaskContext
 from pausepoint.types import RetryPolicy
 
@@ -103,13 +105,15 @@ class ExecTask(TaskContext):
     attempt cost ~2 % of a one-node superstep.)
     """
 
-    __slots__ = ("frame", "retry", "task")
+    __slots__ = ("attempt", "first_attempt_time", "frame", "retry", "task")
 
     def __init__(self, frame: StepFrame, task: Task, saved_resume: list[Any]) -> None:
         super().__init__(task.name, task.id, task.ns, None, frame.writer, resume=saved_resume)
         self.frame = frame
         self.task = task
         self.retry: tuple[RetryPolicy, ...] = task.node.retry
+        self.attempt = 0
+        self.first_attempt_time: float | None = None
 
     def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
         """The answer this question has though no record holds it, or None.
@@ -129,7 +133,32 @@ class ExecTask(TaskContext):
         """The context of a new attempt, given the driver's way to start ``@task`` calls."""
         self.spawn = spawn
         self._scratchpad = None  # counters from zero, answers as saved
+        self.attempt += 1
+        if self.attempt == 1:
+            self.first_attempt_time = wall_clock()
+        else:  # the runtime tells its attempt number: a new one
+            self._runtime = None
         return self
+
+    def _make_runtime(self) -> Runtime[Any]:
+        run = self.frame.run
+        run_id = run.cfg.raw.get("run_id")
+        saved = self.frame.channels.get(PREVIOUS)
+        info = ExecutionInfo(
+            checkpoint_id=self.frame.checkpoint_id,
+            checkpoint_ns=self.task.ns,
+            task_id=self.task.id,
+            thread_id=run.cfg.thread_id,
+            run_id=None if run_id is None else str(run_id),
+            node_attempt=self.attempt,
+            node_first_attempt_time=self.first_attempt_time,
+        )
+        return Runtime(
+            context=run.opts.context,
+            stream_writer=self.frame.writer,
+            previous=saved.get() if saved is not None and saved.is_available() else None,
+            execution_info=info,
+        )
 
     def _make_config(self) -> RunnableConfig:
         return task_config(self.frame.run, self.task, self.frame.step)

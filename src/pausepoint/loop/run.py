@@ -90,8 +90,8 @@ class RunOptions:
     saver: Any
     output_keys: tuple[str, ...] | None = None
     """Keys ``values``/``updates`` report (default: the output schema's)."""
-    lease: RunLease | None = None
-    """The thread lease a root run takes (a saver with leases): single-writer threads."""
+    lease: RunLease | None = None  # a root run's thread lease (single-writer threads)
+    context: Any = None  # ``invoke(context=...)``: what ``Runtime.context`` is (not saved)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

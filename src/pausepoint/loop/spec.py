@@ -28,6 +28,7 @@ class Branch:
     path_is_async: bool
     path_map: Mapping[Hashable, str] | None
     accepts_config: bool
+    accepts_runtime: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,7 +52,7 @@ class NodeProc:
     input_channel: str | None = None
     """Read this one channel's value as the input (an entrypoint reads ``__start__``)."""
     inject: frozenset[str] = frozenset()
-    """Keyword arguments to pass: ``config``, ``writer``, ``previous``."""
+    """Keyword arguments to pass: ``config``, ``writer``, ``previous``, ``runtime``."""
     returns: tuple[str, str] | None = None
     """Write the return value to these ``(output, saved)`` channels (an entrypoint)."""
     calls_graph: Any | None = None
