@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pausepoint.checkpoint._dialect import (
     MIGRATIONS,
@@ -36,8 +36,8 @@ from pausepoint.checkpoint._dialect import (
     drive,
     setup_flow,
 )
+from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint.base import (
-    CHECKPOINT_FORMAT,
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
@@ -111,7 +111,6 @@ _WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORD
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
     AND w.checkpoint_id = c.checkpoint_id"""
 """PostgreSQL: a checkpoint's pending writes as four arrays (NULL when it has none)."""
-_CHECKPOINT_KEYS = frozenset({"v", "id", "channel_values", "channel_versions", "versions_seen"})
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -159,18 +158,6 @@ def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     }
 
 
-def _check_checkpoint(checkpoint: Any, thread: str, cid: str) -> None:
-    where = f"checkpoint {cid!r} of thread {thread!r}"
-    if not isinstance(checkpoint, dict) or not checkpoint.keys() >= _CHECKPOINT_KEYS:
-        raise CheckpointDecodeError(f"{where} is not a checkpoint record; the row is corrupt")
-    version: Any = cast(dict[str, Any], checkpoint)["v"]
-    if type(version) is not int or version > CHECKPOINT_FORMAT:
-        raise CheckpointDecodeError(
-            f"{where} has format version {version!r}, but this pausepoint reads versions up "
-            f"to {CHECKPOINT_FORMAT}; upgrade pausepoint to read it"
-        )
-
-
 def _decoded(row: Row, decode: Callable[[], T]) -> T:
     """``decode()``, any failure to decode the row raised as ``CheckpointDecodeError``.
 
@@ -204,8 +191,9 @@ def _tuple_of_row(
 ) -> CheckpointTuple:
     thread, ns, cid, parent_id, type_, blob = row[:6]
     checkpoint = codec.load(type_, blob)
-    _check_checkpoint(checkpoint, thread, cid)
+    check_checkpoint(checkpoint, cid)
     pending = [PendingWrite(w[0], w[1], codec.load(w[2], w[3])) for w in writes]
+    check_writes(pending)
     return CheckpointTuple(
         config=_config(thread, ns, cid),
         checkpoint=checkpoint,  # type: ignore[arg-type]
@@ -253,7 +241,18 @@ def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTupl
         writes: Rows = list(zip(tasks, channels, types, values, strict=True)) if tasks else []
     else:
         writes = yield _writes_of(dialect, row)
-    return _to_tuple(row, writes, codec, _decoded(row, lambda: codec.load_metadata(row[6])))
+    return _to_tuple(row, writes, codec, _metadata_of(row, codec))
+
+
+def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
+    """The row's metadata, decoded and checked (errors name the row)."""
+
+    def load() -> dict[str, Any]:
+        metadata = codec.load_metadata(row[6])
+        check_metadata(metadata)
+        return metadata
+
+    return _decoded(row, load)
 
 
 def _filter_sql(
@@ -313,7 +312,7 @@ def list_flow(
     for row in rows:
         if limit is not None and len(out) >= limit:
             break
-        metadata = _decoded(row, lambda: codec.load_metadata(row[6]))  # noqa: B023
+        metadata = _metadata_of(row, codec)
         if filter and any(metadata.get(k) != v for k, v in filter.items()):
             continue
         writes = yield _writes_of(dialect, row)
