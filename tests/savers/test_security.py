@@ -153,9 +153,9 @@ def test_unknown_type_at_write_leaves_previous_checkpoint_intact(
         pass
 
     bad = make_checkpoint({"good": 1, "bad": {"deep": [Opaque()]}})
-    with pytest.raises(SerializationError, match=r"checkpoint\['channel_values'\]\['bad'\]"):
+    with pytest.raises(SerializationError, match=r"state key 'bad', at \['deep'\]\[0\]"):
         saver.put(config, bad, make_metadata(1), {})  # type: ignore[arg-type]
-    with pytest.raises(SerializationError, match="channel 'b' of task 'task-2'"):
+    with pytest.raises(SerializationError, match="key 'b' as returned by task 'task-2'"):
         saver.put_writes(config, [("a", 1), ("b", Opaque())], "task-2")  # type: ignore[arg-type]
     latest = saver.get_tuple({"configurable": {"thread_id": "t"}})
     assert latest is not None

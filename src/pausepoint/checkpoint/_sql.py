@@ -36,6 +36,7 @@ from pausepoint.checkpoint._dialect import (
     drive,
     setup_flow,
 )
+from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint.base import (
     Checkpoint,
@@ -347,7 +348,11 @@ def put_params(
 ) -> Row:
     """The parameters of a checkpoint's row (``PUT_ROW``), its values encoded."""
     thread, ns, parent_id = config_keys(config)
-    type_, blob = codec.dump(checkpoint, "checkpoint")
+    try:
+        type_, blob = codec.dump(checkpoint, "checkpoint")
+    except SerializationError as exc:
+        values = checkpoint["channel_values"]
+        raise explain_checkpoint(values, codec.dump, exc) from None
     meta = codec.dump_metadata(metadata)
     if dialect.name == "postgres" and "\\u0000" in meta:
         raise SerializationError(
@@ -392,7 +397,7 @@ def _write_rows(
     rows: dict[int, Row] = {}
     for n, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, n)
-        type_, blob = codec.dump(value, f"the write to channel {channel!r} of task {task_id!r}")
+        type_, blob = codec.dump(value, write_label(channel, value, task_id, task_path))
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     return list(rows.values())
 
