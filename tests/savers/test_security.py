@@ -178,3 +178,9 @@ def test_sqlite_file_from_a_newer_pausepoint_is_refused(tmp_path: Path) -> None:
 def test_base64_payloads_stay_bytes() -> None:
     raw = base64.b64encode(b"\x00import os")
     assert Serializer().loads(b'{"__pp__":"bytes","v":"%s"}' % raw) == b"\x00import os"
+
+
+def test_deep_nesting_is_a_clear_decode_error() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(CheckpointDecodeError, match="nested too deeply"):
+        Serializer().loads(deep)

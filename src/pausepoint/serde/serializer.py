@@ -264,6 +264,11 @@ class Serializer:
             return value
         except CheckpointDecodeError as exc:
             raise CheckpointDecodeError(f"cannot decode a stored value: {exc}") from None
+        except (RecursionError, MemoryError) as exc:  # crafted nesting or size
+            raise CheckpointDecodeError(
+                f"cannot decode a stored value: it is nested too deeply or too large to "
+                f"decode ({type(exc).__name__}); nothing was built from it"
+            ) from None
         except Exception as exc:  # any failure inside a crafted payload is a decode error
             raise CheckpointDecodeError(
                 f"cannot decode a stored value: {type(exc).__name__}: {exc}; the row is "
