@@ -57,10 +57,10 @@ def test_an_int_too_long_to_write_names_its_place_and_writes_nothing(saver: Any)
     graph = _graph(saver)
     graph.invoke({"x": 1}, {"configurable": {"thread_id": "ok"}})
     before = _stored(saver)
-    with pytest.raises(SerializationError, match=r"\['x'\] cannot be stored: Exceeds the limit"):
+    with pytest.raises(SerializationError, match=r"'x'.* cannot be stored: Exceeds the limit"):
         graph.invoke({"x": 10**5000}, {"configurable": {"thread_id": "big"}})
     assert _stored(saver) == before
-    with pytest.raises(SerializationError, match=r"\['x'\]"):
+    with pytest.raises(SerializationError, match=r"'x'"):
         graph.invoke({"x": [1, {"deep": 10**5000}]}, {"configurable": {"thread_id": "ok"}})
     assert _stored(saver) == before
 

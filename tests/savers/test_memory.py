@@ -61,7 +61,7 @@ def test_mutable_values_are_copied_and_unknown_types_refused() -> None:
     got = saver.get_tuple(config)
     assert got is not None
     assert got.checkpoint["channel_values"]["items"] == [1, 2]
-    with pytest.raises(SerializationError, match="write to 'x'"):
+    with pytest.raises(SerializationError, match="key 'x' as returned by task 'task-1'"):
         saver.put_writes(config, [("x", object())], "task-1")
     after = saver.get_tuple(config)
     assert after is not None

@@ -72,7 +72,7 @@ def test_bad_values_fail_before_anything_is_written(pg_url: str, pg_kwargs: dict
         saver = PostgresSaver(conn)
         saver.setup()
         config = saver.put(CONFIG, make_checkpoint(), make_metadata(0), {})
-        with pytest.raises(SerializationError, match="channel 'b'"):
+        with pytest.raises(SerializationError, match="key 'b' as returned by task 'task-1'"):
             saver.put_writes(config, [("a", 1), ("b", object())], "task-1")
         with pytest.raises(SerializationError, match="NUL"):
             saver.put(CONFIG, make_checkpoint(), make_metadata(1, user="a\x00b"), {})

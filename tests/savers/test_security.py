@@ -153,9 +153,9 @@ def test_unknown_type_at_write_leaves_previous_checkpoint_intact(
         pass
 
     bad = make_checkpoint({"good": 1, "bad": {"deep": [Opaque()]}})
-    with pytest.raises(SerializationError, match=r"checkpoint\['channel_values'\]\['bad'\]"):
+    with pytest.raises(SerializationError, match=r"state key 'bad', at \['deep'\]\[0\]"):
         saver.put(config, bad, make_metadata(1), {})  # type: ignore[arg-type]
-    with pytest.raises(SerializationError, match="channel 'b' of task 'task-2'"):
+    with pytest.raises(SerializationError, match="key 'b' as returned by task 'task-2'"):
         saver.put_writes(config, [("a", 1), ("b", Opaque())], "task-2")  # type: ignore[arg-type]
     latest = saver.get_tuple({"configurable": {"thread_id": "t"}})
     assert latest is not None
@@ -178,3 +178,9 @@ def test_sqlite_file_from_a_newer_pausepoint_is_refused(tmp_path: Path) -> None:
 def test_base64_payloads_stay_bytes() -> None:
     raw = base64.b64encode(b"\x00import os")
     assert Serializer().loads(b'{"__pp__":"bytes","v":"%s"}' % raw) == b"\x00import os"
+
+
+def test_deep_nesting_is_a_clear_decode_error() -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(CheckpointDecodeError, match="nested too deeply"):
+        Serializer().loads(deep)

@@ -200,7 +200,7 @@ def test_unknown_type_fails_at_write_naming_the_path() -> None:
     with pytest.raises(SerializationError) as info:
         SER.dumps(value, label="channel 'state'")
     text = str(info.value)
-    assert "channel 'state'['messages'][1]['body']" in text
+    assert "channel 'state', at ['messages'][1]['body']" in text
     assert "Opaque" in text
     assert "allowed_types" in text
 
@@ -212,7 +212,7 @@ def test_unregistered_dataclass_and_subclass_fail_at_write() -> None:
 
     with pytest.raises(SerializationError, match="Other"):
         Serializer().dumps([Other(1)])
-    with pytest.raises(SerializationError, match=r"value\.right: .*Point"):
+    with pytest.raises(SerializationError, match=r"value, at \.right: .*Point"):
         Serializer(allowed_types=[Pair]).dumps(Pair(1, Point(1)))  # Point not allowed here
 
     @dataclasses.dataclass(frozen=True, slots=True)

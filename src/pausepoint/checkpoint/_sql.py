@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pausepoint.checkpoint._dialect import (
     MIGRATIONS,
@@ -36,8 +36,9 @@ from pausepoint.checkpoint._dialect import (
     drive,
     setup_flow,
 )
+from pausepoint.checkpoint._labels import explain_checkpoint, write_label
+from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint.base import (
-    CHECKPOINT_FORMAT,
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
@@ -111,7 +112,6 @@ _WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORD
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
     AND w.checkpoint_id = c.checkpoint_id"""
 """PostgreSQL: a checkpoint's pending writes as four arrays (NULL when it has none)."""
-_CHECKPOINT_KEYS = frozenset({"v", "id", "channel_values", "channel_versions", "versions_seen"})
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -159,18 +159,6 @@ def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     }
 
 
-def _check_checkpoint(checkpoint: Any, thread: str, cid: str) -> None:
-    where = f"checkpoint {cid!r} of thread {thread!r}"
-    if not isinstance(checkpoint, dict) or not checkpoint.keys() >= _CHECKPOINT_KEYS:
-        raise CheckpointDecodeError(f"{where} is not a checkpoint record; the row is corrupt")
-    version: Any = cast(dict[str, Any], checkpoint)["v"]
-    if type(version) is not int or version > CHECKPOINT_FORMAT:
-        raise CheckpointDecodeError(
-            f"{where} has format version {version!r}, but this pausepoint reads versions up "
-            f"to {CHECKPOINT_FORMAT}; upgrade pausepoint to read it"
-        )
-
-
 def _decoded(row: Row, decode: Callable[[], T]) -> T:
     """``decode()``, any failure to decode the row raised as ``CheckpointDecodeError``.
 
@@ -204,8 +192,9 @@ def _tuple_of_row(
 ) -> CheckpointTuple:
     thread, ns, cid, parent_id, type_, blob = row[:6]
     checkpoint = codec.load(type_, blob)
-    _check_checkpoint(checkpoint, thread, cid)
+    check_checkpoint(checkpoint, cid)
     pending = [PendingWrite(w[0], w[1], codec.load(w[2], w[3])) for w in writes]
+    check_writes(pending)
     return CheckpointTuple(
         config=_config(thread, ns, cid),
         checkpoint=checkpoint,  # type: ignore[arg-type]
@@ -253,7 +242,18 @@ def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTupl
         writes: Rows = list(zip(tasks, channels, types, values, strict=True)) if tasks else []
     else:
         writes = yield _writes_of(dialect, row)
-    return _to_tuple(row, writes, codec, _decoded(row, lambda: codec.load_metadata(row[6])))
+    return _to_tuple(row, writes, codec, _metadata_of(row, codec))
+
+
+def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
+    """The row's metadata, decoded and checked (errors name the row)."""
+
+    def load() -> dict[str, Any]:
+        metadata = codec.load_metadata(row[6])
+        check_metadata(metadata)
+        return metadata
+
+    return _decoded(row, load)
 
 
 def _filter_sql(
@@ -313,7 +313,7 @@ def list_flow(
     for row in rows:
         if limit is not None and len(out) >= limit:
             break
-        metadata = _decoded(row, lambda: codec.load_metadata(row[6]))  # noqa: B023
+        metadata = _metadata_of(row, codec)
         if filter and any(metadata.get(k) != v for k, v in filter.items()):
             continue
         writes = yield _writes_of(dialect, row)
@@ -348,7 +348,11 @@ def put_params(
 ) -> Row:
     """The parameters of a checkpoint's row (``PUT_ROW``), its values encoded."""
     thread, ns, parent_id = config_keys(config)
-    type_, blob = codec.dump(checkpoint, "checkpoint")
+    try:
+        type_, blob = codec.dump(checkpoint, "checkpoint")
+    except SerializationError as exc:
+        values = checkpoint["channel_values"]
+        raise explain_checkpoint(values, codec.dump, exc) from None
     meta = codec.dump_metadata(metadata)
     if dialect.name == "postgres" and "\\u0000" in meta:
         raise SerializationError(
@@ -393,7 +397,7 @@ def _write_rows(
     rows: dict[int, Row] = {}
     for n, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, n)
-        type_, blob = codec.dump(value, f"the write to channel {channel!r} of task {task_id!r}")
+        type_, blob = codec.dump(value, write_label(channel, value, task_id, task_path))
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     return list(rows.values())
 

@@ -35,6 +35,7 @@ from pausepoint.checkpoint._kept import (
     is_frozen_interrupt,
     plain_metadata,
 )
+from pausepoint.checkpoint._labels import channel_label, write_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
@@ -228,7 +229,7 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, parent_id = config_keys(config)
         frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
         for task in writes:
-            frozen.append((task, self._frozen_writes(task.writes)))
+            frozen.append((task, self._frozen_writes(task.writes, task.task_id, task.task_path)))
         if frozen and parent_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.get(thread) or Recent()  # left in place if encoding fails
@@ -300,7 +301,7 @@ class InMemorySaver(BaseCheckpointSaver):
         """
         checkpoint, metadata, _ = second
         for task in writes:
-            self._frozen_writes(task.writes)
+            self._frozen_writes(task.writes, task.task_id, task.task_path)
         self._keep_values(checkpoint["channel_values"], checkpoint["channel_versions"], None)
         if plain_metadata(metadata) is None:
             self.serde.dumps(metadata, label="metadata")
@@ -339,7 +340,7 @@ class InMemorySaver(BaseCheckpointSaver):
             elif type(value) is list:
                 entry = self._list_entry(chan, value, version, hit)  # pyright: ignore[reportUnknownArgumentType]
             else:
-                entry = (value, version, self.serde.dumps(value, label=f"channel {chan!r}"), None)  # pyright: ignore[reportUnknownVariableType]
+                entry = (value, version, self.serde.dumps(value, label=channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
             encoded[chan] = entry
             kept.append(entry[2])
         return kept, encoded
@@ -358,7 +359,7 @@ class InMemorySaver(BaseCheckpointSaver):
         ~750 µs (benchmarks/' list-10000/memory).
         """
         dumps = self.serde.dumps
-        label = f"channel {chan!r}"
+        label = channel_label(chan)
         before = hit[3] if hit is not None else None
         if before is not None and len(value) >= len(before) and all(map(is_, value, before)):
             assert hit is not None
@@ -432,7 +433,7 @@ class InMemorySaver(BaseCheckpointSaver):
         # stand for them in the key (dicts cannot be hashed).
         return share((_SEEN_MAP, packed[0], *map(id, out)), packed)
 
-    def _freeze(self, channel: str, value: Any) -> Any:
+    def _freeze(self, channel: str, value: Any, task_id: str, task_path: str) -> Any:
         """What a write keeps: the value itself if immutable, else its encoding."""
         if is_frozen(value):
             return value
@@ -441,7 +442,7 @@ class InMemorySaver(BaseCheckpointSaver):
         if type(value) is tuple and value and all(is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             found: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
             return Interrupts((i.value, i.id) for i in found)
-        return self.serde.dumps(value, label=f"write to {channel!r}")
+        return self.serde.dumps(value, label=write_label(channel, value, task_id, task_path))
 
     def _metadata(self, kept: Meta) -> CheckpointMetadata:
         """The metadata a kept form stands for, as a new dict."""
@@ -479,7 +480,7 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        copied = self._frozen_writes(writes)
+        copied = self._frozen_writes(writes, task_id, task_path)
         with self._lock:
             if lease is not None:
                 self._leases.fence(thread, lease, self.lease_clock())
@@ -491,11 +492,16 @@ class InMemorySaver(BaseCheckpointSaver):
             if release:
                 self._leases.drop(thread)  # fenced above: the owner's own
 
-    def _frozen_writes(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    def _frozen_writes(
+        self, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> list[tuple[str, Any]]:
         freeze, plain = self._freeze, FROZEN
         # An immutable value (most writes: a number, a name, an edge's None) is kept
         # as it is without a call to _freeze.
-        return [(ch, v) if type(v) in plain else (ch, freeze(ch, v)) for ch, v in writes]
+        return [
+            (ch, v) if type(v) in plain else (ch, freeze(ch, v, task_id, task_path))
+            for ch, v in writes
+        ]
 
     @staticmethod
     def _parent_of_writes(

@@ -12,12 +12,13 @@ method (``list`` or ``alist``) yields them: each becomes a snapshot with
 from __future__ import annotations
 
 import warnings
-from collections.abc import Generator, Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import NULL_TASK_ID, RESUME
+from pausepoint.errors import CheckpointDecodeError, PausepointError
 from pausepoint.loop.effects import LoadCheckpoint
 from pausepoint.loop.namespaces import stateful_ns
 from pausepoint.loop.snapshot import build_snapshot, keeps_state, snapshot_tasks, subgraph_config
@@ -26,6 +27,8 @@ from pausepoint.loop.writes import rejected_writes
 from pausepoint.types import StateSnapshot
 
 __all__ = ["history_snapshot", "read_state", "showable"]
+
+T = TypeVar("T")
 
 
 def read_state(
@@ -43,14 +46,16 @@ def read_state(
     saved: CheckpointTuple | None = yield LoadCheckpoint(config)
     if saved is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
-    shown = showable(spec, saved)
-    subs = _subgraph_tasks(spec, shown)
+    shown = _readable(saved, lambda: showable(spec, saved))
+    subs = _readable(saved, lambda: _subgraph_tasks(spec, shown))
     states: dict[str, Any] = {tid: cfg for tid, (_, cfg) in subs.items()}
     if subgraphs:
         for tid, (sub, cfg) in subs.items():
             states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True)
     apply = "checkpoint_id" not in (config.get("configurable") or {})
-    return build_snapshot(spec, shown, apply_pending=apply, task_states=states)
+    return _readable(
+        saved, lambda: build_snapshot(spec, shown, apply_pending=apply, task_states=states)
+    )
 
 
 def history_snapshot(spec: GraphSpec, saved: CheckpointTuple) -> StateSnapshot:
@@ -60,9 +65,35 @@ def history_snapshot(spec: GraphSpec, saved: CheckpointTuple) -> StateSnapshot:
     raised at it, so ``next(s for s in history if s.interrupts)`` finds where a
     question was asked.
     """
-    shown = showable(spec, saved)
-    states = {tid: cfg for tid, (_, cfg) in _subgraph_tasks(spec, shown).items()}
-    return build_snapshot(spec, shown, apply_pending=False, task_states=states)
+
+    def build() -> StateSnapshot:
+        shown = showable(spec, saved)
+        states = {tid: cfg for tid, (_, cfg) in _subgraph_tasks(spec, shown).items()}
+        return build_snapshot(spec, shown, apply_pending=False, task_states=states)
+
+    return _readable(saved, build)
+
+
+def _readable(saved: CheckpointTuple, make: Callable[[], T]) -> T:
+    """``make()``, a stored value the graph cannot take raised as ``CheckpointDecodeError``.
+
+    A row can decode and have the checkpoint structure yet hold values this graph
+    cannot use (``None`` where a reducer folds lists, a ``Send`` channel holding a
+    string): building the snapshot then fails inside a channel. Nothing here runs
+    the user's nodes, so such a failure is the stored data's, and the error names
+    the checkpoint instead of surfacing as a raw ``TypeError`` from deep inside.
+    """
+    try:
+        return make()
+    except PausepointError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        conf = saved.config.get("configurable") or {}
+        raise CheckpointDecodeError(
+            f"checkpoint {conf.get('checkpoint_id')!r} of thread {conf.get('thread_id')!r} "
+            f"holds values this graph cannot read ({type(exc).__name__}: {exc}); the row "
+            "is corrupt, or was written by a different graph"
+        ) from exc
 
 
 def showable(spec: GraphSpec, saved: CheckpointTuple) -> CheckpointTuple:

@@ -141,13 +141,21 @@ def _class_value(registry: TypeRegistry, kind: str, payload: Any) -> Any:
     name, data = payload
     codec = registry.for_name(name) if isinstance(name, str) else None
     if codec is None or codec.kind != kind:
-        known = ", ".join(registry.names()) or "none"
-        raise CheckpointDecodeError(
-            f"the stored value names {kind} type {name!r}, which is not in this "
-            f"serializer's allowlist (registered: {known}); nothing was imported or run. "
-            "If the type is yours, register it with Serializer(allowed_types=[...])"
-        )
+        raise _not_allowed(registry, kind, name)
     return _build(codec, data)
+
+
+def _not_allowed(registry: TypeRegistry, kind: str, name: Any) -> CheckpointDecodeError:
+    """The error for a stored class name the allowlist lacks, with the call that fixes it."""
+    known = ", ".join(registry.names()) or "none"
+    cls = name.rpartition(".")[2] if isinstance(name, str) else "YourClass"
+    return CheckpointDecodeError(
+        f"the stored value names {kind} type {name!r}, which is not in this serializer's "
+        f"allowlist (registered: {known}); nothing was imported or run. If it is your "
+        f"class {cls}, register it under the stored name on the saver's serializer before "
+        f"reading: saver.serde.register({cls}, name={name!r}) (or declare it in the "
+        "graph's state schema and compile the graph with this saver)"
+    )
 
 
 def make_object_hook(registry: TypeRegistry) -> Callable[[dict[str, Any]], Any]:

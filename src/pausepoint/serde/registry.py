@@ -13,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import keyword
 import sys
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Literal
 
 from pausepoint.serde import messages
 
-__all__ = ["ClassCodec", "Kind", "TypeRegistry", "type_name"]
+__all__ = ["ClassCodec", "Kind", "TypeRegistry", "stable_name", "type_name"]
 
 Kind = Literal["enum", "dataclass", "namedtuple", "pydantic"]
 
@@ -28,6 +30,37 @@ Kind = Literal["enum", "dataclass", "namedtuple", "pydantic"]
 def type_name(cls: type) -> str:
     """Return the default stable name of a class: ``module.QualName``."""
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _main_module() -> str | None:
+    """The name other processes import the ``__main__`` module by, if there is one.
+
+    ``python -m app.flows`` runs ``app.flows`` (its spec says so); ``python app.py``
+    runs the file that ``import app`` finds when its directory is on the path (as
+    ``pausepoint threads --graph app:builder`` run there arranges). A REPL or a
+    notebook has no such name.
+    """
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    name: str | None = getattr(spec, "name", None)
+    if name and name != "__main__":
+        return name.removesuffix(".__main__")
+    file: str | None = getattr(main, "__file__", None)
+    stem = Path(file).stem if file else ""
+    return stem if stem.isidentifier() and not keyword.iskeyword(stem) else None
+
+
+def stable_name(cls: type) -> str:
+    """The name a class is stored under by default: ``module.QualName``.
+
+    A class defined in a script run as ``python app.py`` has the module
+    ``__main__``, a name no other process can resolve (there, the same class is
+    ``app.Incident``): it is stored under its importable name instead, so the process
+    that imports the script reads what the script wrote, and the other way round.
+    """
+    if cls.__module__ == "__main__" and (module := _main_module()) is not None:
+        return f"{module}.{cls.__qualname__}"
+    return type_name(cls)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -129,18 +162,20 @@ class TypeRegistry:
                 "NamedTuples and Pydantic v2 models can be registered; convert other "
                 "values to one of these or to plain data before storing them"
             )
-        name = name or messages.known_name(cls) or type_name(cls)
+        name = name or messages.known_name(cls) or stable_name(cls)
         codec = ClassCodec(cls, name, kind, _fields_of(cls, kind), _defaults_of(cls, kind))
         with self._lock:
             taken = self._by_name.get(codec.name)
             # A class defined again under the same name (a re-run notebook cell, a
             # reloaded module) replaces the old one; a different class may not.
-            if taken is not None and type_name(taken.cls) != type_name(cls):
+            # A script's class and the same class imported from the script
+            # (``__main__.Incident``, ``app.Incident``) share a name: both stay writable.
+            if taken is not None and stable_name(taken.cls) != stable_name(cls):
                 raise TypeError(
                     f"cannot register {type_name(cls)!r} as {codec.name!r}: that name is "
                     f"already used by {type_name(taken.cls)!r}; pass register(cls, name=...)"
                 )
-            if taken is not None:
+            if taken is not None and taken.cls.__module__ == cls.__module__:
                 self._by_type.pop(taken.cls, None)
             self._by_type[cls] = codec
             self._by_name[codec.name] = codec
@@ -166,7 +201,20 @@ class TypeRegistry:
         codec = self._by_name.get(name)
         if codec is None and (cls := messages.message_class(name)) is not None:
             codec = self.register(cls)
+        if codec is None and name.startswith("__main__."):
+            codec = self._script_class(name.removeprefix("__main__."))
         return codec
+
+    def _script_class(self, qualname: str) -> ClassCodec | None:
+        """The one registered class of that qualified name, for a ``__main__.X`` payload.
+
+        Rows written before script classes got importable names (see
+        :func:`stable_name`) name them ``__main__.X``; such a row is read with the
+        registered class whose name ends in ``.X`` when exactly one does. Only
+        registered classes are considered, so the allowlist still decides.
+        """
+        found = {c.name: c for c in self._by_name.values() if c.name.endswith(f".{qualname}")}
+        return next(iter(found.values())) if len(found) == 1 else None
 
     def names(self) -> list[str]:
         """Every registered name, sorted (for error messages)."""

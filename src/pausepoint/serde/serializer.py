@@ -178,12 +178,16 @@ class Serializer:
         found = self._encoder.locate(obj)
         path, bad = found if found is not None else ("", obj)
         bad_type: type[Any] = type(bad)  # pyright: ignore[reportUnknownVariableType]
-        name = type_name(bad_type)
+        name, cls = type_name(bad_type), bad_type.__qualname__
+        at = f", at {path}" if path else ""
         return SerializationError(
-            f"cannot serialize {label}{path}: values of type {name!r} are not supported, "
+            f"cannot serialize {label}{at}: values of type {name!r} are not supported, "
             "so nothing was written. If it is an Enum, dataclass, NamedTuple or Pydantic "
-            f"model, allow it with Serializer(allowed_types=[{bad_type.__qualname__}]); "
-            "otherwise convert it to built-in data (dict, list, str, ...) before storing it"
+            "model, declare it in the graph's state schema (compile() allows the types a "
+            "schema declares) or register it on the saver's serializer before running the "
+            f"graph: saver.serde.register({cls}) (or pass serde=Serializer(allowed_types="
+            f"[{cls}]) to the saver); otherwise convert it to built-in data (dict, list, "
+            "str, ...) before storing it"
         )
 
     def dumps(self, obj: Any, *, label: str = "value") -> bytes:
@@ -260,6 +264,11 @@ class Serializer:
             return value
         except CheckpointDecodeError as exc:
             raise CheckpointDecodeError(f"cannot decode a stored value: {exc}") from None
+        except (RecursionError, MemoryError) as exc:  # crafted nesting or size
+            raise CheckpointDecodeError(
+                f"cannot decode a stored value: it is nested too deeply or too large to "
+                f"decode ({type(exc).__name__}); nothing was built from it"
+            ) from None
         except Exception as exc:  # any failure inside a crafted payload is a decode error
             raise CheckpointDecodeError(
                 f"cannot decode a stored value: {type(exc).__name__}: {exc}; the row is "

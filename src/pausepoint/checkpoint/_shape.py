@@ -1,0 +1,122 @@
+"""Checks that a decoded row has the structure the engine relies on.
+
+Decoding proves a row is well-formed JSON of known types; it does not prove that a
+checkpoint's ``channel_versions`` hold ints or that an ``__interrupt__`` write holds
+interrupts. A crafted or damaged row that decodes would otherwise fail deep in the
+engine with a raw ``TypeError`` (``'>' not supported between 'list' and 'int'``);
+these checks turn it into a ``CheckpointDecodeError`` saying what is wrong, before
+anything uses the row. Each check is a few ``isinstance`` calls per entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+from pausepoint.checkpoint.base import CHECKPOINT_FORMAT, PendingWrite
+from pausepoint.errors import CheckpointDecodeError
+
+__all__ = ["check_checkpoint", "check_metadata", "check_writes"]
+
+_REQUIRED = ("v", "id", "ts", "channel_values", "channel_versions", "versions_seen")
+
+
+def _corrupt(what: str) -> CheckpointDecodeError:
+    return CheckpointDecodeError(f"{what}; the row is corrupt")
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _check_versions(versions: object, what: str) -> None:
+    if not isinstance(versions, dict):
+        raise _corrupt(f"its {what} is a {type(versions).__name__}, not a dict")
+    for channel, version in cast(dict[Any, Any], versions).items():
+        if type(channel) is not str or not _is_int(version):
+            raise _corrupt(f"its {what} maps {channel!r} to {version!r}, not to an int version")
+
+
+def _check_seen(seen: object) -> None:
+    if not isinstance(seen, dict):
+        raise _corrupt(f"its versions_seen is a {type(seen).__name__}, not a dict")
+    for node, versions in cast(dict[Any, Any], seen).items():
+        if type(node) is not str:
+            raise _corrupt(f"its versions_seen has the key {node!r}, not a node name")
+        _check_versions(versions, f"versions_seen[{node!r}]")
+
+
+def _check_fields(checkpoint: dict[str, Any], checkpoint_id: str) -> None:
+    if checkpoint["id"] != checkpoint_id:
+        raise _corrupt(f"it holds the checkpoint {checkpoint['id']!r}")
+    values = checkpoint["channel_values"]
+    if not isinstance(values, dict) or any(
+        type(k) is not str for k in cast(dict[Any, Any], values)
+    ):
+        raise _corrupt("its channel_values is not a dict keyed by channel name")
+    _check_versions(checkpoint["channel_versions"], "channel_versions")
+    _check_seen(checkpoint["versions_seen"])
+    if type(checkpoint["ts"]) is not str:
+        raise _corrupt(f"its ts is {checkpoint['ts']!r}, not a timestamp text")
+    updated = checkpoint.get("updated_channels")
+    if updated is not None and (
+        not isinstance(updated, list) or any(type(c) is not str for c in cast(list[Any], updated))
+    ):
+        raise _corrupt(f"its updated_channels is {updated!r}, not a list of channel names")
+
+
+def check_checkpoint(checkpoint: Any, checkpoint_id: str) -> None:
+    """Check that a decoded checkpoint has the ``Checkpoint`` structure.
+
+    Raises:
+        CheckpointDecodeError: It does not; the message says what is wrong, or that a
+            newer pausepoint wrote it.
+
+    """
+    if not isinstance(checkpoint, dict):
+        raise _corrupt(f"it holds a {type(checkpoint).__name__}, not a checkpoint record")
+    record = cast(dict[str, Any], checkpoint)
+    missing = [k for k in _REQUIRED if k not in record]
+    if missing:
+        raise _corrupt(f"its checkpoint record lacks {', '.join(map(repr, missing))}")
+    version = record["v"]
+    if not _is_int(version) or version > CHECKPOINT_FORMAT:
+        raise CheckpointDecodeError(
+            f"it has format version {version!r}, but this pausepoint reads versions up "
+            f"to {CHECKPOINT_FORMAT}; upgrade pausepoint to read it"
+        )
+    _check_fields(record, checkpoint_id)
+
+
+def check_metadata(metadata: dict[str, Any]) -> None:
+    """Check the types of the metadata keys the engine reads (others are the user's).
+
+    Raises:
+        CheckpointDecodeError: ``step``, ``source`` or ``parents`` has the wrong type.
+
+    """
+    step = metadata.get("step", 0)
+    source = metadata.get("source", "")
+    parents = metadata.get("parents", {})
+    if not _is_int(step) or type(source) is not str:
+        raise _corrupt(f"its metadata has step {step!r} and source {source!r}")
+    if not isinstance(parents, dict) or not all(
+        type(k) is str and type(v) is str for k, v in cast(dict[Any, Any], parents).items()
+    ):
+        raise _corrupt(f"its metadata has parents {parents!r}, not a dict of ids")
+
+
+def check_writes(writes: Iterable[PendingWrite]) -> None:
+    """Check that pending writes have text task ids and channels.
+
+    Their values are the engine's business, not the saver's (the saver contract
+    stores any value under any channel): a snapshot that cannot use one says so
+    (``pausepoint.loop.inspection``).
+
+    Raises:
+        CheckpointDecodeError: A task id or channel is not text.
+
+    """
+    for task_id, channel, _ in writes:
+        if type(task_id) is not str or type(channel) is not str:
+            raise _corrupt(f"a pending write has task id {task_id!r} and channel {channel!r}")
