@@ -88,7 +88,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol, 
 
 from typing_extensions import TypedDict
 
-from pausepoint.config import RunnableConfig, stored_id
+from pausepoint.checkpoint._keys import config_keys, guard_kwargs
+from pausepoint.config import RunnableConfig
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._leases import LocalLeases
@@ -106,7 +107,9 @@ __all__ = [
     "SaverProtocol",
     "TaskWrites",
     "Version",
+    "config_keys",
     "empty_checkpoint",
+    "guard_kwargs",
 ]
 
 Version = int
@@ -581,36 +584,3 @@ class BaseCheckpointSaver:
 
 _LOCAL_LEASES_LOCK = threading.Lock()
 """Makes the first use of a saver's in-process lease table race-free."""
-
-
-def guard_kwargs(lease: str | None, if_head: bool = False, release: bool = False) -> dict[str, Any]:
-    """The guard keywords of a write to pass on to another saver method: those set.
-
-    So a subclass whose methods predate them (and never receives them) keeps
-    working through these defaults.
-    """
-    guard: dict[str, Any] = {}
-    if lease is not None:
-        guard["lease"] = lease
-    if if_head:
-        guard["if_head"] = True
-    if release:
-        guard["release"] = True
-    return guard
-
-
-def config_keys(config: RunnableConfig) -> tuple[str, str, str | None]:
-    """``(thread_id, checkpoint_ns, checkpoint_id)`` of a config; thread_id is required."""
-    conf = config.get("configurable") or {}
-    thread = conf.get("thread_id")
-    if thread is None:
-        raise ValueError(
-            "the config has no 'thread_id': pass "
-            "config={'configurable': {'thread_id': ...}} to use a checkpointer"
-        )
-    checkpoint_id = conf.get("checkpoint_id")
-    return (
-        stored_id("thread_id", thread),
-        str(conf.get("checkpoint_ns", "")),
-        None if checkpoint_id is None else stored_id("checkpoint_id", checkpoint_id),
-    )
