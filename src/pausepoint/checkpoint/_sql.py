@@ -397,7 +397,11 @@ def _write_rows(
     rows: dict[int, Row] = {}
     for n, (channel, value) in enumerate(writes):
         idx = WRITES_IDX_MAP.get(channel, n)
-        type_, blob = codec.dump(value, write_label(channel, value, task_id, task_path))
+        try:  # the label is built only for an error: it parses the task path
+            type_, blob = codec.dump(value, channel)
+        except SerializationError:
+            codec.dump(value, write_label(channel, value, task_id, task_path))
+            raise
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     return list(rows.values())
 

@@ -53,6 +53,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
+from pausepoint.errors import SerializationError
 from pausepoint.serde import Serializer
 from pausepoint.types import Interrupt
 
@@ -442,7 +443,11 @@ class InMemorySaver(BaseCheckpointSaver):
         if type(value) is tuple and value and all(is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             found: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
             return Interrupts((i.value, i.id) for i in found)
-        return self.serde.dumps(value, label=write_label(channel, value, task_id, task_path))
+        try:  # the label is built only for an error: it parses the task path
+            return self.serde.dumps(value, label=channel)
+        except SerializationError:
+            self.serde.dumps(value, label=write_label(channel, value, task_id, task_path))
+            raise
 
     def _metadata(self, kept: Meta) -> CheckpointMetadata:
         """The metadata a kept form stands for, as a new dict."""
