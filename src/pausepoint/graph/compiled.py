@@ -217,17 +217,11 @@ class CompiledStateGraph(RunnableMethods):
         Raises:
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
-        durability = check_run_kwargs(self.stream, kwargs, durability)
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        args = _RunArgs(
-            shape.modes,
-            subgraphs,
-            durability,
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            context,
-        )
+        args = _RunArgs.checked(
+            self.stream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
+            interrupt_after, output_keys, context,
+        )  # fmt: skip
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, _queue_sink(events))
         for chunk in sdriver.drive(loop, saver, events, opts.config.max_concurrency):
@@ -256,16 +250,10 @@ class CompiledStateGraph(RunnableMethods):
         Raises:
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
-        durability = check_run_kwargs(self.invoke, kwargs, durability)
-        args = _RunArgs(
-            frozenset(),
-            False,
-            durability,
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            context,
-        )
+        args = _RunArgs.checked(
+            self.invoke, kwargs, frozenset(), False, durability, interrupt_before,
+            interrupt_after, output_keys, context,
+        )  # fmt: skip
         if stream_mode != "values":
             return list(self.stream(input, config, stream_mode=stream_mode, **args.passed()))
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
@@ -387,17 +375,11 @@ class CompiledStateGraph(RunnableMethods):
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async :meth:`stream`."""
-        durability = check_run_kwargs(self.astream, kwargs, durability)
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        args = _RunArgs(
-            shape.modes,
-            subgraphs,
-            durability,
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            context,
-        )
+        args = _RunArgs.checked(
+            self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
+            interrupt_after, output_keys, context,
+        )  # fmt: skip
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, _async_sink(sink))
         result: list[RunResult] = []
@@ -421,16 +403,10 @@ class CompiledStateGraph(RunnableMethods):
         **kwargs: Any,
     ) -> Any:
         """Async :meth:`invoke`."""
-        durability = check_run_kwargs(self.ainvoke, kwargs, durability)
-        args = _RunArgs(
-            frozenset(),
-            False,
-            durability,
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            context,
-        )
+        args = _RunArgs.checked(
+            self.ainvoke, kwargs, frozenset(), False, durability, interrupt_before,
+            interrupt_after, output_keys, context,
+        )  # fmt: skip
         if stream_mode != "values":
             chunks = self.astream(input, config, stream_mode=stream_mode, **args.passed())
             return [c async for c in chunks]
@@ -521,6 +497,25 @@ class _RunArgs:
     interrupt_after: Any
     output_keys: str | Sequence[str] | None
     context: Any = None
+
+    @classmethod
+    def checked(
+        cls,
+        method: Any,
+        kwargs: dict[str, Any],
+        modes: frozenset[str],
+        subgraphs: bool,
+        durability: Any,
+        interrupt_before: Any,
+        interrupt_after: Any,
+        output_keys: str | Sequence[str] | None,
+        context: Any,
+    ) -> _RunArgs:
+        """The options of a call to ``method``, its stray keywords checked first."""
+        durability = check_run_kwargs(method, kwargs, durability)
+        return cls(
+            modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys, context
+        )
 
     def passed(self) -> dict[str, Any]:
         """The keyword arguments to hand on to ``stream``/``astream``."""

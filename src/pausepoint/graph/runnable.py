@@ -52,7 +52,7 @@ def check_run_kwargs(method: Callable[..., Any], kwargs: dict[str, Any], durabil
     during = kwargs.get("checkpoint_during")
     if during is None:
         return durability
-    warnings.warn(_CHECKPOINT_DURING, DeprecationWarning, stacklevel=3)
+    warnings.warn(_CHECKPOINT_DURING, DeprecationWarning, stacklevel=4)  # caller of invoke/stream
     if durability is not None:
         raise ValueError(
             "Cannot use both `checkpoint_during` and `durability` parameters. "
