@@ -16,6 +16,7 @@ takeover waits for it and then sees the renewed expiry.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -255,32 +256,20 @@ class Guard:
         self, dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]
     ) -> Flow[None]:
         """PostgreSQL: checks and inserts as one statement; its row says how it went."""
-        ctes: list[str] = []
         params: list[Any] = []
-        conds: list[str] = []
         cond_params: list[Any] = []
         if self.owner is not None:
-            ctes.append(_RELEASE_CTE if self.release else _FENCE_CTE)
             params += (self.thread_id, self.owner)
-            conds.append("EXISTS (SELECT FROM f)")
         if self.head is not None:
-            ctes.append(_HEAD_CTE)
             params += (self.thread_id, self.head[0])
-            conds.append("(SELECT head FROM h) = ?")
             cond_params.append(self.head[1])
-        where = " AND ".join(conds)
         if rows:
-            values = ", ".join([WRITE_ROW] * len(rows))
-            ctes.append(f"w AS ({_insert_if(WRITES_INTO, values, where)}{ON_WRITE_CONFLICT})")
             params += [v for row in rows for v in row] + cond_params
         if puts:
-            values = ", ".join([PUT_ROW] * len(puts))
-            ctes.append(f"c AS ({_insert_if(CHECKPOINTS_INTO, values, where)}{ON_PUT_CONFLICT})")
             params += [v for row in puts for v in row] + cond_params
-        held = "EXISTS (SELECT FROM f)" if self.owner is not None else "true"
-        head = "(SELECT head FROM h)" if self.head is not None else "NULL"
-        sql = f"WITH {', '.join(ctes)} SELECT {held}, {head}"
-        (outcome,) = yield Statement(dialect.lease_sql(sql), params, fetch=True)
+        fence = None if self.owner is None else self.release
+        sql = _guarded_sql(dialect, fence, self.head is not None, len(rows), len(puts))
+        (outcome,) = yield Statement(sql, params, fetch=True)
         if not outcome[0]:
             yield from self._lease_lost(dialect)
         if self.head is not None:
@@ -301,6 +290,32 @@ class Guard:
         ns, checkpoint_id = self.head
         if head != checkpoint_id:
             raise StaleCheckpointError(self.thread_id, ns, checkpoint_id, head)
+
+
+@functools.lru_cache(maxsize=256)
+def _guarded_sql(dialect: Dialect, fence: bool | None, head: bool, rows: int, puts: int) -> str:
+    """The statement of :meth:`Guard._in_one_statement`, by shape (built once each).
+
+    ``fence``: None for no lease, False to renew it, True to let it go with the write.
+    """
+    ctes: list[str] = []
+    conds: list[str] = []
+    if fence is not None:
+        ctes.append(_RELEASE_CTE if fence else _FENCE_CTE)
+        conds.append("EXISTS (SELECT FROM f)")
+    if head:
+        ctes.append(_HEAD_CTE)
+        conds.append("(SELECT head FROM h) = ?")
+    where = " AND ".join(conds)
+    if rows:
+        values = ", ".join([WRITE_ROW] * rows)
+        ctes.append(f"w AS ({_insert_if(WRITES_INTO, values, where)}{ON_WRITE_CONFLICT})")
+    if puts:
+        values = ", ".join([PUT_ROW] * puts)
+        ctes.append(f"c AS ({_insert_if(CHECKPOINTS_INTO, values, where)}{ON_PUT_CONFLICT})")
+    held = "EXISTS (SELECT FROM f)" if fence is not None else "true"
+    checked = "(SELECT head FROM h)" if head else "NULL"
+    return dialect.lease_sql(f"WITH {', '.join(ctes)} SELECT {held}, {checked}")
 
 
 def _insert_if(into: str, values: str, where: str) -> str:

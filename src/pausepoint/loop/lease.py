@@ -28,7 +28,7 @@ from pausepoint.errors import ThreadBusyError
 from pausepoint.loop import begin
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import ClaimThread, LoadCheckpoint, ReleaseThread, Sleep
-from pausepoint.loop.tasks import Task, has_tasks
+from pausepoint.loop.tasks import Task, triggered_pulls
 from pausepoint.types import Command
 
 if TYPE_CHECKING:
@@ -115,7 +115,11 @@ def ends_with_step(run: _Run, ran: Sequence[Task]) -> bool:
     after = run.opts.interrupt_after
     if after and pauses_at(run.checkpoint, after, ran):
         return True
-    return not has_tasks(run.spec, run.checkpoint, run.channels, run.updated)
+    pulls = triggered_pulls(run.spec, run.checkpoint, run.channels, run.updated)
+    if pulls is None:  # pushes (Send): a step follows
+        return False
+    run.next_pulls = ((run.step + 1, run.epoch), pulls)  # the next step need not look again
+    return not pulls
 
 
 def release(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:

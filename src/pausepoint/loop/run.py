@@ -59,7 +59,7 @@ from pausepoint.loop.pending import (
     with_ids,
 )
 from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
-from pausepoint.loop.spec import GraphSpec
+from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred, preview_writes
 from pausepoint.scratchpad import NestInfo
@@ -156,6 +156,8 @@ class _Run:
         self.checkpoint_visible = opts.has_saver
         # Channels the last step changed; None while unknown: every node is considered.
         self.updated: set[str] | None = None
+        # ((step, epoch), the nodes it runs): found by lease.ends_with_step, used once.
+        self.next_pulls: tuple[tuple[int, int], list[NodeProc]] | None = None
         self.parent_config: RunnableConfig | None = None
         self.unreported = False  # a checkpoint made, its event not yet streamed
         self.persisted: RunnableConfig | None = None
@@ -370,6 +372,8 @@ class _Run:
         """
         key = (self.checkpoint["id"], self.step, self.epoch)
         if self._prepared is None or self._prepared[0] != key:
+            ahead, self.next_pulls = self.next_pulls, None
+            pulls = ahead[1] if ahead is not None and ahead[0] == (self.step, self.epoch) else None
             tasks = prepare_tasks(
                 self.spec,
                 self.checkpoint,
@@ -377,6 +381,7 @@ class _Run:
                 self.step,
                 self.cfg.checkpoint_ns,
                 self.updated,
+                pulls,
             )
             self._prepared = (key, tasks)
         return self._prepared[1]

@@ -25,7 +25,7 @@ __all__ = [
     "UNREAD",
     "Task",
     "count_steps_left",
-    "has_tasks",
+    "triggered_pulls",
     "prepare_tasks",
     "task_id",
     "task_input",
@@ -108,12 +108,14 @@ def prepare_tasks(
     step: int,
     ns: str,
     updated: Collection[str] | None = None,
+    pulls: Sequence[NodeProc] | None = None,
 ) -> list[Task]:
     """The tasks of the superstep that starts at ``checkpoint``: pushes first, then pulls.
 
     ``updated`` (the channels the previous step changed, when known) limits the
     nodes considered to those these channels trigger: a step then costs what it
-    changed, not the size of the graph.
+    changed, not the size of the graph. ``pulls``: the nodes triggered, when
+    :func:`triggered_pulls` found them for this checkpoint already.
     """
     tasks: list[Task] = []
     sends = channels[TASKS].value if TASKS in channels else None
@@ -127,18 +129,19 @@ def prepare_tasks(
     id_prefix = _id_prefix(checkpoint["id"], ns, step)
     ns_prefix = _ns_prefix(ns)
     known = _loaded_step_ids(id_prefix) if updated is None else None
-    for node in _candidates(spec, updated):
+    for node in _candidates(spec, updated) if pulls is None else pulls:
         # Triggered: a channel it is triggered by holds a version it has not seen. (In
         # line, not a function: a resume of one of K paused tasks checks every node.)
-        seen = seen_all.get(node.name, _NONE_SEEN)
-        for c in node.triggers:
-            version = versions.get(c)
-            if version is not None and version > seen.get(c, 0):
-                chan = channels[c]
-                if chan.value is not MISSING if chan.plain else chan.is_available():
-                    break
-        else:
-            continue
+        if pulls is None:
+            seen = seen_all.get(node.name, _NONE_SEEN)
+            for c in node.triggers:
+                version = versions.get(c)
+                if version is not None and version > seen.get(c, 0):
+                    chan = channels[c]
+                    if chan.value is not MISSING if chan.plain else chan.is_available():
+                        break
+            else:
+                continue
         ids = known.get(node.name) if known is not None else None
         if ids is not None:
             tid, own_ns = ids
@@ -155,26 +158,32 @@ def prepare_tasks(
 _NONE_SEEN: Mapping[str, Any] = {}
 
 
-def has_tasks(
+def triggered_pulls(
     spec: GraphSpec,
     checkpoint: Checkpoint,
     channels: Mapping[str, Channel],
     updated: Collection[str] | None = None,
-) -> bool:
-    """Whether the superstep at ``checkpoint`` has a task (``prepare_tasks``, without ids).
+) -> list[NodeProc] | None:
+    """The nodes the superstep at ``checkpoint`` runs as pull tasks; None if it has pushes.
 
-    For a step's checkpoint before it is saved: the ids need the id it gets then.
+    ``prepare_tasks`` without the ids, for a step's checkpoint before it is saved (the
+    ids need the id it gets then); ``prepare_tasks(pulls=...)`` takes the list on.
     """
     sends = channels[TASKS].value if TASKS in channels else None
     if sends and isinstance(sends, list):
-        return True
+        return None
+    return [node for node in _candidates(spec, updated) if _triggered(node, checkpoint, channels)]
+
+
+def _triggered(node: NodeProc, checkpoint: Checkpoint, channels: Mapping[str, Channel]) -> bool:
+    """Whether a channel ``node`` is triggered by holds a version it has not seen."""
     versions = checkpoint["channel_versions"]
-    seen_all = checkpoint["versions_seen"]
-    for node in _candidates(spec, updated):
-        seen = seen_all.get(node.name, _NONE_SEEN)
-        for c in node.triggers:
-            version = versions.get(c)
-            if version is not None and version > seen.get(c, 0) and channels[c].is_available():
+    seen = checkpoint["versions_seen"].get(node.name, _NONE_SEEN)
+    for c in node.triggers:
+        version = versions.get(c)
+        if version is not None and version > seen.get(c, 0):
+            chan = channels[c]
+            if chan.value is not MISSING if chan.plain else chan.is_available():
                 return True
     return False
 
