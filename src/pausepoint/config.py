@@ -55,6 +55,8 @@ def normalized(config: RunnableConfig | None) -> RunnableConfig:
     """
     if not config:
         return {}
+    if config.keys() <= CONFIG_KEYS:  # the usual config: nothing to move
+        return config
     extra = {k: v for k, v in config.items() if k not in CONFIG_KEYS and v is not None}
     if not extra:
         return config

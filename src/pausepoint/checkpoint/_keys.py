@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pausepoint.config import RunnableConfig, stored_id
+from pausepoint.config import MAX_ID_BYTES, RunnableConfig, stored_id
 
 __all__ = ["config_keys", "guard_kwargs"]
 
@@ -38,9 +38,17 @@ def config_keys(config: RunnableConfig) -> tuple[str, str, str | None]:
             "the config has no 'thread_id': pass "
             "config={'configurable': {'thread_id': ...}} to use a checkpointer"
         )
+    # Every saver call reads its config's keys: a short str id, the usual kind, is
+    # checked in line (stored_id's rules), any other through stored_id.
+    if type(thread) is not str or len(thread) > _SHORT or "\x00" in thread:
+        thread = stored_id("thread_id", thread)
     checkpoint_id = conf.get("checkpoint_id")
-    return (
-        stored_id("thread_id", thread),
-        str(conf.get("checkpoint_ns", "")),
-        None if checkpoint_id is None else stored_id("checkpoint_id", checkpoint_id),
-    )
+    if checkpoint_id is not None and (
+        type(checkpoint_id) is not str or len(checkpoint_id) > _SHORT or "\x00" in checkpoint_id
+    ):
+        checkpoint_id = stored_id("checkpoint_id", checkpoint_id)
+    ns = conf.get("checkpoint_ns", "")
+    return (thread, ns if type(ns) is str else str(ns), checkpoint_id)
+
+
+_SHORT = MAX_ID_BYTES // 4  # characters: at most 4 bytes each in UTF-8

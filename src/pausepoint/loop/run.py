@@ -106,6 +106,9 @@ class RunResult:
 class _Run:
     """The mutable state of one run; ``steps`` is the generator."""
 
+    # ((step, epoch), the nodes that step runs): found by lease.ends_with_step, used once.
+    next_pulls: tuple[tuple[int, int], list[NodeProc]] | None = None
+
     def __init__(self, spec: GraphSpec, input: Any, opts: RunOptions) -> None:
         self.spec = spec
         self.input = input
@@ -156,8 +159,6 @@ class _Run:
         self.checkpoint_visible = opts.has_saver
         # Channels the last step changed; None while unknown: every node is considered.
         self.updated: set[str] | None = None
-        # ((step, epoch), the nodes it runs): found by lease.ends_with_step, used once.
-        self.next_pulls: tuple[tuple[int, int], list[NodeProc]] | None = None
         self.parent_config: RunnableConfig | None = None
         self.unreported = False  # a checkpoint made, its event not yet streamed
         self.persisted: RunnableConfig | None = None
