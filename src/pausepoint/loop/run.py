@@ -368,8 +368,7 @@ class _Run:
         """The tasks of the step that starts at the current checkpoint, prepared once.
 
         Resuming asks for them up to three times (checking the answer, binding it,
-        running the step); preparing them is O(tasks), so a resume of one of K
-        paused tasks would pay for K three times over.
+        running the step); each time would cost O(tasks).
         """
         key = (self.checkpoint["id"], self.step, self.epoch)
         if self._prepared is None or self._prepared[0] != key:
