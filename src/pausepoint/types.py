@@ -447,6 +447,7 @@ StreamPart = (
     | DebugStreamPart
     | MessagesStreamPart
 )
+"""One part of a ``version="v2"`` stream: a dict whose ``type`` names its stream mode."""
 
 
 def interrupt(value: Any) -> Any:

@@ -115,6 +115,7 @@ __all__ = [
 Version = int
 """A channel version: increases by one with every update of the channel."""
 ChannelVersions = dict[str, Version]
+"""The version of each channel, by channel name."""
 
 CHECKPOINT_FORMAT = 1
 """Version of the checkpoint dict layout (``Checkpoint["v"]``); see docs/format.md."""
