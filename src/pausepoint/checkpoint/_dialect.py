@@ -1,9 +1,9 @@
 """Statements, flows and dialects of the SQL savers, and the schema they migrate.
 
 A *flow* is a saver operation written once, as a generator that yields the
-:class:`Statement` s to run and receives their rows; :func:`drive` and
-:func:`adrive` run one with a blocking or an awaitable ``execute``. A
-:class:`Dialect` holds the SQL fragments that differ between SQLite and
+`Statement` s to run and receives their rows; `drive` and
+`adrive` run one with a blocking or an awaitable ``execute``. A
+`Dialect` holds the SQL fragments that differ between SQLite and
 PostgreSQL. ``MIGRATIONS`` is the schema, version by version (docs/format.md).
 """
 
@@ -88,7 +88,7 @@ class Dialect:
         )
 
     def lease_sql(self, text: str) -> str:
-        """:meth:`sql`, and the fragments of the lease table's SQL too.
+        """`sql`, and the fragments of the lease table's SQL too.
 
         Kept apart so that the statements of unguarded writes cost what they did.
         """

@@ -225,7 +225,7 @@ class _Unread:
 
 
 UNREAD: Final = _Unread()
-"""A pull task's input before it is read (see :func:`task_input`)."""
+"""A pull task's input before it is read (see `task_input`)."""
 
 
 def task_input(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> Any:
