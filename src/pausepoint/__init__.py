@@ -1,6 +1,6 @@
 """pausepoint: durable human-in-the-loop graphs.
 
-A node calls :func:`interrupt`; the run pauses and is saved in a checkpoint; later,
+A node calls [`interrupt`][]; the run pauses and is saved in a checkpoint; later,
 maybe in another process, ``Command(resume=answer)`` continues it. The API mirrors
 LangGraph 1.1.6 for everything around interrupt/resume.
 """

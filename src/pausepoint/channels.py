@@ -288,7 +288,7 @@ class AfterFinish(Channel):
     """Holds another channel's value back until the run has nothing else to do.
 
     The trigger of a deferred node (``add_node(..., defer=True)``): writes collect
-    in ``inner`` as usual, but the node is triggered only after :meth:`finish`,
+    in ``inner`` as usual, but the node is triggered only after [`finish`][],
     which the loop calls when a step leaves no other node to run. Running the node
     consumes the value. Stored as ``[inner's stored value, finished]``.
     """

@@ -1,7 +1,7 @@
 """Run configuration: the public ``RunnableConfig`` dict and its parsed, frozen form.
 
 Users pass a plain dict (``{"configurable": {"thread_id": "t1"}}``) as in LangGraph;
-it is parsed once at the API boundary into :class:`RunConfig`, and nothing deeper
+it is parsed once at the API boundary into `RunConfig`, and nothing deeper
 in the engine reads the dict again.
 """
 
@@ -93,7 +93,7 @@ def stored_id(kind: str, value: object) -> str:
 
     Ids are text: ``123`` and ``"123"`` name one thread. Every saver refuses, before
     anything is written, an id no database can key on: one with a NUL character
-    (PostgreSQL's text cannot hold it) or longer than :data:`MAX_ID_BYTES` (beyond
+    (PostgreSQL's text cannot hold it) or longer than [`MAX_ID_BYTES`][] (beyond
     what an index row holds).
     """
     text = str(value)

@@ -1,6 +1,6 @@
 """Exceptions raised by pausepoint.
 
-The tree::
+The tree:
 
     BaseException
     └── GraphBubbleUp                control flow, never an error (DESIGN §4.5)

@@ -10,7 +10,7 @@ saved result instead of running again. This is how work before ``interrupt()``
 
 Calls are matched to saved results by their order within the caller, so the
 caller must make the same calls in the same order every time it runs;
-pausepoint raises :class:`~pausepoint.errors.NondeterministicTaskError` when a
+pausepoint raises [`NondeterministicTaskError`][pausepoint.errors.NondeterministicTaskError] when a
 re-run calls a different task at a recorded position.
 """
 

@@ -2,7 +2,7 @@
 
 Declare one as a key of the state schema; it is never stored in a checkpoint and
 never written by a node (a write to it is ignored). Its value is given to every node
-and conditional edge of a step, as in LangGraph::
+and conditional edge of a step, as in LangGraph:
 
     class State(TypedDict):
         messages: list[str]

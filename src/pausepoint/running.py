@@ -4,7 +4,7 @@ Its own module, importing nothing of pausepoint at run time, so that
 ``interrupt()``, ``get_config()``, ``get_stream_writer()`` and ``@task`` calls can
 import it at the top of theirs: an ``import`` statement inside those functions
 cost ~1 µs a call (an ``interrupt()`` that replays a saved answer is ~2 µs).
-:mod:`pausepoint.scratchpad` defines what the variable holds.
+`pausepoint.scratchpad` defines what the variable holds.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["TASK", "current_task", "outside_run"]
 
 TASK: ContextVar[TaskContext | None] = ContextVar("pausepoint_task", default=None)
-"""The :class:`~pausepoint.scratchpad.TaskContext` of the node running here, if any."""
+"""The `TaskContext` of the node running here, if any."""
 
 
 def current_task(what: str) -> TaskContext:

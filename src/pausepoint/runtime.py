@@ -1,9 +1,9 @@
 """The run's runtime: its static context and per-task facts, handed to nodes that ask.
 
 A node declared ``def node(state, runtime: Runtime[Ctx])`` receives a
-:class:`Runtime` (by the parameter's name, as in LangGraph); so do conditional
+[`Runtime`][] (by the parameter's name, as in LangGraph); so do conditional
 edges, ``@entrypoint`` functions and ``@task`` functions with a ``runtime``
-parameter, and :func:`get_runtime` returns the same object inside any of them.
+parameter, and [`get_runtime`][] returns the same object inside any of them.
 
 The context is what the caller passed as ``invoke(..., context=...)``: run
 dependencies such as a user id or a database handle. It is not saved in
@@ -55,7 +55,7 @@ class ExecutionInfo:
 def wall_clock() -> float:
     """Now, in seconds since the epoch (for ``node_first_attempt_time``).
 
-    The loop's only clock read besides checkpoint stamps (:mod:`pausepoint.checkpoint.ids`).
+    The loop's only clock read besides checkpoint stamps (`pausepoint.checkpoint.ids`).
     """
     return time.time()
 
@@ -77,7 +77,7 @@ class Runtime(Generic[ContextT]):
             nobody streams it), as ``get_stream_writer()``.
         previous: In an ``@entrypoint``, what the thread's last invocation saved;
             otherwise ``None``.
-        execution_info: Facts about the running task (:class:`ExecutionInfo`).
+        execution_info: Facts about the running task ([`ExecutionInfo`][]).
         server_info: Always ``None`` (LangGraph fills it on its hosted server only).
     """
 
@@ -106,7 +106,7 @@ class Runtime(Generic[ContextT]):
 
 
 def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[ContextT]:
-    """The running node's :class:`Runtime` (the one its ``runtime`` parameter gets).
+    """The running node's [`Runtime`][] (the one its ``runtime`` parameter gets).
 
     Args:
         context_schema: Unused; it types the result for type checkers

@@ -1,6 +1,6 @@
 """The running task's context: its scratchpad, namespace, config and writers.
 
-While a node runs, its :class:`TaskContext` sits in the ``TASK`` context
+While a node runs, its `TaskContext` sits in the ``TASK`` context
 variable. The sync driver runs each task in a copy of the caller's context and
 the async driver in its own asyncio task, so parallel tasks never see each
 other's context. ``interrupt()``, ``get_config()``, ``get_stream_writer()`` and
@@ -78,7 +78,7 @@ class NestInfo:
     """A new answer a fork carries to a question re-asked inside a subgraph."""
     replay: ReplayPoint | None = None
     """Set while the root run replays from an old checkpoint: a subgraph's first run
-    reads the state it had then (:mod:`pausepoint.loop.namespaces`)."""
+    reads the state it had then (`pausepoint.loop.namespaces`)."""
 
 
 class TaskContext:
@@ -86,7 +86,7 @@ class TaskContext:
 
     ``config``, ``runtime``, ``nest`` and ``calls`` are either given or made on first use by the
     ``_make_*`` methods a subclass overrides (most nodes never read them: see
-    :class:`pausepoint.loop.prepare.ExecTask`); the scratchpad is made on first use
+    `pausepoint.loop.prepare.ExecTask`); the scratchpad is made on first use
     from the saved answers in ``resume``.
     """
 
@@ -205,12 +205,12 @@ class TaskContext:
     def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
         """An answer given for this question before it was asked, as a 1-tuple, or None.
 
-        None here; a loop task may hold one (:func:`pausepoint.loop.fork.take_afresh`).
+        None here; a loop task may hold one (`pausepoint.loop.fork.take_afresh`).
         """
         return None
 
     def interrupt(self, value: Any) -> Any:
-        """``interrupt(value)`` for this task; see :func:`pausepoint.types.interrupt`."""
+        """``interrupt(value)`` for this task; see `pausepoint.types.interrupt`."""
         idx = self.scratchpad.next_interrupt_index()
         resume = self.scratchpad.resume
         if idx < len(resume):

@@ -1,7 +1,7 @@
 """Public value types: interrupts, commands, sends, policies and snapshots.
 
 ``interrupt()`` lives here too, as in LangGraph. Everything here is plain data;
-the machinery that acts on it lives in :mod:`pausepoint.loop`.
+the machinery that acts on it lives in `pausepoint.loop`.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ All = Literal["*"]
 """``interrupt_before="*"``: every visible node."""
 StreamWriter = Callable[[Any], None]
 """The type of a node's injected ``writer`` parameter (``def node(state, writer:
-StreamWriter)``) and of :func:`pausepoint.config.get_stream_writer`'s result: it sends
+StreamWriter)``) and of [`pausepoint.config.get_stream_writer`][]'s result: it sends
 a value to ``stream_mode="custom"``."""
 
 N = TypeVar("N", bound=Hashable)
@@ -128,7 +128,7 @@ class Interrupt:
 
     @property
     def interrupt_id(self) -> str:
-        """Deprecated alias of :attr:`id` (warns, as LangGraph's does)."""
+        """Deprecated alias of `id` (warns, as LangGraph's does)."""
         warnings.warn(_INTERRUPT_ID_DEPRECATED, DeprecationWarning, stacklevel=2)
         return self.id
 
@@ -143,7 +143,7 @@ class Reanswer:
 
     An answer is bound to the question it answers and kept until its task gets past
     it. Sending another answer to an answered question raises
-    :class:`~pausepoint.errors.AlreadyAnsweredError`; wrap the new answer in
+    [`AlreadyAnsweredError`][pausepoint.errors.AlreadyAnsweredError]; wrap the new answer in
     ``Reanswer`` to replace the stored one on purpose — typically after the node
     failed with it (a typo'd key in an approval form). It replaces, it never queues:
     the question gets ``value`` and the questions after it are asked anew. On a
@@ -159,7 +159,7 @@ class Reanswer:
 class Answer:
     """A stored answer to a question that its task has not got past yet.
 
-    Listed in :attr:`PregelTask.answered`: the answer is saved and the node will
+    Listed in `PregelTask.answered`: the answer is saved and the node will
     continue with it (the worker died, a run is in flight, or the node failed after
     ``interrupt()`` returned it; ``PregelTask.error`` says which).
 
@@ -447,6 +447,7 @@ StreamPart = (
     | DebugStreamPart
     | MessagesStreamPart
 )
+"""One part of a ``version="v2"`` stream: a dict whose ``type`` names its stream mode."""
 
 
 def interrupt(value: Any) -> Any:

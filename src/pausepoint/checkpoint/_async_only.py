@@ -36,7 +36,7 @@ class AsyncOnlySaver(BaseCheckpointSaver):
     sync_twin: str = "a sync saver"
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Not available: use :meth:`aget_tuple`, or the sync saver."""
+        """Not available: use `aget_tuple`, or the sync saver."""
         raise self._refuse("get_tuple")
 
     def list(
@@ -47,7 +47,7 @@ class AsyncOnlySaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """Not available: use :meth:`alist`, or the sync saver."""
+        """Not available: use `alist`, or the sync saver."""
         raise self._refuse("list")
 
     def put(
@@ -60,7 +60,7 @@ class AsyncOnlySaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Not available: use :meth:`aput`, or the sync saver."""
+        """Not available: use `aput`, or the sync saver."""
         raise self._refuse("put")
 
     def put_writes(
@@ -74,7 +74,7 @@ class AsyncOnlySaver(BaseCheckpointSaver):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """Not available: use :meth:`aput_writes`, or the sync saver."""
+        """Not available: use `aput_writes`, or the sync saver."""
         raise self._refuse("put_writes")
 
     def put_after_writes(
@@ -88,7 +88,7 @@ class AsyncOnlySaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Not available: use :meth:`aput_after_writes`, or the sync saver."""
+        """Not available: use `aput_after_writes`, or the sync saver."""
         raise self._refuse("put_after_writes")
 
     def put_pair(
@@ -100,29 +100,29 @@ class AsyncOnlySaver(BaseCheckpointSaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """Not available: use :meth:`aput_pair`, or the sync saver."""
+        """Not available: use `aput_pair`, or the sync saver."""
         raise self._refuse("put_pair")
 
     def delete_thread(self, thread_id: str) -> None:
-        """Not available: use :meth:`adelete_thread`, or the sync saver."""
+        """Not available: use `adelete_thread`, or the sync saver."""
         raise self._refuse("delete_thread")
 
     def acquire_lease(
         self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
     ) -> LeaseClaim:
-        """Not available: use :meth:`aacquire_lease`, or the sync saver."""
+        """Not available: use `aacquire_lease`, or the sync saver."""
         raise self._refuse("acquire_lease")
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """Not available: use :meth:`arenew_lease`, or the sync saver."""
+        """Not available: use `arenew_lease`, or the sync saver."""
         raise self._refuse("renew_lease")
 
     def release_lease(self, thread_id: str, owner: str) -> bool:
-        """Not available: use :meth:`arelease_lease`, or the sync saver."""
+        """Not available: use `arelease_lease`, or the sync saver."""
         raise self._refuse("release_lease")
 
     def get_lease(self, thread_id: str) -> Lease | None:
-        """Not available: use :meth:`aget_lease`, or the sync saver."""
+        """Not available: use `aget_lease`, or the sync saver."""
         raise self._refuse("get_lease")
 
     def _refuse(self, method: str) -> TypeError:

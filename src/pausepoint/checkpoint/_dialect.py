@@ -1,9 +1,9 @@
 """Statements, flows and dialects of the SQL savers, and the schema they migrate.
 
 A *flow* is a saver operation written once, as a generator that yields the
-:class:`Statement` s to run and receives their rows; :func:`drive` and
-:func:`adrive` run one with a blocking or an awaitable ``execute``. A
-:class:`Dialect` holds the SQL fragments that differ between SQLite and
+`Statement` s to run and receives their rows; `drive` and
+`adrive` run one with a blocking or an awaitable ``execute``. A
+`Dialect` holds the SQL fragments that differ between SQLite and
 PostgreSQL. ``MIGRATIONS`` is the schema, version by version (docs/format.md).
 """
 
@@ -85,7 +85,7 @@ class Dialect:
         return _filled(self, text, False)
 
     def lease_sql(self, text: str) -> str:
-        """:meth:`sql`, and the fragments of the lease table's SQL too."""
+        """`sql`, and the fragments of the lease table's SQL too."""
         return _filled(self, text, True)
 
     def _fill(self, text: str, lease: bool) -> str:

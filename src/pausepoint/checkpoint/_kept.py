@@ -3,7 +3,7 @@
 A value that cannot change (a number, a string, an interrupt or a list holding only
 such values) is kept without encoding and read back as a new object where the
 caller could change it; anything else is kept as its encoding (see
-:mod:`pausepoint.checkpoint.memory`).
+`pausepoint.checkpoint.memory`).
 """
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ class Stored:
     version maps; once the thread goes idle they are compacted
     (``InMemorySaver._compact``): small maps become shared ``(keys, values)`` tuples.
     The ``versions_seen`` entries are shared, never copied (read-only by the saver
-    contract, :mod:`pausepoint.checkpoint.base`). The id is the key in the
+    contract, `pausepoint.checkpoint.base`). The id is the key in the
     namespace's dict and the same string object as ``id``; a parent found in that
-    dict shares its id string too. ``ts`` is None when :func:`~pausepoint.checkpoint.
-    ids.stamp_time` makes it again from the id.
+    dict shares its id string too. ``ts`` is None when `stamp_time` (in
+    `pausepoint.checkpoint.ids`) makes it again from the id.
     """
 
     __slots__ = (
@@ -188,7 +188,7 @@ def is_frozen_interrupt(value: Any) -> bool:
 class Interrupts(tuple[tuple[Any, str], ...]):
     """A kept ``INTERRUPT`` write whose values are immutable: ``(value, id)`` pairs.
 
-    Read back as new :class:`Interrupt` objects (they are mutable), with no decoding.
+    Read back as new `Interrupt` objects (they are mutable), with no decoding.
     """
 
     __slots__ = ()

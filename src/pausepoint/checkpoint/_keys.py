@@ -1,6 +1,6 @@
 """Small helpers every saver uses: a config's keys, and the guard keywords of a write.
 
-Kept out of :mod:`pausepoint.checkpoint.base` (which re-exports them) so that module
+Kept out of `pausepoint.checkpoint.base` (which re-exports them) so that module
 stays the saver contract.
 """
 

@@ -58,7 +58,7 @@ def write_label(channel: str, value: Any, task_id: str = "", task_path: str = ""
 def explain_checkpoint(
     values: Mapping[str, Any], dump: Callable[[Any, str], object], error: SerializationError
 ) -> SerializationError:
-    """The error naming the channel value that failed, by :func:`channel_label`.
+    """The error naming the channel value that failed, by `channel_label`.
 
     A checkpoint is encoded as one value, so its error names an internal path
     (``checkpoint['channel_values']['__start__']``); encoding each channel value

@@ -1,9 +1,9 @@
 """Leases kept in process memory, and the checks every saver makes of lease arguments.
 
-:class:`LocalLeases` is the lease table of ``InMemorySaver`` (sharing the saver's
+`LocalLeases` is the lease table of ``InMemorySaver`` (sharing the saver's
 lock, so a fenced write checks and writes in one step) and the default of
 ``BaseCheckpointSaver`` (its own lock: within one process only). Its rules are the
-ones the SQL savers state in SQL (:mod:`pausepoint.checkpoint._sql_leases`); the
+ones the SQL savers state in SQL (`pausepoint.checkpoint._sql_leases`); the
 conformance suite holds both to them.
 """
 
@@ -63,7 +63,7 @@ class LocalLeases:
     """A lease per thread id, in a dict guarded by ``lock``.
 
     The public methods take the lock and read the saver's ``clock`` under it;
-    :meth:`fence` and :meth:`drop` expect the caller to hold it (a saver checks the
+    `fence` and `drop` expect the caller to hold it (a saver checks the
     lease and writes under one lock).
     """
 

@@ -11,7 +11,7 @@ Tables (prefixed so they can live beside LangGraph's in one database):
 (one row per checkpoint; the checkpoint is one serialized blob and metadata is a
 JSON object for filtering), ``pausepoint_writes`` (pending writes; ``seq``
 keeps insertion order and survives upserts) and ``pausepoint_leases`` (a thread's
-single writer; its flows are in :mod:`pausepoint.checkpoint._sql_leases`).
+single writer; its flows are in `pausepoint.checkpoint._sql_leases`).
 """
 
 from __future__ import annotations
@@ -437,7 +437,7 @@ def put_after_writes_flow(
     writes and the other checkpoint go after it: both rows in one INSERT. Everything
     is encoded before the first statement. On PostgreSQL, when the writes fit one
     upsert, it leads the INSERT as a data-modifying ``WITH``: one statement, atomic on
-    its own (see :func:`one_statement_after_writes`).
+    its own (see `one_statement_after_writes`).
     """
     thread, ns, _ = config_keys(config)
     rows_config = config
@@ -494,12 +494,12 @@ def _first_of_each_slot(rows: list[Row]) -> list[Row]:
 
 
 def one_statement_after_writes(writes: Sequence[TaskWrites]) -> bool:
-    """Whether :func:`put_after_writes_flow` is one PostgreSQL statement."""
+    """Whether `put_after_writes_flow` is one PostgreSQL statement."""
     return sum(len(task.writes) for task in writes) <= WRITE_ROWS_PER_STATEMENT
 
 
 def one_statement(writes: Sequence[object]) -> bool:
-    """Whether :func:`put_writes_flow` stores ``writes`` in a single PostgreSQL statement.
+    """Whether `put_writes_flow` stores ``writes`` in a single PostgreSQL statement.
 
     A single statement is atomic by itself, so a saver in autocommit mode need not
     wrap it in a transaction (a round trip each for BEGIN and COMMIT).

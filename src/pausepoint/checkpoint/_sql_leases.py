@@ -4,7 +4,7 @@ A lease is one row of ``pausepoint_leases`` per thread. Taking, renewing and
 releasing it are each one atomic statement (SQLite without ``RETURNING``: two, in
 the saver's write transaction, which holds SQLite's write lock throughout).
 
-A guarded write (:class:`Guard`) stores its rows only if the owner holds the
+A guarded write (`Guard`) stores its rows only if the owner holds the
 thread's live lease (renewing it) and, for ``if_head``, its checkpoint is the
 newest. SQLite checks first, in the same transaction as the writes (one commit).
 PostgreSQL folds the checks into the write's statement as ``WITH`` clauses, and
@@ -294,7 +294,7 @@ class Guard:
 
 @functools.lru_cache(maxsize=256)
 def _guarded_sql(dialect: Dialect, fence: bool | None, head: bool, rows: int, puts: int) -> str:
-    """The statement of :meth:`Guard._in_one_statement`, by shape (built once each).
+    """The statement of `Guard._in_one_statement`, by shape (built once each).
 
     ``fence``: None for no lease, False to renew it, True to let it go with the write.
     """

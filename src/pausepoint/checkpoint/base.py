@@ -49,7 +49,7 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   takes it, in one atomic step, when nobody holds it, when it has expired, or when the
   same owner holds it (a renewal); otherwise it changes nothing, except that with
   ``nudge=True`` the live holder's lease is marked *nudged*. It returns a
-  :class:`LeaseClaim`: whether it was acquired, and the lease in force afterwards.
+  [`LeaseClaim`][]: whether it was acquired, and the lease in force afterwards.
 - ``renew_lease`` extends the owner's lease (expired or not, while nobody took it
   over); ``release_lease`` gives it up and says whether it was nudged while held;
   ``get_lease`` is the unexpired lease.
@@ -57,14 +57,14 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   ``lease=owner`` write only if ``owner`` still holds the thread's lease — expired
   or not, as long as no other owner took it over — renewing
   it by its ttl in the same atomic step; otherwise they write nothing and raise
-  :class:`~pausepoint.errors.LeaseLostError`.
+  [`LeaseLostError`][pausepoint.errors.LeaseLostError].
 - A fenced write given ``release=True`` (``put``, ``put_writes``, ``put_after_writes``)
   also lets the lease go, in the same atomic step, once it has written: a run's last
   write, so ending a run costs no round trip of its own. Without ``lease=`` it is a
   ``ValueError``.
 - ``put_writes(..., if_head=True)`` writes only if the config's checkpoint is still the
   newest of its thread and namespace; otherwise it writes nothing and raises
-  :class:`~pausepoint.errors.StaleCheckpointError`.
+  [`StaleCheckpointError`][pausepoint.errors.StaleCheckpointError].
 - Expiry is judged by one clock for all workers: the database's for PostgreSQL, the
   saver's ``lease_clock`` (``time.time`` unless replaced) for SQLite and memory.
 - Optional: ``acquire_lease(..., read=config)`` also reads ``get_tuple(config)`` once
@@ -75,7 +75,7 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   takes the keyword.
 
 The engine passes ``lease=`` and ``if_head=`` only to a saver whose ``supports_leases``
-is true. :class:`BaseCheckpointSaver`'s lease methods work within one process only.
+is true. [`BaseCheckpointSaver`][]'s lease methods work within one process only.
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ __all__ = [
 Version = int
 """A channel version: increases by one with every update of the channel."""
 ChannelVersions = dict[str, Version]
+"""The version of each channel, by channel name."""
 
 CHECKPOINT_FORMAT = 1
 """Version of the checkpoint dict layout (``Checkpoint["v"]``); see docs/format.md."""
@@ -370,7 +371,7 @@ class BaseCheckpointSaver:
         raise NotImplementedError
 
     batches_writes: ClassVar[bool] = False
-    """Whether :meth:`put_after_writes` saves a round trip or a commit over separate
+    """Whether [`put_after_writes`][] saves a round trip or a commit over separate
     calls; the engine uses it only for savers that say so (the database savers)."""
 
     def put_after_writes(
@@ -397,7 +398,7 @@ class BaseCheckpointSaver:
         return self.put(config, checkpoint, metadata, new_versions, **last)
 
     batches_checkpoints: ClassVar[bool] = False
-    """Whether :meth:`put_pair` saves a commit or a round trip over ``put`` then
+    """Whether [`put_pair`][] saves a commit or a round trip over ``put`` then
     ``put_after_writes``; the engine uses it only for savers that say so."""
 
     def put_pair(
@@ -411,7 +412,7 @@ class BaseCheckpointSaver:
     ) -> RunnableConfig:
         """``put`` of ``first``, then ``put_after_writes`` of the rest under its config.
 
-        Returns the second checkpoint's config. Like :meth:`put_after_writes`, this
+        Returns the second checkpoint's config. Like [`put_after_writes`][], this
         default is not all-or-nothing; a saver whose ``batches_checkpoints`` is true
         overrides it to be (the conformance suite checks).
         """
@@ -483,12 +484,12 @@ class BaseCheckpointSaver:
         return 1 if current is None else current + 1
 
     async def aget(self, config: RunnableConfig) -> Checkpoint | None:
-        """Async :meth:`get`."""
+        """Async [`get`][]."""
         tup = await self.aget_tuple(config)
         return tup.checkpoint if tup else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple`."""
+        """Async [`get_tuple`][]."""
         return self.get_tuple(config)
 
     async def alist(
@@ -499,7 +500,7 @@ class BaseCheckpointSaver:
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list`."""
+        """Async [`list`][]."""
         for item in self.list(config, filter=filter, before=before, limit=limit):
             yield item
 
@@ -513,7 +514,7 @@ class BaseCheckpointSaver:
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async :meth:`put`."""
+        """Async [`put`][]."""
         guard = guard_kwargs(lease, False, release)
         return self.put(config, checkpoint, metadata, new_versions, **guard)
 
@@ -528,7 +529,7 @@ class BaseCheckpointSaver:
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """Async :meth:`put_writes`."""
+        """Async [`put_writes`][]."""
         guard = guard_kwargs(lease, if_head, release)
         self.put_writes(config, writes, task_id, task_path, **guard)
 
@@ -543,7 +544,7 @@ class BaseCheckpointSaver:
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async :meth:`put_after_writes`."""
+        """Async [`put_after_writes`][]."""
         guard = guard_kwargs(lease, False, release)
         return self.put_after_writes(config, writes, checkpoint, metadata, new_versions, **guard)
 
@@ -556,29 +557,29 @@ class BaseCheckpointSaver:
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """Async :meth:`put_pair`."""
+        """Async [`put_pair`][]."""
         return self.put_pair(config, first, writes, second, **guard_kwargs(lease))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
+        """Async [`delete_thread`][]."""
         self.delete_thread(thread_id)
 
     async def aacquire_lease(
         self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
     ) -> LeaseClaim:
-        """Async :meth:`acquire_lease`."""
+        """Async [`acquire_lease`][]."""
         return self.acquire_lease(thread_id, owner, ttl, nudge=nudge)
 
     async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """Async :meth:`renew_lease`."""
+        """Async [`renew_lease`][]."""
         return self.renew_lease(thread_id, owner, ttl)
 
     async def arelease_lease(self, thread_id: str, owner: str) -> bool:
-        """Async :meth:`release_lease`."""
+        """Async [`release_lease`][]."""
         return self.release_lease(thread_id, owner)
 
     async def aget_lease(self, thread_id: str) -> Lease | None:
-        """Async :meth:`get_lease`."""
+        """Async [`get_lease`][]."""
         return self.get_lease(thread_id)
 
 

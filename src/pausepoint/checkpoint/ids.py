@@ -49,7 +49,7 @@ def _format_ts(unix_us: int) -> str:
     """``datetime.fromtimestamp(t, UTC).isoformat()``, with the date part cached per second.
 
     Several seconds are kept: a resume reads its checkpoint's time (made again from
-    the id, see :func:`stamp_time`), often from a pause long ago, then stamps a new
+    the id, see `stamp_time`), often from a pause long ago, then stamps a new
     checkpoint now; with one second cached each call missed (~1.8 µs instead of 0.45).
     """
     sec, micros = divmod(unix_us, 1_000_000)
@@ -93,7 +93,7 @@ def new_stamp() -> tuple[str, str]:
 
 
 def stamp_time(checkpoint_id: str) -> str | None:
-    """The ``ts`` that :func:`new_stamp` made with ``checkpoint_id``; None if not one of its ids.
+    """The ``ts`` that `new_stamp` made with ``checkpoint_id``; None if not one of its ids.
 
     A saver can keep only the id of a checkpoint stamped by ``new_stamp`` and make
     its ``ts`` again on reads (InMemorySaver: 81 bytes less per checkpoint).
@@ -108,7 +108,7 @@ def stamp_time(checkpoint_id: str) -> str | None:
 
 
 def is_stamp(checkpoint_id: str, ts: str) -> bool:
-    """Whether ``ts`` is what :func:`stamp_time` makes again from ``checkpoint_id``."""
+    """Whether ``ts`` is what `stamp_time` makes again from ``checkpoint_id``."""
     last_id, last_ts = _last_stamp
     if checkpoint_id is last_id and ts is last_ts:  # the usual case: the newest stamp
         return True

@@ -1,7 +1,7 @@
 """``InMemorySaver``: checkpoints in a dict, for tests and short-lived processes.
 
 Everything is lost when the process exits; use
-:class:`pausepoint.checkpoint.sqlite.SqliteSaver` for pauses that must survive.
+[`pausepoint.checkpoint.sqlite.SqliteSaver`][] for pauses that must survive.
 Values are stored encoded by the same serializer the durable savers use, so a
 value that SQLite or PostgreSQL would refuse is refused here too (at write time,
 naming where it is), and mutating state objects after a step never changes
@@ -65,7 +65,7 @@ class InMemorySaver(BaseCheckpointSaver):
 
     Args:
         serde: The serializer values are stored with (a fresh
-            :class:`~pausepoint.serde.Serializer` by default). Graphs compiled with
+            [`Serializer`][pausepoint.serde.Serializer] by default). Graphs compiled with
             this saver register their state schemas' types with it.
         clock: Seconds since the epoch, by which leases expire (``lease_clock``).
 
@@ -100,7 +100,7 @@ class InMemorySaver(BaseCheckpointSaver):
         self._shared: dict[Any, Any] = {}
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         thread, ns, checkpoint_id = config_keys(config)
         with self._lock:
             by_id = self._by_id(thread, ns)
@@ -133,7 +133,7 @@ class InMemorySaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         with self._lock:
             rows = self._select(config, filter, before)
         for n, row in enumerate(rows):
@@ -209,7 +209,7 @@ class InMemorySaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         # Keywords only when set: a subclass's put_after_writes may predate them.
         guard = guard_kwargs(lease, release=release)
         return self.put_after_writes(config, (), checkpoint, metadata, new_versions, **guard)
@@ -225,7 +225,7 @@ class InMemorySaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`: all encoded first, so all or nothing."""
+        """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing."""
         check_release(lease, release)
         thread, ns, parent_id = config_keys(config)
         frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
@@ -290,7 +290,7 @@ class InMemorySaver(BaseCheckpointSaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`: all or nothing.
+        """See [`pausepoint.checkpoint.base`][]: all or nothing.
 
         What the second part keeps is encoded once before the first checkpoint is
         stored (a bad value stops it there), and again by ``put_after_writes``. The
@@ -480,7 +480,7 @@ class InMemorySaver(BaseCheckpointSaver):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         check_release(lease, release)
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
@@ -520,7 +520,7 @@ class InMemorySaver(BaseCheckpointSaver):
         return stored.writes
 
     def delete_thread(self, thread_id: str) -> None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         thread = str(thread_id)
         with self._lock:
             self._root.pop(thread, None)
@@ -531,19 +531,19 @@ class InMemorySaver(BaseCheckpointSaver):
     def acquire_lease(
         self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
     ) -> LeaseClaim:
-        """See :meth:`BaseCheckpointSaver.acquire_lease`."""
+        """See [`BaseCheckpointSaver.acquire_lease`][]."""
         return self._leases.acquire(thread_id, owner, ttl, nudge, self._lease_now)
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """See :meth:`BaseCheckpointSaver.renew_lease`."""
+        """See [`BaseCheckpointSaver.renew_lease`][]."""
         return self._leases.renew(thread_id, owner, ttl, self._lease_now)
 
     def release_lease(self, thread_id: str, owner: str) -> bool:
-        """See :meth:`BaseCheckpointSaver.release_lease`."""
+        """See [`BaseCheckpointSaver.release_lease`][]."""
         return self._leases.release(thread_id, owner)
 
     def get_lease(self, thread_id: str) -> Lease | None:
-        """See :meth:`BaseCheckpointSaver.get_lease`."""
+        """See [`BaseCheckpointSaver.get_lease`][]."""
         return self._leases.get(thread_id, self._lease_now)
 
 
@@ -595,4 +595,4 @@ def _keep_writes(
 
 
 MemorySaver = InMemorySaver
-"""LangGraph's older name for :class:`InMemorySaver`."""
+"""LangGraph's older name for `InMemorySaver`."""

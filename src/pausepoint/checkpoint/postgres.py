@@ -11,7 +11,7 @@ when a pooler that cannot keep prepared statements sits in between (PgBouncer in
 transaction mode before 1.21).
 Each write is atomic: one statement in autocommit mode (no BEGIN/COMMIT round
 trips), or one transaction when it needs several. SQL and row mapping are shared with SQLite
-(:mod:`pausepoint.checkpoint._sql`); the two classes differ only in how they get
+(`pausepoint.checkpoint._sql`); the two classes differ only in how they get
 a cursor.
 Leases are timed by the database's clock (``clock_timestamp()``), so workers on
 machines whose clocks differ agree on when one expires; ``lease_clock`` is not used.
@@ -117,9 +117,9 @@ class PostgresSaver(BaseCheckpointSaver):
         conn: A connection opened with ``autocommit=True``, or a
             ``psycopg_pool.ConnectionPool`` whose connections are.
         serde: The serializer of checkpoints and writes; a
-            :class:`~pausepoint.serde.Serializer` allowing built-in types by default.
+            [`Serializer`][pausepoint.serde.Serializer] allowing built-in types by default.
 
-    Call :meth:`setup` once (it is idempotent) before first use.
+    Call [`setup`][] once (it is idempotent) before first use.
     """
 
     batches_writes = True  # put_after_writes: one statement instead of two
@@ -202,7 +202,7 @@ class PostgresSaver(BaseCheckpointSaver):
                 return _sql.drive(flow, execute)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         return self._run(_sql.get_tuple_flow(_D, self._codec, config))
 
     def list(
@@ -213,7 +213,7 @@ class PostgresSaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         yield from self._run(_flows_list(self._codec, config, filter, before, limit))
 
     def put(
@@ -226,7 +226,7 @@ class PostgresSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         flow = _sql.put_flow(
             _D, self._codec, config, checkpoint, metadata, _guard(config, lease, release=release)
         )
@@ -243,7 +243,7 @@ class PostgresSaver(BaseCheckpointSaver):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         flow = _sql.put_writes_flow(
             _D,
             self._codec,
@@ -266,7 +266,7 @@ class PostgresSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`: one statement when the writes fit one."""
+        """See [`pausepoint.checkpoint.base`][]: one statement when the writes fit one."""
         flow = _sql.put_after_writes_flow(
             _D,
             self._codec,
@@ -287,7 +287,7 @@ class PostgresSaver(BaseCheckpointSaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`: one statement when the writes fit one."""
+        """See [`pausepoint.checkpoint.base`][]: one statement when the writes fit one."""
         checkpoint, metadata, _ = second
         flow = _sql.put_after_writes_flow(
             _D, self._codec, config, writes, checkpoint, metadata, first, _guard(config, lease)
@@ -303,7 +303,7 @@ class PostgresSaver(BaseCheckpointSaver):
         return self._run(_sql.thread_ids_flow(_D))
 
     def delete_thread(self, thread_id: str) -> None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
 
     def acquire_lease(
@@ -315,19 +315,19 @@ class PostgresSaver(BaseCheckpointSaver):
         nudge: bool = False,
         read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """See :meth:`BaseCheckpointSaver.acquire_lease`: one statement, with ``read`` too."""
+        """See [`BaseCheckpointSaver.acquire_lease`][]: one statement, with ``read`` too."""
         return self._run(_claim_flow(self._codec, thread_id, owner, ttl, nudge, read))
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """See :meth:`BaseCheckpointSaver.renew_lease`: one statement."""
+        """See [`BaseCheckpointSaver.renew_lease`][]: one statement."""
         return self._run(_sql_leases.renew_flow(_D, thread_id, owner, ttl, None))
 
     def release_lease(self, thread_id: str, owner: str) -> bool:
-        """See :meth:`BaseCheckpointSaver.release_lease`: one statement."""
+        """See [`BaseCheckpointSaver.release_lease`][]: one statement."""
         return self._run(_sql_leases.release_flow(_D, thread_id, owner))
 
     def get_lease(self, thread_id: str) -> Lease | None:
-        """See :meth:`BaseCheckpointSaver.get_lease`."""
+        """See [`BaseCheckpointSaver.get_lease`][]."""
         return self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
 
 
@@ -337,9 +337,9 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     Args:
         conn: An ``AsyncConnection`` opened with ``autocommit=True``, or a
             ``psycopg_pool.AsyncConnectionPool`` whose connections are.
-        serde: See :class:`PostgresSaver`.
+        serde: See [`PostgresSaver`][].
 
-    Call :meth:`setup` once (it is idempotent) before first use.
+    Call [`setup`][] once (it is idempotent) before first use.
     """
 
     batches_writes = True  # aput_after_writes: one statement instead of two
@@ -380,7 +380,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     ) -> AsyncGenerator[Self]:
         """Connect to ``url`` (autocommit); close on exit.
 
-        See :meth:`PostgresSaver.from_conn_string`.
+        See [`PostgresSaver.from_conn_string`][].
         """
         psycopg = _psycopg()
         conn = await psycopg.AsyncConnection.connect(
@@ -419,7 +419,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
                 return await _sql.adrive(flow, execute)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async ``get_tuple``; see :mod:`pausepoint.checkpoint.base`."""
+        """Async ``get_tuple``; see [`pausepoint.checkpoint.base`][]."""
         return await self._run(_sql.get_tuple_flow(_D, self._codec, config))
 
     async def alist(
@@ -430,7 +430,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """Async ``list``; see :mod:`pausepoint.checkpoint.base`."""
+        """Async ``list``; see [`pausepoint.checkpoint.base`][]."""
         for item in await self._run(_flows_list(self._codec, config, filter, before, limit)):
             yield item
 
@@ -444,7 +444,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async ``put``; see :mod:`pausepoint.checkpoint.base`."""
+        """Async ``put``; see [`pausepoint.checkpoint.base`][]."""
         flow = _sql.put_flow(
             _D, self._codec, config, checkpoint, metadata, _guard(config, lease, release=release)
         )
@@ -461,7 +461,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """Async ``put_writes``; see :mod:`pausepoint.checkpoint.base`."""
+        """Async ``put_writes``; see [`pausepoint.checkpoint.base`][]."""
         flow = _sql.put_writes_flow(
             _D,
             self._codec,
@@ -484,7 +484,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async ``put_after_writes``; see :mod:`pausepoint.checkpoint.base`."""
+        """Async ``put_after_writes``; see [`pausepoint.checkpoint.base`][]."""
         flow = _sql.put_after_writes_flow(
             _D,
             self._codec,
@@ -505,7 +505,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """Async ``put_pair``; see :mod:`pausepoint.checkpoint.base`."""
+        """Async ``put_pair``; see [`pausepoint.checkpoint.base`][]."""
         checkpoint, metadata, _ = second
         flow = _sql.put_after_writes_flow(
             _D, self._codec, config, writes, checkpoint, metadata, first, _guard(config, lease)
@@ -513,7 +513,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        """Async ``delete_thread``; see :mod:`pausepoint.checkpoint.base`."""
+        """Async ``delete_thread``; see [`pausepoint.checkpoint.base`][]."""
         await self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
 
     async def aacquire_lease(
@@ -525,19 +525,19 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         nudge: bool = False,
         read: RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """Async ``acquire_lease``; see :meth:`BaseCheckpointSaver.acquire_lease`."""
+        """Async ``acquire_lease``; see [`BaseCheckpointSaver.acquire_lease`][]."""
         return await self._run(_claim_flow(self._codec, thread_id, owner, ttl, nudge, read))
 
     async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """Async ``renew_lease``; see :meth:`BaseCheckpointSaver.renew_lease`."""
+        """Async ``renew_lease``; see [`BaseCheckpointSaver.renew_lease`][]."""
         return await self._run(_sql_leases.renew_flow(_D, thread_id, owner, ttl, None))
 
     async def arelease_lease(self, thread_id: str, owner: str) -> bool:
-        """Async ``release_lease``; see :meth:`BaseCheckpointSaver.release_lease`."""
+        """Async ``release_lease``; see [`BaseCheckpointSaver.release_lease`][]."""
         return await self._run(_sql_leases.release_flow(_D, thread_id, owner))
 
     async def aget_lease(self, thread_id: str) -> Lease | None:
-        """Async ``get_lease``; see :meth:`BaseCheckpointSaver.get_lease`."""
+        """Async ``get_lease``; see [`BaseCheckpointSaver.get_lease`][]."""
         return await self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
 
 

@@ -4,7 +4,7 @@ One connection, guarded by a lock, serves every thread of the process (the sync
 driver runs tasks on worker threads); WAL mode lets other processes read while
 this one writes. Async methods run the same code in a worker thread so the event
 loop never blocks. SQL and row mapping are shared with PostgreSQL
-(:mod:`pausepoint.checkpoint._sql`).
+(`pausepoint.checkpoint._sql`).
 
 Example:
     >>> with SqliteSaver.from_conn_string("checkpoints.db") as saver:
@@ -49,7 +49,7 @@ class SqliteSaver(BaseCheckpointSaver):
         conn: An open connection. Open it with ``check_same_thread=False`` if other
             threads will use the saver (``from_conn_string`` does).
         serde: The serializer of checkpoints and writes; a
-            :class:`~pausepoint.serde.Serializer` allowing built-in types by default.
+            [`Serializer`][pausepoint.serde.Serializer] allowing built-in types by default.
         clock: Seconds since the epoch, by which leases expire (``lease_clock``).
             Every process sharing the file must use the same time: the system clock,
             unless a test replaces it.
@@ -106,9 +106,9 @@ class SqliteSaver(BaseCheckpointSaver):
         Args:
             path: A file path, or ``":memory:"`` for a database that lives as long as
                 the context.
-            serde: See :class:`SqliteSaver`.
+            serde: See [`SqliteSaver`][].
             read_only: Open an existing file read-only and change nothing in it (see
-                :class:`SqliteSaver`): to inspect a database another program owns.
+                [`SqliteSaver`][]): to inspect a database another program owns.
         """
         return _Opened(cls, path, serde, read_only)
 
@@ -170,7 +170,7 @@ class SqliteSaver(BaseCheckpointSaver):
             self.conn.execute(f"PRAGMA synchronous={self._synchronous}")
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         return self._run(_sql.get_tuple_flow(_sql.SQLITE, self._codec, config))
 
     def list(
@@ -181,7 +181,7 @@ class SqliteSaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         flow = _sql.list_flow(
             _sql.SQLITE, self._codec, config, filter=filter, before=before, limit=limit
         )
@@ -208,7 +208,7 @@ class SqliteSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         guard = self._guard(config, lease, release=release)
         flow = _sql.put_flow(_sql.SQLITE, self._codec, config, checkpoint, metadata, guard)
         return self._run(flow, write=True)
@@ -224,7 +224,7 @@ class SqliteSaver(BaseCheckpointSaver):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         flow = _sql.put_writes_flow(
             _sql.SQLITE,
             self._codec,
@@ -247,7 +247,7 @@ class SqliteSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`: one transaction, so one commit."""
+        """See [`pausepoint.checkpoint.base`][]: one transaction, so one commit."""
         guard = self._guard(config, lease, release=release)
         flow = _sql.put_after_writes_flow(
             _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, guard=guard
@@ -263,7 +263,7 @@ class SqliteSaver(BaseCheckpointSaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """See :mod:`pausepoint.checkpoint.base`: one transaction, so one commit."""
+        """See [`pausepoint.checkpoint.base`][]: one transaction, so one commit."""
         checkpoint, metadata, _ = second
         guard = self._guard(config, lease)
         flow = _sql.put_after_writes_flow(
@@ -280,35 +280,35 @@ class SqliteSaver(BaseCheckpointSaver):
         return self._run(_sql.thread_ids_flow(_sql.SQLITE))
 
     def delete_thread(self, thread_id: str) -> None:
-        """See :mod:`pausepoint.checkpoint.base`."""
+        """See [`pausepoint.checkpoint.base`][]."""
         self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
 
     def acquire_lease(
         self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
     ) -> LeaseClaim:
-        """See :meth:`BaseCheckpointSaver.acquire_lease`: one write transaction."""
+        """See [`BaseCheckpointSaver.acquire_lease`][]: one write transaction."""
         flow = _sql_leases.acquire_flow(_sql.SQLITE, thread_id, owner, ttl, nudge, self._lease_now)
         return self._run(flow, write=True, durable=False)
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """See :meth:`BaseCheckpointSaver.renew_lease`."""
+        """See [`BaseCheckpointSaver.renew_lease`][]."""
         flow = _sql_leases.renew_flow(_sql.SQLITE, thread_id, owner, ttl, self._lease_now)
         return self._run(flow, write=True, durable=False)
 
     def release_lease(self, thread_id: str, owner: str) -> bool:
-        """See :meth:`BaseCheckpointSaver.release_lease`."""
+        """See [`BaseCheckpointSaver.release_lease`][]."""
         flow = _sql_leases.release_flow(_sql.SQLITE, thread_id, owner)
         return self._run(flow, write=True, durable=False)
 
     def get_lease(self, thread_id: str) -> Lease | None:
-        """See :meth:`BaseCheckpointSaver.get_lease`."""
+        """See [`BaseCheckpointSaver.get_lease`][]."""
         return self._run(_sql_leases.get_lease_flow(_sql.SQLITE, thread_id, self._lease_now))
 
     # Async forms: the same calls in a worker thread, so the event loop never waits
     # on disk I/O or on another thread holding the connection.
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """Async :meth:`get_tuple` (runs in a worker thread)."""
+        """Async [`get_tuple`][] (runs in a worker thread)."""
         return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(
@@ -319,7 +319,7 @@ class SqliteSaver(BaseCheckpointSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """Async :meth:`list` (runs in a worker thread)."""
+        """Async [`list`][] (runs in a worker thread)."""
         flow = _sql.list_flow(
             _sql.SQLITE, self._codec, config, filter=filter, before=before, limit=limit
         )
@@ -336,7 +336,7 @@ class SqliteSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async :meth:`put` (runs in a worker thread)."""
+        """Async [`put`][] (runs in a worker thread)."""
         return await asyncio.to_thread(
             self.put,
             config,
@@ -357,7 +357,7 @@ class SqliteSaver(BaseCheckpointSaver):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """Async :meth:`put_writes` (runs in a worker thread)."""
+        """Async [`put_writes`][] (runs in a worker thread)."""
         guard = guard_kwargs(lease, if_head, release)
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path, **guard)
 
@@ -372,7 +372,7 @@ class SqliteSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async :meth:`put_after_writes` (runs in a worker thread)."""
+        """Async [`put_after_writes`][] (runs in a worker thread)."""
         return await asyncio.to_thread(
             self.put_after_writes,
             config,
@@ -392,36 +392,36 @@ class SqliteSaver(BaseCheckpointSaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """Async :meth:`put_pair` (runs in a worker thread)."""
+        """Async [`put_pair`][] (runs in a worker thread)."""
         return await asyncio.to_thread(
             self.put_pair, config, first, writes, second, **guard_kwargs(lease)
         )
 
     async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread` (runs in a worker thread)."""
+        """Async [`delete_thread`][] (runs in a worker thread)."""
         await asyncio.to_thread(self.delete_thread, thread_id)
 
     async def aacquire_lease(
         self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
     ) -> LeaseClaim:
-        """Async :meth:`acquire_lease` (runs in a worker thread)."""
+        """Async [`acquire_lease`][] (runs in a worker thread)."""
         return await asyncio.to_thread(self.acquire_lease, thread_id, owner, ttl, nudge=nudge)
 
     async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """Async :meth:`renew_lease` (runs in a worker thread)."""
+        """Async [`renew_lease`][] (runs in a worker thread)."""
         return await asyncio.to_thread(self.renew_lease, thread_id, owner, ttl)
 
     async def arelease_lease(self, thread_id: str, owner: str) -> bool:
-        """Async :meth:`release_lease` (runs in a worker thread)."""
+        """Async [`release_lease`][] (runs in a worker thread)."""
         return await asyncio.to_thread(self.release_lease, thread_id, owner)
 
     async def aget_lease(self, thread_id: str) -> Lease | None:
-        """Async :meth:`get_lease` (runs in a worker thread)."""
+        """Async [`get_lease`][] (runs in a worker thread)."""
         return await asyncio.to_thread(self.get_lease, thread_id)
 
 
 class AsyncSqliteSaver(SqliteSaver):
-    """LangGraph's name for the async use of :class:`SqliteSaver`.
+    """LangGraph's name for the async use of [`SqliteSaver`][].
 
     Every saver method, sync or async, works on both classes; the async methods
     never block the event loop, and ``from_conn_string`` works with ``async with``.

@@ -1,6 +1,6 @@
 """What ``pausepoint threads`` reports about a thread, read from stored checkpoints.
 
-A :class:`ThreadView` is built through the graph when ``--graph`` is given (exact:
+A `ThreadView` is built through the graph when ``--graph`` is given (exact:
 ``get_state``), else inferred from the stored data alone (``next`` from the stored
 edge triggers, values as stored). A thread whose newest checkpoint cannot be read is
 a view of its own (``unreadable``), so one bad row never hides the others.

@@ -1,5 +1,5 @@
 """Drivers: carry out the loop's effects, with threads (sync) or asyncio (async).
 
-Both share everything but the waiting: :mod:`pausepoint.drivers.retry` decides
+Both share everything but the waiting: `pausepoint.drivers.retry` decides
 retries, the loop decides everything else.
 """

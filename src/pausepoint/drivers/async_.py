@@ -137,7 +137,7 @@ async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Ex
 async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
     """Carry out the saver effects of ``flow`` with an async saver; return its result.
 
-    The async form of :func:`pausepoint.drivers.sync.run_effects`.
+    The async form of `pausepoint.drivers.sync.run_effects`.
     """
     send: Any = None
     try:

@@ -1,6 +1,6 @@
 """Running ``@task`` calls for the drivers: futures, retries, saved writes.
 
-The loop decides what a call is (:mod:`pausepoint.loop.calls`); this module runs
+The loop decides what a call is (`pausepoint.loop.calls`); this module runs
 it — in a worker thread for the sync driver, as an asyncio task for the async
 driver — and saves its outcome as a pending write the moment it is known, so a
 crash after a task finished never runs it again.
@@ -176,7 +176,7 @@ def settle(site: CallSite | None) -> None:
 
 
 async def asettle(site: CallSite | None) -> None:
-    """:func:`settle` for the async driver."""
+    """`settle` for the async driver."""
     for future in site.started if site is not None else ():
         await future.settled()
 

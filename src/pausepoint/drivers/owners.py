@@ -1,7 +1,7 @@
 """Lease owners: one per process, and which run of the process holds each thread.
 
 A lease in the saver is held by a *process*, ``"<host>/<pid>/<random>"``; which of
-the process's runs advances a thread is kept here, in memory (:data:`LOCAL`). So a
+the process's runs advances a thread is kept here, in memory (`LOCAL`). So a
 run that lost its database connection before it could let its lease go does not
 lock its own process out: the next run of the process on that thread renews the
 same lease. Other processes wait for it to be let go, or to expire after its ttl

@@ -130,7 +130,7 @@ class LeaseHeld:
         """Note a write done; for the run's last, the release still to carry out, if any.
 
         A write made with ``release=True`` let the lease go itself: only this
-        process's record of the run goes. Otherwise a :class:`ReleaseThread` follows.
+        process's record of the run goes. Otherwise a `ReleaseThread` follows.
         """
         held = self.held
         if held is None or not getattr(effect, "release", False):
@@ -173,7 +173,7 @@ def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
     """Carry out the saver effects of ``flow`` with a sync saver; return its result.
 
     For flows that only read and write the saver: state inspection and
-    ``update_state`` (:mod:`pausepoint.loop.inspection`, :mod:`pausepoint.graph.update`).
+    ``update_state`` (`pausepoint.loop.inspection`, `pausepoint.graph.update`).
     A saver error propagates to the caller: such a flow has nothing to decide on it.
     """
     send: Any = None

@@ -1,4 +1,4 @@
-"""ASCII art for a :class:`~pausepoint.graph.drawing.Graph`, with no layout library.
+"""ASCII art for a `Graph`, with no layout library.
 
 Nodes are ranked by their longest path from the first node (edges that loop back
 are left out of the ranking), one row of boxes per rank. Between two rows, a lone
@@ -19,7 +19,7 @@ __all__ = ["draw"]
 
 
 def draw(graph: Graph) -> str:
-    """The ASCII art of ``graph`` (see :meth:`Graph.draw_ascii`)."""
+    """The ASCII art of ``graph`` (see `Graph.draw_ascii`)."""
     if not graph.nodes:
         return ""
     rank = _ranks(graph)

@@ -1,4 +1,4 @@
-"""From a validated ``StateGraph`` to the loop's :class:`~pausepoint.loop.spec.GraphSpec`.
+"""From a validated ``StateGraph`` to the loop's `GraphSpec`.
 
 Each node is triggered by its own ``branch:to:<node>`` channel (written by edges,
 branches and ``goto``) and by the barrier channel of every join it ends.

@@ -38,7 +38,7 @@ __all__ = ["CompiledStateGraph"]
 class CompiledStateGraph(RunnableMethods):
     """A runnable graph: ``invoke``/``stream`` (and async forms), state and history.
 
-    Built by :meth:`pausepoint.graph.StateGraph.compile`; not constructed directly.
+    Built by [`pausepoint.graph.StateGraph.compile`][]; not constructed directly.
     """
 
     def __init__(
@@ -245,7 +245,7 @@ class CompiledStateGraph(RunnableMethods):
         """Run the graph to its end (or to a pause) and return the output state.
 
         When the run pauses, the returned dict also holds ``"__interrupt__"``: the
-        list of pending :class:`~pausepoint.types.Interrupt`s.
+        list of pending [`Interrupt`][pausepoint.types.Interrupt]s.
 
         Raises:
             TypeError: A keyword argument it does not take (``strem_mode=``).
@@ -303,7 +303,7 @@ class CompiledStateGraph(RunnableMethods):
         """The (sub)graph a config names, and the config its checkpoints are found by.
 
         A stateful subgraph's (``checkpointer=True``) are under its namespace without
-        task ids (see :mod:`pausepoint.loop.namespaces`).
+        task ids (see `pausepoint.loop.namespaces`).
         """
         config = self._merged(config)
         graph = self._graph_for_ns(config)
@@ -350,7 +350,7 @@ class CompiledStateGraph(RunnableMethods):
 
         Every value is checked against its channel (its reducer run on a copy)
         before anything is saved: a value a reducer rejects raises
-        :class:`~pausepoint.errors.InvalidUpdateError` and writes nothing.
+        [`InvalidUpdateError`][pausepoint.errors.InvalidUpdateError] and writes nothing.
         """
         saver = self._require_saver()
         graph, config = self._addressed(config)
@@ -374,7 +374,7 @@ class CompiledStateGraph(RunnableMethods):
         context: Any = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        """Async :meth:`stream`."""
+        """Async [`stream`][]."""
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs.checked(
             self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
@@ -402,7 +402,7 @@ class CompiledStateGraph(RunnableMethods):
         context: Any = None,
         **kwargs: Any,
     ) -> Any:
-        """Async :meth:`invoke`."""
+        """Async [`invoke`][]."""
         args = _RunArgs.checked(
             self.ainvoke, kwargs, frozenset(), False, durability, interrupt_before,
             interrupt_after, output_keys, context,
@@ -419,7 +419,7 @@ class CompiledStateGraph(RunnableMethods):
         return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """Async :meth:`get_state` (with the saver's async methods)."""
+        """Async [`get_state`][] (with the saver's async methods)."""
         saver = self._require_saver()
         graph, config = self._addressed(config)
         flow = read_state(graph.spec, config, subgraphs)
@@ -433,7 +433,7 @@ class CompiledStateGraph(RunnableMethods):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
-        """Async :meth:`get_state_history` (with the saver's ``alist``)."""
+        """Async [`get_state_history`][] (with the saver's ``alist``)."""
         saver = self._require_saver()
         spec, listed = self._history_query(config)
         async for saved in saver.alist(listed, filter=filter, before=before, limit=limit):
@@ -446,13 +446,13 @@ class CompiledStateGraph(RunnableMethods):
         as_node: str | None = None,
         task_id: str | None = None,
     ) -> RunnableConfig:
-        """Async :meth:`update_state`."""
+        """Async [`update_state`][]."""
         return await self.abulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
-        """Async :meth:`bulk_update_state` (with the saver's async methods)."""
+        """Async [`bulk_update_state`][] (with the saver's async methods)."""
         saver = self._require_saver()
         graph, config = self._addressed(config)
         return await _adriver().run_effects(update_effects(graph.spec, config, supersteps), saver)

@@ -3,11 +3,11 @@
 The picture is plain data — ``nodes`` (by id) and ``edges`` — with the same shape
 as the one LangGraph's ``get_graph()`` returns (``Node(id, name, data, metadata)``,
 ``Edge(source, target, data, conditional)``), so code that reads it ports by
-changing imports. It draws itself as Mermaid text (:mod:`pausepoint.graph.mermaid`)
-or ASCII art (:mod:`pausepoint.graph.ascii_art`) with no dependency; a PNG needs the
+changing imports. It draws itself as Mermaid text (`pausepoint.graph.mermaid`)
+or ASCII art (`pausepoint.graph.ascii_art`) with no dependency; a PNG needs the
 Mermaid command-line renderer (``mmdc``) installed.
 
-Which edges the picture has is worked out by :mod:`pausepoint.graph.topology`.
+Which edges the picture has is worked out by `pausepoint.graph.topology`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Edge(NamedTuple):
 
 
 class Graph:
-    """Nodes and edges, drawable with :meth:`draw_mermaid` and :meth:`draw_ascii`."""
+    """Nodes and edges, drawable with [`draw_mermaid`][] and [`draw_ascii`][]."""
 
     def __init__(self) -> None:
         self.nodes: dict[str, Node] = {}
@@ -158,11 +158,11 @@ class Graph:
         return draw(self)
 
     def print_ascii(self) -> None:
-        """Print :meth:`draw_ascii`."""
+        """Print [`draw_ascii`][]."""
         print(self.draw_ascii())
 
     def draw_mermaid_png(self, *, output_file_path: str | None = None, **kwargs: Any) -> bytes:
-        """A PNG of :meth:`draw_mermaid`, rendered by the Mermaid CLI (``mmdc``) if installed.
+        """A PNG of [`draw_mermaid`][], rendered by the Mermaid CLI (``mmdc``) if installed.
 
         pausepoint sends nothing over the network (LangGraph's default posts the
         graph to mermaid.ink); install ``@mermaid-js/mermaid-cli`` to render locally.

@@ -1,4 +1,4 @@
-"""Mermaid flowchart text for a :class:`~pausepoint.graph.drawing.Graph`.
+"""Mermaid flowchart text for a `Graph`.
 
 Plain edges are solid arrows, conditional ones (branches, ``Command`` routes)
 dotted; a label rides on its edge. Nodes of an inlined subgraph (ids
@@ -34,7 +34,7 @@ def draw(
     wrap_words: int = 9,
     config: dict[str, Any] | None = None,
 ) -> str:
-    """The Mermaid text of ``graph`` (see :meth:`Graph.draw_mermaid`)."""
+    """The Mermaid text of ``graph`` (see `Graph.draw_mermaid`)."""
     front = {"config": {"flowchart": {"curve": curve_style}}}
     if config:
         front = _merged(front, config)

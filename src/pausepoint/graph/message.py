@@ -74,7 +74,7 @@ def add_messages(left: Any = None, right: Any = None, *, format: Format = None) 
 
 
 class MessagesState(TypedDict):
-    """A state with one key, ``messages``, merged with :func:`add_messages`."""
+    """A state with one key, ``messages``, merged with [`add_messages`][]."""
 
     messages: Annotated[list[Any], add_messages]
 

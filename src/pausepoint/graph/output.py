@@ -88,7 +88,7 @@ def invoke_output(
 ) -> Any:
     """``invoke``'s return value: the output state, plus ``__interrupt__`` when paused.
 
-    With ``version="v2"`` it is a :class:`~pausepoint.types.GraphOutput` instead.
+    With ``version="v2"`` it is a `GraphOutput` instead.
     """
     values = result.values
     if version == "v2":

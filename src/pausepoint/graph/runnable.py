@@ -2,7 +2,7 @@
 
 ``with_config`` (a copy of the graph with default config), ``batch``/``abatch``
 (many inputs at once), ``get_subgraphs`` and ``get_graph`` (a drawable picture of
-the graph, :mod:`pausepoint.graph.drawing`). And the check every run method makes
+the graph, `pausepoint.graph.drawing`). And the check every run method makes
 of the keyword arguments it does not know: LangGraph accepts and ignores them, so
 ``stream(strem_mode="values")`` runs with the wrong mode; pausepoint refuses them.
 """
@@ -75,10 +75,10 @@ def _unexpected(method: Callable[..., Any], name: str) -> TypeError:
 
 
 class RunnableMethods:
-    """Mixed into :class:`~pausepoint.graph.compiled.CompiledStateGraph`."""
+    """Mixed into `CompiledStateGraph`."""
 
     config: RunnableConfig | None = None
-    """Default config merged under every call's (set by :meth:`with_config`)."""
+    """Default config merged under every call's (set by [`with_config`][])."""
     spec: GraphSpec
 
     def _merged(self, config: RunnableConfig | None) -> RunnableConfig:
@@ -140,7 +140,7 @@ class RunnableMethods:
         return_exceptions: bool = False,
         **kwargs: Any,
     ) -> list[Any]:
-        """Async :meth:`batch`: ``ainvoke`` each input, at most ``max_concurrency`` at once."""
+        """Async [`batch`][]: ``ainvoke`` each input, at most ``max_concurrency`` at once."""
         configs = [self._merged(c) for c in _configs_for(inputs, config)]
         limit = asyncio.Semaphore(_workers(configs, max(len(inputs), 1)))
         graph: Any = self
@@ -178,7 +178,7 @@ class RunnableMethods:
     async def aget_subgraphs(
         self, *, namespace: str | None = None, recurse: bool = False
     ) -> AsyncIterator[tuple[str, CompiledStateGraph]]:
-        """Async :meth:`get_subgraphs`."""
+        """Async [`get_subgraphs`][]."""
         for found in self.get_subgraphs(namespace=namespace, recurse=recurse):
             yield found
 
@@ -197,7 +197,7 @@ class RunnableMethods:
     async def aget_graph(
         self, config: RunnableConfig | None = None, *, xray: int | bool = False
     ) -> Graph:
-        """Async :meth:`get_graph`."""
+        """Async [`get_graph`][]."""
         return self.get_graph(config, xray=xray)
 
 

@@ -1,8 +1,8 @@
 """``StateGraph``: declare nodes, edges and branches over a state schema, then compile.
 
 The builder only records; ``compile()`` validates everything at once (raising a
-single :class:`~pausepoint.errors.GraphValidationError` that lists every
-problem) and produces a :class:`~pausepoint.graph.compiled.CompiledStateGraph`.
+single `GraphValidationError` that lists every
+problem) and produces a `CompiledStateGraph`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class StateGraph:
             whole state one value, which nodes receive and return bare.
         context_schema: The type of the run's ``context=`` (a dataclass, pydantic
             model or TypedDict); a dict given for a class is turned into one. Nodes
-            read it as ``runtime.context`` (:mod:`pausepoint.runtime`).
+            read it as ``runtime.context`` ([`pausepoint.runtime`][]).
         input_schema: The keys the graph accepts as input (default: the state's).
         output_schema: The keys the graph returns (default: the state's).
     """
@@ -239,7 +239,7 @@ class StateGraph:
                 it raises ``ThreadBusyError``; any other run raises at once.
 
         Returns:
-            A :class:`~pausepoint.graph.compiled.CompiledStateGraph`.
+            A [`CompiledStateGraph`][pausepoint.graph.CompiledStateGraph].
 
         Raises:
             GraphValidationError: Every problem of the graph's definition, at once.

@@ -11,7 +11,7 @@ edit the state of a paused run and then answer it.
 Without ``as_node`` the update is put on the node that ran last, as in
 LangGraph; on a checkpoint where no node has run yet that is ``START``, so the
 nodes the input started (a paused one included) stay due. ``"__input__"``,
-``"__copy__"`` and ``END`` are described in :mod:`pausepoint.graph.update_steps`.
+``"__copy__"`` and ``END`` are described in `pausepoint.graph.update_steps`.
 
 Values are checked before anything is saved: every superstep is worked out on
 copies (each one's writes tried on the channels they touch) before the first is

@@ -18,8 +18,8 @@ __all__ = ["check_checkpointer", "check_store", "collect_problems"]
 def check_checkpointer(checkpointer: Any) -> None:
     """Refuse, at compile time, a ``checkpointer`` that is not a saver.
 
-    Accepted: ``None``, ``True``, ``False``, a :class:`BaseCheckpointSaver`, or any
-    object with the saver methods (of :class:`~pausepoint.checkpoint.base.SaverProtocol`).
+    Accepted: ``None``, ``True``, ``False``, a `BaseCheckpointSaver`, or any
+    object with the saver methods (of `SaverProtocol`).
     """
     if checkpointer is None or isinstance(checkpointer, bool):
         return
@@ -81,7 +81,7 @@ def check_cache(where: str, value: Any) -> None:
 
 
 def collect_problems(graph: StateGraph, interrupt_nodes: Sequence[str]) -> None:
-    """Raise :class:`GraphValidationError` listing every problem found, if any."""
+    """Raise `GraphValidationError` listing every problem found, if any."""
     problems = [
         *graph.problems,
         *_edge_problems(graph),

@@ -1,6 +1,6 @@
 """The superstep loop: a sans-IO state machine shared by the sync and async drivers.
 
 Nothing under this package does I/O, starts threads or uses ``async def``: the
-loop yields effects (:mod:`pausepoint.loop.effects`) and the drivers in
-:mod:`pausepoint.drivers` carry them out and send back their outcomes.
+loop yields effects (`pausepoint.loop.effects`) and the drivers in
+`pausepoint.drivers` carry them out and send back their outcomes.
 """

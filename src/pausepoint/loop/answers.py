@@ -11,8 +11,8 @@ on. So an answer sent twice (a client retry after a crash, a double submit) find
 its question already answered and changes nothing, and never becomes the answer
 to the next question, which nobody has seen yet.
 
-Pure functions: the loop (:mod:`pausepoint.loop.begin`) and the ``@task`` call
-bookkeeping (:mod:`pausepoint.loop.calls`) both bind answers through them.
+Pure functions: the loop (`pausepoint.loop.begin`) and the ``@task`` call
+bookkeeping (`pausepoint.loop.calls`) both bind answers through them.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = ["PAST", "bind_answer", "drop_consumed", "plan_answers", "stored_answe
 
 
 PAST: list[Any] = []
-"""What :func:`bind_answer` returns for a question the task has got past, answered
+"""What `bind_answer` returns for a question the task has got past, answered
 the same: a resend of a consumed answer, which changes nothing and runs nothing."""
 
 
@@ -40,12 +40,12 @@ def bind_answer(
     - The question waits: the answer is added at its position.
     - It has the same answer already (a resend): None, nothing to store; the task
       continues with the stored answer.
-    - It has another answer: :class:`AlreadyAnsweredError`, unless ``given`` is a
-      :class:`~pausepoint.types.Reanswer`, which replaces it.
+    - It has another answer: `AlreadyAnsweredError`, unless ``given`` is a
+      `Reanswer`, which replaces it.
 
     ``asked``: the position the answer names (sent by question id). An earlier one
     than the task waits on is a question it has got past: the same answer again is
-    :data:`PAST` (nothing happens), another one :class:`AlreadyAnsweredError`.
+    `PAST` (nothing happens), another one `AlreadyAnsweredError`.
     """
     replace = isinstance(given, Reanswer)
     value = given.value if replace else given
@@ -106,7 +106,7 @@ def plan_answers(
 
     Returns task id → its new answer list (None: a resend, nothing to store) for
     every task an answer goes to (those re-run; a task's ``@task`` calls bind their
-    own answers as they are called). Raises :class:`AlreadyAnsweredError` for a
+    own answers as they are called). Raises `AlreadyAnsweredError` for a
     conflicting answer, so that a refused resume writes nothing at all.
     """
     targets = {t for k in values if k in owners for t in owners[k]}
@@ -139,7 +139,7 @@ def drop_consumed(resume: Mapping[str, Any], records: Mapping[str, TaskRecord]) 
     A task that finished at this checkpoint after its question was answered has no
     pending interrupt; an answer sent to it again (a racing or retried request) is
     dropped when it is the answer the task used, and refused with
-    :class:`AlreadyAnsweredError` otherwise, rather than reported as an unknown id.
+    `AlreadyAnsweredError` otherwise, rather than reported as an unknown id.
     """
     used: dict[str, tuple[Interrupt, int, Any]] = {}
     for rec in records.values():
@@ -169,7 +169,7 @@ def stored_answers(rec: TaskRecord) -> tuple[Answer, ...]:
 
 
 def unwrap(given: Any) -> Any:
-    """The answer inside a :class:`~pausepoint.types.Reanswer`, or ``given`` itself."""
+    """The answer inside a `Reanswer`, or ``given`` itself."""
     return given.value if isinstance(given, Reanswer) else given
 
 

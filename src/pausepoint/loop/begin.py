@@ -3,7 +3,7 @@
 New input is applied as the input pseudo-task and checkpointed; ``None`` continues
 the thread's newest (or the config's) checkpoint; a ``Command`` continues it with a
 resume value bound to the tasks it answers, an update, or a goto. Functions of the
-run (:class:`pausepoint.loop.run._Run`), as :mod:`pausepoint.loop.fork` is.
+run (`pausepoint.loop.run._Run`), as `pausepoint.loop.fork` is.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def start_moved(run: _Run, source_ns: str) -> Generator[Effect, Any, None]:
 
     It goes on from a copy of that checkpoint in its own namespace (the old branch is
     not written to): with what its tasks had done if a question its answer is for
-    waited there (:func:`~pausepoint.loop.fork.fork`), or as a replay from there if
+    waited there (`fork`), or as a replay from there if
     the question came later. Its share of the answer follows the questions' new ids.
     """
     given = run.resume
@@ -261,8 +261,8 @@ def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
 
     ``run.answered`` (task id → its new answer list, None for a resend) names the
     tasks an answer goes to: those re-run, the other paused ones stay paused
-    (:func:`~pausepoint.loop.pending.match_records`). A ``Command`` planned it in
-    :func:`take_command`; a subgraph's resume map is planned here.
+    (`match_records`). A ``Command`` planned it in
+    `take_command`; a subgraph's resume map is planned here.
     """
     if run.resume is None:
         return

@@ -7,7 +7,7 @@ call finishes, its result is saved as a pending write; when the parent runs
 again (after an interrupt, a failure or a crash), the call finds that write and
 returns the saved result without running. Calls must therefore be made in the
 same order on every run: pausepoint checks that the task recorded at a position
-is the one called there (:class:`~pausepoint.errors.NondeterministicTaskError`).
+is the one called there (`NondeterministicTaskError`).
 
 Pure bookkeeping: the drivers run the calls and save their writes.
 """

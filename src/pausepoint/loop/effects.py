@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
-"""The ``kwargs`` of a :class:`Call` that passes none (shared, read-only)."""
+"""The ``kwargs`` of a `Call` that passes none (shared, read-only)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,7 +101,7 @@ class SaveWrites:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ClaimThread:
-    """``saver.acquire_lease(thread_id, owner, ttl)``; send back the :class:`LeaseClaim`.
+    """``saver.acquire_lease(thread_id, owner, ttl)``; send back the `LeaseClaim`.
 
     While the driver holds a lease it fences the run's writes with it (``lease=``, on
     a saver whose ``supports_leases`` is true), and it releases a lease the loop did
@@ -110,7 +110,7 @@ class ClaimThread:
 
     thread_id: str
     owner: str
-    """The lease's owner: the run's process (:mod:`pausepoint.drivers.owners`)."""
+    """The lease's owner: the run's process (`pausepoint.drivers.owners`)."""
     ttl: float
     run: str
     """The run's own token: which run of the process holds the thread."""
@@ -145,11 +145,11 @@ class Emit:
 
 @dataclasses.dataclass(slots=True)
 class RunTasks:
-    """Start running these tasks concurrently; send back None, then answer :class:`NextOutcome`s.
+    """Start running these tasks concurrently; send back None, then answer `NextOutcome`s.
 
     A driver may instead run a lone task to its end at once and send back its
-    :class:`Outcome` (after passing on the stream chunks it made); no
-    :class:`NextOutcome` follows then.
+    `Outcome` (after passing on the stream chunks it made); no
+    `NextOutcome` follows then.
     """
 
     tasks: Sequence[ExecTask]
@@ -157,7 +157,7 @@ class RunTasks:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class NextOutcome:
-    """Wait for the next started task to finish; send back its :class:`Outcome`."""
+    """Wait for the next started task to finish; send back its `Outcome`."""
 
 
 @dataclasses.dataclass(slots=True)

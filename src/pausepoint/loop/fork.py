@@ -51,7 +51,7 @@ def fork(run: _Run, source_ns: str | None = None) -> Generator[Any, Any, dict[st
 
     ``source_ns``: the namespace the checkpoint was read from, when it is not the
     run's own — a subgraph that a fork above renamed starts from the checkpoint its
-    caller addressed in the old namespace (:class:`~pausepoint.loop.namespaces.ReplayPoint`).
+    caller addressed in the old namespace (`ReplayPoint`).
     The copy is the first checkpoint of the new namespace: it has no parent there.
     """
     ns = run.cfg.checkpoint_ns
@@ -132,8 +132,8 @@ def carried_afresh(run: _Run) -> Afresh | None:
     Only a single answer (plain, or keyed by the question's id) to a question a
     subgraph asked (not the task's own). A subgraph that runs afresh asks it again
     under a new id: in a fork (its parent task renamed), or after an ``update_state``
-    restarted its paused node (:func:`restarted_by_update`); there it takes the
-    answer (:func:`take_afresh`, :func:`answer_afresh`). Elsewhere it is not used.
+    restarted its paused node (`restarted_by_update`); there it takes the
+    answer (`take_afresh`, `answer_afresh`). Elsewhere it is not used.
     """
     resume = run.resume
     if resume is None or len(resume.values) != 1:
@@ -152,13 +152,13 @@ def carried_afresh(run: _Run) -> Afresh | None:
 
 
 def take_afresh(run: _Run, task_id: str, value: Any, position: int) -> tuple[Any] | None:
-    """The answer a fork carries (:class:`Afresh`) for a question being asked, or None.
+    """The answer a fork carries (`Afresh`) for a question being asked, or None.
 
     Called by ``interrupt()`` in a task of a subgraph run started afresh by that fork,
     when the step runs that task alone: its first question, of the carried question's
     value, is the question answered, asked again. It takes the answer as it asks, so
     the node runs once (as in LangGraph, where the subgraph resumes in place). Steps
-    of several tasks are left to :func:`answer_afresh`, which sees every question the
+    of several tasks are left to `answer_afresh`, which sees every question the
     step asked before it picks one.
     """
     carried = run.afresh
@@ -188,7 +188,7 @@ def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
     A new answer sent to an old checkpoint whose question is inside a subgraph forks
     the root (DESIGN §4.2): its task gets a new id, so the subgraph runs afresh in a
     new namespace and asks the question again, under an id the answer is not keyed
-    by. The fork carries the answer with the question's value (:class:`Afresh`). A
+    by. The fork carries the answer with the question's value (`Afresh`). A
     subgraph run started afresh in it (its first in the fork) whose step asks exactly
     one question, its task's first, of that value: that is the question answered,
     re-asked. It gets the answer (once): True, and the caller binds ``run.resume``
@@ -219,7 +219,7 @@ def restarted_by_update(run: _Run, given: ResumeMap) -> bool:
     paused subgraph leaves a checkpoint where its paused node is due again from its
     start, with no question waiting: the node asks the question again, under a new
     id. A plain answer the parent bound to that question then goes to the question
-    re-asked (the fork's :class:`Afresh`), as LangGraph gives it. An answer sent by
+    re-asked (the fork's `Afresh`), as LangGraph gives it. An answer sent by
     the old question's id is not carried, as LangGraph does not: the id names a
     question that is no longer asked.
     """
@@ -231,7 +231,7 @@ def restarted_by_update(run: _Run, given: ResumeMap) -> bool:
 
 
 def _started_afresh(run: _Run) -> bool:
-    """Whether the run asks again a question a carried answer (:class:`Afresh`) is for.
+    """Whether the run asks again a question a carried answer (`Afresh`) is for.
 
     A replayed subgraph, one a fork renamed that starts from a checkpoint its caller
     addressed from before the question was asked, or one an update restarted.

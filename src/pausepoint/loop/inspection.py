@@ -1,12 +1,12 @@
 """State inspection as effect generators: what ``get_state`` reads, and what it shows.
 
-Like the run loop, :func:`read_state` does no I/O: it yields
-:class:`~pausepoint.loop.effects.LoadCheckpoint` effects and is sent back checkpoint
+Like the run loop, `read_state` does no I/O: it yields
+`LoadCheckpoint` effects and is sent back checkpoint
 tuples, so the sync and the async driver (``run_effects``) both carry it out, each
 with its own colour of saver methods, and ``get_state``/``aget_state`` share every
 line but that call. History is a stream of stored checkpoints, whichever saver
 method (``list`` or ``alist``) yields them: each becomes a snapshot with
-:func:`history_snapshot`, which needs no I/O.
+`history_snapshot`, which needs no I/O.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class RunLease:
 
     thread_id: str
     owner: str
-    """The lease owner: the run's process (see :mod:`pausepoint.drivers.owners`)."""
+    """The lease owner: the run's process (see `pausepoint.drivers.owners`)."""
     run: str
     """A token unique to the run."""
     ttl: float

@@ -17,13 +17,13 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
   its own entry: a replay, resume or fork from inside a subgraph, at any depth.
   A resume of an old checkpoint forks (DESIGN §4.2), which renames the root's tasks
   and so their subgraphs' namespaces: the fork records old → new
-  (:attr:`ReplayPoint.moved`), and each addressed level starts from a copy of its
+  (`ReplayPoint.moved`), and each addressed level starts from a copy of its
   entry in its new namespace, leaving the old branch untouched.
 - **Unsaved** (``checkpointer=False``): no checkpoints, so nothing records what
   its tasks asked. Its run's (unsaved) checkpoint id is derived from its namespace,
   so a resume of its parent's task re-runs it with the same task ids, and each
   question finds its answer in the parent's resume map by its id
-  (:func:`unsaved_answer`), as LangGraph's do.
+  (`unsaved_answer`), as LangGraph's do.
 - **Replay**: when the root graph runs again from a checkpoint of its history, a
   subgraph's first run in it reads the newest checkpoint of its namespace made
   *before* that point — nothing for a per-task subgraph (it starts afresh, asking
@@ -119,12 +119,12 @@ class Afresh:
     Sent to an old checkpoint, it forks: the fork renames the parent's task, so the
     subgraph runs afresh in a new namespace and asks its questions again under new
     ids. Sent to the thread after an ``update_state`` restarted the subgraph's paused
-    node (:func:`pausepoint.loop.fork.restarted_by_update`), the node asks again under
+    node (`pausepoint.loop.fork.restarted_by_update`), the node asks again under
     a new id too. This carries the answer, with the question's value, down every
     level; the first subgraph run started afresh whose task asks, as its first
     question, a question of that value takes it, once: as it asks
-    (:func:`pausepoint.loop.fork.take_afresh`), or after its step asked
-    (:func:`pausepoint.loop.fork.answer_afresh`).
+    (`pausepoint.loop.fork.take_afresh`), or after its step asked
+    (`pausepoint.loop.fork.answer_afresh`).
     """
 
     __slots__ = ("_taken", "answer", "question")
@@ -186,7 +186,7 @@ def unsaved_answer(nest: NestInfo | None, ns: str, position: int) -> tuple[Any] 
 
     A 1-tuple, or None. Nothing recorded the question, so the parent's resume map,
     keyed by the question's id (the task's: see
-    :meth:`~pausepoint.types.Interrupt.from_ns`), is all there is.
+    `from_ns`), is all there is.
     """
     if nest is None or not nest.resume_map:
         return None

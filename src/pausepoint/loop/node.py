@@ -1,6 +1,6 @@
 """A task's body: call the node, turn its result into writes, follow its edges.
 
-The body is a generator of :class:`~pausepoint.loop.effects.Call` effects (the
+The body is a generator of `Call` effects (the
 node function, then each conditional edge's path function), so one body serves
 both drivers: the sync driver calls functions, the async driver awaits them.
 """
@@ -27,7 +27,7 @@ __all__ = ["Body", "command_from_below", "input_writes", "node_body", "result_wr
 
 Writes = list[tuple[str, Any]]
 Body = Generator["Call | Writes", Any, None]
-"""A task's body: yields each :class:`Call` to make, then, last, the task's writes."""
+"""A task's body: yields each `Call` to make, then, last, the task's writes."""
 
 
 def node_body(

@@ -1,6 +1,6 @@
 """Reading a checkpoint's pending writes: which tasks finished, failed or paused.
 
-Also parses ``Command(resume=...)`` into an explicit :class:`ResumeMap` at the
+Also parses ``Command(resume=...)`` into an explicit `ResumeMap` at the
 start of a run, checking it against what is really pending (DESIGN §4.4).
 """
 
@@ -268,7 +268,7 @@ def parse_resume(
     ``pending`` are the interrupts the run reported; a plain value goes to the one
     still waiting (those in ``answered`` have a stored answer), or, when none waits,
     to the one answered (a resend: binding it checks it is the same answer). An id
-    map may answer any id in ``owners`` (:func:`interrupt_owners`: those reported,
+    map may answer any id in ``owners`` (`interrupt_owners`: those reported,
     and those of ``@task`` calls that paused beside the one their caller reported),
     or only those reported when it is not given.
 

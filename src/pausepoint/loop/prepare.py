@@ -99,7 +99,7 @@ class StepFrame:
 class ExecTask(TaskContext):
     """A task ready to run, and its context while it runs: one object per task.
 
-    Each attempt (see :meth:`context`) starts with fresh interrupt and call counters
+    Each attempt (see `context`) starts with fresh interrupt and call counters
     from the answers saved so far. The config and the ``@task`` call site are made
     on first use and then shared by every attempt. (A separate context object per
     attempt cost ~2 % of a one-node superstep.)

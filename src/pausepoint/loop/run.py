@@ -1,10 +1,10 @@
 """The superstep loop: one generator that runs a graph and yields effects.
 
-One call of :func:`run` is one ``invoke``/``stream`` of one graph (a subgraph
+One call of `run` is one ``invoke``/``stream`` of one graph (a subgraph
 run inside a task is a run of its own). It loads the thread's checkpoint,
 takes the input (new input, ``None`` to continue, or a ``Command``), then runs
 supersteps until no task is left, an interrupt pauses it, or a node fails.
-Drivers carry out its effects; see :mod:`pausepoint.loop.effects`.
+Drivers carry out its effects; see `pausepoint.loop.effects`.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ Effect = Any
 class RunOptions:
     """How to run: parsed once by the public API, read-only in the loop.
 
-    Not ``frozen``, as :class:`~pausepoint.config.RunConfig`: every invoke makes one.
+    Not ``frozen``, as `RunConfig`: every invoke makes one.
     """
 
     config: RunConfig
@@ -233,7 +233,7 @@ class _Run:
         return self.save_checkpoint(source) if self.checkpoint_visible else None
 
     def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
-        """Save the next checkpoint (see :meth:`leave_step`, which calls it)."""
+        """Save the next checkpoint (see `leave_step`, which calls it)."""
         parent = self.saved_config or self.cfg.with_checkpoint(None)
         self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
         self.metadata = {
@@ -596,5 +596,5 @@ _NEXT_OUTCOME = NextOutcome()
 
 
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, Any, RunResult]:
-    """The loop for one run of ``spec``; drive it with a driver from :mod:`pausepoint.drivers`."""
+    """The loop for one run of ``spec``; drive it with a driver from `pausepoint.drivers`."""
     return _Run(spec, input, opts).steps()

@@ -115,7 +115,7 @@ def prepare_tasks(
     ``updated`` (the channels the previous step changed, when known) limits the
     nodes considered to those these channels trigger: a step then costs what it
     changed, not the size of the graph. ``pulls``: the nodes triggered, when
-    :func:`triggered_pulls` found them for this checkpoint already.
+    `triggered_pulls` found them for this checkpoint already.
     """
     tasks: list[Task] = []
     sends = channels[TASKS].value if TASKS in channels else None
@@ -234,7 +234,7 @@ class _Unread:
 
 
 UNREAD: Final = _Unread()
-"""A pull task's input before it is read (see :func:`task_input`)."""
+"""A pull task's input before it is read (see `task_input`)."""
 
 
 def task_input(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> Any:

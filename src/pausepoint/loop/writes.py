@@ -60,7 +60,7 @@ class VersionClock:
 
     A new version is ``max + 1``; finding the max with ``max()`` on every step made a
     step's cost grow with the number of channels ever written (~4% of a step of
-    benchmarks/' chain-100). Only :func:`apply_writes` changes versions, so the
+    benchmarks/' chain-100). Only `apply_writes` changes versions, so the
     clock stays right for as long as the checkpoint keeps the same versions dict.
     """
 
@@ -157,7 +157,7 @@ def preview_writes(
 
     For the output of a run that pauses with some tasks done: no versions, no
     ``versions_seen`` marks and no consumed triggers, which nobody reads afterwards
-    (the whole of :func:`apply_writes` made a resume of one of K paused tasks cost
+    (the whole of `apply_writes` made a resume of one of K paused tasks cost
     O(K) dicts for nothing). A one-step value in ``keys`` that got no write clears,
     as it would in the step. Returns the channels updated.
     """
@@ -188,7 +188,7 @@ def rejected_writes(
 
     The result maps a channel to the exception its ``update`` raised (a reducer
     may raise anything). Only ``keys`` are tried when given. Each channel is tried
-    as :func:`apply_writes` would update it (all its writes in one call), on a
+    as `apply_writes` would update it (all its writes in one call), on a
     copy holding a deep copy of its value: a reducer that changes its old value
     in place (``a.extend(b)``) must not change the state the caller applies later.
     """
@@ -261,7 +261,7 @@ def _collect(
     """One pass over the sources: mark triggers seen, consume them, group writes.
 
     ``versions_seen`` entries are replaced, never changed in place (see
-    :mod:`pausepoint.checkpoint.base`).
+    `pausepoint.checkpoint.base`).
 
     Returns the writes by channel, and whether any source was a task that ran
     (had triggers). Channels changed by being consumed (barriers) go to ``changed``.

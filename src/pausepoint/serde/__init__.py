@@ -1,6 +1,6 @@
 """Safe serialization of checkpoint data: typed JSON, an allowlist, no pickle.
 
-See :class:`Serializer`. The stored format is documented in ``docs/format.md``.
+See [`Serializer`][]. The stored format is documented in ``docs/format.md``.
 """
 
 from pausepoint.serde.registry import TypeRegistry

@@ -3,7 +3,7 @@
 Decoding is a JSON ``object_hook``: it sees every JSON object bottom-up, so the
 payload of a tagged node is already decoded when the node is. A tag is looked up
 in a fixed table of built-in decoders or, for user classes, in the
-:class:`~pausepoint.serde.registry.TypeRegistry` by stable name. Nothing is ever
+`TypeRegistry` by stable name. Nothing is ever
 imported, and user classes are rebuilt without calling their ``__init__``.
 """
 

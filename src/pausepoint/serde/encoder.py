@@ -180,7 +180,7 @@ class Encoder:
     def locate(self, x: Any, path: str = "") -> tuple[str, Any] | None:
         """Find the first unsupported value in ``x``: ``(path, value)``, or ``None``.
 
-        The slow twin of :meth:`encode`, used only to explain a failure.
+        The slow twin of `encode`, used only to explain a failure.
         """
         kids = self._children(x)
         if kids is None:

@@ -7,7 +7,7 @@ serializer recognises them by the table below, comparing the class itself with
 the one ``langchain_core.messages`` exports. The stored name only selects an entry
 of this table; nothing named by stored data is ever imported. Reading such a value
 imports ``langchain_core.messages`` itself (a fixed module), and fails with
-:class:`~pausepoint.errors.CheckpointDecodeError` when langchain-core is not installed.
+`CheckpointDecodeError` when langchain-core is not installed.
 
 The nested parts of a message (tool calls, usage metadata, content blocks) are
 TypedDicts, so plain dicts: they need no entry.

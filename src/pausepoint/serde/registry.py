@@ -184,7 +184,7 @@ class TypeRegistry:
     def for_type(self, cls: type) -> ClassCodec | None:
         """Return the codec of exactly ``cls`` (subclasses must be registered themselves).
 
-        LangChain's message classes need no registration (:mod:`pausepoint.serde.messages`).
+        LangChain's message classes need no registration (`pausepoint.serde.messages`).
         """
         codec = self._by_type.get(cls)
         if codec is None and messages.known_name(cls) is not None:
@@ -209,7 +209,7 @@ class TypeRegistry:
         """The one registered class of that qualified name, for a ``__main__.X`` payload.
 
         Rows written before script classes got importable names (see
-        :func:`stable_name`) name them ``__main__.X``; such a row is read with the
+        `stable_name`) name them ``__main__.X``; such a row is read with the
         registered class whose name ends in ``.X`` when exactly one does. Only
         registered classes are considered, so the allowlist still decides.
         """

@@ -1,7 +1,7 @@
 """``Serializer``: the typed, allowlist-only serializer savers store values with.
 
 There is no pickle and no import-by-name: a payload is JSON whose non-JSON values
-carry type tags (see :mod:`pausepoint.serde.encoder`), and decoding builds only
+carry type tags (see `pausepoint.serde.encoder`), and decoding builds only
 built-in types, pausepoint's own types and the classes registered with the
 serializer. An unsupported value fails when it is *written*, naming where it is;
 a corrupt or crafted payload fails when it is *read*, and runs nothing.
@@ -22,7 +22,7 @@ from pausepoint.serde.schema import types_in_schema
 __all__ = ["FORMAT", "Serializer", "SerializerProtocol", "dumps", "loads"]
 
 FORMAT = "ppjson/1"
-"""The type string of payloads written by :class:`Serializer` (versioned)."""
+"""The type string of payloads written by [`Serializer`][] (versioned)."""
 
 T = TypeVar("T", bound=type)
 
@@ -86,7 +86,7 @@ class SerializerProtocol(Protocol):
         ...
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
-        """Decode what :meth:`dumps_typed` returned."""
+        """Decode what [`dumps_typed`][] returned."""
         ...
 
 
@@ -98,7 +98,7 @@ class Serializer:
     hashable keys), datetime, date, time, timedelta, timezone, ZoneInfo, UUID,
     Decimal, pathlib paths, pausepoint's ``Interrupt``, ``Send``, ``Command`` and
     ``Overwrite``, and exceptions (read back as
-    :class:`~pausepoint.serde.StoredError`, type name and message only).
+    [`StoredError`][pausepoint.serde.StoredError], type name and message only).
     Enums, dataclasses, NamedTuples and Pydantic v2 models must be registered.
 
     Args:
@@ -158,7 +158,7 @@ class Serializer:
         return found
 
     def to_tree(self, obj: Any, *, label: str = "value") -> Any:
-        """Return the JSON-native tagged tree of ``obj`` (what :meth:`dumps` writes as JSON).
+        """Return the JSON-native tagged tree of ``obj`` (what [`dumps`][] writes as JSON).
 
         Raises:
             SerializationError: ``obj`` holds a value of an unsupported type.
@@ -243,7 +243,7 @@ class Serializer:
         return self._text(obj if flat else self.to_tree(obj, label=label)).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
-        """Decode bytes written by :meth:`dumps`.
+        """Decode bytes written by [`dumps`][].
 
         Raises:
             CheckpointDecodeError: The data is corrupt, not pausepoint's format, or names
@@ -280,10 +280,10 @@ class Serializer:
         return FORMAT, self.dumps(obj)
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
-        """Decode a ``(type, bytes)`` pair from :meth:`dumps_typed`.
+        """Decode a ``(type, bytes)`` pair from [`dumps_typed`][].
 
         Raises:
-            CheckpointDecodeError: The type is not :data:`FORMAT` (a row from another
+            CheckpointDecodeError: The type is not [`FORMAT`][] (a row from another
                 library or an unknown format version) or the bytes cannot be decoded.
 
         """
@@ -304,7 +304,7 @@ class Serializer:
         return self._text(tree)
 
     def loads_mapping(self, text: str | bytes) -> dict[str, Any]:
-        """Decode what :meth:`dumps_mapping` wrote.
+        """Decode what [`dumps_mapping`][] wrote.
 
         Raises:
             CheckpointDecodeError: The text is not such an object.
@@ -325,5 +325,5 @@ def dumps(obj: Any) -> bytes:
 
 
 def loads(data: bytes | str) -> Any:
-    """Decode bytes written by :func:`dumps` (built-in types only)."""
+    """Decode bytes written by [`dumps`][] (built-in types only)."""
     return _DEFAULT.loads(data)

@@ -1,10 +1,10 @@
 """Test helpers for savers, shipped as library code (they are public API).
 
-- :class:`SaverConformance`: the contract tests every saver must pass; subclass it
+- [`SaverConformance`][]: the contract tests every saver must pass; subclass it
   in a test module with a ``saver`` fixture (needs pytest and pytest-asyncio). It
   includes the lease and guarded-write tests (``lease_suite``); a saver whose leases
   follow its database's clock sets ``clock_source = "database"``.
-- :class:`FaultySaver`: wraps a saver and makes chosen calls fail, for tests of
+- [`FaultySaver`][]: wraps a saver and makes chosen calls fail, for tests of
   failure paths.
 """
 

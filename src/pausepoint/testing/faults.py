@@ -43,7 +43,7 @@ METHODS = frozenset(
 
 
 class InjectedFault(Exception):
-    """The failure a :class:`FaultySaver` raises by default."""
+    """The failure a [`FaultySaver`][] raises by default."""
 
 
 class FaultySaver(BaseCheckpointSaver):
@@ -60,7 +60,7 @@ class FaultySaver(BaseCheckpointSaver):
         after: How many calls succeed before the first failure.
         times: How many calls fail after that (``None``: every later call).
         exc: What to raise: a factory returning the exception, or ``None`` for
-            :class:`InjectedFault`.
+            [`InjectedFault`][].
 
     Attributes:
         calls: Every call made, as method names without the ``a`` prefix, in order.

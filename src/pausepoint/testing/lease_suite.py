@@ -1,6 +1,6 @@
 """``LeaseConformance``: the contract tests of leases and guarded writes.
 
-Part of :class:`~pausepoint.testing.SaverConformance` (which provides the ``saver``,
+Part of `SaverConformance` (which provides the ``saver``,
 ``ops`` and ``thread`` fixtures). Lease time is the saver's ``lease_clock``, which
 the suite replaces with a clock it moves by hand, so nothing sleeps; a saver timed
 by its database's clock sets ``clock_source = "database"`` in its test class, and
@@ -46,7 +46,7 @@ class LeaseTime:
         self.manual = source == "saver"
         self.now = time.time()
         self.short = 5.0 if self.manual else 0.2
-        """A ttl that :meth:`expire` outlives."""
+        """A ttl that `expire` outlives."""
         if self.manual:
             saver.lease_clock = self._read
 
@@ -61,7 +61,7 @@ class LeaseTime:
             await asyncio.sleep(0.01)
 
     async def expire(self) -> None:
-        """Let every lease taken with ttl :attr:`short` run out."""
+        """Let every lease taken with ttl `short` run out."""
         if self.manual:
             self.now += self.short * 1.5
         else:
@@ -87,7 +87,7 @@ class LeaseConformance:
 
     @pytest.fixture
     def lease_time(self, saver: BaseCheckpointSaver) -> LeaseTime:
-        """Lease time for the test (see :class:`LeaseTime`)."""
+        """Lease time for the test (see `LeaseTime`)."""
         return LeaseTime(saver, self.clock_source)
 
     @pytest.fixture

@@ -1,8 +1,8 @@
 """One async-looking interface over a saver's sync *or* async methods.
 
-The conformance suite is written once against :class:`SaverOps`; it runs once
-through :class:`SyncOps` (the plain methods, concurrency on OS threads) and once
-through :class:`AsyncOps` (the ``a``-methods, concurrency on the event loop).
+The conformance suite is written once against `SaverOps`; it runs once
+through `SyncOps` (the plain methods, concurrency on OS threads) and once
+through `AsyncOps` (the ``a``-methods, concurrency on the event loop).
 """
 
 from __future__ import annotations

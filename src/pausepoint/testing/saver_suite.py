@@ -52,7 +52,7 @@ RICH_VALUES: dict[str, Any] = {
 class SaverConformance(LeaseConformance):
     """Contract tests for a saver; subclass it and define the ``saver`` fixture.
 
-    The lease tests (:class:`~pausepoint.testing.lease_suite.LeaseConformance`) come
+    The lease tests (`LeaseConformance`) come
     with it.
     """
 
@@ -60,7 +60,7 @@ class SaverConformance(LeaseConformance):
     """Which method families to test: ``"sync"``, ``"async"`` or both."""
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        """Run each test once per mode in :attr:`modes`."""
+        """Run each test once per mode in [`modes`][]."""
         if "mode" in metafunc.fixturenames:
             metafunc.parametrize("mode", self.modes)
 
