@@ -22,6 +22,7 @@ The tree:
         │   └── AlreadyAnsweredError a different answer to a question already answered
         ├── ThreadBusyError          another run is advancing the thread (single writer)
         ├── InvalidCommandError      (InvalidUpdateError and ValueError too)
+        ├── UnknownBranchError       (InvalidUpdateError and KeyError too) a path_map miss
         ├── NondeterministicTaskError a re-run called other tasks than were recorded
         ├── SerializationError       a value that cannot be stored
         ├── CheckpointDecodeError    a stored row that cannot be read safely
@@ -62,6 +63,7 @@ __all__ = [
     "ResumeError",
     "SerializationError",
     "ThreadBusyError",
+    "UnknownBranchError",
     "UnknownInterruptIdError",
 ]
 
@@ -264,6 +266,17 @@ class InvalidCommandError(PausepointError, InvalidUpdateError, ValueError):
     Also an ``InvalidUpdateError``, which LangGraph raises for a
     ``Command(graph=Command.PARENT)`` given to a graph that has no parent.
     """
+
+
+class UnknownBranchError(PausepointError, InvalidUpdateError, KeyError):
+    """A conditional edge returned a value that its ``path_map`` has no entry for.
+
+    Also a ``KeyError``, which LangGraph raises for it (with only the value as its
+    message), and an ``InvalidUpdateError``: the branch's output cannot be applied.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class NondeterministicTaskError(PausepointError, RuntimeError):

@@ -147,3 +147,61 @@ def test_metadata_keeps_plain_configurable_values(lib: Lib):
     else:  # deliberate: secret-looking keys are not written to the saver
         assert "api_token" not in meta
         assert "user_key" not in meta
+
+
+def _routed(lib: Lib, route: Any, path_map: Any = None) -> Any:
+    b = lib.StateGraph(S)
+    b.add_node("a", lambda s: {"x": "a"})
+    b.add_node("b", lambda s: {"x": "b"})
+    b.add_edge(lib.START, "a")
+    b.add_conditional_edges("a", route, path_map)
+    return b.compile(checkpointer=lib.InMemorySaver())
+
+
+def test_a_path_map_miss_is_a_key_error_on_both(lib: Lib):
+    g = _routed(lib, lambda s: "maybe", {"yes": "b"})
+    with pytest.raises(KeyError) as caught:
+        g.invoke({}, thread())
+    if lib.name == "pausepoint":
+        snap = g.get_state(thread())
+        assert snap.values == {}
+        assert snap.next == ("a",)
+        from pausepoint.errors import InvalidUpdateError, UnknownBranchError
+
+        assert isinstance(caught.value, UnknownBranchError | InvalidUpdateError)
+        assert str(caught.value) == (
+            "conditional edge returned 'maybe', which is not in its path_map ['yes']"
+        )
+    else:
+        assert caught.value.args == ("maybe",)
+
+
+def _goto_ghost(lib: Lib) -> Any:
+    b = lib.StateGraph(S)
+    b.add_node("a", lambda s: lib.Command(goto="ghost", update={"x": "a"}))
+    b.add_edge(lib.START, "a")
+    return b.compile(checkpointer=lib.InMemorySaver())
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda lib: _routed(lib, lambda s: "ghost"), id="branch"),
+        pytest.param(_goto_ghost, id="goto"),
+        pytest.param(lambda lib: _routed(lib, lambda s: [lib.Send("ghost", s)]), id="send"),
+    ],
+)
+def test_a_route_to_an_unknown_node(lib: Lib, build: Any):
+    """A documented difference: LangGraph drops the route (a log line); pausepoint raises."""
+    g = build(lib)
+    if lib.name == "pausepoint":
+        from pausepoint.errors import InvalidUpdateError
+
+        with pytest.raises(InvalidUpdateError, match="ghost"):
+            g.invoke({}, thread())
+        snap = g.get_state(thread())
+        assert snap.values == {}
+        assert snap.next == ("a",)
+    else:
+        assert g.invoke({}, thread()) == {"x": "a"}
+        assert g.get_state(thread()).next == ()

@@ -14,7 +14,7 @@ from typing import Any
 from pausepoint.channels import Channel
 from pausepoint.config import get_stream_writer
 from pausepoint.constants import BRANCH_TO, END, PREVIOUS, ROOT, START, TASKS
-from pausepoint.errors import InvalidUpdateError, ParentCommand
+from pausepoint.errors import InvalidUpdateError, ParentCommand, UnknownBranchError
 from pausepoint.func import entrypoint
 from pausepoint.graph.schema import update_as_pairs
 from pausepoint.loop.effects import NO_KWARGS, Call
@@ -231,7 +231,7 @@ def _map_dest(branch: Branch, result: Any) -> str:
     try:
         return branch.path_map[result]
     except (KeyError, TypeError):
-        raise InvalidUpdateError(
+        raise UnknownBranchError(
             f"conditional edge returned {result!r}, which is not in its path_map "
             f"{sorted(map(str, branch.path_map))}"
         ) from None
