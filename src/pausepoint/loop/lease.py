@@ -112,6 +112,10 @@ def ends_with_step(run: _Run, ran: Sequence[Task]) -> bool:
     """
     if not run.leased or not run.saves_now or run.step + 1 > run.stop:
         return False
+    if not getattr(run.opts.saver, "batches_checkpoints", False):
+        # An in-process saver (InMemorySaver): a release call of its own costs less
+        # than looking ahead at every step; a SQL saver's is a round trip.
+        return False
     after = run.opts.interrupt_after
     if after and pauses_at(run.checkpoint, after, ran):
         return True
