@@ -1,0 +1,625 @@
+"""What an answer must look like: response schemas as JSON Schema, and an answer's problems.
+
+A question may say what shape its answer takes (issue 20: ``interrupt(value,
+response_schema=...)``): a TypedDict, a dataclass, a pydantic model, or a JSON Schema
+dict. `json_schema_of` turns each into one JSON Schema, the form that is stored with
+the question, shown to clients (an inbox builds its form from it) and checked against
+in whatever process the answer arrives: the class need not be importable there.
+`answer_problems` lists every way an answer misses it, each with where, what was
+expected and what came.
+
+Only the JSON Schema keywords that constrain plain JSON values are understood (see
+``_KEYWORDS``); a schema using any other fails when it is made, never silently
+accepts answers it means to refuse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import operator
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from typing_extensions import is_typeddict
+
+__all__ = ["AnswerProblem", "JsonSchema", "answer_problems", "json_schema_of"]
+
+JsonSchema = dict[str, Any]
+"""A JSON Schema document (draft 2020-12 keywords), as a dict."""
+
+# Keywords that only describe: kept, never checked.
+_NOTES = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "examples"}
+    | {"deprecated", "readOnly", "writeOnly", "format", "discriminator"}
+)
+# Keywords checked by _problems, and where they hold subschemas.
+_ONE_SCHEMA = frozenset({"items", "not", "additionalProperties"})
+_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
+_BOUNDED = frozenset(
+    {"minProperties", "maxProperties", "minItems", "maxItems", "minLength", "maxLength"}
+    | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+)
+_KEYWORDS = (
+    _ONE_SCHEMA
+    | _SCHEMA_LISTS
+    | _SCHEMA_MAPS
+    | _BOUNDED
+    | {"type", "enum", "const", "required", "uniqueItems", "pattern", "$ref"}
+)
+_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array", "object"})
+_MAX_PROBLEMS = 100
+_NOTHING = "nothing (no value is allowed here)"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AnswerProblem:
+    """One way an answer misses its question's response schema."""
+
+    path: str
+    """Where, from ``$`` (the whole answer): ``$.items[0].qty``."""
+    expected: str
+    """What the schema asks for there, in words: ``an integer``, ``at most 3 items``."""
+    got: str
+    """What the answer holds there (shortened), or ``nothing`` for a missing key."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: expected {self.expected}, got {self.got}"
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def json_schema_of(schema: Any) -> JsonSchema:
+    """The JSON Schema of a response schema: a class or a JSON Schema dict.
+
+    Args:
+        schema: A TypedDict, a dataclass or a pydantic model class (or any type hint
+            made of ``str``, ``int``, ``float``, ``bool``, ``None``, ``list``,
+            ``dict[str, ...]``, ``tuple``, ``Literal``, an ``Enum``, unions and
+            ``Annotated``), or a JSON Schema dict.
+
+    Returns:
+        A new dict: the schema to store, show and check answers against.
+
+    Raises:
+        TypeError: A type that has no JSON form (a ``datetime``, a ``set``, a
+            recursive TypedDict or dataclass: describe those with pydantic or a
+            JSON Schema dict), naming where it is.
+        ValueError: A JSON Schema dict that is malformed or uses a keyword this
+            module does not check, naming where it is.
+    """
+    if isinstance(schema, bool):  # JSON Schema's own: true takes anything, false nothing
+        return {} if schema else {"not": {}}
+    if isinstance(schema, Mapping):
+        copied = _copy_json(schema, "$")
+        _check_schema(copied, "$", copied)
+        return copied
+    pydantic_schema = _pydantic_schema(schema)
+    if pydantic_schema is not None:
+        _check_schema(pydantic_schema, "$", pydantic_schema)
+        return pydantic_schema
+    return _of_hint(schema, "$", ())
+
+
+def _pydantic_schema(schema: Any) -> JsonSchema | None:
+    method = getattr(schema, "model_json_schema", None) if isinstance(schema, type) else None
+    if not callable(method):
+        return None
+    made: Any = method()
+    return _copy_json(made, "$")
+
+
+def _of_hint(hint: Any, where: str, seen: tuple[Any, ...]) -> JsonSchema:
+    if hint is Any or hint is object:
+        return {}
+    simple = _SIMPLE.get(hint)
+    if simple is not None:
+        return dict(simple)
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    made = _of_special(hint, origin, args, where, seen)
+    if made is None:
+        made = _of_container(hint, origin, args, where, seen)
+    if made is not None:
+        return made
+    if isinstance(hint, type) and (is_typeddict(hint) or dataclasses.is_dataclass(hint)):
+        if hint in seen:
+            raise TypeError(
+                f"{hint.__qualname__} refers to itself (at {where}): describe a recursive "
+                "answer with a pydantic model or a JSON Schema dict"
+            )
+        return _of_record(hint, where, (*seen, hint))
+    if _pydantic_schema(hint) is not None:
+        raise TypeError(
+            f"a pydantic model inside another type (at {where}): use the model itself, "
+            "or a pydantic model holding it, as the response schema"
+        )
+    raise TypeError(f"{hint!r} (at {where}) has no JSON form an answer could take")
+
+
+def _of_special(
+    hint: Any, origin: Any, args: tuple[Any, ...], where: str, seen: tuple[Any, ...]
+) -> JsonSchema | None:
+    """An Annotated, Literal, union or Enum hint's schema; None for any other hint."""
+    if origin is typing.Annotated:
+        return _of_hint(args[0], where, seen)
+    if origin is Literal:
+        return {"enum": [_json_literal(a, where) for a in args]}
+    if origin is typing.Union or origin is types.UnionType:
+        return {"anyOf": [_of_hint(a, where, seen) for a in args]}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"enum": [_json_literal(m.value, where) for m in hint]}
+    return None
+
+
+def _of_container(
+    hint: Any, origin: Any, args: tuple[Any, ...], where: str, seen: tuple[Any, ...]
+) -> JsonSchema | None:
+    """A list, tuple or dict hint's schema; None for any other hint."""
+    if origin in (list, Sequence) or hint in (list, Sequence):
+        if not args:
+            return {"type": "array"}
+        return {"type": "array", "items": _of_hint(args[0], f"{where}[]", seen)}
+    if origin is tuple or hint is tuple:
+        return _of_tuple(args, where, seen)
+    if origin in (dict, Mapping) or hint in (dict, Mapping):
+        return _of_mapping(args, where, seen)
+    return None
+
+
+_SIMPLE: dict[Any, JsonSchema] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    None: {"type": "null"},
+    type(None): {"type": "null"},
+}
+
+
+def _json_literal(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"the choice {value!r} (at {where}) is not a JSON value")
+
+
+def _of_tuple(args: tuple[Any, ...], where: str, seen: tuple[Any, ...]) -> JsonSchema:
+    if not args:
+        return {"type": "array"}
+    if len(args) == 2 and args[1] is Ellipsis:
+        return {"type": "array", "items": _of_hint(args[0], f"{where}[]", seen)}
+    items = [_of_hint(a, f"{where}[{i}]", seen) for i, a in enumerate(args)]
+    return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+
+
+def _of_mapping(args: tuple[Any, ...], where: str, seen: tuple[Any, ...]) -> JsonSchema:
+    if not args:
+        return {"type": "object"}
+    if args[0] is not str:
+        raise TypeError(f"a mapping with {args[0]!r} keys (at {where}): JSON keys are strings")
+    return {"type": "object", "additionalProperties": _of_hint(args[1], f"{where}.*", seen)}
+
+
+def _of_record(cls: type[Any], where: str, seen: tuple[Any, ...]) -> JsonSchema:
+    hints = typing.get_type_hints(cls, include_extras=True)
+    if dataclasses.is_dataclass(cls):
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        names = [f.name for f in fields]
+        required = [
+            f.name
+            for f in fields
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+    else:
+        names = list(hints)
+        required = [k for k in names if _required_key(cls, k, hints[k])]
+    out: JsonSchema = {
+        "title": cls.__name__,
+        "type": "object",
+        "properties": {
+            n: _of_hint(_unwrap_required(hints[n]), f"{where}.{n}", seen) for n in names
+        },
+        "additionalProperties": False,
+    }
+    if required:
+        out["required"] = required
+    return out
+
+
+def _required_key(cls: type[Any], key: str, hint: Any) -> bool:
+    """Whether a TypedDict needs ``key``: ``Required``/``NotRequired`` first, then ``total``.
+
+    Read from the evaluated hint too: under ``from __future__ import annotations`` the
+    class's ``__required_keys__`` cannot see a ``NotRequired`` written as text.
+    """
+    marker = getattr(typing.get_origin(hint), "_name", None)
+    if marker == "Required":
+        return True
+    if marker == "NotRequired":
+        return False
+    return key in getattr(cls, "__required_keys__", (key,))
+
+
+def _unwrap_required(hint: Any) -> Any:
+    # Required[X] / NotRequired[X] / ReadOnly[X]: the key's presence is in __required_keys__.
+    origin = typing.get_origin(hint)
+    if origin is not None and getattr(origin, "_name", None) in (
+        "Required",
+        "NotRequired",
+        "ReadOnly",
+    ):
+        return _unwrap_required(typing.get_args(hint)[0])
+    return hint
+
+
+def _copy_json(value: Any, where: str) -> Any:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
+            if not isinstance(k, str):
+                raise ValueError(f"JSON Schema keys are strings; {k!r} at {where} is not")
+            out[k] = _copy_json(v, f"{where}.{k}")
+        return out
+    if isinstance(value, list | tuple):
+        return [_copy_json(v, f"{where}[{i}]") for i, v in enumerate(value)]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise ValueError(f"{value!r} at {where} is not a JSON value")
+
+
+def _check_schema(schema: Any, where: str, root: JsonSchema) -> None:
+    if isinstance(schema, bool):
+        return  # true: anything; false: nothing
+    if not isinstance(schema, dict):
+        raise ValueError(f"a JSON Schema is an object or a boolean; {schema!r} at {where} is not")
+    for key, sub in typing.cast("dict[str, Any]", schema).items():
+        if key in _NOTES:
+            continue
+        if key not in _KEYWORDS:
+            raise ValueError(
+                f"the JSON Schema keyword {key!r} (at {where}) is not supported; supported: "
+                f"{', '.join(sorted(_KEYWORDS))}"
+            )
+        for here, item in _subschemas(key, sub, where):
+            _check_schema(item, here, root)
+        _check_value(key, sub, where, root)
+
+
+def _subschemas(key: str, sub: Any, where: str) -> list[tuple[str, Any]]:
+    """The schemas that keyword ``key`` holds, with where each is."""
+    here = f"{where}.{key}"
+    if key in _ONE_SCHEMA:
+        return [(here, sub)]
+    if key in _SCHEMA_LISTS:
+        if not isinstance(sub, list) or not sub:
+            raise ValueError(f"{key} (at {where}) takes a non-empty list of schemas")
+        return [(f"{here}[{i}]", item) for i, item in enumerate(typing.cast("list[Any]", sub))]
+    if key in _SCHEMA_MAPS:
+        if not isinstance(sub, dict):
+            raise ValueError(f"{key} (at {where}) takes an object of schemas")
+        return [(f"{here}.{n}", item) for n, item in typing.cast("dict[str, Any]", sub).items()]
+    return []
+
+
+def _check_value(key: str, sub: Any, where: str, root: JsonSchema) -> None:
+    """Raise ``ValueError`` unless keyword ``key``'s own value has the right form."""
+    problem: str | None = None
+    if key == "type":
+        names: list[Any] = typing.cast("list[Any]", sub) if isinstance(sub, list) else [sub]
+        if not names or any(n not in _TYPES for n in names):
+            problem = f"must name JSON types: {sorted(_TYPES)}"
+    elif key == "$ref":
+        _resolve(sub, root, where)
+    elif key == "required":
+        if not isinstance(sub, list) or not all(
+            isinstance(k, str) for k in typing.cast("list[Any]", sub)
+        ):
+            problem = "takes a list of key names"
+    elif key == "enum" and not isinstance(sub, list):
+        problem = "takes a list of values"
+    elif key in _BOUNDED and (isinstance(sub, bool) or not isinstance(sub, int | float)):
+        problem = "takes a number"
+    elif key == "pattern":
+        problem = _pattern_problem(sub)
+    if problem is not None:
+        raise ValueError(f"{key} (at {where}) {problem}")
+
+
+def _pattern_problem(sub: Any) -> str | None:
+    if not isinstance(sub, str):
+        return "takes a regular expression as text"
+    try:
+        re.compile(sub)
+    except re.error as exc:
+        return f"is not a regular expression: {exc}"
+    return None
+
+
+def _resolve(ref: Any, root: JsonSchema, where: str) -> Any:
+    """The schema a local ``$ref`` (``#/$defs/Name``, ``#/definitions/Name``) points at."""
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        raise ValueError(f"$ref (at {where}) must point inside the schema (#/...); got {ref!r}")
+    node: Any = root
+    for raw in ref[1:].split("/")[1:] if ref != "#" else []:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            raise ValueError(f"$ref {ref!r} (at {where}) points at nothing")
+        node = typing.cast("dict[str, Any]", node)[part]
+    return node
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def answer_problems(answer: Any, schema: JsonSchema) -> list[AnswerProblem]:
+    """Every way ``answer`` misses ``schema`` (at most 100); empty when it fits.
+
+    Args:
+        answer: The answer as sent: JSON-like values (dicts with string keys, lists or
+            tuples, str, int, float, bool, None); a dataclass or pydantic model
+            instance is read as its fields.
+        schema: A JSON Schema from [`json_schema_of`][pausepoint.response_schema.json_schema_of].
+    """
+    found: list[AnswerProblem] = []
+    _problems(_plain(answer), schema, "$", schema, found)
+    return found[:_MAX_PROBLEMS]
+
+
+def _plain(value: Any) -> Any:
+    """A model or dataclass instance as its fields, an Enum member as its value."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    return typing.cast("Any", value)
+
+
+def _problems(
+    value: Any, schema: Any, path: str, root: JsonSchema, found: list[AnswerProblem]
+) -> None:
+    if len(found) >= _MAX_PROBLEMS or schema is True:
+        return
+    if schema is False:
+        found.append(AnswerProblem(path, _NOTHING, _shown(value)))
+        return
+    if "$ref" in schema:
+        _problems(value, _resolve(schema["$ref"], root, path), path, root, found)
+    if "type" in schema and not _has_type(value, schema["type"]):
+        found.append(AnswerProblem(path, _describe(schema, root), _shown(value)))
+        return  # the type's own keywords would only repeat it
+    _value_problems(value, schema, path, root, found)
+    if isinstance(value, dict):
+        _object_problems(typing.cast("dict[Any, Any]", value), schema, path, root, found)
+    elif isinstance(value, list | tuple):
+        _array_problems(list(typing.cast("Sequence[Any]", value)), schema, path, root, found)
+    elif isinstance(value, str):
+        _string_problems(value, schema, path, found)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        _number_problems(value, schema, path, found)
+
+
+def _value_problems(
+    value: Any, schema: JsonSchema, path: str, root: JsonSchema, found: list[AnswerProblem]
+) -> None:
+    """The keywords that hold for a value of any type: const, enum, the combinations."""
+    if "const" in schema and not _same(value, schema["const"]):
+        found.append(AnswerProblem(path, f"exactly {_json(schema['const'])}", _shown(value)))
+    if "enum" in schema and not any(_same(value, v) for v in schema["enum"]):
+        found.append(AnswerProblem(path, _one_of(schema["enum"]), _shown(value)))
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            _choices(value, schema, key, path, root, found)
+    for sub in schema.get("allOf", ()):
+        _problems(value, sub, path, root, found)
+    if "not" in schema and _fits(value, schema["not"], root):
+        never = schema["not"] in (True, {})  # json_schema_of(False): no answer fits
+        words = _NOTHING if never else f"not {_describe(schema['not'], root)}"
+        found.append(AnswerProblem(path, words, _shown(value)))
+
+
+def _choices(
+    value: Any,
+    schema: JsonSchema,
+    key: str,
+    path: str,
+    root: JsonSchema,
+    found: list[AnswerProblem],
+) -> None:
+    fitting = sum(1 for sub in schema[key] if _fits(value, sub, root))
+    if fitting == 0:
+        options = " or ".join(_describe(sub, root) for sub in schema[key])
+        found.append(AnswerProblem(path, options, _shown(value)))
+    elif key == "oneOf" and fitting > 1:
+        found.append(AnswerProblem(path, f"exactly one of {len(schema[key])} forms", _shown(value)))
+
+
+def _object_problems(
+    value: dict[Any, Any],
+    schema: JsonSchema,
+    path: str,
+    root: JsonSchema,
+    found: list[AnswerProblem],
+) -> None:
+    props: dict[str, Any] = schema.get("properties", {})
+    for key in schema.get("required", ()):
+        if key not in value:
+            found.append(
+                AnswerProblem(f"{path}.{key}", _describe(props.get(key, True), root), "nothing")
+            )
+    extra = schema.get("additionalProperties", True)
+    for key, item in value.items():
+        here = f"{path}.{key}"
+        if not isinstance(key, str):
+            found.append(AnswerProblem(here, "a string key", _shown(key)))
+        elif key in props:
+            _problems(item, props[key], here, root, found)
+        elif extra is False:
+            known = ", ".join(repr(k) for k in props) or "none"
+            found.append(AnswerProblem(here, f"no such key (known keys: {known})", _shown(item)))
+        else:
+            _problems(item, extra, here, root, found)
+    _count(len(value), schema, "Properties", "key", path, found)
+
+
+def _array_problems(
+    value: list[Any], schema: JsonSchema, path: str, root: JsonSchema, found: list[AnswerProblem]
+) -> None:
+    prefix: list[Any] = schema.get("prefixItems", [])
+    for i, item in enumerate(value):
+        sub = prefix[i] if i < len(prefix) else schema.get("items", True)
+        _problems(item, sub, f"{path}[{i}]", root, found)
+    _count(len(value), schema, "Items", "item", path, found)
+    if schema.get("uniqueItems") and any(
+        _same(a, b) for i, a in enumerate(value) for b in value[i + 1 :]
+    ):
+        found.append(AnswerProblem(path, "items that are all different", _shown(value)))
+
+
+def _string_problems(value: str, schema: JsonSchema, path: str, found: list[AnswerProblem]) -> None:
+    _count(len(value), schema, "Length", "character", path, found)
+    pattern = schema.get("pattern")
+    if pattern is not None and re.search(pattern, value) is None:
+        found.append(AnswerProblem(path, f"text matching {pattern!r}", _shown(value)))
+
+
+_BOUNDS: tuple[tuple[str, Callable[[float, float], bool], str], ...] = (
+    ("minimum", operator.ge, "at least"),
+    ("maximum", operator.le, "at most"),
+    ("exclusiveMinimum", operator.gt, "more than"),
+    ("exclusiveMaximum", operator.lt, "less than"),
+)
+
+
+def _number_problems(
+    value: float, schema: JsonSchema, path: str, found: list[AnswerProblem]
+) -> None:
+    for key, holds, words in _BOUNDS:
+        if key in schema and not holds(value, schema[key]):
+            found.append(AnswerProblem(path, f"a number {words} {schema[key]}", _shown(value)))
+    step = schema.get("multipleOf")
+    if step is not None and not _is_multiple(value, step):
+        found.append(AnswerProblem(path, f"a multiple of {step}", _shown(value)))
+
+
+def _count(
+    n: int, schema: JsonSchema, suffix: str, unit: str, path: str, found: list[AnswerProblem]
+) -> None:
+    low, high = schema.get(f"min{suffix}"), schema.get(f"max{suffix}")
+    if low is not None and n < low:
+        found.append(AnswerProblem(path, f"at least {_plural(low, unit)}", _plural(n, unit)))
+    if high is not None and n > high:
+        found.append(AnswerProblem(path, f"at most {_plural(high, unit)}", _plural(n, unit)))
+
+
+def _fits(value: Any, schema: Any, root: JsonSchema) -> bool:
+    probe: list[AnswerProblem] = []
+    _problems(value, schema, "$", root, probe)
+    return not probe
+
+
+def _has_type(value: Any, wanted: str | list[str]) -> bool:
+    return any(_is_type(value, name) for name in ([wanted] if isinstance(wanted, str) else wanted))
+
+
+def _is_type(value: Any, name: str) -> bool:
+    return _IS_TYPE[name](value)
+
+
+def _is_integer(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value) and value.is_integer()
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_IS_TYPE: dict[str, Callable[[Any], bool]] = {
+    "null": lambda v: v is None,
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": _is_integer,
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "string": lambda v: isinstance(v, str),
+    "array": lambda v: isinstance(v, list | tuple),
+    "object": lambda v: isinstance(v, dict),
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``1 == 1.0`` but ``True != 1``; lists and objects compared deeply."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    if isinstance(a, list | tuple | dict) or isinstance(b, list | tuple | dict):
+        return False
+    return a == b
+
+
+def _is_multiple(value: float, step: float) -> bool:
+    # As JSON Schema validators commonly do (and the jsonschema package): exact, so a
+    # float like 0.3 is not a multiple of 0.1; give integer steps for exact answers.
+    if isinstance(step, float):
+        quotient = value / step
+        return math.isfinite(quotient) and int(quotient) == quotient
+    return value % step == 0
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def _shown(value: Any) -> str:
+    text = _json(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _plural(n: int, unit: str) -> str:
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
+
+
+def _one_of(values: list[Any]) -> str:
+    return "one of " + ", ".join(_json(v) for v in values)
+
+
+_ARTICLES = {
+    "string": "a string", "integer": "an integer", "number": "a number",
+    "boolean": "true or false", "null": "null", "array": "a list", "object": "an object",
+}  # fmt: skip
+
+
+def _describe(schema: Any, root: JsonSchema) -> str:
+    """A schema in a few words, for an ``expected`` text."""
+    if isinstance(schema, bool):
+        return "any value" if schema else "nothing"
+    if "$ref" in schema:
+        target = _resolve(schema["$ref"], root, "$")
+        return _describe(target, root) if isinstance(target, dict | bool) else "a value"
+    if "const" in schema:
+        return f"exactly {_json(schema['const'])}"
+    if "enum" in schema:
+        return _one_of(schema["enum"])
+    return _describe_type(schema, root)
+
+
+def _describe_type(schema: JsonSchema, root: JsonSchema) -> str:
+    wanted = schema.get("type")
+    if wanted is not None:
+        names: list[str] = [wanted] if isinstance(wanted, str) else wanted
+        text = " or ".join(_ARTICLES[n] for n in names)
+        title = schema.get("title")
+        return f"{text} ({title})" if title and "object" in names else text
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return " or ".join(_describe(sub, root) for sub in schema[key])
+    return "a value of the schema's form"
