@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
-from pausepoint.drivers.calls import AsyncCalls, asettle
+from pausepoint.drivers.calls import AsyncCalls, asettle, cancel_calls
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.stop import wind_down
@@ -312,6 +312,9 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
             delay = retry_delay(task.retry, attempt, exc)
             if delay is None:
                 return Outcome(task.task, error=exc)
+        except asyncio.CancelledError:  # the run is stopped: so are the task's calls
+            cancel_calls(context.open_calls)
+            raise
         finally:
             if context.open_calls is not None:  # the task's @task calls end with it
                 await asettle(context.open_calls)
