@@ -63,12 +63,12 @@ class TaskFuture:
         """Cancel the call unless it has finished; return whether it is now cancelled.
 
         A call on the event loop receives ``CancelledError`` (its coroutine, or the
-        wait for its worker thread); a call in a worker thread of the sync driver
-        cannot be stopped: it runs on, and its result is dropped. Either way the
-        future is done at once, and :meth:`result` or ``await`` raise
-        ``CancelledError`` (``concurrent.futures``' in sync code, asyncio's in
-        async code, as in LangGraph). A cancelled call saves no result, so a
-        re-execution of the caller runs it again if it is called again.
+        wait for its worker thread) and saves no result, so a re-execution of the
+        caller that calls it again runs it; a call in a worker thread of the sync
+        driver cannot be stopped: it runs to its end. Either way the future is done
+        at once, and :meth:`result` or ``await`` raise ``CancelledError``
+        (``concurrent.futures``' in sync code, asyncio's in async code, as in
+        LangGraph).
         """
         if self._cancelled:  # as the futures mirrored: concurrent's say True, asyncio's False
             return self._async is None
