@@ -212,3 +212,30 @@ def test_a_cancelled_entrypoint_cancels_its_running_task_calls():
         assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
 
     asyncio.run(main())
+
+
+def test_asyncio_timeout_around_ainvoke_raises_timeout_error_and_keeps_the_step():
+    runs: Counter[str] = Counter()
+    saver = InMemorySaver()
+
+    async def slow(state: S) -> dict[str, Any]:
+        runs["slow"] += 1
+        if runs["slow"] == 1:
+            await asyncio.sleep(60)
+        return {"log": ["slow"]}
+
+    b = chain(runs, "quick", "after", fan=True)
+    b.add_node("slow", slow)
+    b.add_edge(START, "slow")
+    graph = b.compile(checkpointer=saver)
+
+    async def main() -> None:
+        # The cancel asyncio.timeout() makes is its own: it turns into TimeoutError.
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.2):
+                await graph.ainvoke({"log": []}, cfg())
+        assert saver.get_lease("t") is None
+        assert await graph.ainvoke(None, cfg()) == {"log": ["quick", "slow", "after"]}
+
+    asyncio.run(main())
+    assert runs == {"quick": 1, "slow": 2, "after": 1}
