@@ -150,7 +150,7 @@ async def _stop(
     The tasks are awaited: when ``aclose()`` returns, or the ``CancelledError``
     reaches the caller, no node of the run runs on (a sync node's thread does,
     but its result is dropped). Then the loop is wound down
-    (:func:`~pausepoint.drivers.stop.wind_down`).
+    (`pausepoint.drivers.stop.wind_down`).
     """
     for t in running:
         t.cancel()

@@ -36,7 +36,7 @@ _PENDING: Any = object()
 class TaskFuture:
     """The result of a ``@task`` call: ``.result()`` in sync code, ``await`` in async code.
 
-    :meth:`cancel` drops a call the caller no longer wants, as LangGraph's future does.
+    `cancel` drops a call the caller no longer wants, as LangGraph's future does.
     """
 
     __slots__ = ("_async", "_cancelled", "_error", "_sync", "_value")
@@ -66,7 +66,7 @@ class TaskFuture:
         wait for its worker thread) and saves no result, so a re-execution of the
         caller that calls it again runs it; a call in a worker thread of the sync
         driver cannot be stopped: it runs to its end. Either way the future is done
-        at once, and :meth:`result` or ``await`` raise ``CancelledError``
+        at once, and `result` or ``await`` raise ``CancelledError``
         (``concurrent.futures``' in sync code, asyncio's in async code, as in
         LangGraph).
         """
@@ -82,7 +82,7 @@ class TaskFuture:
         return True
 
     def cancelled(self) -> bool:
-        """Whether :meth:`cancel` cancelled the call."""
+        """Whether `cancel` cancelled the call."""
         return self._cancelled
 
     def done(self) -> bool:

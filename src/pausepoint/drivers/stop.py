@@ -1,10 +1,10 @@
 """Stopping a run early, for both drivers: a cancelled ``ainvoke``, a stream closed early.
 
 The caller is gone, so nothing more is streamed and nothing new starts; but the
-run still owes what its durability promises. :func:`wind_down` drives the loop to
+run still owes what its durability promises. `wind_down` drives the loop to
 its end from the effect it was waiting on when the stop came: it hands the loop
 the outcomes of the step's tasks (finished, or cancelled by the async driver) by
-throwing :class:`~pausepoint.loop.effects.Stopped` at it, lets it save their
+throwing `pausepoint.loop.effects.Stopped` at it, lets it save their
 writes, and then lets it end as a failed run ends (durability ``"exit"`` writes
 its checkpoint, the thread's lease is let go). The driver carries out only the
 effects this generator passes on, and raises its own stop afterwards.
@@ -39,11 +39,11 @@ def wind_down(
     Args:
         loop: The run's loop generator.
         effect: The effect the loop waits on (its answer was not sent).
-        ready: For a lone task's :class:`RunTasks` the sync driver ran in place,
+        ready: For a lone task's `RunTasks` the sync driver ran in place,
             the outcome it did not send yet.
 
     Yields:
-        :class:`NextOutcome` (send back the next task outcome), or a saver write
+        `NextOutcome` (send back the next task outcome), or a saver write
         (``SaveWrites``, ``SaveCheckpoint``, ``ReleaseThread``: send back
         ``(result, error)``, as the drivers' ``_carry_out`` returns). A write the
         stop interrupted is made again: saver writes are idempotent.

@@ -187,7 +187,7 @@ def _stop(
     events: queue.SimpleQueue[_Event],
     lease: LeaseHeld,
 ) -> None:
-    """Carry out a :func:`~pausepoint.drivers.stop.wind_down` flow: outcomes and writes."""
+    """Carry out a `pausepoint.drivers.stop.wind_down` flow: outcomes and writes."""
     send: Any = None
     with contextlib.closing(flow):
         while True:

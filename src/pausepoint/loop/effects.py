@@ -175,8 +175,8 @@ class Stopped(BaseException):
 
     A cancelled ``ainvoke``, a stream closed before its end: the driver stops
     starting work and throws this at the loop's pending effect. Where the loop
-    waits for a task's outcome (:class:`NextOutcome`, or the lone task of
-    :class:`RunTasks`), ``outcome`` carries it: the loop takes it, keeps taking
+    waits for a task's outcome (`NextOutcome`, or the lone task of
+    `RunTasks`), ``outcome`` carries it: the loop takes it, keeps taking
     the step's outcomes (each sent the same way), then ends as a failed run does,
     saving what its durability owes. Anywhere else ``outcome`` is None and the
     loop ends at once, the same way. A driver then raises its own stop

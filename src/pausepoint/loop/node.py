@@ -84,7 +84,7 @@ def input_writes(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -
 
 
 def input_outcome(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> Outcome:
-    """:func:`input_writes` as the outcome a driver would send (a bad input's error)."""
+    """`input_writes` as the outcome a driver would send (a bad input's error)."""
     try:
         return Outcome(task, input_writes(spec, task, channels))
     except Exception as exc:
