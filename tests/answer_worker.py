@@ -166,7 +166,9 @@ def next_input(snapshot: Any, mode: str) -> dict[str, Any] | None:
         return {"kind": "none", "for": "-"}
     if task.status == "waiting":
         question = task.interrupts[0]
-    elif task.status == "answered":
+    elif task.status == "answered" or (task.status == "failed" and task.answered):
+        # Failed with its answer kept: a cancelled run stores CancelledError() (as
+        # LangGraph does); the next run runs the node again with the answer.
         question = task.answered[0].interrupt
         if mode == "continue":
             return {"kind": "none", "for": question.value}

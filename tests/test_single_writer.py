@@ -323,8 +323,9 @@ def test_a_cancelled_ainvoke_lets_the_lease_go(tmp_path: Path):
 
         async def ask(state: S) -> dict[str, Any]:
             answer = interrupt("approve?")
-            started.set()
-            await asyncio.sleep(30)
+            if not started.is_set():  # the first run is cancelled here
+                started.set()
+                await asyncio.sleep(30)
             return {"log": [answer]}
 
         b = StateGraph(S)
@@ -340,8 +341,12 @@ def test_a_cancelled_ainvoke_lets_the_lease_go(tmp_path: Path):
             with pytest.raises(asyncio.CancelledError):
                 await run
             assert saver.get_lease("t") is None
-            # The answer was stored before the node ran: the thread shows it.
+            # The answer was stored before the node ran: the thread shows it, and the
+            # cancelled node as failed with CancelledError (LangGraph's error too).
             (task,) = (await graph.aget_state(cfg())).tasks
-            assert task.status == "answered"
+            assert (task.status, str(task.error)) == ("failed", "CancelledError()")
+            assert [a.value for a in task.answered] == ["yes"]
+            # The next run takes the thread at once and runs the node with the answer.
+            assert (await graph.ainvoke(None, cfg()))["log"] == ["yes"]
 
     asyncio.run(main())

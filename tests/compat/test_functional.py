@@ -13,6 +13,7 @@ import asyncio
 import importlib
 import operator
 import re
+import time
 from collections import Counter
 from types import ModuleType
 from typing import Annotated, Any
@@ -22,7 +23,7 @@ from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
-from ._harness import Lib, Scenarios, catch, exact, thread, unordered
+from ._harness import LIBS, Lib, Scenarios, catch, exact, load_lib, thread, unordered
 
 scenario = Scenarios()
 
@@ -589,6 +590,63 @@ def state_and_history_of_entrypoint_thread(lib, drive):
         "history": [(h.values, h.next, h.metadata, [t.name for t in h.tasks]) for h in history],
         "limited": len(drive.history(keep, thread(), limit=2)),
     }
+
+
+@scenario
+def a_cancelled_task_future_is_done_and_raises(lib, drive):
+    f = func(lib)
+
+    @f.task
+    def slow(x: int) -> int:
+        time.sleep(0.05)
+        return x
+
+    @f.entrypoint(checkpointer=lib.InMemorySaver())
+    def flow(n: int) -> Any:
+        kept, dropped = slow(1), slow(2)
+        seen = [dropped.cancel(), dropped.done(), dropped.cancel()]
+        seen.append(exact(dropped.result))
+        return [kept.result(), seen]
+
+    return {"out": drive.invoke(flow, 2, thread())}
+
+
+async def cancelled_in_async_entrypoint(lib: Lib) -> dict[str, Any]:
+    """The reproducer's flow: an async entrypoint cancels one of two task calls."""
+    f, log = func(lib), []
+
+    @f.task
+    async def slow(i: int) -> int:
+        try:
+            await asyncio.sleep(0.5)
+        except asyncio.CancelledError:
+            log.append(f"cancelled {i}")
+            raise
+        return i
+
+    @f.entrypoint(checkpointer=lib.InMemorySaver())
+    async def flow(n: int) -> list[Any]:
+        futures = [slow(i) for i in range(n)]
+        await asyncio.sleep(0.05)
+        dropped = futures.pop()
+        seen = [dropped.cancel(), dropped.done(), dropped.cancelled()]
+        try:
+            await dropped
+        except asyncio.CancelledError:
+            seen.append("await: CancelledError")
+        seen.append(dropped.cancel())
+        return [list(await asyncio.gather(*futures)), seen]
+
+    out = await flow.ainvoke(2, thread())
+    history = [(h.metadata["step"], h.next) async for h in flow.aget_state_history(thread())]
+    return {"out": out, "log": log, "history": history}
+
+
+def test_task_future_cancel_in_an_async_entrypoint():
+    records = {name: asyncio.run(cancelled_in_async_entrypoint(load_lib(name))) for name in LIBS}
+    assert records["pausepoint"] == records["langgraph"]
+    assert records["pausepoint"]["out"] == [[0], [True, True, True, "await: CancelledError", False]]
+    assert records["pausepoint"]["log"] == ["cancelled 1"]
 
 
 # --- deliberate difference: a different task at a recorded position -------------------

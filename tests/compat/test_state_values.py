@@ -16,7 +16,7 @@ from typing_extensions import TypedDict
 
 pytest.importorskip("langgraph")
 
-from ._harness import SAVERS, Scenarios, catch, thread
+from ._harness import SAVERS, Scenarios, catch, exact, thread
 
 scenario = Scenarios(savers=SAVERS)
 
@@ -289,6 +289,26 @@ def is_last_step_ends_a_loop_before_the_limit(lib, drive):
     drive.invoke(g, {"log": []}, cfg)
     events = drive.stream(g, lib.Command(resume=1), cfg, stream_mode=["tasks", "values"])
     return {"events": events, "seen": seen}
+
+
+@scenario
+def managed_values_are_refused_in_input_and_output_schemas(lib, drive):
+    managed = importlib.import_module(f"{lib.name}.managed")
+
+    class Inner(TypedDict):
+        log: Annotated[list[str], operator.add]
+        left: managed.RemainingSteps
+        last: managed.IsLastStep
+
+    class Plain(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    return [
+        exact(lib.StateGraph, Plain, input_schema=Inner),
+        exact(lib.StateGraph, Plain, output_schema=Inner),
+        # The state schema may declare them, and name itself as input or output.
+        type(lib.StateGraph(Inner, input_schema=Inner, output_schema=Plain)).__name__,
+    ]
 
 
 test_state_values = scenario.test()

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Generator, Mapping
+import functools
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointPut
-from pausepoint.drivers.calls import AsyncCalls, asettle
+from pausepoint.drivers.calls import AsyncCalls, asettle, cancel_calls
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
+from pausepoint.drivers.stop import wind_down
 from pausepoint.drivers.sync import LeaseHeld
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
@@ -77,6 +79,7 @@ async def drive(
     limit = asyncio.Semaphore(max_concurrency) if max_concurrency else None
     send: Any = None
     error: BaseException | None = None
+    effect: Any = None
     running: set[asyncio.Task[None]] = set()
     calls = AsyncCalls(saver, sink.loop)
     lease = LeaseHeld(saver)
@@ -98,14 +101,14 @@ async def drive(
                         break
                     yield item
             elif kind is RunTasks:
-                for task in effect.tasks:
-                    t = asyncio.create_task(_start(task, sink, calls, limit))
-                    running.add(t)
-                    t.add_done_callback(running.discard)
+                _start_all(effect.tasks, sink, calls, limit, running)
             elif kind is Emit:
                 yield (effect.ns, effect.mode, effect.payload)
             else:
                 send, error = await _carry_out(saver, effect, lease)
+    except (asyncio.CancelledError, GeneratorExit):  # cancelled, or closed early
+        await _stop(loop, effect, saver, sink, lease, running)
+        raise
     finally:
         loop.close()
         for t in running:
@@ -132,6 +135,48 @@ async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Ex
             await perform(saver, rest)
     lease.saw(effect, done)
     return done, None
+
+
+async def _stop(
+    loop: Generator[Any, Any, RunResult],
+    effect: Any,
+    saver: Any,
+    sink: AsyncSink,
+    lease: LeaseHeld,
+    running: set[asyncio.Task[None]],
+) -> None:
+    """End a stopped run: cancel its running tasks, then save what it owes.
+
+    The tasks are awaited: when ``aclose()`` returns, or the ``CancelledError``
+    reaches the caller, no node of the run runs on (a sync node's thread does,
+    but its result is dropped). Then the loop is wound down
+    (`pausepoint.drivers.stop.wind_down`).
+    """
+    for t in running:
+        t.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
+    flow = wind_down(loop, effect)
+    send: Any = None
+    try:
+        while True:
+            try:
+                need = flow.send(send)
+            except StopIteration:
+                return
+            if type(need) is NextOutcome:
+                send = await _next_done(sink)
+            else:
+                send = await _carry_out(saver, need, lease)
+    finally:
+        flow.close()
+
+
+async def _next_done(sink: AsyncSink) -> Outcome:
+    """The next task outcome; the chunks before it are dropped (nobody reads them)."""
+    while True:
+        kind, item = await sink.queue.get()
+        if kind == "done":
+            return item
 
 
 async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
@@ -221,6 +266,27 @@ async def _claim(saver: Any, effect: ClaimThread) -> Any:
     return claim
 
 
+def _start_all(
+    tasks: Sequence[ExecTask],
+    sink: AsyncSink,
+    calls: AsyncCalls,
+    limit: asyncio.Semaphore | None,
+    running: set[asyncio.Task[None]],
+) -> None:
+    """Start a step's tasks; each one's outcome comes back through ``sink``."""
+    for task in tasks:
+        t = asyncio.create_task(_start(task, sink, calls, limit))
+        running.add(t)
+        t.add_done_callback(functools.partial(_ended, task, sink, running))
+
+
+def _ended(task: ExecTask, sink: AsyncSink, running: set[Any], done: asyncio.Task[None]) -> None:
+    """A task's asyncio task is done: one cancelled before it ended still has an outcome."""
+    running.discard(done)
+    if done.cancelled():  # a fresh error: its repr is what the saved error shows
+        sink.put(("done", Outcome(task.task, error=asyncio.CancelledError())))
+
+
 async def _start(
     task: ExecTask, sink: AsyncSink, calls: AsyncCalls, limit: asyncio.Semaphore | None
 ) -> None:
@@ -246,6 +312,9 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
             delay = retry_delay(task.retry, attempt, exc)
             if delay is None:
                 return Outcome(task.task, error=exc)
+        except asyncio.CancelledError:  # the run is stopped: so are the task's calls
+            cancel_calls(context.open_calls)
+            raise
         finally:
             if context.open_calls is not None:  # the task's @task calls end with it
                 await asettle(context.open_calls)

@@ -28,15 +28,18 @@ if TYPE_CHECKING:
 
     from pausepoint.runtime import Runtime
 
-__all__ = ["AsyncCalls", "SyncCalls", "TaskFuture", "asettle", "settle"]
+__all__ = ["AsyncCalls", "SyncCalls", "TaskFuture", "asettle", "cancel_calls", "settle"]
 
 _PENDING: Any = object()
 
 
 class TaskFuture:
-    """The result of a ``@task`` call: ``.result()`` in sync code, ``await`` in async code."""
+    """The result of a ``@task`` call: ``.result()`` in sync code, ``await`` in async code.
 
-    __slots__ = ("_async", "_error", "_sync", "_value")
+    `cancel` drops a call the caller no longer wants, as LangGraph's future does.
+    """
+
+    __slots__ = ("_async", "_cancelled", "_error", "_sync", "_value")
 
     def __init__(
         self,
@@ -49,14 +52,43 @@ class TaskFuture:
         self._async = async_
         self._value = value
         self._error = error
+        self._cancelled = False
 
     @classmethod
     def of(cls, memo: Memo) -> TaskFuture:
         """A future already resolved from a saved result (or a pause still pending)."""
         return cls(value=memo.value, error=memo.pause)
 
+    def cancel(self) -> bool:
+        """Cancel the call unless it has finished; return whether it is now cancelled.
+
+        A call on the event loop receives ``CancelledError`` (its coroutine, or the
+        wait for its worker thread) and saves no result, so a re-execution of the
+        caller that calls it again runs it; a call in a worker thread of the sync
+        driver cannot be stopped: it runs to its end. Either way the future is done
+        at once, and `result` or ``await`` raise ``CancelledError``
+        (``concurrent.futures``' in sync code, asyncio's in async code, as in
+        LangGraph).
+        """
+        if self._cancelled:  # as the futures mirrored: concurrent's say True, asyncio's False
+            return self._async is None
+        if self.done():
+            return False
+        self._cancelled = True
+        if self._async is not None:
+            self._async.cancel()
+        elif self._sync is not None:
+            self._sync.cancel()
+        return True
+
+    def cancelled(self) -> bool:
+        """Whether `cancel` cancelled the call."""
+        return self._cancelled
+
     def done(self) -> bool:
-        """Whether the result is known."""
+        """Whether the result is known (or the call was cancelled)."""
+        if self._cancelled:
+            return True
         if self._sync is not None:
             return self._sync.done()
         if self._async is not None:
@@ -79,6 +111,8 @@ class TaskFuture:
 
     def result(self, timeout: float | None = None) -> Any:
         """Wait for the task and return its result (or raise its exception)."""
+        if self._cancelled:
+            raise concurrent.futures.CancelledError
         if self._sync is not None:
             return self._sync.result(timeout)
         if self._async is not None:
@@ -95,6 +129,8 @@ class TaskFuture:
     def __await__(self) -> Generator[Any, None, Any]:
         import asyncio
 
+        if self._cancelled:
+            return _cancelled().__await__()
         if self._async is not None:
             return self._async.__await__()
         if self._sync is not None:
@@ -104,6 +140,12 @@ class TaskFuture:
 
 async def _resolved(fut: TaskFuture) -> Any:
     return fut.result()
+
+
+async def _cancelled() -> Any:
+    import asyncio
+
+    raise asyncio.CancelledError
 
 
 def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
@@ -179,6 +221,12 @@ async def asettle(site: CallSite | None) -> None:
     """`settle` for the async driver."""
     for future in site.started if site is not None else ():
         await future.settled()
+
+
+def cancel_calls(site: CallSite | None) -> None:
+    """Cancel every call a task started and that still runs: the task is cancelled."""
+    for future in site.started if site is not None else ():
+        future.cancel()
 
 
 class SyncCalls:

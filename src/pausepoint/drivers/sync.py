@@ -29,6 +29,7 @@ from pausepoint.drivers.owners import (
     releases_with_writes,
 )
 from pausepoint.drivers.retry import retry_delay
+from pausepoint.drivers.stop import wind_down
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
     NO_KWARGS,
@@ -66,6 +67,7 @@ def drive(
     pool: ThreadPoolExecutor | None = None
     send: Any = None
     error: BaseException | None = None
+    effect: Any = None
     calls = SyncCalls(saver)
     lease = LeaseHeld(saver)
     try:
@@ -92,15 +94,25 @@ def drive(
                 yield (effect.ns, effect.mode, effect.payload)
             else:
                 send, error = _carry_out(saver, effect, lease)
+    except GeneratorExit:  # closed early: the running tasks finish (threads cannot be stopped)
+        _stop(wind_down(loop, effect, send), saver, events, lease)
+        raise
     finally:
         loop.close()
-        if (held := lease.held) is not None:  # closed or failed before the loop let it go
-            LOCAL.drop(saver, held.thread_id, held.run)
-            with contextlib.suppress(Exception):  # a lost connection: the lease expires
-                saver.release_lease(held.thread_id, held.owner)
-        calls.close()
-        if pool is not None and pool is not _SHARED.pool:
-            pool.shutdown(wait=False)
+        _let_go(saver, lease, calls, pool)
+
+
+def _let_go(
+    saver: Any, lease: LeaseHeld, calls: SyncCalls, pool: ThreadPoolExecutor | None
+) -> None:
+    """What a run holds when it ends, however it ends: its lease, its threads."""
+    if (held := lease.held) is not None:  # closed or failed before the loop let it go
+        LOCAL.drop(saver, held.thread_id, held.run)
+        with contextlib.suppress(Exception):  # a lost connection: the lease expires
+            saver.release_lease(held.thread_id, held.owner)
+    calls.close()
+    if pool is not None and pool is not _SHARED.pool:
+        pool.shutdown(wait=False)
 
 
 class LeaseHeld:
@@ -167,6 +179,34 @@ def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exceptio
             perform(saver, rest)
     lease.saw(effect, done)
     return done, None
+
+
+def _stop(
+    flow: Generator[Any, Any, None],
+    saver: Any,
+    events: queue.SimpleQueue[_Event],
+    lease: LeaseHeld,
+) -> None:
+    """Carry out a `pausepoint.drivers.stop.wind_down` flow: outcomes and writes."""
+    send: Any = None
+    with contextlib.closing(flow):
+        while True:
+            try:
+                need = flow.send(send)
+            except StopIteration:
+                return
+            if type(need) is NextOutcome:
+                send = _next_done(events)
+            else:
+                send = _carry_out(saver, need, lease)
+
+
+def _next_done(events: queue.SimpleQueue[_Event]) -> Outcome:
+    """The next task outcome; the chunks before it are dropped (nobody reads them)."""
+    while True:
+        kind, item = events.get()
+        if kind == "done":
+            return item
 
 
 def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:

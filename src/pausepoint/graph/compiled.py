@@ -8,6 +8,7 @@ the driver call.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import uuid
@@ -224,9 +225,14 @@ class CompiledStateGraph(RunnableMethods):
         )  # fmt: skip
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, _queue_sink(events))
-        for chunk in sdriver.drive(loop, saver, events, opts.config.max_concurrency):
-            if (shaped := _deliver(opts, shape, chunk)) is not None:
-                yield shaped
+        # Closed early, the driver is closed now (not when collected): it saves what
+        # the run owes and lets the thread's lease go before close() returns.
+        with contextlib.closing(
+            sdriver.drive(loop, saver, events, opts.config.max_concurrency)
+        ) as run:
+            for chunk in run:
+                if (shaped := _deliver(opts, shape, chunk)) is not None:
+                    yield shaped
 
     def invoke(
         self,
@@ -384,9 +390,11 @@ class CompiledStateGraph(RunnableMethods):
         loop, opts, saver = self._begin(input, config, args, _async_sink(sink))
         result: list[RunResult] = []
         limit = opts.config.max_concurrency
-        async for chunk in _adriver().drive(loop, saver, sink, result, limit):
-            if (shaped := _deliver(opts, shape, chunk)) is not None:
-                yield shaped
+        # aclose() (or collection) closes the driver at once, as stream() does.
+        async with contextlib.aclosing(_adriver().drive(loop, saver, sink, result, limit)) as run:
+            async for chunk in run:
+                if (shaped := _deliver(opts, shape, chunk)) is not None:
+                    yield shaped
 
     async def ainvoke(
         self,
@@ -414,8 +422,9 @@ class CompiledStateGraph(RunnableMethods):
         loop, opts, saver = self._begin(input, config, args, None)
         result: list[RunResult] = []
         limit = opts.config.max_concurrency
-        async for chunk in _adriver().drive(loop, saver, sink, result, limit):
-            _deliver(opts, None, chunk)
+        async with contextlib.aclosing(_adriver().drive(loop, saver, sink, result, limit)) as run:
+            async for chunk in run:
+                _deliver(opts, None, chunk)
         return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:

@@ -27,7 +27,7 @@ from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
 from pausepoint.constants import ROOT
 from pausepoint.managed import ManagedValue
 
-__all__ = ["SchemaInfo", "update_as_pairs"]
+__all__ = ["SchemaInfo", "refuse_managed_io", "update_as_pairs"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -139,6 +139,28 @@ def _hints(schema: Any) -> dict[str, Any]:
         names = [f.name for f in dataclasses.fields(schema)]
         return {name: hints.get(name, Any) for name in names}
     return {k: v for k, v in hints.items() if not k.startswith("__")}
+
+
+def refuse_managed_io(schema: Any, state_schema: Any) -> None:
+    """Refuse managed keys in an input or output schema (as LangGraph does).
+
+    A managed value is computed by the run for each step: it can be neither given
+    as input nor returned. The state schema itself may declare them.
+
+    Raises:
+        ValueError: ``schema`` (not the state schema) declares managed keys.
+    """
+    try:
+        if schema is state_schema or _kind(schema) in ("root", "dict"):
+            return
+    except TypeError:  # not a schema: compile() says so, with the graph's other problems
+        return
+    names = [k for k, hint in _hints(schema).items() if _managed(hint) is not None]
+    if names:
+        raise ValueError(
+            f"Invalid managed channels detected in {getattr(schema, '__name__', '')}: "
+            f"{', '.join(names)}. Managed channels are not permitted in Input/Output schema."
+        )
 
 
 def _channel_for(key: str, hint: Any) -> Channel:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, END, RESERVED_NAMES, START
-from pausepoint.graph.schema import SchemaInfo
+from pausepoint.graph.schema import SchemaInfo, refuse_managed_io
 from pausepoint.types import CachePolicy, RetryPolicy
 
 __all__ = ["StateGraph"]
@@ -56,6 +56,10 @@ class StateGraph:
             read it as ``runtime.context`` ([`pausepoint.runtime`][]).
         input_schema: The keys the graph accepts as input (default: the state's).
         output_schema: The keys the graph returns (default: the state's).
+
+    Raises:
+        ValueError: ``input_schema`` or ``output_schema`` declares a managed value
+            (``RemainingSteps``, ``IsLastStep``): only the state schema may.
     """
 
     def __init__(
@@ -70,6 +74,8 @@ class StateGraph:
         self.context_schema = context_schema
         self.input_schema = input_schema if input_schema is not None else self.state_schema
         self.output_schema = output_schema if output_schema is not None else self.state_schema
+        for schema in (self.input_schema, self.output_schema):
+            refuse_managed_io(schema, self.state_schema)
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: list[tuple[str, str]] = []
         self.waiting_edges: list[tuple[tuple[str, ...], str]] = []

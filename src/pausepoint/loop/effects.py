@@ -40,6 +40,7 @@ __all__ = [
     "SaveCheckpoint",
     "SaveWrites",
     "Sleep",
+    "Stopped",
 ]
 
 NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
@@ -167,6 +168,30 @@ class Outcome:
     task: Task
     writes: Sequence[tuple[str, Any]] = ()
     error: BaseException | None = None
+
+
+class Stopped(BaseException):
+    """Thrown into the loop by a driver whose run is stopped early.
+
+    A cancelled ``ainvoke``, a stream closed before its end: the driver stops
+    starting work and throws this at the loop's pending effect. Where the loop
+    waits for a task's outcome (`NextOutcome`, or the lone task of
+    `RunTasks`), ``outcome`` carries it: the loop takes it, keeps taking
+    the step's outcomes (each sent the same way), then ends as a failed run does,
+    saving what its durability owes. Anywhere else ``outcome`` is None and the
+    loop ends at once, the same way. A driver then raises its own stop
+    (``CancelledError``, ``GeneratorExit``), never this.
+    """
+
+    def __init__(self, outcome: Outcome | None = None) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+    def taken(self) -> Outcome:
+        """The outcome carried; with none, raise this again (the loop ends now)."""
+        if self.outcome is None:
+            raise self
+        return self.outcome
 
 
 @dataclasses.dataclass(slots=True)

@@ -17,13 +17,20 @@ from pausepoint.constants import BRANCH_TO, END, PREVIOUS, ROOT, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand, UnknownBranchError
 from pausepoint.func import entrypoint
 from pausepoint.graph.schema import update_as_pairs
-from pausepoint.loop.effects import NO_KWARGS, Call
+from pausepoint.loop.effects import NO_KWARGS, Call, Outcome
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 from pausepoint.loop.tasks import UNREAD, Task, read_values, task_input
 from pausepoint.runtime import get_runtime
 from pausepoint.types import Command, Send
 
-__all__ = ["Body", "command_from_below", "input_writes", "node_body", "result_writes"]
+__all__ = [
+    "Body",
+    "command_from_below",
+    "input_outcome",
+    "input_writes",
+    "node_body",
+    "result_writes",
+]
 
 Writes = list[tuple[str, Any]]
 Body = Generator["Call | Writes", Any, None]
@@ -74,6 +81,14 @@ def input_writes(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -
     writes = spec.input.input_pairs(task_input(spec, task, channels))
     writes.extend(task.node.after_writes)
     return writes
+
+
+def input_outcome(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> Outcome:
+    """`input_writes` as the outcome a driver would send (a bad input's error)."""
+    try:
+        return Outcome(task, input_writes(spec, task, channels))
+    except Exception as exc:
+        return Outcome(task, error=exc)
 
 
 def _node_call(

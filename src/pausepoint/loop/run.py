@@ -25,18 +25,8 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig, RunnableConfig
-from pausepoint.constants import (
-    ASKED,
-    ERROR,
-    INTERRUPT,
-    NO_WRITES,
-    START,
-)
-from pausepoint.errors import (
-    GraphInterrupt,
-    GraphRecursionError,
-    ParentCommand,
-)
+from pausepoint.constants import ASKED, ERROR, INTERRUPT, NO_WRITES, START
+from pausepoint.errors import GraphInterrupt, GraphRecursionError, ParentCommand
 from pausepoint.loop import begin, fork, lease, namespaces
 from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
@@ -47,9 +37,10 @@ from pausepoint.loop.effects import (
     RunTasks,
     SaveCheckpoint,
     SaveWrites,
+    Stopped,
 )
 from pausepoint.loop.lease import RunLease
-from pausepoint.loop.node import input_writes
+from pausepoint.loop.node import input_outcome
 from pausepoint.loop.pending import (
     ResumeMap,
     TaskRecord,
@@ -108,6 +99,7 @@ class _Run:
 
     # ((step, epoch), the nodes that step runs): found by lease.ends_with_step, used once.
     next_pulls: tuple[tuple[int, int], list[NodeProc]] | None = None
+    stopping = False  # the driver stopped the run (effects.Stopped): its step ends it
 
     def __init__(self, spec: GraphSpec, input: Any, opts: RunOptions) -> None:
         self.spec = spec
@@ -327,8 +319,8 @@ class _Run:
         return RunResult(self.output(), (), False)
 
     def failed(self) -> Generator[Effect, Any, None]:
-        """Save what a failing run still owes (its waiting input, durability "exit")."""
-        yield from self.flush_waiting()
+        """Save what a failing run still owes (its waiting input and held writes, "exit")."""
+        yield from self.flush_held()
         if self.opts.durability == "exit":
             yield from self.flush_exit()
         yield from self.let_go()
@@ -436,20 +428,18 @@ class _Run:
         if len(to_run) == 1 and to_run[0].name == START and to_run[0].is_pure_start():
             # The input step calls no user code: applied here, without a driver round
             # trip (a worker context, a queue hand-off) on every invoke.
-            task = to_run[0]
-            ran: Outcome | None
-            try:
-                ran = Outcome(task, input_writes(self.spec, task, self.channels))
-            except Exception as exc:  # a bad input: the same outcome a driver would send
-                ran = Outcome(task, error=exc)
+            ran: Outcome | None = input_outcome(self.spec, to_run[0], self.channels)
         else:
             frame = StepFrame(self)
             # A driver may run a lone task in place and answer with its outcome at once.
-            ran = yield RunTasks(
-                [prepare_for_execution(frame, to_run[0])]
-                if len(to_run) == 1
-                else [prepare_for_execution(frame, t) for t in to_run]
-            )
+            try:
+                ran = yield RunTasks(
+                    [prepare_for_execution(frame, to_run[0])]
+                    if len(to_run) == 1
+                    else [prepare_for_execution(frame, t) for t in to_run]
+                )
+            except Stopped as stop:
+                ran, self.stopping = stop.taken(), True
         reports = self.streams_updates or self.streams_tasks
         last = len(to_run) - 1
         for n in range(len(to_run)):
@@ -457,13 +447,18 @@ class _Run:
             if ran is not None:  # the lone task's outcome, already sent back
                 outcome, ran = ran, None
             else:
-                outcome = yield _NEXT_OUTCOME
+                try:
+                    outcome = yield _NEXT_OUTCOME
+                except Stopped as stop:
+                    outcome, self.stopping = stop.taken(), True
             if outcome.error is None and not reports:  # the usual case, without finish()
                 hold = n == last and not (interrupts or errors or self.pausing)
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
                     yield saving
                 continue
             yield from self.finish(outcome, interrupts, errors, hold=n == last)
+        if self.stopping:  # every outcome is kept: now the run ends (failed() saves)
+            raise Stopped
         if errors:
             raise errors[0]
         return interrupts
@@ -532,6 +527,8 @@ class _Run:
                 yield from out.task_result(self, task, None, found)
         else:
             errors.append(err)
+            if self.stopping and self.opts.durability == "exit":
+                return  # a task cancelled by the stop: LangGraph keeps no error for it
             # A ParentCommand here goes on up: its own node sent it (one a subgraph
             # sent was this task's result already: node.command_from_below).
             if not isinstance(err, ParentCommand):
