@@ -220,7 +220,7 @@ class CompiledStateGraph(RunnableMethods):
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs.checked(
             self.stream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, output_keys, context,
+            interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, _queue_sink(events))
@@ -255,7 +255,8 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after, output_keys, context,
         )  # fmt: skip
         if stream_mode != "values":
-            return list(self.stream(input, config, stream_mode=stream_mode, **args.passed()))
+            kw = args.passed(self.spec, version)
+            return list(self.stream(input, config, stream_mode=stream_mode, **kw))
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, None)
         driver = sdriver.drive(loop, saver, events, opts.config.max_concurrency)
@@ -378,7 +379,7 @@ class CompiledStateGraph(RunnableMethods):
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs.checked(
             self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, output_keys, context,
+            interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, _async_sink(sink))
@@ -408,7 +409,8 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after, output_keys, context,
         )  # fmt: skip
         if stream_mode != "values":
-            chunks = self.astream(input, config, stream_mode=stream_mode, **args.passed())
+            kw = args.passed(self.spec, version)
+            chunks = self.astream(input, config, stream_mode=stream_mode, **kw)
             return [c async for c in chunks]
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, None)
@@ -517,15 +519,29 @@ class _RunArgs:
             modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys, context
         )
 
-    def passed(self) -> dict[str, Any]:
-        """The keyword arguments to hand on to ``stream``/``astream``."""
+    def passed(self, spec: GraphSpec, version: str) -> dict[str, Any]:
+        """The keyword arguments an ``invoke`` hands on to ``stream``/``astream``.
+
+        Its chunks report the output schema's keys unless told others (``stream``'s
+        default is every state key), and come in the ``version`` asked for: as
+        LangGraph's ``invoke(stream_mode=...)`` does.
+        """
         return {
             "durability": self.durability,
             "interrupt_before": self.interrupt_before,
             "interrupt_after": self.interrupt_after,
-            "output_keys": self.output_keys,
+            "output_keys": spec.output_keys if self.output_keys is None else self.output_keys,
             "context": self.context,
+            "version": version,
         }
+
+
+def _streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> str | Sequence[str]:
+    """The keys a ``stream`` reports: those asked for, else every state key.
+
+    Not only the output schema's: LangGraph's ``stream_channels``.
+    """
+    return spec.stream_keys if output_keys is None else output_keys
 
 
 def _queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Any:

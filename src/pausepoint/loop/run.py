@@ -25,18 +25,8 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig, RunnableConfig
-from pausepoint.constants import (
-    ASKED,
-    ERROR,
-    INTERRUPT,
-    NO_WRITES,
-    START,
-)
-from pausepoint.errors import (
-    GraphInterrupt,
-    GraphRecursionError,
-    ParentCommand,
-)
+from pausepoint.constants import ASKED, ERROR, INTERRUPT, NO_WRITES, START
+from pausepoint.errors import GraphInterrupt, GraphRecursionError, ParentCommand
 from pausepoint.loop import begin, fork, lease, namespaces
 from pausepoint.loop import emit as out
 from pausepoint.loop.breakpoints import pauses_at
@@ -89,7 +79,8 @@ class RunOptions:
     sink: Callable[[tuple[str, ...], str, Any], None] | None
     saver: Any
     output_keys: tuple[str, ...] | None = None
-    """Keys ``values``/``updates`` report (default: the output schema's)."""
+    """Keys ``values``/``updates`` report (default: the output schema's; ``stream`` passes
+    every state key, as LangGraph's does)."""
     lease: RunLease | None = None  # a root run's thread lease (single-writer threads)
     context: Any = None  # ``invoke(context=...)``: what ``Runtime.context`` is (not saved)
 
@@ -458,7 +449,7 @@ class _Run:
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
                     yield saving
                 continue
-            yield from self.finish(outcome, interrupts, errors, hold=n == last)
+            yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=not last)
         if errors:
             raise errors[0]
         return interrupts
@@ -487,11 +478,13 @@ class _Run:
         errors: list[BaseException],
         *,
         hold: bool = False,
+        lone: bool = False,
     ) -> Generator[Effect, Any, None]:
         """Save and report a task's outcome.
 
         ``hold``: the step's last outcome, whose writes may wait for the step's
-        checkpoint (``folds``) if nothing in the step paused or failed.
+        checkpoint (``folds``) if nothing in the step paused or failed. ``lone``: the
+        step's only task: its failure ends the run with no result event (as LangGraph).
         """
         task, err = outcome.task, outcome.error
         path = task.path_repr() if self.opts.has_saver else ""
@@ -536,7 +529,8 @@ class _Run:
                 rec.error = repr(err)
                 kept = [(ERROR, rec.error), *fork.taken_answer(self, task.id, rec)]
                 yield from self.save_writes(task.id, kept, path)
-                yield from out.task_result(self, task, err, ())
+                if not lone:
+                    yield from out.task_result(self, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:
         ran = self.tasks
@@ -580,11 +574,12 @@ class _Run:
             yield self.emit("updates", {INTERRUPT: ()})
         return RunResult(self.output(), exc.interrupts, True)
 
-    def output(self) -> Any:
+    def output(self, keys: tuple[str, ...] | None = None) -> Any:
+        """The values of ``keys`` (default: the output keys), or the output channel's."""
         if self.spec.output_channel is not None:
             chan = self.channels[self.spec.output_channel]
             return chan.get() if chan.is_available() else None
-        return read_values(self.channels, self.out_keys)
+        return read_values(self.channels, self.out_keys if keys is None else keys)
 
 
 _NEXT_OUTCOME = NextOutcome()
