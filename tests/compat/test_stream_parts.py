@@ -4,6 +4,8 @@ Each scenario compares every observable part (chunks, their order, the result or
 error) with LangGraph 1.1.6 on both drivers.
 """
 
+import contextlib
+import importlib
 import operator
 import threading
 from typing import Annotated, Any
@@ -195,6 +197,75 @@ def parallel_failed_task_reports_its_error(lib, drive):
     b.add_edge(lib.START, "good")
     chunks = drive.stream(b.compile(), {"log": []}, stream_mode=["tasks", "updates"])
     return {"starts": chunks[:2], "ends": unordered(chunks[2:-1]), "last": chunks[-1]}
+
+
+# --- @task calls are tasks of their own ---------------------------------------------------
+
+
+def _calls(lib: Any) -> tuple[Any, Any]:
+    func = importlib.import_module(f"{lib.name}.func")
+
+    @func.task
+    def double(x: int, k: int = 1) -> int:
+        return 2 * x * k
+
+    @func.task
+    def ask(x: int) -> Any:
+        return lib.interrupt(f"ok {x}?")
+
+    @func.task
+    def boom(x: int) -> int:
+        raise ValueError("boom")
+
+    @func.entrypoint(checkpointer=lib.InMemorySaver())
+    def flow(n: int) -> int:
+        a = double(n, k=2).result()
+        with contextlib.suppress(ValueError):
+            boom(a).result()
+        return a + ask(a).result()
+
+    @func.entrypoint()
+    def failing(n: int) -> int:
+        return boom(double(n).result()).result()
+
+    return flow, failing
+
+
+_CALL_MODES = ["tasks", "updates", "debug"]
+
+
+@scenario
+def task_calls_in_tasks_and_debug_streams(lib, drive):
+    flow, _ = _calls(lib)
+    paused = drive.stream(flow, 3, thread(), stream_mode=_CALL_MODES)
+    resumed = drive.stream(flow, lib.Command(resume=5), thread(), stream_mode=_CALL_MODES)
+    return {"paused": paused, "resumed": resumed}
+
+
+@scenario
+def task_call_failure_ends_the_run(lib, drive):
+    _, failing = _calls(lib)
+    return drive.stream(failing, 3, stream_mode=["tasks", "updates"])
+
+
+@scenario
+def task_calls_from_a_graph_node(lib, drive):
+    func = importlib.import_module(f"{lib.name}.func")
+
+    @func.task
+    def double(x: int) -> int:
+        return 2 * x
+
+    class V(TypedDict):
+        v: int
+
+    def node(state: V) -> V:
+        return {"v": double(state["v"]).result()}
+
+    b = lib.StateGraph(V)
+    b.add_node("node", node)
+    b.add_edge(lib.START, "node")
+    return drive.stream(b.compile(), {"v": 2}, stream_mode=["tasks", "updates"])
 
 
 test_stream_parts = scenario.test()

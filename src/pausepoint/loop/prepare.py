@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import PREVIOUS
-from pausepoint.loop.calls import CallRequest, CallSite
+from pausepoint.loop.calls import CallEvents, CallRequest, CallSite
 from pausepoint.loop.fork import take_afresh
 from pausepoint.loop.namespaces import unsaved_answer
 from pausepoint.loop.node import Body, node_body
@@ -178,13 +178,7 @@ class ExecTask(TaskContext):
             frame.save_config,
         )
         opts = frame.run.opts
-        sink, ns = opts.sink, opts.ns
-        if sink is not None and "updates" in opts.stream_modes:
-
-            def report(update: dict[str, Any]) -> None:
-                sink(ns, "updates", update)
-
-            site.emit = report
+        site.events = CallEvents.wanted(opts.sink, opts.ns, opts.stream_modes, frame.step)
         return site
 
     def body(self) -> Body:

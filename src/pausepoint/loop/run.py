@@ -48,7 +48,7 @@ from pausepoint.loop.pending import (
     read_records,
     with_ids,
 )
-from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
+from pausepoint.loop.prepare import ExecTask, StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred, preview_writes
@@ -419,6 +419,7 @@ class _Run:
             yield from out.task_starts(self, to_run)
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
+        execs: list[ExecTask] = []
         if len(to_run) == 1 and to_run[0].name == START and to_run[0].is_pure_start():
             # The input step calls no user code: applied here, without a driver round
             # trip (a worker context, a queue hand-off) on every invoke.
@@ -431,11 +432,12 @@ class _Run:
         else:
             frame = StepFrame(self)
             # A driver may run a lone task in place and answer with its outcome at once.
-            ran = yield RunTasks(
+            execs = (
                 [prepare_for_execution(frame, to_run[0])]
                 if len(to_run) == 1
                 else [prepare_for_execution(frame, t) for t in to_run]
             )
+            ran = yield RunTasks(execs)
         reports = self.streams_updates or self.streams_tasks
         last = len(to_run) - 1
         for n in range(len(to_run)):
@@ -449,7 +451,9 @@ class _Run:
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
                     yield saving
                 continue
-            yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=not last)
+            # A lone task that made no @task calls fails with no result event (LangGraph's).
+            lone = not last and (not execs or execs[0].open_calls is None)
+            yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=lone)
         if errors:
             raise errors[0]
         return interrupts
@@ -484,7 +488,8 @@ class _Run:
 
         ``hold``: the step's last outcome, whose writes may wait for the step's
         checkpoint (``folds``) if nothing in the step paused or failed. ``lone``: the
-        step's only task: its failure ends the run with no result event (as LangGraph).
+        step's only task, which made no ``@task`` calls: its failure ends the run with
+        no result event (as LangGraph's).
         """
         task, err = outcome.task, outcome.error
         path = task.path_repr() if self.opts.has_saver else ""
