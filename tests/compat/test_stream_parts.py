@@ -268,4 +268,51 @@ def task_calls_from_a_graph_node(lib, drive):
     return drive.stream(b.compile(), {"v": 2}, stream_mode=["tasks", "updates"])
 
 
+# --- custom chunks of a lone task arrive while it runs ---------------------------------------
+
+
+def _consume(drive: Any, chunks: Any, on_chunk: Any) -> list[Any]:
+    """Read a stream (sync or async), calling ``on_chunk`` on each chunk as it arrives."""
+    seen: list[Any] = []
+
+    async def collect() -> None:
+        async for chunk in chunks:
+            on_chunk(chunk)
+            seen.append(chunk)
+
+    if drive.is_async:
+        drive._run(collect())
+    else:
+        for chunk in chunks:
+            on_chunk(chunk)
+            seen.append(chunk)
+    return seen
+
+
+def _handshake(lib: Any) -> tuple[Any, threading.Event]:
+    """A lone node that writes a chunk, then waits until the caller has read it."""
+    read = threading.Event()
+
+    class X(TypedDict):
+        x: str
+
+    def waits(state: X) -> X:
+        lib.get_stream_writer()("before")
+        # Only a chunk that reached the caller while this node runs sets the event.
+        return {"x": "read while running" if read.wait(10) else "held until the end"}
+
+    b = lib.StateGraph(X)
+    b.add_node("waits", waits)
+    b.add_edge(lib.START, "waits")
+    return b.compile(), read
+
+
+@scenario
+def custom_chunk_of_lone_task_arrives_live(lib, drive):
+    g, read = _handshake(lib)
+    stream = g.astream if drive.is_async else g.stream
+    chunks = stream({"x": ""}, stream_mode=["custom", "values"])
+    return _consume(drive, chunks, lambda c: c == ("custom", "before") and read.set())
+
+
 test_stream_parts = scenario.test()

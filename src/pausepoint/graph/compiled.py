@@ -129,6 +129,7 @@ class CompiledStateGraph(RunnableMethods):
             output_keys=_key_tuple(output_keys),
             lease=self._lease(saver, cfg),
             context=context,
+            messages=_message_tap(sink, (), modes),
         )
         return opts, saver
 
@@ -156,19 +157,23 @@ class CompiledStateGraph(RunnableMethods):
                 },
             }
         )
-        wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & {"custom"}
+        # Without subgraphs=True only custom chunks come up; messages are dropped by
+        # their namespace then, but still reported here, not as the parent node's.
+        wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & _NESTED
+        ns_parts = tuple(ns.split("|"))
         opts = RunOptions(
             config=inner,
             has_saver=saver is not None,
             durability=nest.durability,
             stream_modes=frozenset(wanted),
             stream_subgraphs=nest.stream_subgraphs,
-            ns=tuple(ns.split("|")),
+            ns=ns_parts,
             nest=nest,
             interrupt_before=self.interrupt_before_nodes,
             interrupt_after=self.interrupt_after_nodes,
             sink=nest.sink,
             saver=saver,
+            messages=_message_tap(nest.sink, ns_parts, wanted, muted=not nest.stream_subgraphs),
         )
         return opts, saver
 
@@ -469,6 +474,35 @@ class CompiledStateGraph(RunnableMethods):
                 "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
             )
         return saver
+
+
+_NESTED = frozenset({"custom", "messages"})
+"""The modes a nested run streams without ``subgraphs=True``."""
+
+MESSAGES_EXTRA = (
+    "stream_mode='messages' streams chat-model tokens through LangChain's callbacks and "
+    "needs langchain-core, which is not installed: pip install 'pausepoint[messages]' "
+    "(or langchain-core)"
+)
+
+
+def _message_tap(
+    sink: Any, ns: tuple[str, ...], modes: frozenset[str], *, muted: bool = False
+) -> Any:
+    """What a run streaming ``messages`` reports through; None when it does not.
+
+    Raises:
+        ImportError: langchain-core is not installed (the ``messages`` extra).
+    """
+    if sink is None or "messages" not in modes:
+        return None
+    try:
+        from pausepoint.graph.message_stream import MessageTap
+    except ImportError as exc:
+        if not (exc.name or "").startswith("langchain_core"):
+            raise
+        raise ImportError(MESSAGES_EXTRA, name=exc.name) from exc
+    return MessageTap(sink, ns, muted=muted)
 
 
 _NO_DURABILITY = "`durability` has no effect when no checkpointer is present."

@@ -83,6 +83,7 @@ class RunOptions:
     every state key, as LangGraph's does)."""
     lease: RunLease | None = None  # a root run's thread lease (single-writer threads)
     context: Any = None  # ``invoke(context=...)``: what ``Runtime.context`` is (not saved)
+    messages: Any = None  # streaming "messages": the MessageTap its tasks report through
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -437,7 +438,7 @@ class _Run:
                 if len(to_run) == 1
                 else [prepare_for_execution(frame, t) for t in to_run]
             )
-            ran = yield RunTasks(execs)
+            ran = yield RunTasks(execs, frame.live)
         reports = self.streams_updates or self.streams_tasks
         last = len(to_run) - 1
         for n in range(len(to_run)):

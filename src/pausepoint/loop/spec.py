@@ -95,6 +95,8 @@ class GraphSpec:
     """A graph whose output is one channel's bare value (an entrypoint's return)."""
     deferred: tuple[str, ...] = ()
     """Channels that hold back a deferred node's trigger until nothing else runs."""
+    eager: bool = False
+    """Stream chunks as tasks make them, whatever the modes (an entrypoint's calls)."""
     state_key_set: frozenset[str] = dataclasses.field(init=False)
     """``state_keys`` as a set, for membership tests on every write."""
     stream_keys: tuple[str, ...] = dataclasses.field(init=False)
