@@ -179,6 +179,20 @@ def lone_failed_task_has_no_result_event(lib, drive):
 
 
 @scenario
+def lone_failed_task_streamed_live_reports_its_error(lib, drive):
+    # Read live (custom chunks, subgraphs=True), LangGraph runs even a lone task in the
+    # background, and reports its failure before raising it.
+    b = lib.StateGraph(Logged)
+    b.add_node("b", _down)
+    b.add_edge(lib.START, "b")
+    g = b.compile()
+    return {
+        "custom": drive.stream(g, {"log": []}, stream_mode=["tasks", "custom"]),
+        "subgraphs": drive.stream(g, {"log": []}, stream_mode="tasks", subgraphs=True),
+    }
+
+
+@scenario
 def parallel_failed_task_reports_its_error(lib, drive):
     done = threading.Event()
 

@@ -185,6 +185,13 @@ class ExecTask(TaskContext):
         site.events = CallEvents.wanted(opts.sink, opts.ns, opts.stream_modes, frame.step)
         return site
 
+    def runs_inline(self) -> bool:
+        """Whether LangGraph would run this task, alone in its step, in the caller's thread.
+
+        Not when chunks are read live, nor once it made ``@task`` calls.
+        """
+        return not self.frame.live and self.open_calls is None
+
     def body(self) -> Body:
         """A fresh run of the node (a generator of calls for the driver)."""
         body = node_body(self.frame.spec, self.task, self._node_config, self.frame.channels)

@@ -452,8 +452,9 @@ class _Run:
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
                     yield saving
                 continue
-            # A lone task that made no @task calls fails with no result event (LangGraph's).
-            lone = not last and (not execs or execs[0].open_calls is None)
+            # A lone task fails with no result event (LangGraph's) unless it is streamed
+            # live or made @task calls: LangGraph runs it in the background then.
+            lone = not last and (not execs or execs[0].runs_inline())
             yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=lone)
         if errors:
             raise errors[0]
