@@ -63,6 +63,7 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.entry": "compile() internals for @entrypoint",
     "pausepoint.graph.output": "invoke/stream internals",
     "pausepoint.graph.runnable": "CompiledStateGraph's methods, documented there",
+    "pausepoint.graph.message_stream": "stream_mode='messages' internals (docs/streaming.md)",
     "pausepoint.graph.schema": "state schema internals",
     "pausepoint.graph.update": "update_state internals",
     "pausepoint.graph.update_steps": "bulk_update_state internals",

@@ -160,7 +160,7 @@ def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
         req.site.answers,
         req.site.save_config,
     )
-    site.emit = req.site.emit
+    site.events = req.site.events
     return TaskContext(
         req.name,
         req.id,
@@ -287,9 +287,9 @@ class SyncCalls:
         rec = _outcome(req, value, error)
         req.site.record(req, rec)
         self._persist(req, _writes(rec))
+        req.site.report(req, value, error)
         if error is not None:
             raise error
-        req.site.report(req.name, value)
         return value
 
 
@@ -350,7 +350,7 @@ class AsyncCalls:
         rec = _outcome(req, value, error)
         req.site.record(req, rec)
         await self._persist(req, _writes(rec))
+        req.site.report(req, value, error)
         if error is not None:
             raise error
-        req.site.report(req.name, value)
         return value

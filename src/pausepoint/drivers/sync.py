@@ -84,7 +84,7 @@ def drive(
                 send = yield from _next_outcome(events)
             elif kind is RunTasks:
                 tasks = effect.tasks
-                if len(tasks) == 1:  # run here, and answer with the outcome at once
+                if len(tasks) == 1 and not effect.live:  # run here, answer with its outcome
                     send = contextvars.copy_context().run(run_task, tasks[0], calls)
                     if not events.empty():
                         yield from _chunks_so_far(events)

@@ -130,6 +130,7 @@ class CompiledStateGraph(RunnableMethods):
             output_keys=_key_tuple(output_keys),
             lease=self._lease(saver, cfg),
             context=context,
+            messages=_message_tap(sink, (), modes),
         )
         return opts, saver
 
@@ -157,19 +158,23 @@ class CompiledStateGraph(RunnableMethods):
                 },
             }
         )
-        wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & {"custom"}
+        # Without subgraphs=True only custom chunks come up; messages are dropped by
+        # their namespace then, but still reported here, not as the parent node's.
+        wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & _NESTED
+        ns_parts = tuple(ns.split("|"))
         opts = RunOptions(
             config=inner,
             has_saver=saver is not None,
             durability=nest.durability,
             stream_modes=frozenset(wanted),
             stream_subgraphs=nest.stream_subgraphs,
-            ns=tuple(ns.split("|")),
+            ns=ns_parts,
             nest=nest,
             interrupt_before=self.interrupt_before_nodes,
             interrupt_after=self.interrupt_after_nodes,
             sink=nest.sink,
             saver=saver,
+            messages=_message_tap(nest.sink, ns_parts, wanted, muted=not nest.stream_subgraphs),
         )
         return opts, saver
 
@@ -221,7 +226,7 @@ class CompiledStateGraph(RunnableMethods):
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs.checked(
             self.stream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, output_keys, context,
+            interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, _queue_sink(events))
@@ -261,7 +266,8 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after, output_keys, context,
         )  # fmt: skip
         if stream_mode != "values":
-            return list(self.stream(input, config, stream_mode=stream_mode, **args.passed()))
+            kw = args.passed(self.spec, version)
+            return list(self.stream(input, config, stream_mode=stream_mode, **kw))
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, None)
         driver = sdriver.drive(loop, saver, events, opts.config.max_concurrency)
@@ -384,7 +390,7 @@ class CompiledStateGraph(RunnableMethods):
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
         args = _RunArgs.checked(
             self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, output_keys, context,
+            interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, _async_sink(sink))
@@ -416,7 +422,8 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after, output_keys, context,
         )  # fmt: skip
         if stream_mode != "values":
-            chunks = self.astream(input, config, stream_mode=stream_mode, **args.passed())
+            kw = args.passed(self.spec, version)
+            chunks = self.astream(input, config, stream_mode=stream_mode, **kw)
             return [c async for c in chunks]
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, None)
@@ -478,6 +485,35 @@ class CompiledStateGraph(RunnableMethods):
         return saver
 
 
+_NESTED = frozenset({"custom", "messages"})
+"""The modes a nested run streams without ``subgraphs=True``."""
+
+MESSAGES_EXTRA = (
+    "stream_mode='messages' streams chat-model tokens through LangChain's callbacks and "
+    "needs langchain-core, which is not installed: pip install 'pausepoint[messages]' "
+    "(or langchain-core)"
+)
+
+
+def _message_tap(
+    sink: Any, ns: tuple[str, ...], modes: frozenset[str], *, muted: bool = False
+) -> Any:
+    """What a run streaming ``messages`` reports through; None when it does not.
+
+    Raises:
+        ImportError: langchain-core is not installed (the ``messages`` extra).
+    """
+    if sink is None or "messages" not in modes:
+        return None
+    try:
+        from pausepoint.graph.message_stream import MessageTap
+    except ImportError as exc:
+        if not (exc.name or "").startswith("langchain_core"):
+            raise
+        raise ImportError(MESSAGES_EXTRA, name=exc.name) from exc
+    return MessageTap(sink, ns, muted=muted)
+
+
 _NO_DURABILITY = "`durability` has no effect when no checkpointer is present."
 
 
@@ -526,15 +562,29 @@ class _RunArgs:
             modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys, context
         )
 
-    def passed(self) -> dict[str, Any]:
-        """The keyword arguments to hand on to ``stream``/``astream``."""
+    def passed(self, spec: GraphSpec, version: str) -> dict[str, Any]:
+        """The keyword arguments an ``invoke`` hands on to ``stream``/``astream``.
+
+        Its chunks report the output schema's keys unless told others (``stream``'s
+        default is every state key), and come in the ``version`` asked for: as
+        LangGraph's ``invoke(stream_mode=...)`` does.
+        """
         return {
             "durability": self.durability,
             "interrupt_before": self.interrupt_before,
             "interrupt_after": self.interrupt_after,
-            "output_keys": self.output_keys,
+            "output_keys": spec.output_keys if self.output_keys is None else self.output_keys,
             "context": self.context,
+            "version": version,
         }
+
+
+def _streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> str | Sequence[str]:
+    """The keys a ``stream`` reports: those asked for, else every state key.
+
+    Not only the output schema's: LangGraph's ``stream_channels``.
+    """
+    return spec.stream_keys if output_keys is None else output_keys
 
 
 def _queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Any:

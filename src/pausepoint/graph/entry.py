@@ -64,6 +64,7 @@ def build_entrypoint(
         triggered_by={START: (name,)},
         transient=frozenset({START, TASKS}),
         output_channel=END,
+        eager=True,
     )
     _allow_declared_types(func, checkpointer)
     return CompiledStateGraph(

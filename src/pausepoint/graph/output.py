@@ -50,8 +50,11 @@ class ChunkShape:
         ns, mode, payload = chunk
         if mode not in self.modes:
             return None
-        if mode == "values" and self.single_key is not None:
-            payload = _pick(payload, self.single_key)
+        if self.single_key is not None and not ns:
+            if mode == "values":
+                payload = _pick(payload, self.single_key)
+            elif mode == "updates":
+                payload = _bare_updates(payload, self.single_key)
         if ns and not self.subgraphs and mode != "custom":
             return None
         if self.v2:
@@ -72,6 +75,27 @@ def _pick(payload: Any, key: str) -> Any:
         return payload
     values: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
     return values.get(key)
+
+
+def _bare_updates(payload: Any, key: str) -> Any:
+    """``updates`` with ``output_keys="x"``: each node's value of ``x`` alone.
+
+    A list of them when it wrote ``x`` several times, as LangGraph shows them.
+    """
+    if not isinstance(payload, dict):
+        return payload
+    chunk: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+    return {
+        node: upd if node.startswith("__") else _bare_update(upd, key)
+        for node, upd in chunk.items()
+    }
+
+
+def _bare_update(update: Any, key: str) -> Any:
+    if isinstance(update, list):
+        writes: list[dict[str, Any]] = update  # pyright: ignore[reportUnknownVariableType]
+        return [w[key] for w in writes]
+    return _pick(update, key) if update is not None else None
 
 
 def _split_interrupts(payload: Any) -> tuple[Any, tuple[Any, ...]]:

@@ -18,6 +18,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pausepoint.checkpoint.ids import now_iso
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import PUSH, RETURN
 from pausepoint.errors import GraphInterrupt, NondeterministicTaskError
@@ -26,7 +27,7 @@ from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.loop.tasks import task_id, task_ns
 from pausepoint.types import RetryPolicy
 
-__all__ = ["CallRequest", "CallSite", "Memo", "returned"]
+__all__ = ["CallEvents", "CallRequest", "CallSite", "Memo", "returned"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -68,6 +69,69 @@ def _saved_return(rec: TaskRecord) -> dict[str, Any]:
     return {"value": saved}
 
 
+class CallEvents:
+    """How ``@task`` calls show in the streams being read (``updates``, ``tasks``, ``debug``).
+
+    A call is a task of its own, as in LangGraph: a ``task`` event when it is made
+    (a saved result replayed too), and when it finishes here an ``updates`` chunk
+    and a ``task_result`` event (none for a pause: its parent reports it).
+    Called from the threads that run calls; the sink is thread-safe.
+    """
+
+    __slots__ = ("debug", "ns", "sink", "step", "tasks", "updates")
+
+    def __init__(
+        self,
+        sink: Callable[[tuple[str, ...], str, Any], None],
+        ns: tuple[str, ...],
+        modes: frozenset[str],
+        step: int,
+    ) -> None:
+        self.sink, self.ns, self.step = sink, ns, step
+        self.updates = "updates" in modes
+        self.tasks = "tasks" in modes
+        self.debug = "debug" in modes
+
+    @classmethod
+    def wanted(
+        cls,
+        sink: Callable[[tuple[str, ...], str, Any], None] | None,
+        ns: tuple[str, ...],
+        modes: frozenset[str],
+        step: int,
+    ) -> CallEvents | None:
+        """The reporter for a run streaming ``modes``, or None if none of them shows calls."""
+        if sink is None or modes.isdisjoint(("updates", "tasks", "debug")):
+            return None
+        return cls(sink, ns, modes, step)
+
+    def started(self, call_id: str, name: str, args: tuple[Any, ...], kwargs: Any) -> None:
+        """A call was made: its ``task`` event (input ``(args, kwargs)``)."""
+        given = (args, dict(kwargs))
+        self._task_event("task", {"id": call_id, "name": name, "input": given, "triggers": (PUSH,)})
+
+    def finished(self, call_id: str, name: str, value: Any, error: BaseException | None) -> None:
+        """A call ended with ``value`` or ``error`` (not a pause): its result events."""
+        if error is None and self.updates:
+            self.sink(self.ns, "updates", {name: value})
+        result: dict[str, Any] = {RETURN: value} if error is None else {}
+        payload: dict[str, Any] = {
+            "id": call_id,
+            "name": name,
+            "error": error,
+            "result": result,
+            "interrupts": [],
+        }
+        self._task_event("task_result", payload)
+
+    def _task_event(self, kind: str, payload: dict[str, Any]) -> None:
+        if self.tasks:
+            self.sink(self.ns, "tasks", payload)
+        if self.debug:
+            event = {"step": self.step, "timestamp": now_iso(), "type": kind, "payload": payload}
+            self.sink(self.ns, "debug", event)
+
+
 class CallSite:
     """The calls of one parent task, shared by its attempts."""
 
@@ -94,8 +158,8 @@ class CallSite:
         self.finished: dict[str, TaskRecord] = {}
         self.started: list[Any] = []
         """Futures of the calls started here: the parent's outcome waits for them."""
-        self.emit: Callable[[dict[str, Any]], None] | None = None
-        """Reports a finished call in ``updates`` (set when that mode is streamed)."""
+        self.events: CallEvents | None = None
+        """Reports calls in the streams (set when one that shows them is streamed)."""
 
     def request(
         self,
@@ -118,6 +182,8 @@ class CallSite:
         )
         rec = self.finished.get(cid) or self.records.get(cid)
         ns = task_ns(self.graph_ns, name, cid)
+        if self.events is not None:
+            self.events.started(cid, name, args, kwargs)
         if rec is not None and rec.done:
             return self._memo(rec, index, name)
         resume = tuple(rec.resume or ()) if rec is not None else ()
@@ -160,10 +226,10 @@ class CallSite:
             )
         return Memo(value=saved.get("value"))
 
-    def report(self, name: str, value: Any) -> None:
-        """Stream ``{name: value}`` in ``updates`` when someone listens."""
-        if self.emit is not None:
-            self.emit({name: value})
+    def report(self, request: CallRequest, value: Any, error: BaseException | None) -> None:
+        """Stream a finished call's result (or error) when someone listens; not a pause."""
+        if self.events is not None and not isinstance(error, GraphInterrupt):
+            self.events.finished(request.id, request.name, value, error)
 
     def record(self, request: CallRequest, rec: TaskRecord) -> None:
         """Remember a call's outcome for later attempts of the same parent."""

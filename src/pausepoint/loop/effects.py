@@ -150,10 +150,13 @@ class RunTasks:
 
     A driver may instead run a lone task to its end at once and send back its
     `Outcome` (after passing on the stream chunks it made); no
-    `NextOutcome` follows then.
+    `NextOutcome` follows then. Not when ``live``: the caller reads chunks
+    the tasks make while they run (``custom``, ``messages``, subgraphs, an
+    entrypoint's calls), so they must reach it before the task ends.
     """
 
     tasks: Sequence[ExecTask]
+    live: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ Pure functions of the run's state, called only when a mode is being streamed.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Collection, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.ids import now_iso
@@ -13,15 +13,19 @@ from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
 from pausepoint.loop.snapshot import keeps_state, subgraph_config
 from pausepoint.loop.tasks import Task, task_input
+from pausepoint.loop.writes import preview_writes
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
+    from pausepoint.errors import GraphInterrupt
     from pausepoint.loop.pending import TaskRecord
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
 __all__ = [
     "cached_updates",
+    "interrupted",
+    "folded_writes",
     "parent_shown",
     "reached_checkpoint",
     "resumed_checkpoint",
@@ -47,13 +51,43 @@ def interrupts_found(run: _Run, found: tuple[Interrupt, ...]) -> Generator[Emit,
 
 
 def update_of(run: _Run, task: Task) -> Any:
-    """A task's writes to output keys as ``{key: value}``, or ``None`` if it wrote none."""
+    """A task's writes to output keys, as ``updates`` shows them; ``None`` if it wrote none.
+
+    ``{key: value}``; or, when it wrote one of those keys more than once (a list of
+    ``Command``s, ``Command(update=[(k, v1), (k, v2)])``), every write in order as a
+    list of ``{key: value}``, so that none is hidden (as LangGraph shows them).
+    """
     single = run.spec.output_channel
-    if single is not None:  # an entrypoint reports its return value as is
-        return next((v for k, v in task.writes if k == single), None)
+    if single is not None:  # an entrypoint (or a one-value state): the bare values
+        found = [v for k, v in task.writes if k == single]
+        return (found[0] if len(found) == 1 else found) if found else None
     keys = run.out_keys
-    found = {k: v for k, v in task.writes if k in keys}
-    return found or None
+    written = [(k, v) for k, v in task.writes if k in keys]
+    if not written:
+        return None
+    if len({k for k, _ in written}) < len(written):
+        return [{k: v} for k, v in written]
+    return dict(written)
+
+
+def folded_writes(writes: Sequence[tuple[str, Any]], keys: Collection[str]) -> dict[str, Any]:
+    """Writes to ``keys`` as a task result shows them (LangGraph's form).
+
+    ``{key: value}``; a key written several times: ``{key: {"$writes": [v1, v2, ...]}}``.
+    """
+    result: dict[str, Any] = {}
+    many: dict[str, list[Any]] = {}
+    for key, value in writes:
+        if key not in keys:
+            continue
+        if key in many:
+            many[key].append(value)
+        elif key in result:
+            many[key] = [result[key], value]
+            result[key] = {"$writes": many[key]}
+        else:
+            result[key] = value
+    return result
 
 
 def cached_updates(run: _Run) -> Generator[Emit, Any, None]:
@@ -87,12 +121,11 @@ def task_result(
         yield run.emit("updates", {task.name: update_of(run, task)})
     if not (run.wants("tasks") or run.wants("debug")) or task.node.hidden:
         return
-    result = dict((k, v) for k, v in task.writes if k in run.out_keys)
     payload = {
         "id": task.id,
         "name": task.name,
-        "error": None if error is None else repr(error),
-        "result": result,
+        "error": error,  # the exception itself, as LangGraph's events carry it
+        "result": folded_writes(task.writes, run.spec.stream_keys),
         "interrupts": [{"value": i.value, "id": i.id} for i in interrupts],
     }
     yield from _task_event(run, "task_result", payload)
@@ -145,7 +178,7 @@ def _checkpoint_event(
     payload = {
         "config": _public(run.saved_config, parents),
         "parent_config": _public(parent, parents) if parent and _has_id(parent) else None,
-        "values": run.output(),
+        "values": run.output(run.spec.stream_keys),
         "metadata": dict(run.metadata),
         "next": [t["name"] for t in tasks],
         "tasks": tasks,
@@ -178,7 +211,7 @@ def _task_item(run: _Run, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
     """
     item: dict[str, Any] = {"id": task.id, "name": task.name}
     if rec is not None and rec.done:
-        item["result"] = {k: v for k, v in rec.writes if k in run.out_keys}
+        item["result"] = folded_writes(rec.writes, run.out_keys)
     shown = rec.interrupts if rec is not None and rec.resumable else ()
     item["interrupts"] = tuple({"value": i.value, "id": i.id} for i in shown)
     item["state"] = subgraph_config(run.cfg.thread_id, task) if keeps_state(task) else None
@@ -187,3 +220,16 @@ def _task_item(run: _Run, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
 
 def _has_id(config: RunnableConfig) -> bool:
     return bool((config.get("configurable") or {}).get("checkpoint_id"))
+
+
+def interrupted(run: _Run, exc: GraphInterrupt) -> Generator[Emit, Any, None]:
+    """The events of a root run that pauses (its output then carries the interrupts)."""
+    if run.tasks and any(t.writes for t in run.tasks):
+        # The output shows what finished siblings wrote (as LangGraph's does);
+        # applied to the channels only, so the checkpoint stays as saved.
+        done = [t for t in run.tasks if t.writes]
+        updated = preview_writes(run.channels, done, run.out_keys)
+        if run.streams_values and not updated.isdisjoint(run.out_keys):
+            yield run.emit("values", run.output())
+    if not exc.interrupts and run.wants("updates"):
+        yield run.emit("updates", {INTERRUPT: ()})

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import PREVIOUS
-from pausepoint.loop.calls import CallRequest, CallSite
+from pausepoint.loop.calls import CallEvents, CallRequest, CallSite
 from pausepoint.loop.fork import take_afresh
 from pausepoint.loop.namespaces import unsaved_answer
 from pausepoint.loop.node import Body, node_body
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.run import RunOptions, _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["ExecTask", "StepFrame", "custom_writer", "prepare_for_execution"]
+__all__ = ["ExecTask", "StepFrame", "custom_writer", "prepare_for_execution", "streams_live"]
 
 
 class StepFrame:
@@ -42,6 +42,7 @@ class StepFrame:
         "answers",
         "channels",
         "checkpoint_id",
+        "live",
         "records",
         "resuming",
         "run",
@@ -65,6 +66,7 @@ class StepFrame:
             run.saved_config if opts.has_saver and opts.durability != "exit" else None
         )
         self.writer = run.custom_writer
+        self.live = streams_live(opts, run.spec.eager)
         self._nest: NestInfo | None = None
 
     def nest(self) -> NestInfo:
@@ -133,6 +135,8 @@ class ExecTask(TaskContext):
         """The context of a new attempt, given the driver's way to start ``@task`` calls."""
         self.spawn = spawn
         self._scratchpad = None  # counters from zero, answers as saved
+        if (tap := self.frame.run.opts.messages) is not None:  # in the task's own context
+            tap.enter(self)
         self.attempt += 1
         if self.attempt == 1:
             self.first_attempt_time = wall_clock()
@@ -178,21 +182,39 @@ class ExecTask(TaskContext):
             frame.save_config,
         )
         opts = frame.run.opts
-        sink, ns = opts.sink, opts.ns
-        if sink is not None and "updates" in opts.stream_modes:
-
-            def report(update: dict[str, Any]) -> None:
-                sink(ns, "updates", update)
-
-            site.emit = report
+        site.events = CallEvents.wanted(opts.sink, opts.ns, opts.stream_modes, frame.step)
         return site
+
+    def runs_inline(self) -> bool:
+        """Whether LangGraph would run this task, alone in its step, in the caller's thread.
+
+        Not when chunks are read live, nor once it made ``@task`` calls.
+        """
+        return not self.frame.live and self.open_calls is None
 
     def body(self) -> Body:
         """A fresh run of the node (a generator of calls for the driver)."""
-        return node_body(self.frame.spec, self.task, self._node_config, self.frame.channels)
+        body = node_body(self.frame.spec, self.task, self._node_config, self.frame.channels)
+        tap = self.frame.run.opts.messages
+        return body if tap is None else tap.report(body, self)
 
     def _node_config(self) -> RunnableConfig:
         return self.config
+
+
+_LIVE_MODES = frozenset({"custom", "messages"})
+
+
+def streams_live(opts: RunOptions, eager: bool) -> bool:
+    """Whether a root stream reads chunks that tasks make while they run.
+
+    As LangGraph's: ``custom``, ``messages``, ``subgraphs=True``, or an entrypoint
+    (``eager``). Then a driver never runs a lone task to its end before passing its chunks on.
+    A nested run's chunks reach the root's stream at once from wherever it runs.
+    """
+    if opts.sink is None or opts.nest is not None:
+        return False
+    return eager or opts.stream_subgraphs or not opts.stream_modes.isdisjoint(_LIVE_MODES)
 
 
 def custom_writer(opts: RunOptions) -> Callable[[Any], None]:

@@ -49,10 +49,10 @@ from pausepoint.loop.pending import (
     read_records,
     with_ids,
 )
-from pausepoint.loop.prepare import StepFrame, custom_writer, prepare_for_execution
+from pausepoint.loop.prepare import ExecTask, StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
-from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred, preview_writes
+from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred
 from pausepoint.scratchpad import NestInfo
 from pausepoint.types import Durability, Interrupt
 
@@ -80,9 +80,11 @@ class RunOptions:
     sink: Callable[[tuple[str, ...], str, Any], None] | None
     saver: Any
     output_keys: tuple[str, ...] | None = None
-    """Keys ``values``/``updates`` report (default: the output schema's)."""
+    """Keys ``values``/``updates`` report (default: the output schema's; ``stream`` passes
+    every state key, as LangGraph's does)."""
     lease: RunLease | None = None  # a root run's thread lease (single-writer threads)
     context: Any = None  # ``invoke(context=...)``: what ``Runtime.context`` is (not saved)
+    messages: Any = None  # streaming "messages": the MessageTap its tasks report through
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -304,9 +306,9 @@ class _Run:
                 yield from self.flush_exit()
             if self.opts.nest is not None:
                 raise
-            result = yield from self.suppress(exc)
+            yield from out.interrupted(self, exc)  # the root graph swallows interrupts
             yield from self.let_go()
-            return result
+            return RunResult(self.output(), exc.interrupts, True)
         except BaseException as exc:
             if not isinstance(exc, GeneratorExit):  # closed: no effect can be yielded now
                 yield from self.failed()
@@ -425,6 +427,7 @@ class _Run:
             yield from out.task_starts(self, to_run)
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
+        execs: list[ExecTask] = []
         if len(to_run) == 1 and to_run[0].name == START and to_run[0].is_pure_start():
             # The input step calls no user code: applied here, without a driver round
             # trip (a worker context, a queue hand-off) on every invoke.
@@ -432,12 +435,13 @@ class _Run:
         else:
             frame = StepFrame(self)
             # A driver may run a lone task in place and answer with its outcome at once.
+            execs = (
+                [prepare_for_execution(frame, to_run[0])]
+                if len(to_run) == 1
+                else [prepare_for_execution(frame, t) for t in to_run]
+            )
             try:
-                ran = yield RunTasks(
-                    [prepare_for_execution(frame, to_run[0])]
-                    if len(to_run) == 1
-                    else [prepare_for_execution(frame, t) for t in to_run]
-                )
+                ran = yield RunTasks(execs, frame.live)
             except Stopped as stop:
                 ran, self.stopping = stop.taken(), True
         reports = self.streams_updates or self.streams_tasks
@@ -456,7 +460,10 @@ class _Run:
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
                     yield saving
                 continue
-            yield from self.finish(outcome, interrupts, errors, hold=n == last)
+            # A lone task fails with no result event (LangGraph's) unless it is streamed
+            # live or made @task calls: LangGraph runs it in the background then.
+            lone = not last and (not execs or execs[0].runs_inline())
+            yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=lone)
         if self.stopping:  # every outcome is kept: now the run ends (failed() saves)
             raise Stopped
         if errors:
@@ -487,11 +494,14 @@ class _Run:
         errors: list[BaseException],
         *,
         hold: bool = False,
+        lone: bool = False,
     ) -> Generator[Effect, Any, None]:
         """Save and report a task's outcome.
 
         ``hold``: the step's last outcome, whose writes may wait for the step's
-        checkpoint (``folds``) if nothing in the step paused or failed.
+        checkpoint (``folds``) if nothing in the step paused or failed. ``lone``: the
+        step's only task, which made no ``@task`` calls: its failure ends the run with
+        no result event (as LangGraph's).
         """
         task, err = outcome.task, outcome.error
         path = task.path_repr() if self.opts.has_saver else ""
@@ -538,7 +548,8 @@ class _Run:
                 rec.error = repr(err)
                 kept = [(ERROR, rec.error), *fork.taken_answer(self, task.id, rec)]
                 yield from self.save_writes(task.id, kept, path)
-                yield from out.task_result(self, task, err, ())
+                if not lone:
+                    yield from out.task_result(self, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:
         ran = self.tasks
@@ -569,24 +580,12 @@ class _Run:
 
     # --- the end -----------------------------------------------------------------------
 
-    def suppress(self, exc: GraphInterrupt) -> Generator[Effect, Any, RunResult]:
-        """The root graph swallows interrupts and reports them with the output."""
-        if self.tasks and any(t.writes for t in self.tasks):
-            # The output shows what finished siblings wrote (as LangGraph's does);
-            # applied to the channels only, so the checkpoint stays as saved.
-            done = [t for t in self.tasks if t.writes]
-            updated = preview_writes(self.channels, done, self.out_keys)
-            if self.streams_values and not updated.isdisjoint(self.out_keys):
-                yield self.emit("values", self.output())
-        if not exc.interrupts and self.wants("updates"):
-            yield self.emit("updates", {INTERRUPT: ()})
-        return RunResult(self.output(), exc.interrupts, True)
-
-    def output(self) -> Any:
+    def output(self, keys: tuple[str, ...] | None = None) -> Any:
+        """The values of ``keys`` (default: the output keys), or the output channel's."""
         if self.spec.output_channel is not None:
             chan = self.channels[self.spec.output_channel]
             return chan.get() if chan.is_available() else None
-        return read_values(self.channels, self.out_keys)
+        return read_values(self.channels, self.out_keys if keys is None else keys)
 
 
 _NEXT_OUTCOME = NextOutcome()

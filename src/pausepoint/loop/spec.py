@@ -95,8 +95,14 @@ class GraphSpec:
     """A graph whose output is one channel's bare value (an entrypoint's return)."""
     deferred: tuple[str, ...] = ()
     """Channels that hold back a deferred node's trigger until nothing else runs."""
+    eager: bool = False
+    """Stream chunks as tasks make them, whatever the modes (an entrypoint's calls)."""
     state_key_set: frozenset[str] = dataclasses.field(init=False)
     """``state_keys`` as a set, for membership tests on every write."""
+    stream_keys: tuple[str, ...] = dataclasses.field(init=False)
+    """What ``stream`` reports by default (``values``, ``updates``, task results): every
+    state key, whatever the output schema (LangGraph's ``stream_channels``); an
+    entrypoint's or one-value graph's output channel alone."""
     root: bool = dataclasses.field(init=False)
     """Whether the whole state is one value (``StateGraph(list)``): nodes return it bare."""
     managed: bool = dataclasses.field(init=False)
@@ -104,6 +110,8 @@ class GraphSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state_key_set", frozenset(self.state_keys))
+        single = self.output_channel
+        object.__setattr__(self, "stream_keys", self.state_keys if single is None else (single,))
         object.__setattr__(self, "root", self.state.kind == "root")
         managed = any(n.input_schema and n.input_schema.managed for n in self.nodes.values())
         object.__setattr__(self, "managed", bool(self.state.managed) or managed)
