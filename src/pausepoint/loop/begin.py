@@ -65,6 +65,12 @@ def first(run: _Run) -> Generator[Effect, Any, None]:
     replay = run.historical and inp is None and run.source_ns is None
     if run.source_ns is not None:
         yield from start_moved(run, run.source_ns)
+    if isinstance(inp, Command) and not has_state and inp.resume is None and nest is None:
+        # A new thread started with Command(update/goto): the command is its input,
+        # taken by __start__ (LangGraph's, which also applies the update a second time).
+        check_command(inp)  # pyright: ignore[reportUnknownArgumentType]
+        yield from take_input(run, inp)
+        return
     if isinstance(inp, Command):
         yield from take_command(run, inp)  # pyright: ignore[reportUnknownArgumentType]
     if run.null_writes:
@@ -172,8 +178,8 @@ def start_moved(run: _Run, source_ns: str) -> Generator[Effect, Any, None]:
         run.resume = ResumeMap(values, positions, given.plain)
 
 
-def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
-    """Check a ``Command``, parse its resume (forking an old checkpoint), save its update."""
+def check_command(cmd: Command[Any]) -> None:
+    """Refuse a ``Command`` that means nothing as graph input."""
     if cmd.graph == Command.PARENT:
         raise InvalidCommandError(
             "Command(graph=Command.PARENT) was given as graph input, but a graph "
@@ -184,6 +190,11 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
             "Received an empty Command(): give it resume=, update= or goto=; "
             "to continue a paused run without a value, invoke with None"
         )
+
+
+def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
+    """Check a ``Command``, parse its resume (forking an old checkpoint), save its update."""
+    check_command(cmd)
     if cmd.update is not None:  # before anything is stored (a fork included)
         update = command_writes(run.spec, Command(update=cmd.update), "")
         check_update(run.channels, run.null_writes, update, "Command(update=...)")
@@ -315,7 +326,7 @@ def wait_for_start_step(run: _Run, save: SaveCheckpoint) -> RunnableConfig:
 def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:
     """New input: tasks left pending are dropped, the input applied and checkpointed."""
     if (
-        not isinstance(inp, dict)
+        not isinstance(inp, dict | Command)
         and run.spec.input.kind in ("typeddict", "pydantic", "dataclass")
         and not hasattr(type(inp), "model_fields")  # pyright: ignore[reportUnknownArgumentType]
         and not dataclasses.is_dataclass(inp)

@@ -78,7 +78,11 @@ def input_writes(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -
     Pure (no user code), so the loop may apply it without a driver round trip when the
     start node has no conditional edges.
     """
-    writes = spec.input.input_pairs(task_input(spec, task, channels))
+    given = task_input(spec, task, channels)
+    if isinstance(given, Command):  # a new thread started with Command(update/goto)
+        writes = command_writes(spec, given, "")  # pyright: ignore[reportUnknownArgumentType]
+    else:
+        writes = spec.input.input_pairs(given)
     writes.extend(task.node.after_writes)
     return writes
 
