@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pausepoint.checkpoint._labels import write_label
+from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.checkpoint.ids import is_stamp, stamp_time
+from pausepoint.errors import SerializationError
+from pausepoint.serde import Serializer
 from pausepoint.types import Interrupt
 
 __all__ = [
@@ -26,11 +30,14 @@ __all__ = [
     "Map",
     "Meta",
     "Packed",
+    "RawBytes",
     "Recent",
     "Stored",
     "is_frozen",
     "is_frozen_interrupt",
+    "freeze",
     "plain_metadata",
+    "thaw",
 ]
 
 
@@ -203,5 +210,57 @@ class FrozenList(tuple[Any, ...]):
     __slots__ = ()
 
 
-THAWED = frozenset({bytes, Interrupts, FrozenList})
+class RawBytes(tuple[bytes]):
+    """A kept ``bytes`` value (immutable, so not copied): a plain kept bytes is an encoding.
+
+    Read back as the bytes themselves, with no encoding either way (a 50 MB file's
+    contents cost nothing to keep, where its encoding took ~1 s).
+    """
+
+    __slots__ = ()
+
+
+THAWED = frozenset({bytes, Interrupts, FrozenList, RawBytes})
 """Kept forms that stand for something else (see ``InMemorySaver._thaw``)."""
+
+
+def freeze(
+    serde: Serializer, channel: str, value: Any, task_id: str, task_path: str, found: Found | None
+) -> Any:
+    """What a write keeps: the value itself if immutable, else its encoding.
+
+    ``found`` notes a large encoding for the checkpoint stored in the same call.
+    """
+    if is_frozen(value):
+        return value
+    if type(value) is bytes:  # immutable too; a kept bytes is an encoding
+        return RawBytes((value,))
+    if type(value) is list and FROZEN.issuperset(map(type, value)):  # pyright: ignore[reportUnknownArgumentType]
+        return FrozenList(value)  # pyright: ignore[reportUnknownArgumentType]
+    if type(value) is tuple and value and all(is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        asked: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
+        return Interrupts((i.value, i.id) for i in asked)
+    try:  # the label is built only for an error: it parses the task path
+        blob = serde.dumps(value, label=channel)
+    except SerializationError:
+        serde.dumps(value, label=write_label(channel, value, task_id, task_path))
+        raise
+    remember(found, value, blob)
+    return blob
+
+
+def thaw(serde: Serializer, kept: Any) -> Any:
+    """The value a kept form stands for (a new object wherever it could be changed)."""
+    kind: type[Any] = type(kept)  # pyright: ignore[reportUnknownVariableType]
+    if kind is bytes:
+        return serde.loads(kept)
+    if kind is FrozenList:
+        return list(kept)
+    if kind is RawBytes:
+        return kept[0]
+    if kind is Interrupts:
+        if len(kept) == 1:  # the usual case, without a generator
+            ((value, iid),) = kept
+            return (Interrupt(value, iid),)
+        return tuple(Interrupt(value, iid) for value, iid in kept)
+    return kept
