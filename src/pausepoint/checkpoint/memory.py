@@ -30,6 +30,7 @@ from pausepoint.checkpoint._kept import (
     RawBytes,
     Recent,
     Stored,
+    encode,
     freeze,
     plain_metadata,
     thaw,
@@ -353,7 +354,7 @@ class InMemorySaver(BaseCheckpointSaver):
             elif type(value) is list:
                 entry = self._list_entry(chan, value, version, hit)  # pyright: ignore[reportUnknownArgumentType]
             else:
-                entry = (value, version, self.serde.dumps(value, label=channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
+                entry = (value, version, encode(self.serde, value, channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
             encoded[chan] = entry
             kept.append(entry[2])
         return kept, encoded
@@ -387,7 +388,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 return (value, version, blob, tuple(value))
         elif FLAT_ITEMS.issuperset(map(type, value)):
             return (value, version, dumps(value, label=label), tuple(value))
-        return (value, version, dumps(value, label=label), None)
+        return (value, version, encode(self.serde, value, label), None)
 
     def _compact(self, fresh: list[Stored]) -> None:
         """Keep the checkpoints of a thread that went idle in their small, shared form.

@@ -15,6 +15,7 @@ the bytes written are exactly the serializer's, so the format does not change.
 from __future__ import annotations
 
 import binascii
+import sys
 from collections.abc import Callable, Iterable
 from itertools import chain, compress, repeat
 from operator import is_
@@ -22,10 +23,38 @@ from typing import Any
 
 from pausepoint.serde.encoder import TAG
 
-__all__ = ["MAX_LEVELS", "dump_bytes", "is_plain_json", "load_bytes"]
+__all__ = [
+    "FLAT_VALUES",
+    "MAX_LEVELS",
+    "dump_bytes",
+    "is_flat_json",
+    "is_plain_json",
+    "load_bytes",
+]
 
 MAX_LEVELS = 64
 """Deeper values take the encoder's walk (it also stops a cyclic value's check)."""
+
+FLAT_VALUES = frozenset({str, int, bool, type(None)})
+
+
+def is_flat_json(d: dict[Any, Any]) -> bool:
+    """A small str-keyed dict of str/int/bool/None or empty dicts: JSON as it is.
+
+    Checkpoint metadata and small states look like this; for them the typed tree
+    is the dict itself, so the encoder's walk is skipped (5.3 -> 2 µs for a step's
+    metadata). Floats are left to the walk (nan and infinities are tagged).
+    """
+    if len(d) > 16:
+        return False
+    for k, v in d.items():
+        if type(k) is not str or k == TAG:
+            return False
+        kind: type[Any] = type(v)  # pyright: ignore[reportUnknownVariableType]
+        if kind not in FLAT_VALUES and not (kind is dict and not v):
+            return False
+    return True
+
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
 _ITEMS = _LEAVES | {dict, list}
@@ -38,7 +67,7 @@ _BYTES_HEAD = b'{"' + TAG.encode("ascii") + b'":"bytes","v":"'
 _BYTES_TAIL = b'"}'
 
 
-def is_plain_json(value: Any) -> bool:
+def is_plain_json(value: Any, *, ints: bool = False) -> bool:
     """Whether ``value`` is a dict or list the C JSON encoder writes as the serializer would.
 
     True when every container is an exact ``dict`` (str keys, none of them the tag
@@ -49,6 +78,9 @@ def is_plain_json(value: Any) -> bool:
     found twice in one level (shared or cyclic: the walk handles both) and for
     values deeper than :data:`MAX_LEVELS`; so a cyclic value's check ends, each
     level holding each container at most once.
+
+    With ``ints``, False too if an int may be too long to write as text (so a
+    caller that does not encode the value still refuses what the encoder would).
     """
     kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
     dicts: list[dict[Any, Any]] = [value] if kind is dict else []
@@ -61,6 +93,8 @@ def is_plain_json(value: Any) -> bool:
         found = set(kinds)
         if not _ITEMS.issuperset(found):
             return False
+        if ints and int in found and not _ints_fit(items, kinds):
+            return False
         if dict not in found and list not in found:
             return True
         # Containers holding containers are distinct, so a level is never larger than
@@ -70,6 +104,17 @@ def is_plain_json(value: Any) -> bool:
         dicts = list(compress(items, map(is_, kinds, repeat(dict)))) if dict in found else []
         lists = list(compress(items, map(is_, kinds, repeat(list)))) if list in found else []
     return False
+
+
+def _ints_fit(items: list[Any], kinds: list[type[Any]]) -> bool:
+    """Whether every int among ``items`` has few enough digits to be written as text."""
+    limit = sys.get_int_max_str_digits()
+    if not limit:
+        return True
+    # 3 bits a digit, fewer than the 3.32 it takes: a fitting int may be refused,
+    # never the other way round (a refused one takes the encoder, which decides).
+    widest = max(map(int.bit_length, compress(items, map(is_, kinds, repeat(int)))))
+    return widest <= 3 * (limit - 1)
 
 
 def _distinct(dicts: list[dict[Any, Any]], lists: list[list[Any]]) -> bool:
