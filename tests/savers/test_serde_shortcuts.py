@@ -201,3 +201,14 @@ def test_a_checkpoint_without_noted_values_is_left_to_the_caller() -> None:
     odd = _checkpoint(big)
     odd["channel_values"][7] = "int key"  # not a plain object: encoded whole instead
     assert dumps_checkpoint(ser, odd, found) is None
+
+
+@pytest.mark.parametrize("odd", [float("nan"), float("inf"), (1,), {1: 2}, b"x", Mood.OK])
+def test_a_long_list_or_dict_with_one_odd_item_is_tagged_where_it_is(odd: Any) -> None:
+    # Parts of 32 items or more are checked whole (serde/plain.py): one odd item
+    # sends the part to the walk, which tags just that item.
+    ser = Serializer(allowed_types=[Mood])
+    rows = [{"x": i / 3} for i in range(40)] + [{"x": odd}]
+    data = {"rows": rows, "by_key": {f"k{i}": i for i in range(40)} | {"odd": odd}}
+    assert ser.dumps(data) == walked(ser, data)
+    assert same(ser.loads(ser.dumps(data)), data)

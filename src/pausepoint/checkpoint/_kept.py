@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import marshal
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pausepoint.checkpoint._labels import write_label
@@ -19,7 +19,7 @@ from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.checkpoint.ids import is_stamp, stamp_time
 from pausepoint.errors import SerializationError
 from pausepoint.serde import Serializer
-from pausepoint.serde.plain import FLAT_VALUES, is_flat_json, is_plain_json
+from pausepoint.serde.plain import PLAIN_FROM, is_plain_json
 from pausepoint.types import Interrupt
 
 __all__ = [
@@ -267,18 +267,25 @@ def freeze(
 
 
 def encode(serde: Serializer, value: Any, label: str) -> bytes:
-    """What is kept of a mutable value: plain JSON as :class:`Marshalled`, else its encoding.
+    """What is kept of a mutable value: large plain JSON as :class:`Marshalled`, else its encoding.
 
-    A small flat dict or list is encoded (the serializer's fastest path, and it
-    refuses an int too long to write); other plain JSON is copied with ``marshal``.
+    Small values are encoded (the serializer's fast paths; checking them costs more
+    than it saves), and so is anything that is not plain JSON.
     """
-    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
-    flat = (kind is dict and is_flat_json(value)) or (
-        kind is list and FLAT_VALUES.issuperset(map(type, value))  # pyright: ignore[reportUnknownArgumentType]
-    )
-    if not flat and (kind is dict or kind is list) and is_plain_json(value, ints=True):
+    if _large(value) and is_plain_json(value, ints=True):
         return Marshalled(marshal.dumps(value))
     return serde.dumps(value, label=label)
+
+
+def _large(value: Any) -> bool:
+    """A dict or list with ``PLAIN_FROM`` items or more, or a child that has (a hint)."""
+    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+    if kind is not dict and kind is not list:
+        return False
+    if len(value) >= PLAIN_FROM:
+        return True
+    items: Iterable[Any] = value.values() if kind is dict else value
+    return any((type(v) is dict or type(v) is list) and len(v) >= PLAIN_FROM for v in items)
 
 
 def thaw(serde: Serializer, kept: Any) -> Any:

@@ -15,22 +15,33 @@ the bytes written are exactly the serializer's, so the format does not change.
 from __future__ import annotations
 
 import binascii
+import math
 import sys
 from collections.abc import Callable, Iterable
 from itertools import chain, compress, repeat
 from operator import is_
 from typing import Any
 
-from pausepoint.serde.encoder import TAG
-
 __all__ = [
     "FLAT_VALUES",
+    "PLAIN_FROM",
+    "TAG",
     "MAX_LEVELS",
     "dump_bytes",
     "is_flat_json",
     "is_plain_json",
     "load_bytes",
 ]
+
+TAG = "__pp__"
+"""The key marking a tagged node. Part of the stored format (docs/format.md).
+
+Defined here, where plain JSON is told from tagged values, and re-exported by
+:mod:`pausepoint.serde.encoder`.
+"""
+
+PLAIN_FROM = 32
+"""Containers with at least this many items are checked whole before being walked."""
 
 MAX_LEVELS = 64
 """Deeper values take the encoder's walk (it also stops a cyclic value's check)."""
@@ -67,7 +78,7 @@ _BYTES_HEAD = b'{"' + TAG.encode("ascii") + b'":"bytes","v":"'
 _BYTES_TAIL = b'"}'
 
 
-def is_plain_json(value: Any, *, ints: bool = False) -> bool:
+def is_plain_json(value: Any, *, ints: bool = False, finite: bool = False) -> bool:
     """Whether ``value`` is a dict or list the C JSON encoder writes as the serializer would.
 
     True when every container is an exact ``dict`` (str keys, none of them the tag
@@ -80,7 +91,8 @@ def is_plain_json(value: Any, *, ints: bool = False) -> bool:
     level holding each container at most once.
 
     With ``ints``, False too if an int may be too long to write as text (so a
-    caller that does not encode the value still refuses what the encoder would).
+    caller that does not encode the value still refuses what the encoder would);
+    with ``finite``, if a float is nan or infinite (so the value is its own tree).
     """
     kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
     dicts: list[dict[Any, Any]] = [value] if kind is dict else []
@@ -91,9 +103,7 @@ def is_plain_json(value: Any, *, ints: bool = False) -> bool:
         items = list(chain(chain.from_iterable(map(_values, dicts)), *lists))
         kinds = list(map(type, items))
         found = set(kinds)
-        if not _ITEMS.issuperset(found):
-            return False
-        if ints and int in found and not _ints_fit(items, kinds):
+        if not _leaves_ok(items, kinds, found, ints=ints, finite=finite):
             return False
         if dict not in found and list not in found:
             return True
@@ -104,6 +114,20 @@ def is_plain_json(value: Any, *, ints: bool = False) -> bool:
         dicts = list(compress(items, map(is_, kinds, repeat(dict)))) if dict in found else []
         lists = list(compress(items, map(is_, kinds, repeat(list)))) if list in found else []
     return False
+
+
+def _leaves_ok(
+    items: list[Any], kinds: list[type[Any]], found: set[type[Any]], *, ints: bool, finite: bool
+) -> bool:
+    if not _ITEMS.issuperset(found):
+        return False
+    if ints and int in found and not _ints_fit(items, kinds):
+        return False
+    return not (finite and float in found and not _finite(items, kinds))
+
+
+def _finite(items: list[Any], kinds: list[type[Any]]) -> bool:
+    return all(map(math.isfinite, compress(items, map(is_, kinds, repeat(float)))))
 
 
 def _ints_fit(items: list[Any], kinds: list[type[Any]]) -> bool:

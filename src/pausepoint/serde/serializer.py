@@ -20,7 +20,6 @@ from pausepoint.serde.plain import (
     FLAT_VALUES,
     dump_bytes,
     is_flat_json,
-    is_plain_json,
     load_bytes,
 )
 from pausepoint.serde.registry import TypeRegistry, type_name
@@ -254,15 +253,6 @@ class Serializer:
         flat = (kind is dict and is_flat_json(obj)) or (
             kind is list and FLAT_VALUES.issuperset(map(type, obj))  # pyright: ignore[reportUnknownArgumentType]
         )
-        if not flat and (kind is dict or kind is list) and is_plain_json(obj):
-            # Other plain JSON too is written by the C encoder as it is, without the
-            # walk that copies it into a tree (50 MB of records: ~3x faster). Floats
-            # that are nan or infinite and ints too long for text raise here; the
-            # walk then tags or explains them.
-            try:
-                return self._text(obj).encode("ascii")
-            except (ValueError, RecursionError):
-                pass
         return self._text(obj if flat else self.to_tree(obj, label=label)).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
