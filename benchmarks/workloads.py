@@ -15,6 +15,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
+import large
 import scale
 import startup
 import throughput
@@ -472,13 +473,23 @@ WORKLOADS: dict[str, Workload] = {
     + _scale_workloads()
     + _startup_workloads()
     + throughput.workloads(_database_kinds())
+    + large.workloads(_database_kinds())
 }
 QUICK = ["chain-10/none", "chain-10/memory", "fanout-10/none", "interrupt-roundtrip"]
 QUICK += ["interrupt-sequence-10", "fan-interrupt-10/by-map", "fan-interrupt-10/one-by-one"]
 QUICK += [name for name in WORKLOADS if name.startswith(("roundtrip/", "sequence-10/"))]
 _QUICK_THROUGHPUT = [f"throughput-{throughput.QUICK_SHAPE[0]}/{k}" for k in _database_kinds()]
-QUICK += ["threads-20", "list-1000/memory", "import", "cold-start", *_QUICK_THROUGHPUT]
-_QUICK_ONLY = {"threads-20", "list-1000/memory", *_QUICK_THROUGHPUT}
+# One large value, small (large.QUICK_MB): its write and read on every saver.
+_QUICK_LARGE = [n for n in WORKLOADS if n.startswith(f"large-records-{large.QUICK_MB}mb/")]
+QUICK += [
+    "threads-20",
+    "list-1000/memory",
+    "import",
+    "cold-start",
+    *_QUICK_THROUGHPUT,
+    *_QUICK_LARGE,
+]
+_QUICK_ONLY = {"threads-20", "list-1000/memory", *_QUICK_THROUGHPUT, *large.quick_only(WORKLOADS)}
 FULL = [name for name in WORKLOADS if name not in _QUICK_ONLY]
 
 

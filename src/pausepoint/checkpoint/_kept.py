@@ -8,11 +8,18 @@ caller could change it; anything else is kept as its encoding (see
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import marshal
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pausepoint.checkpoint._labels import write_label
+from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.checkpoint.ids import is_stamp, stamp_time
+from pausepoint.errors import SerializationError
+from pausepoint.serde import Serializer
+from pausepoint.serde.plain import PLAIN_FROM, is_plain_json
 from pausepoint.types import Interrupt
 
 __all__ = [
@@ -22,15 +29,20 @@ __all__ = [
     "THAWED",
     "Encoded",
     "FrozenList",
+    "Marshalled",
     "Interrupts",
     "Map",
     "Meta",
     "Packed",
+    "RawBytes",
     "Recent",
     "Stored",
     "is_frozen",
     "is_frozen_interrupt",
+    "encode",
+    "freeze",
     "plain_metadata",
+    "thaw",
 ]
 
 
@@ -203,5 +215,95 @@ class FrozenList(tuple[Any, ...]):
     __slots__ = ()
 
 
-THAWED = frozenset({bytes, Interrupts, FrozenList})
+class RawBytes(tuple[bytes]):
+    """A kept ``bytes`` value (immutable, so not copied): a plain kept bytes is an encoding.
+
+    Read back as the bytes themselves, with no encoding either way (a 50 MB file's
+    contents cost nothing to keep, where its encoding took ~1 s).
+    """
+
+    __slots__ = ()
+
+
+class Marshalled(bytes):
+    """A kept plain-JSON value as ``marshal`` bytes: copied and read back in C.
+
+    Only for values :func:`~pausepoint.serde.plain.is_plain_json` accepts (exact dict,
+    list, str, int, float, bool, None, so ``marshal`` copies them exactly), made and
+    read by this process alone: never stored elsewhere, never read from outside.
+    50 MB of records: ~0.1 s to keep, where encoding them as JSON took ~1 s.
+    """
+
+    __slots__ = ()
+
+
+THAWED = frozenset({bytes, Interrupts, FrozenList, RawBytes, Marshalled})
 """Kept forms that stand for something else (see ``InMemorySaver._thaw``)."""
+
+
+def freeze(
+    serde: Serializer, channel: str, value: Any, task_id: str, task_path: str, found: Found | None
+) -> Any:
+    """What a write keeps: the value itself if immutable, else its encoding.
+
+    ``found`` notes a large encoding for the checkpoint stored in the same call.
+    """
+    if is_frozen(value):
+        return value
+    if type(value) is bytes:  # immutable too; a kept bytes is an encoding
+        return RawBytes((value,))
+    if type(value) is list and FROZEN.issuperset(map(type, value)):  # pyright: ignore[reportUnknownArgumentType]
+        return FrozenList(value)  # pyright: ignore[reportUnknownArgumentType]
+    if type(value) is tuple and value and all(is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        asked: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
+        return Interrupts((i.value, i.id) for i in asked)
+    try:  # the label is built only for an error: it parses the task path
+        blob = encode(serde, value, channel)
+    except SerializationError:
+        serde.dumps(value, label=write_label(channel, value, task_id, task_path))
+        raise
+    remember(found, value, blob)
+    return blob
+
+
+def encode(serde: Serializer, value: Any, label: str) -> bytes:
+    """What is kept of a mutable value: large plain JSON as :class:`Marshalled`, else its encoding.
+
+    Small values are encoded (the serializer's fast paths; checking them costs more
+    than it saves), and so is anything that is not plain JSON.
+    """
+    if _large(value) and is_plain_json(value, ints=True):
+        return Marshalled(marshal.dumps(value))
+    return serde.dumps(value, label=label)
+
+
+def _large(value: Any) -> bool:
+    """A dict or list with ``PLAIN_FROM`` items or more, or a child that has (a hint)."""
+    kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+    if kind is not dict and kind is not list:
+        return False
+    if len(value) >= PLAIN_FROM:
+        return True
+    items: Iterable[Any] = value.values() if kind is dict else value
+    return any((type(v) is dict or type(v) is list) and len(v) >= PLAIN_FROM for v in items)
+
+
+def thaw(serde: Serializer, kept: Any) -> Any:
+    """The value a kept form stands for (a new object wherever it could be changed)."""
+    kind: type[Any] = type(kept)  # pyright: ignore[reportUnknownVariableType]
+    if kind is bytes:
+        return serde.loads(kept)
+    if kind is Interrupts:
+        if len(kept) == 1:  # the usual case, without a generator
+            ((value, iid),) = kept
+            return (Interrupt(value, iid),)
+        return tuple(Interrupt(value, iid) for value, iid in kept)
+    thawed = _THAW.get(kind)
+    return kept if thawed is None else thawed(kept)
+
+
+_THAW: dict[type[Any], Callable[[Any], Any]] = {
+    FrozenList: list,
+    RawBytes: operator.itemgetter(0),
+    Marshalled: marshal.loads,
+}

@@ -37,6 +37,7 @@ from pausepoint.checkpoint._dialect import (
     setup_flow,
 )
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
+from pausepoint.checkpoint._reuse import Found, dumps_checkpoint, remember
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint.base import (
     Checkpoint,
@@ -130,6 +131,17 @@ class SqlCodec:
         if isinstance(self.serde, Serializer):
             return FORMAT, self.serde.dumps(value, label=label)
         return self.serde.dumps_typed(value)
+
+    def dump_checkpoint(self, checkpoint: Checkpoint, found: Found | None) -> tuple[str, bytes]:
+        """``dump(checkpoint)``, reusing the encodings of large writes noted in ``found``."""
+        if found and isinstance(self.serde, Serializer):
+            try:
+                blob = dumps_checkpoint(self.serde, checkpoint, found)
+            except SerializationError:
+                blob = None  # encoded whole below, which reports it as usual
+            if blob is not None:
+                return FORMAT, blob
+        return self.dump(checkpoint, "checkpoint")
 
     def dump_metadata(self, metadata: Mapping[str, Any]) -> str:
         """Encode the metadata as a JSON object text."""
@@ -345,11 +357,15 @@ def put_params(
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
+    found: Found | None = None,
 ) -> Row:
-    """The parameters of a checkpoint's row (``PUT_ROW``), its values encoded."""
+    """The parameters of a checkpoint's row (``PUT_ROW``), its values encoded.
+
+    ``found``: encodings of large writes stored in the same call (see ``_reuse``).
+    """
     thread, ns, parent_id = config_keys(config)
     try:
-        type_, blob = codec.dump(checkpoint, "checkpoint")
+        type_, blob = codec.dump_checkpoint(checkpoint, found)
     except SerializationError as exc:
         values = checkpoint["channel_values"]
         raise explain_checkpoint(values, codec.dump, exc) from None
@@ -388,6 +404,7 @@ def _write_rows(
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
+    found: Found | None = None,
 ) -> list[Row]:
     thread, ns, checkpoint_id = config_keys(config)
     if checkpoint_id is None:
@@ -402,6 +419,8 @@ def _write_rows(
         except SerializationError:
             codec.dump(value, write_label(channel, value, task_id, task_path))
             raise
+        if type_ == FORMAT:
+            remember(found, value, blob)
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     return list(rows.values())
 
@@ -445,12 +464,13 @@ def put_after_writes_flow(
     if first is not None:
         puts.append(put_params(dialect, codec, config, first.checkpoint, first.metadata))
         rows_config = _config(thread, ns, first.checkpoint["id"])
+    found: Found = {}  # a large value written and in the checkpoint is encoded once
     rows = [
         row
         for task in writes
-        for row in _write_rows(codec, rows_config, task.writes, task.task_id, task.task_path)
+        for row in _write_rows(codec, rows_config, task.writes, task.task_id, task.task_path, found)
     ]
-    puts.append(put_params(dialect, codec, rows_config, checkpoint, metadata))
+    puts.append(put_params(dialect, codec, rows_config, checkpoint, metadata, found))
     if guard is None:
         yield from store_rows(dialect, _first_of_each_slot(rows), puts)
     else:

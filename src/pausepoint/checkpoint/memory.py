@@ -25,18 +25,19 @@ from pausepoint.checkpoint._kept import (
     FROZEN,
     THAWED,
     Encoded,
-    FrozenList,
-    Interrupts,
     Map,
     Meta,
+    RawBytes,
     Recent,
     Stored,
-    is_frozen,
-    is_frozen_interrupt,
+    encode,
+    freeze,
     plain_metadata,
+    thaw,
 )
-from pausepoint.checkpoint._labels import channel_label, write_label
+from pausepoint.checkpoint._labels import channel_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
+from pausepoint.checkpoint._reuse import Found, reused
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -53,9 +54,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
-from pausepoint.errors import SerializationError
 from pausepoint.serde import Serializer
-from pausepoint.types import Interrupt
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
@@ -177,18 +176,23 @@ class InMemorySaver(BaseCheckpointSaver):
             if (pid := stored.parent_id)
             else None
         )
-        thaw = self._thaw
+        serde = self.serde
         new = _new_write
         writes: list[PendingWrite] = (
             [
-                new(PendingWrite, (task_id, chan, thaw(value) if type(value) in THAWED else value))
+                new(
+                    PendingWrite,
+                    (task_id, chan, thaw(serde, value) if type(value) in THAWED else value),
+                )
                 for (task_id, _idx), (chan, value) in stored.writes.items()
             ]
             if stored.writes
             else []
         )
         keys, *kept = stored.values
-        values = dict(zip(keys, [thaw(v) if type(v) in THAWED else v for v in kept], strict=True))
+        values = dict(
+            zip(keys, [thaw(serde, v) if type(v) in THAWED else v for v in kept], strict=True)
+        )
         return CheckpointTuple(
             config={
                 "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
@@ -229,14 +233,16 @@ class InMemorySaver(BaseCheckpointSaver):
         check_release(lease, release)
         thread, ns, parent_id = config_keys(config)
         frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
+        found: Found = {}  # a large value written and in the checkpoint is encoded once
         for task in writes:
-            frozen.append((task, self._frozen_writes(task.writes, task.task_id, task.task_path)))
+            kept_writes = self._frozen_writes(task.writes, task.task_id, task.task_path, found)
+            frozen.append((task, kept_writes))
         if frozen and parent_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.get(thread) or Recent()  # left in place if encoding fails
         channel_values = checkpoint["channel_values"]
         kept, encoded = self._keep_values(
-            channel_values, checkpoint["channel_versions"], recent.encoded.get(ns)
+            channel_values, checkpoint["channel_versions"], recent.encoded.get(ns), found
         )
         recent.encoded[ns] = encoded
         updated = checkpoint.get("updated_channels")
@@ -319,13 +325,15 @@ class InMemorySaver(BaseCheckpointSaver):
         values: dict[str, Any],
         versions: Mapping[str, Any],
         known: dict[str, Encoded] | None,
+        found: Found | None = None,
     ) -> tuple[list[Any], dict[str, Encoded]]:
         """What a checkpoint keeps of each channel value, and the encodings made or reused.
 
-        Immutable values are kept as they are (see ``is_frozen``); others are encoded,
-        unless ``known`` (the namespace's last put) had the very same object at the
-        same channel version, or the value is a list of str/int/bool/None that
-        extends the one encoded last (see ``_list_entry``).
+        Immutable values are kept as they are (see ``is_frozen``; bytes too, see
+        ``RawBytes``); others are encoded, unless ``known`` (the namespace's last put)
+        had the very same object at the same channel version, or ``found`` holds its
+        encoding as a write of this call, or the value is a list of str/int/bool/None
+        that extends the one encoded last (see ``_list_entry``).
         """
         encoded: dict[str, Encoded] = {}
         kept: list[Any] = []
@@ -333,15 +341,20 @@ class InMemorySaver(BaseCheckpointSaver):
             if type(value) in FROZEN:
                 kept.append(value)
                 continue
+            if type(value) is bytes:
+                kept.append(RawBytes((value,)))
+                continue
             version = versions.get(chan)
             hit = known.get(chan) if known is not None else None
             entry: Encoded
             if hit is not None and hit[0] is value and hit[1] == version:
                 entry = hit
+            elif found and (blob := reused(found, value)) is not None:
+                entry = (value, version, blob, None)
             elif type(value) is list:
                 entry = self._list_entry(chan, value, version, hit)  # pyright: ignore[reportUnknownArgumentType]
             else:
-                entry = (value, version, self.serde.dumps(value, label=channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
+                entry = (value, version, encode(self.serde, value, channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
             encoded[chan] = entry
             kept.append(entry[2])
         return kept, encoded
@@ -375,7 +388,7 @@ class InMemorySaver(BaseCheckpointSaver):
                 return (value, version, blob, tuple(value))
         elif FLAT_ITEMS.issuperset(map(type, value)):
             return (value, version, dumps(value, label=label), tuple(value))
-        return (value, version, dumps(value, label=label), None)
+        return (value, version, encode(self.serde, value, label), None)
 
     def _compact(self, fresh: list[Stored]) -> None:
         """Keep the checkpoints of a thread that went idle in their small, shared form.
@@ -434,40 +447,11 @@ class InMemorySaver(BaseCheckpointSaver):
         # stand for them in the key (dicts cannot be hashed).
         return share((_SEEN_MAP, packed[0], *map(id, out)), packed)
 
-    def _freeze(self, channel: str, value: Any, task_id: str, task_path: str) -> Any:
-        """What a write keeps: the value itself if immutable, else its encoding."""
-        if is_frozen(value):
-            return value
-        if type(value) is list and FROZEN.issuperset(map(type, value)):  # pyright: ignore[reportUnknownArgumentType]
-            return FrozenList(value)  # pyright: ignore[reportUnknownArgumentType]
-        if type(value) is tuple and value and all(is_frozen_interrupt(i) for i in value):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-            found: tuple[Interrupt, ...] = value  # pyright: ignore[reportUnknownVariableType]
-            return Interrupts((i.value, i.id) for i in found)
-        try:  # the label is built only for an error: it parses the task path
-            return self.serde.dumps(value, label=channel)
-        except SerializationError:
-            self.serde.dumps(value, label=write_label(channel, value, task_id, task_path))
-            raise
-
     def _metadata(self, kept: Meta) -> CheckpointMetadata:
         """The metadata a kept form stands for, as a new dict."""
         if type(kept) is bytes:
             return self.serde.loads(kept)
         return {key: {} if value is EMPTY else value for key, value in kept}  # type: ignore[return-value]
-
-    def _thaw(self, kept: Any) -> Any:
-        """The value a kept form stands for (a new object wherever it could be changed)."""
-        kind: type[Any] = type(kept)  # pyright: ignore[reportUnknownVariableType]
-        if kind is bytes:
-            return self.serde.loads(kept)
-        if kind is FrozenList:
-            return list(kept)
-        if kind is Interrupts:
-            if len(kept) == 1:  # the usual case, without a generator
-                ((value, iid),) = kept
-                return (Interrupt(value, iid),)
-            return tuple(Interrupt(value, iid) for value, iid in kept)
-        return kept
 
     def put_writes(
         self,
@@ -498,13 +482,17 @@ class InMemorySaver(BaseCheckpointSaver):
                 self._leases.drop(thread)  # fenced above: the owner's own
 
     def _frozen_writes(
-        self, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+        self,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+        found: Found | None = None,
     ) -> list[tuple[str, Any]]:
-        freeze, plain = self._freeze, FROZEN
+        serde, plain = self.serde, FROZEN
         # An immutable value (most writes: a number, a name, an edge's None) is kept
-        # as it is without a call to _freeze.
+        # as it is without a call to freeze.
         return [
-            (ch, v) if type(v) in plain else (ch, freeze(ch, v, task_id, task_path))
+            (ch, v) if type(v) in plain else (ch, freeze(serde, ch, v, task_id, task_path, found))
             for ch, v in writes
         ]
 

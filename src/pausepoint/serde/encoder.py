@@ -18,14 +18,12 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+from pausepoint.serde.plain import PLAIN_FROM, TAG, is_plain_json
 from pausepoint.serde.registry import ClassCodec, TypeRegistry, type_name
 from pausepoint.serde.stored_error import StoredError
 from pausepoint.types import Command, Interrupt, Overwrite, Send
 
 __all__ = ["TAG", "Encoder", "Unencodable"]
-
-TAG = "__pp__"
-"""The key marking a tagged node. Part of the stored format (docs/format.md)."""
 
 
 class Unencodable(Exception):
@@ -141,14 +139,20 @@ class Encoder:
         if t is dict:
             return self._dict(x)
         if t is list:
-            encode = self.encode
-            return [v if type(v) in _PLAIN else encode(v) for v in x]
+            if len(x) < PLAIN_FROM or not is_plain_json(x, finite=True):  # else: see _dict
+                encode = self.encode
+                x = [v if type(v) in _PLAIN else encode(v) for v in x]
+            return x
         builtin = _BUILTINS.get(t)
         if builtin is not None:
             return builtin(self, x)
         return self._custom(x)
 
     def _dict(self, d: dict[Any, Any]) -> Any:
+        if len(d) >= PLAIN_FROM and is_plain_json(d, finite=True):
+            # Plain JSON is its own tree: a large part is checked whole, in C loops,
+            # not copied item by item (50 MB of records: the walk took ~3x longer).
+            return d
         encode = self.encode
         out: dict[str, Any] = {}
         for k, v in d.items():

@@ -1,0 +1,85 @@
+"""Encoding a large value once when a write and the checkpoint after it both hold it.
+
+A node that returns a large value writes it (a pending write) and, as the channel's
+new value, it is in the checkpoint stored after the step: the same object, saved
+in one call (``put_after_writes``). Encoding it twice doubled the cost of a 50 MB
+value. Savers note the encodings of large writes in a :data:`Found` map, by the
+identity of the value, for the duration of that one call, and the checkpoint's
+encoding reuses them (:func:`dumps_checkpoint`). Within one call no user code runs
+between the two encodings, so the same object still has the same content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from pausepoint.serde import Serializer
+from pausepoint.serde.encoder import TAG
+
+__all__ = ["REUSE_FROM", "Found", "dumps_checkpoint", "remember", "reused"]
+
+REUSE_FROM = 64 * 1024
+"""Encodings at least this long are noted; smaller ones cost little to redo."""
+
+Found = dict[int, tuple[Any, bytes]]
+"""Encodings of large values by ``id(value)``, each with its value (kept alive)."""
+
+
+def remember(found: Found | None, value: Any, blob: bytes) -> None:
+    """Note ``blob`` as the encoding of ``value`` if it is large."""
+    if found is not None and len(blob) >= REUSE_FROM:
+        found[id(value)] = (value, blob)
+
+
+def reused(found: Found, value: Any) -> bytes | None:
+    """The noted encoding of this very object, if any."""
+    hit = found.get(id(value))
+    return hit[1] if hit is not None and hit[0] is value else None
+
+
+def _plain_keys(d: Mapping[Any, Any]) -> bool:
+    return all(type(k) is str and k != TAG for k in d)
+
+
+def dumps_checkpoint(
+    serde: Serializer, checkpoint: Mapping[str, Any], found: Found
+) -> bytes | None:
+    """``serde.dumps(checkpoint)``, with the channel values in ``found`` spliced in.
+
+    The bytes are those the serializer writes for the whole checkpoint: a dict with
+    str keys (none the tag key) is encoded as a JSON object of its encoded items.
+    ``None`` when no channel value was noted, or the checkpoint is not such a dict:
+    the caller then encodes it whole (also to report a value that cannot be stored,
+    with its usual message).
+    """
+    values: Any = checkpoint.get("channel_values")
+    if not found or type(values) is not dict or type(checkpoint) is not dict:
+        return None
+    channels = cast(dict[Any, Any], values)
+    if not any(reused(found, v) is not None for v in channels.values()):
+        return None
+    fields = cast(dict[Any, Any], checkpoint)
+    if not _plain_keys(fields) or not _plain_keys(channels):
+        return None
+    parts: list[bytes] = []
+    for key, value in fields.items():
+        if key == "channel_values":
+            encoded = _object(serde, channels, found)
+        else:
+            encoded = serde.dumps(value, label=f"checkpoint[{key!r}]")
+        parts.append(_key(key) + encoded)
+    return b"{" + b",".join(parts) + b"}"
+
+
+def _object(serde: Serializer, channels: dict[str, Any], found: Found) -> bytes:
+    parts = [
+        _key(name) + (reused(found, value) or serde.dumps(value, label=f"channel {name!r}"))
+        for name, value in channels.items()
+    ]
+    return b"{" + b",".join(parts) + b"}"
+
+
+def _key(name: str) -> bytes:
+    return json.encoder.encode_basestring_ascii(name).encode("ascii") + b":"
