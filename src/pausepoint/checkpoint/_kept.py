@@ -228,7 +228,7 @@ class RawBytes(tuple[bytes]):
 class Marshalled(bytes):
     """A kept plain-JSON value as ``marshal`` bytes: copied and read back in C.
 
-    Only for values :func:`~pausepoint.serde.plain.is_plain_json` accepts (exact dict,
+    Only for values `pausepoint.serde.plain.is_plain_json` accepts (exact dict,
     list, str, int, float, bool, None, so ``marshal`` copies them exactly), made and
     read by this process alone: never stored elsewhere, never read from outside.
     50 MB of records: ~0.1 s to keep, where encoding them as JSON took ~1 s.
@@ -267,7 +267,7 @@ def freeze(
 
 
 def encode(serde: Serializer, value: Any, label: str) -> bytes:
-    """What is kept of a mutable value: large plain JSON as :class:`Marshalled`, else its encoding.
+    """What is kept of a mutable value: large plain JSON as `Marshalled`, else its encoding.
 
     Small values are encoded (the serializer's fast paths; checking them costs more
     than it saves), and so is anything that is not plain JSON.

@@ -2,13 +2,13 @@
 
 A value made only of dicts with str keys, lists, str, int, float, bool and None (the
 exact types, no subclasses) is its own tagged tree, so the C JSON encoder can write
-it as it is; :func:`is_plain_json` tells, looking at the value one level at a time
+it as it is; `is_plain_json` tells, looking at the value one level at a time
 with C-level loops (``map``, ``chain``, ``compress``) instead of a Python call per
 item: 50 MB of records (500,000 small dicts) are checked in about a tenth of the
 time the encoder's walk takes to copy them into a tree.
 
 A top-level ``bytes`` value is written as its tagged node directly (base64 needs no
-JSON escaping) and read back the same way (:func:`dump_bytes`, :func:`load_bytes`):
+JSON escaping) and read back the same way (`dump_bytes`, `load_bytes`):
 the bytes written are exactly the serializer's, so the format does not change.
 """
 
@@ -37,7 +37,7 @@ TAG = "__pp__"
 """The key marking a tagged node. Part of the stored format (docs/format.md).
 
 Defined here, where plain JSON is told from tagged values, and re-exported by
-:mod:`pausepoint.serde.encoder`.
+`pausepoint.serde.encoder`.
 """
 
 PLAIN_FROM = 32
@@ -87,7 +87,7 @@ def is_plain_json(value: Any, *, ints: bool = False, finite: bool = False) -> bo
     encoder (``allow_nan=False``) raises ``ValueError`` for those, and the caller
     then takes the walk, which tags or explains them. False, too, for a container
     found twice in one level (shared or cyclic: the walk handles both) and for
-    values deeper than :data:`MAX_LEVELS`; so a cyclic value's check ends, each
+    values deeper than `MAX_LEVELS`; so a cyclic value's check ends, each
     level holding each container at most once.
 
     With ``ints``, False too if an int may be too long to write as text (so a
@@ -161,7 +161,7 @@ def dump_bytes(data: bytes) -> bytes:
 
 
 def load_bytes(payload: bytes) -> bytes | None:
-    """The bytes that ``payload`` encodes, if it is exactly what :func:`dump_bytes` writes.
+    """The bytes that ``payload`` encodes, if it is exactly what `dump_bytes` writes.
 
     ``None`` for anything else (another value, escapes, bad base64): the caller then
     decodes it as JSON, which gives the same value or the same error.
