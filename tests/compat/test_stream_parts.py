@@ -103,6 +103,14 @@ def repeated_writes_invoke(lib, drive):
     return drive.invoke(_repeated(lib), {"foo": ""}, thread())
 
 
+@scenario
+def repeated_writes_in_snapshot_task_results(lib, drive):
+    """History's task results fold a key written several times into ``$writes`` too."""
+    g = _repeated(lib)
+    drive.invoke(g, {"foo": ""}, thread())
+    return [[(t.name, t.result) for t in snap.tasks] for snap in drive.history(g, thread())]
+
+
 # --- output schemas -------------------------------------------------------------------------
 
 

@@ -5,13 +5,13 @@ Pure functions of the run's state, called only when a mode is being streamed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Sequence
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
-from pausepoint.loop.snapshot import keeps_state, subgraph_config
+from pausepoint.loop.snapshot import folded_writes, keeps_state, subgraph_config
 from pausepoint.loop.tasks import Task, task_input
 from pausepoint.loop.writes import preview_writes
 from pausepoint.types import Interrupt
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 __all__ = [
     "cached_updates",
     "interrupted",
-    "folded_writes",
     "parent_shown",
     "reached_checkpoint",
     "resumed_checkpoint",
@@ -68,26 +67,6 @@ def update_of(run: _Run, task: Task) -> Any:
     if len({k for k, _ in written}) < len(written):
         return [{k: v} for k, v in written]
     return dict(written)
-
-
-def folded_writes(writes: Sequence[tuple[str, Any]], keys: Collection[str]) -> dict[str, Any]:
-    """Writes to ``keys`` as a task result shows them (LangGraph's form).
-
-    ``{key: value}``; a key written several times: ``{key: {"$writes": [v1, v2, ...]}}``.
-    """
-    result: dict[str, Any] = {}
-    many: dict[str, list[Any]] = {}
-    for key, value in writes:
-        if key not in keys:
-            continue
-        if key in many:
-            many[key].append(value)
-        elif key in result:
-            many[key] = [result[key], value]
-            result[key] = {"$writes": many[key]}
-        else:
-            result[key] = value
-    return result
 
 
 def cached_updates(run: _Run) -> Generator[Emit, Any, None]:

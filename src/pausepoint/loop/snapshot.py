@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
@@ -15,7 +15,7 @@ from pausepoint.loop.tasks import Task, prepare_tasks, read_values
 from pausepoint.loop.writes import InputWrites, apply_writes
 from pausepoint.types import Interrupt, PregelTask, StateSnapshot
 
-__all__ = ["keeps_state", "build_snapshot", "snapshot_tasks"]
+__all__ = ["build_snapshot", "folded_writes", "keeps_state", "snapshot_tasks"]
 
 
 def snapshot_tasks(spec: GraphSpec, saved: CheckpointTuple) -> list[Task]:
@@ -107,11 +107,31 @@ def _values(spec: GraphSpec, channels: Any) -> Any:
     return read_values(channels, spec.state_keys)
 
 
+def folded_writes(writes: Sequence[tuple[str, Any]], keys: Collection[str]) -> dict[str, Any]:
+    """Writes to ``keys`` as a task result shows them (LangGraph's form).
+
+    ``{key: value}``; a key written several times: ``{key: {"$writes": [v1, v2, ...]}}``.
+    """
+    result: dict[str, Any] = {}
+    many: dict[str, list[Any]] = {}
+    for key, value in writes:
+        if key not in keys:
+            continue
+        if key in many:
+            many[key].append(value)
+        elif key in result:
+            many[key] = [result[key], value]
+            result[key] = {"$writes": many[key]}
+        else:
+            result[key] = value
+    return result
+
+
 def _result(spec: GraphSpec, writes: Sequence[tuple[str, Any]]) -> Any:
     # Every state key the task wrote, as LangGraph's snapshots show it: not only the
     # output schema's (a subgraph with input/output schemas wrote its inputs too).
     # A finished task that wrote no state key shows ``{}`` (LangGraph's too).
-    found = {k: v for k, v in writes if k in spec.state_key_set}
+    found = folded_writes(writes, spec.state_key_set)
     if spec.root and found:  # a one-value state: the value itself, as LangGraph shows it
         return found[ROOT]
     return found
