@@ -9,7 +9,7 @@ in whatever process the answer arrives: the class need not be importable there.
 expected and what came.
 
 Only the JSON Schema keywords that constrain plain JSON values are understood (see
-``_KEYWORDS``); a schema using any other fails when it is made, never silently
+``KEYWORDS``); a schema using any other fails when it is made, never silently
 accepts answers it means to refuse.
 """
 
@@ -27,32 +27,13 @@ from typing import Any, Literal
 
 from typing_extensions import is_typeddict
 
+from pausepoint._schema_dicts import check_schema, copy_json, resolve
+
 __all__ = ["AnswerProblem", "JsonSchema", "answer_problems", "json_schema_of"]
 
 JsonSchema = dict[str, Any]
 """A JSON Schema document (draft 2020-12 keywords), as a dict."""
 
-# Keywords that only describe: kept, never checked.
-_NOTES = frozenset(
-    {"$schema", "$id", "$comment", "title", "description", "default", "examples"}
-    | {"deprecated", "readOnly", "writeOnly", "format", "discriminator"}
-)
-# Keywords checked by _problems, and where they hold subschemas.
-_ONE_SCHEMA = frozenset({"items", "not", "additionalProperties"})
-_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions"})
-_BOUNDED = frozenset(
-    {"minProperties", "maxProperties", "minItems", "maxItems", "minLength", "maxLength"}
-    | {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
-)
-_KEYWORDS = (
-    _ONE_SCHEMA
-    | _SCHEMA_LISTS
-    | _SCHEMA_MAPS
-    | _BOUNDED
-    | {"type", "enum", "const", "required", "uniqueItems", "pattern", "$ref"}
-)
-_TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array", "object"})
 _MAX_PROBLEMS = 100
 _NOTHING = "nothing (no value is allowed here)"
 
@@ -97,12 +78,12 @@ def json_schema_of(schema: Any) -> JsonSchema:
     if isinstance(schema, bool):  # JSON Schema's own: true takes anything, false nothing
         return {} if schema else {"not": {}}
     if isinstance(schema, Mapping):
-        copied = _copy_json(schema, "$")
-        _check_schema(copied, "$", copied)
+        copied = copy_json(schema, "$")
+        check_schema(copied, "$", copied)
         return copied
     pydantic_schema = _pydantic_schema(schema)
     if pydantic_schema is not None:
-        _check_schema(pydantic_schema, "$", pydantic_schema)
+        check_schema(pydantic_schema, "$", pydantic_schema)
         return pydantic_schema
     return _of_hint(schema, "$", ())
 
@@ -112,7 +93,7 @@ def _pydantic_schema(schema: Any) -> JsonSchema | None:
     if not callable(method):
         return None
     made: Any = method()
-    return _copy_json(made, "$")
+    return copy_json(made, "$")
 
 
 def _of_hint(hint: Any, where: str, seen: tuple[Any, ...]) -> JsonSchema:
@@ -258,102 +239,6 @@ def _unwrap_required(hint: Any) -> Any:
     return hint
 
 
-def _copy_json(value: Any, where: str) -> Any:
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
-            if not isinstance(k, str):
-                raise ValueError(f"JSON Schema keys are strings; {k!r} at {where} is not")
-            out[k] = _copy_json(v, f"{where}.{k}")
-        return out
-    if isinstance(value, list | tuple):
-        return [_copy_json(v, f"{where}[{i}]") for i, v in enumerate(value)]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    raise ValueError(f"{value!r} at {where} is not a JSON value")
-
-
-def _check_schema(schema: Any, where: str, root: JsonSchema) -> None:
-    if isinstance(schema, bool):
-        return  # true: anything; false: nothing
-    if not isinstance(schema, dict):
-        raise ValueError(f"a JSON Schema is an object or a boolean; {schema!r} at {where} is not")
-    for key, sub in typing.cast("dict[str, Any]", schema).items():
-        if key in _NOTES:
-            continue
-        if key not in _KEYWORDS:
-            raise ValueError(
-                f"the JSON Schema keyword {key!r} (at {where}) is not supported; supported: "
-                f"{', '.join(sorted(_KEYWORDS))}"
-            )
-        for here, item in _subschemas(key, sub, where):
-            _check_schema(item, here, root)
-        _check_value(key, sub, where, root)
-
-
-def _subschemas(key: str, sub: Any, where: str) -> list[tuple[str, Any]]:
-    """The schemas that keyword ``key`` holds, with where each is."""
-    here = f"{where}.{key}"
-    if key in _ONE_SCHEMA:
-        return [(here, sub)]
-    if key in _SCHEMA_LISTS:
-        if not isinstance(sub, list) or not sub:
-            raise ValueError(f"{key} (at {where}) takes a non-empty list of schemas")
-        return [(f"{here}[{i}]", item) for i, item in enumerate(typing.cast("list[Any]", sub))]
-    if key in _SCHEMA_MAPS:
-        if not isinstance(sub, dict):
-            raise ValueError(f"{key} (at {where}) takes an object of schemas")
-        return [(f"{here}.{n}", item) for n, item in typing.cast("dict[str, Any]", sub).items()]
-    return []
-
-
-def _check_value(key: str, sub: Any, where: str, root: JsonSchema) -> None:
-    """Raise ``ValueError`` unless keyword ``key``'s own value has the right form."""
-    problem: str | None = None
-    if key == "type":
-        names: list[Any] = typing.cast("list[Any]", sub) if isinstance(sub, list) else [sub]
-        if not names or any(n not in _TYPES for n in names):
-            problem = f"must name JSON types: {sorted(_TYPES)}"
-    elif key == "$ref":
-        _resolve(sub, root, where)
-    elif key == "required":
-        if not isinstance(sub, list) or not all(
-            isinstance(k, str) for k in typing.cast("list[Any]", sub)
-        ):
-            problem = "takes a list of key names"
-    elif key == "enum" and not isinstance(sub, list):
-        problem = "takes a list of values"
-    elif key in _BOUNDED and (isinstance(sub, bool) or not isinstance(sub, int | float)):
-        problem = "takes a number"
-    elif key == "pattern":
-        problem = _pattern_problem(sub)
-    if problem is not None:
-        raise ValueError(f"{key} (at {where}) {problem}")
-
-
-def _pattern_problem(sub: Any) -> str | None:
-    if not isinstance(sub, str):
-        return "takes a regular expression as text"
-    try:
-        re.compile(sub)
-    except re.error as exc:
-        return f"is not a regular expression: {exc}"
-    return None
-
-
-def _resolve(ref: Any, root: JsonSchema, where: str) -> Any:
-    """The schema a local ``$ref`` (``#/$defs/Name``, ``#/definitions/Name``) points at."""
-    if not isinstance(ref, str) or not ref.startswith("#"):
-        raise ValueError(f"$ref (at {where}) must point inside the schema (#/...); got {ref!r}")
-    node: Any = root
-    for raw in ref[1:].split("/")[1:] if ref != "#" else []:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, dict) or part not in node:
-            raise ValueError(f"$ref {ref!r} (at {where}) points at nothing")
-        node = typing.cast("dict[str, Any]", node)[part]
-    return node
-
-
 # --------------------------------------------------------------------------- answers
 
 
@@ -392,7 +277,7 @@ def _problems(
         found.append(AnswerProblem(path, _NOTHING, _shown(value)))
         return
     if "$ref" in schema:
-        _problems(value, _resolve(schema["$ref"], root, path), path, root, found)
+        _problems(value, resolve(schema["$ref"], root, path), path, root, found)
     if "type" in schema and not _has_type(value, schema["type"]):
         found.append(AnswerProblem(path, _describe(schema, root), _shown(value)))
         return  # the type's own keywords would only repeat it
@@ -603,7 +488,7 @@ def _describe(schema: Any, root: JsonSchema) -> str:
     if isinstance(schema, bool):
         return "any value" if schema else "nothing"
     if "$ref" in schema:
-        target = _resolve(schema["$ref"], root, "$")
+        target = resolve(schema["$ref"], root, "$")
         return _describe(target, root) if isinstance(target, dict | bool) else "a value"
     if "const" in schema:
         return f"exactly {_json(schema['const'])}"

@@ -21,7 +21,14 @@ from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
 from pausepoint.drivers.owners import process_owner
 from pausepoint.errors import CheckpointerRequiredError
-from pausepoint.graph.output import ChunkShape, invoke_output
+from pausepoint.graph.output import (
+    ChunkShape,
+    async_sink,
+    deliver,
+    invoke_output,
+    message_tap,
+    queue_sink,
+)
 from pausepoint.graph.runnable import RunnableMethods, check_run_kwargs
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
@@ -130,7 +137,7 @@ class CompiledStateGraph(RunnableMethods):
             output_keys=_key_tuple(output_keys),
             lease=self._lease(saver, cfg),
             context=context,
-            messages=_message_tap(sink, (), modes),
+            messages=message_tap(sink, (), modes),
         )
         return opts, saver
 
@@ -174,7 +181,7 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after=self.interrupt_after_nodes,
             sink=nest.sink,
             saver=saver,
-            messages=_message_tap(nest.sink, ns_parts, wanted, muted=not nest.stream_subgraphs),
+            messages=message_tap(nest.sink, ns_parts, wanted, muted=not nest.stream_subgraphs),
         )
         return opts, saver
 
@@ -229,14 +236,14 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        loop, opts, saver = self._begin(input, config, args, _queue_sink(events))
+        loop, opts, saver = self._begin(input, config, args, queue_sink(events))
         # Closed early, the driver is closed now (not when collected): it saves what
         # the run owes and lets the thread's lease go before close() returns.
         with contextlib.closing(
             sdriver.drive(loop, saver, events, opts.config.max_concurrency)
         ) as run:
             for chunk in run:
-                if (shaped := _deliver(opts, shape, chunk)) is not None:
+                if (shaped := deliver(opts, shape, chunk)) is not None:
                     yield shaped
 
     def invoke(
@@ -273,7 +280,7 @@ class CompiledStateGraph(RunnableMethods):
         driver = sdriver.drive(loop, saver, events, opts.config.max_concurrency)
         while True:
             try:
-                _deliver(opts, None, next(driver))
+                deliver(opts, None, next(driver))
             except StopIteration as stop:
                 result: RunResult = stop.value
                 return invoke_output(result, output_keys, version)
@@ -393,13 +400,13 @@ class CompiledStateGraph(RunnableMethods):
             interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
         sink = _adriver().AsyncSink()
-        loop, opts, saver = self._begin(input, config, args, _async_sink(sink))
+        loop, opts, saver = self._begin(input, config, args, async_sink(sink))
         result: list[RunResult] = []
         limit = opts.config.max_concurrency
         # aclose() (or collection) closes the driver at once, as stream() does.
         async with contextlib.aclosing(_adriver().drive(loop, saver, sink, result, limit)) as run:
             async for chunk in run:
-                if (shaped := _deliver(opts, shape, chunk)) is not None:
+                if (shaped := deliver(opts, shape, chunk)) is not None:
                     yield shaped
 
     async def ainvoke(
@@ -431,7 +438,7 @@ class CompiledStateGraph(RunnableMethods):
         limit = opts.config.max_concurrency
         async with contextlib.aclosing(_adriver().drive(loop, saver, sink, result, limit)) as run:
             async for chunk in run:
-                _deliver(opts, None, chunk)
+                deliver(opts, None, chunk)
         return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
@@ -487,32 +494,6 @@ class CompiledStateGraph(RunnableMethods):
 
 _NESTED = frozenset({"custom", "messages"})
 """The modes a nested run streams without ``subgraphs=True``."""
-
-MESSAGES_EXTRA = (
-    "stream_mode='messages' streams chat-model tokens through LangChain's callbacks and "
-    "needs langchain-core, which is not installed: pip install 'pausepoint[messages]' "
-    "(or langchain-core)"
-)
-
-
-def _message_tap(
-    sink: Any, ns: tuple[str, ...], modes: frozenset[str], *, muted: bool = False
-) -> Any:
-    """What a run streaming ``messages`` reports through; None when it does not.
-
-    Raises:
-        ImportError: langchain-core is not installed (the ``messages`` extra).
-    """
-    if sink is None or "messages" not in modes:
-        return None
-    try:
-        from pausepoint.graph.message_stream import MessageTap
-    except ImportError as exc:
-        if not (exc.name or "").startswith("langchain_core"):
-            raise
-        raise ImportError(MESSAGES_EXTRA, name=exc.name) from exc
-    return MessageTap(sink, ns, muted=muted)
-
 
 _NO_DURABILITY = "`durability` has no effect when no checkpointer is present."
 
@@ -585,36 +566,6 @@ def _streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> 
     Not only the output schema's: LangGraph's ``stream_channels``.
     """
     return spec.stream_keys if output_keys is None else output_keys
-
-
-def _queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Any:
-    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
-        events.put(("chunk", (ns, mode, payload)))
-
-    return put
-
-
-def _async_sink(sink: Any) -> Any:
-    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
-        sink.put(("chunk", (ns, mode, payload)))
-
-    return put
-
-
-def _deliver(
-    opts: RunOptions, shape: ChunkShape | None, chunk: tuple[tuple[str, ...], str, Any]
-) -> Any:
-    """A nested run passes chunks up to its parent; a root run shapes them for the caller."""
-    if opts.nest is not None:
-        _forward(opts, chunk)
-        return None
-    return shape.shape(chunk) if shape is not None else None
-
-
-def _forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
-    """A nested run hands its chunks to the parent's stream."""
-    if opts.sink is not None and opts.nest is not None:
-        opts.sink(*chunk)
 
 
 def _adriver() -> Any:

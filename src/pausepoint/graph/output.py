@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+import queue
 from collections.abc import Sequence
 from typing import Any
 
 from pausepoint.constants import INTERRUPT
-from pausepoint.loop.run import RunResult
+from pausepoint.loop.run import RunOptions, RunResult
 
-__all__ = ["ChunkShape", "invoke_output"]
+__all__ = [
+    "MESSAGES_EXTRA",
+    "ChunkShape",
+    "async_sink",
+    "deliver",
+    "forward",
+    "invoke_output",
+    "message_tap",
+    "queue_sink",
+]
 
 _MODES = frozenset({"values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"})
 
@@ -143,3 +153,63 @@ def _with_interrupts(values: Any, result: RunResult) -> Any:
     # An entrypoint paused before returning, or a graph whose state is one value (a
     # list, a number): LangGraph returns the interrupts alone then.
     return {INTERRUPT: list(result.interrupts)}
+
+
+MESSAGES_EXTRA = (
+    "stream_mode='messages' streams chat-model tokens through LangChain's callbacks and "
+    "needs langchain-core, which is not installed: pip install 'pausepoint[messages]' "
+    "(or langchain-core)"
+)
+
+
+def message_tap(
+    sink: Any, ns: tuple[str, ...], modes: frozenset[str], *, muted: bool = False
+) -> Any:
+    """What a run streaming ``messages`` reports through; None when it does not.
+
+    Raises:
+        ImportError: langchain-core is not installed (the ``messages`` extra).
+    """
+    if sink is None or "messages" not in modes:
+        return None
+    try:
+        from pausepoint.graph.message_stream import MessageTap
+    except ImportError as exc:
+        if not (exc.name or "").startswith("langchain_core"):
+            raise
+        raise ImportError(MESSAGES_EXTRA, name=exc.name) from exc
+    return MessageTap(sink, ns, muted=muted)
+
+
+def queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Any:
+    """The sink a sync run streams through: its chunks go to the caller's queue."""
+
+    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        events.put(("chunk", (ns, mode, payload)))
+
+    return put
+
+
+def async_sink(sink: Any) -> Any:
+    """The sink an async run streams through: its chunks go to the driver's sink."""
+
+    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        sink.put(("chunk", (ns, mode, payload)))
+
+    return put
+
+
+def deliver(
+    opts: RunOptions, shape: ChunkShape | None, chunk: tuple[tuple[str, ...], str, Any]
+) -> Any:
+    """A nested run passes chunks up to its parent; a root run shapes them for the caller."""
+    if opts.nest is not None:
+        forward(opts, chunk)
+        return None
+    return shape.shape(chunk) if shape is not None else None
+
+
+def forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
+    """A nested run hands its chunks to the parent's stream."""
+    if opts.sink is not None and opts.nest is not None:
+        opts.sink(*chunk)
