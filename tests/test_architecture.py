@@ -259,3 +259,14 @@ def test_calls_a_node_makes_run_no_import_statement():
         if any(i.opname == "IMPORT_NAME" for i in dis.get_instructions(f))
     ]
     assert importing == []
+
+
+def test_no_module_is_over_600_lines():
+    """STYLE.md: a module that outgrows 600 lines is split by what it owns."""
+    package = pathlib.Path(pausepoint.__file__).parent
+    long = {
+        str(path.relative_to(package)): n
+        for path in package.rglob("*.py")
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
+    }
+    assert long == {}
