@@ -7,6 +7,7 @@ applies it once (documented in docs/differences.md). Everything else a user sees
 compared: streamed events, the result, the paused state and the history's shape.
 """
 
+import asyncio
 import operator
 from typing import Annotated, Any
 
@@ -89,3 +90,27 @@ def test_the_update_is_applied_once():
     assert pp["done"] == {"log": ["u", "ask:yes:None"]}
     lg = observe(load_lib("langgraph"), load_lib("langgraph").Command(update={"log": ["u"]}))
     assert lg["done"] == {"log": ["u", "u", "ask:yes:None"]}  # LangGraph's, applied twice
+
+
+def _branching(lib: Lib) -> Any:
+    b = lib.StateGraph(S)
+    b.add_node("a", lambda s: {"log": ["a"]})
+    b.add_node("b", lambda s: {"log": ["b"]})
+    b.add_conditional_edges(lib.START, lambda s: "b" if s.get("note") else "a", ["a", "b"])
+    return b.compile(checkpointer=lib.InMemorySaver())
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_start_with_a_conditional_edge_routes_on_the_update(is_async: bool):
+    """The start node then runs as a task (not in place): the same command, both drivers."""
+    seen = {}
+    for name in LIBS:
+        lib = load_lib(name)
+        g = _branching(lib)
+        config = {"configurable": {"thread_id": "branch"}}
+        cmd = lib.Command(update={"note": 1, "log": ["u"]})
+        done = asyncio.run(g.ainvoke(cmd, config)) if is_async else g.invoke(cmd, config)
+        history = [(h.metadata["step"], h.next) for h in g.get_state_history(config)]
+        seen[name] = (once(done), history)
+    assert seen["pausepoint"] == seen["langgraph"]
+    assert seen["pausepoint"][0] == {"log": ["u", "b"], "note": 1}
