@@ -13,6 +13,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from pausepoint.serde.frames import MAGIC, is_framed, unframe
+
 JSON: st.SearchStrategy[Any] = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=5),
     lambda inner: (
@@ -78,10 +80,24 @@ def _flip(i: int, mask: int) -> Any:
     return flip
 
 
+def _split(old: Any) -> tuple[bytes, bytes | None]:
+    """A row's JSON, and the raw tail after it if the row is framed (serde/frames.py)."""
+    data = bytes(old)
+    if not is_framed(data):
+        return data, None
+    text, tail = unframe(data)
+    return text.encode("ascii"), bytes(tail)
+
+
+def _join(text: bytes, tail: bytes | None) -> bytes:
+    """The row holding ``text`` (framed again, with its tail, if it was)."""
+    return text if tail is None else MAGIC + len(text).to_bytes(8, "big") + text + tail
+
+
 def _reshape(change: Any) -> Any:
     def reshape(old: Any) -> bytes:
-        tree = json.loads(bytes(old))
-        return json.dumps(change(tree)).encode()
+        text, tail = _split(old)
+        return _join(json.dumps(change(json.loads(text))).encode(), tail)
 
     return reshape
 
@@ -123,11 +139,15 @@ def _deep(_: Any) -> bytes:
 
 
 def _deep_value(old: Any) -> bytes:
-    tree = json.loads(bytes(old))
+    text, tail = _split(old)
+    tree = json.loads(text)
     deep = "[" * DEEP + "1" + "]" * DEEP
     if isinstance(tree, dict) and isinstance(tree.get("channel_values"), dict):
-        return bytes(old).replace(
-            b'"channel_values":{', b'"channel_values":{"deep":' + deep.encode() + b",", 1
+        return _join(
+            text.replace(
+                b'"channel_values":{', b'"channel_values":{"deep":' + deep.encode() + b",", 1
+            ),
+            tail,
         )
     return deep.encode()
 

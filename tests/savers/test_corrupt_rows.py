@@ -38,6 +38,11 @@ STRESS = settings(FAST, max_examples=1500)
 class State(TypedDict, total=False):
     doc: str
     log: Annotated[list[str], operator.add]
+    scan: bytes
+
+
+SCAN = bytes(range(256)) * 300
+"""A file large enough to be stored raw after the JSON (a framed row, serde/frames.py)."""
 
 
 def _ask(name: str) -> Callable[[State], State]:
@@ -49,7 +54,7 @@ def _ask(name: str) -> Callable[[State], State]:
 
 def _graph(saver: Any) -> Any:
     b = StateGraph(State)
-    b.add_node("draft", lambda s: {"log": ["drafted"]})
+    b.add_node("draft", lambda s: {"log": ["drafted"], "scan": SCAN})
     b.add_node("legal", _ask("legal"))
     b.add_node("finance", _ask("finance"))
     b.add_edge(START, "draft")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from pausepoint.checkpoint._reuse import REUSE_FROM, dumps_checkpoint, remember
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde import Serializer
+from pausepoint.serde.frames import BLOB_FROM
 from pausepoint.serde.plain import MAX_LEVELS, dump_bytes, is_plain_json, load_bytes
 
 HEAD = b'{"__pp__":"bytes","v":"'
@@ -120,8 +121,9 @@ def test_an_int_too_long_for_text_still_names_its_place() -> None:
         Serializer().dumps({"rows": [1, 10**5000]})
 
 
-@pytest.mark.parametrize("data", [b"", b"\x00", bytes(range(256)) * 300])
+@pytest.mark.parametrize("data", [b"", b"\x00", bytes(range(256)) * 255])
 def test_bytes_are_written_as_their_tagged_node(data: bytes) -> None:
+    # Below BLOB_FROM (64 KiB); larger ones are framed (tests/savers/test_frames.py).
     ser = Serializer()
     assert dump_bytes(data) == ser.dumps(data) == walked(ser, data)
     assert load_bytes(ser.dumps(data)) == data
@@ -180,7 +182,21 @@ def _checkpoint(payload: Any) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("payload", ["é" * REUSE_FROM, b"\x01" * REUSE_FROM, [1.5] * 20_000])
+def test_a_framed_encoding_is_not_noted_and_a_checkpoint_holding_one_is_encoded_whole() -> None:
+    # Large bytes are framed (raw after the JSON): no splicing, re-encoding them is a copy.
+    ser = Serializer()
+    big = b"\x01" * BLOB_FROM
+    found: dict[int, tuple[Any, bytes]] = {}
+    remember(found, big, ser.dumps(big))
+    assert not found
+    text = "é" * REUSE_FROM
+    remember(found, text, ser.dumps(text))
+    checkpoint = _checkpoint(text)
+    checkpoint["channel_values"]["file"] = big
+    assert dumps_checkpoint(ser, checkpoint, found) is None
+
+
+@pytest.mark.parametrize("payload", ["é" * REUSE_FROM, b"\x01" * (BLOB_FROM - 1), [1.5] * 20_000])
 def test_a_spliced_checkpoint_is_the_whole_encoding(payload: Any) -> None:
     ser = Serializer()
     found: dict[int, tuple[Any, bytes]] = {}

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from pausepoint.serde import Serializer
 from pausepoint.serde.encoder import TAG
+from pausepoint.serde.frames import is_framed
 
 __all__ = ["REUSE_FROM", "Found", "dumps_checkpoint", "remember", "reused"]
 
@@ -28,8 +29,8 @@ Found = dict[int, tuple[Any, bytes]]
 
 
 def remember(found: Found | None, value: Any, blob: bytes) -> None:
-    """Note ``blob`` as the encoding of ``value`` if it is large."""
-    if found is not None and len(blob) >= REUSE_FROM:
+    """Note ``blob`` as the encoding of ``value`` if it is large (and JSON, not framed)."""
+    if found is not None and len(blob) >= REUSE_FROM and not is_framed(blob):
         found[id(value)] = (value, blob)
 
 
@@ -69,15 +70,19 @@ def dumps_checkpoint(
             encoded = _object(serde, channels, found)
         else:
             encoded = serde.dumps(value, label=f"checkpoint[{key!r}]")
+        if encoded is None or is_framed(encoded):
+            return None  # large bytes: encoded whole, framed (copying them is cheap)
         parts.append(_key(key) + encoded)
     return b"{" + b",".join(parts) + b"}"
 
 
-def _object(serde: Serializer, channels: dict[str, Any], found: Found) -> bytes:
-    parts = [
-        _key(name) + (reused(found, value) or serde.dumps(value, label=f"channel {name!r}"))
-        for name, value in channels.items()
-    ]
+def _object(serde: Serializer, channels: dict[str, Any], found: Found) -> bytes | None:
+    parts: list[bytes] = []
+    for name, value in channels.items():
+        encoded = reused(found, value) or serde.dumps(value, label=f"channel {name!r}")
+        if is_framed(encoded):
+            return None
+        parts.append(_key(name) + encoded)
     return b"{" + b",".join(parts) + b"}"
 
 

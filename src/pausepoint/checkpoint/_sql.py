@@ -51,7 +51,8 @@ from pausepoint.checkpoint.base import (
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
 from pausepoint.errors import CheckpointDecodeError, SerializationError
-from pausepoint.serde import FORMAT, Serializer, SerializerProtocol
+from pausepoint.serde import FORMAT, FRAMED, Serializer, SerializerProtocol
+from pausepoint.serde.frames import is_framed
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_leases import Guard
@@ -129,7 +130,8 @@ class SqlCodec:
     def dump(self, value: Any, label: str) -> tuple[str, bytes]:
         """``(type, bytes)`` of ``value``; ``label`` names it in error messages."""
         if isinstance(self.serde, Serializer):
-            return FORMAT, self.serde.dumps(value, label=label)
+            data = self.serde.dumps(value, label=label)
+            return (FRAMED if is_framed(data) else FORMAT), data
         return self.serde.dumps_typed(value)
 
     def dump_checkpoint(self, checkpoint: Checkpoint, found: Found | None) -> tuple[str, bytes]:

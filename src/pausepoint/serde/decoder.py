@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde.encoder import TAG
+from pausepoint.serde.frames import read_blob
 from pausepoint.serde.registry import ClassCodec, TypeRegistry
 from pausepoint.serde.stored_error import StoredError
 from pausepoint.types import Command, Interrupt, Overwrite, Send
@@ -78,6 +79,8 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
     "float": _float,
     "bytes": lambda p: base64.b64decode(p, validate=True),
     "bytearray": lambda p: bytearray(base64.b64decode(p, validate=True)),
+    "blob": lambda p: read_blob("blob", p),
+    "blobarray": lambda p: read_blob("blobarray", p),
     "datetime": _datetime,
     "date": datetime.date.fromisoformat,
     "time": _time,

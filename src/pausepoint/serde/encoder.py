@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+from pausepoint.serde.frames import blob_node
 from pausepoint.serde.plain import PLAIN_FROM, TAG, is_plain_json
 from pausepoint.serde.registry import ClassCodec, TypeRegistry, type_name
 from pausepoint.serde.stored_error import StoredError
@@ -70,8 +71,13 @@ def _exception(exc: BaseException) -> dict[str, Any]:
     return _tagged("error", [type_name(type(exc)), str(exc)])
 
 
-def _b64(data: bytes | bytearray) -> str:
-    return base64.b64encode(data).decode("ascii")
+def _bytes(_e: Encoder, data: bytes | bytearray) -> dict[str, Any]:
+    # Large ones go raw after the JSON when the payload is framed (serde/frames.py).
+    node = blob_node(data)
+    if node is not None:
+        return node
+    tag = "bytes" if type(data) is bytes else "bytearray"
+    return _tagged(tag, base64.b64encode(data).decode("ascii"))
 
 
 _Builtin = Callable[["Encoder", Any], Any]
@@ -80,8 +86,8 @@ _BUILTINS: dict[type, _Builtin] = {
     tuple: lambda e, x: _tagged("tuple", [e.encode(v) for v in x]),
     set: lambda e, x: _tagged("set", [e.encode(v) for v in x]),
     frozenset: lambda e, x: _tagged("frozenset", [e.encode(v) for v in x]),
-    bytes: lambda _e, x: _tagged("bytes", _b64(x)),
-    bytearray: lambda _e, x: _tagged("bytearray", _b64(x)),
+    bytes: _bytes,
+    bytearray: _bytes,
     datetime.datetime: _datetime,
     datetime.date: lambda _e, x: _tagged("date", x.isoformat()),
     datetime.time: _time,

@@ -16,6 +16,16 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde.decoder import make_object_hook
 from pausepoint.serde.encoder import TAG, Encoder, Unencodable
+from pausepoint.serde.frames import (
+    BLOB_FROM,
+    FRAMED,
+    Ranges,
+    frame,
+    framing,
+    is_framed,
+    reading,
+    unframe,
+)
 from pausepoint.serde.plain import (
     FLAT_VALUES,
     dump_bytes,
@@ -25,10 +35,16 @@ from pausepoint.serde.plain import (
 from pausepoint.serde.registry import TypeRegistry, type_name
 from pausepoint.serde.schema import types_in_schema
 
-__all__ = ["FORMAT", "Serializer", "SerializerProtocol", "dumps", "loads"]
+__all__ = ["FORMAT", "FRAMED", "Serializer", "SerializerProtocol", "dumps", "loads"]
 
 FORMAT = "ppjson/1"
-"""The type string of payloads written by [`Serializer`][] (versioned)."""
+"""The type string of payloads written by [`Serializer`][] (versioned).
+
+A payload holding bytes of 64 KiB or more is framed instead (the JSON, then those
+bytes raw) and stored under [`FRAMED`][]; see docs/format.md.
+"""
+
+_TOP_BLOB = b'{"__pp__":"blob","v":[0,%d]}'
 
 T = TypeVar("T", bound=type)
 
@@ -52,6 +68,15 @@ def _untagged(data: bytes | str) -> bool:
         and b"\\u005" not in data
         and b"\\u0070" not in data
     )
+
+
+def _dumps_bytes(data: bytes) -> bytes:
+    """A bytes value: raw after a one-node JSON if large, else base64 in its tagged node."""
+    if len(data) < BLOB_FROM:
+        return dump_bytes(data)
+    ranges = Ranges()
+    ranges.add(data)
+    return frame(_TOP_BLOB % len(data), ranges)
 
 
 def _text_encoder(settings: json.JSONEncoder) -> Callable[[Any], str]:
@@ -243,8 +268,8 @@ class Serializer:
             return int.__repr__(obj).encode("ascii")
         if kind is bool:
             return b"true" if obj else b"false"
-        if kind is bytes:  # a file's contents: base64 in its tagged node, no JSON pass
-            return dump_bytes(obj)
+        if kind is bytes:  # a file's contents: no JSON pass
+            return _dumps_bytes(obj)
         return self._dumps_tree(obj, kind, label)
 
     def _dumps_tree(self, obj: Any, kind: type[Any], label: str) -> bytes:
@@ -253,7 +278,14 @@ class Serializer:
         flat = (kind is dict and is_flat_json(obj)) or (
             kind is list and FLAT_VALUES.issuperset(map(type, obj))  # pyright: ignore[reportUnknownArgumentType]
         )
-        return self._text(obj if flat else self.to_tree(obj, label=label)).encode("ascii")
+        if flat:
+            return self._text(obj).encode("ascii")
+        ranges, token = framing()  # large bytes inside go raw after the JSON
+        try:
+            text = self._text(self.to_tree(obj, label=label)).encode("ascii")
+        finally:
+            token.var.reset(token)
+        return frame(text, ranges) if ranges.parts else text
 
     def loads(self, data: bytes | str) -> Any:
         """Decode bytes written by [`dumps`][].
@@ -266,6 +298,8 @@ class Serializer:
         try:
             if type(data) is bytes and (raw := load_bytes(data)) is not None:
                 return raw  # a bytes value, as dump_bytes wrote it: no JSON pass
+            if type(data) is bytes and is_framed(data):
+                return self._load_framed(data)
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             # The scanner directly: JSONDecoder.decode adds two regex matches and
             # two calls around it (a third of decoding a small value).
@@ -292,9 +326,23 @@ class Serializer:
                 "corrupt or was not written by this version of pausepoint"
             ) from exc
 
+    def _load_framed(self, data: bytes) -> Any:
+        text, tail = unframe(data)
+        with reading(tail):
+            value, end = self._scan(text, 0)
+        if end != len(text):
+            raise CheckpointDecodeError(
+                f"a framed payload's JSON has {len(text) - end} bytes after its value"
+            )
+        return value
+
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
-        """Encode ``obj`` as ``(FORMAT, bytes)``, the pair savers store."""
-        return FORMAT, self.dumps(obj)
+        """Encode ``obj`` as ``(type, bytes)``, the pair savers store.
+
+        The type is [`FORMAT`][], or [`FRAMED`][] when large bytes follow the JSON.
+        """
+        data = self.dumps(obj)
+        return (FRAMED if is_framed(data) else FORMAT), data
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         """Decode a ``(type, bytes)`` pair from [`dumps_typed`][].
@@ -305,10 +353,15 @@ class Serializer:
 
         """
         kind, payload = data
-        if kind != FORMAT:
+        if kind not in (FORMAT, FRAMED):
             raise CheckpointDecodeError(
                 f"cannot decode a stored value of type {kind!r}: this pausepoint reads only "
-                f"{FORMAT!r}; the row was written by another library or a newer pausepoint"
+                f"{FORMAT!r} and {FRAMED!r}; the row was written by another library or a "
+                "newer pausepoint"
+            )
+        if (kind == FRAMED) != is_framed(payload):
+            raise CheckpointDecodeError(
+                f"a stored value of type {kind!r} does not hold that form; the row is corrupt"
             )
         return self.loads(payload)
 
