@@ -418,3 +418,28 @@ def test_the_cli_prints_a_table_and_exits_2_on_bad_input(tmp_path: Path) -> None
     assert late.returncode == 0
     assert "failed" in out
     assert _log_lines(log) == ["expired"]
+
+
+class _NoIndex:
+    """A saver seen without ``list_pending`` (a duck-typed third-party saver)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.list = inner.list
+
+
+def test_the_fallback_scan_finds_what_list_pending_finds(saver: Any) -> None:  # noqa: F811
+    graph = one_question(saver, deadline=HOUR, on_timeout=TimeoutAnswer("x"))
+    early, late = thread(), thread()
+    start(graph, early)
+    start(graph, late, at=T0 + 3 * HOUR)
+    flow = sweep_flow(_NoIndex(saver), LATER, 10, None)
+    effect = next(flow)
+    try:
+        while True:
+            effect = flow.send(effect.run(graph))
+    except StopIteration as done:
+        (outcome,) = done.value
+    assert outcome.thread_id == early["configurable"]["thread_id"]
+    assert outcome.status == "answered"
+    assert graph.get_state(early).values["out"] == "x"
+    assert graph.get_state(late).interrupts
