@@ -52,13 +52,18 @@ _WRITE = """LEFT JOIN pausepoint_writes {a} ON {a}.thread_id = p.thread_id
 # The page's rows first, from the index in its order (the planner must not start from
 # the writes), then what each row needs, by primary key.
 _PAGE = f"""SELECT p.thread_id, p.checkpoint_id, p.task_id FROM pausepoint_pending p
-    {{join}} WHERE NOT EXISTS ({NEWER.format(t="p")})
-    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = p.thread_id
+    WHERE NOT (SELECT EXISTS ({NEWER.format(t="p")}))
+    AND NOT (SELECT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = p.thread_id
         AND d.checkpoint_ns = '' AND d.checkpoint_id = p.checkpoint_id
-        AND d.task_id = p.task_id AND d.idx >= 0){{conds}}
+        AND d.task_id = p.task_id AND d.idx >= 0)){{conds}}
     ORDER BY p.checkpoint_id, p.thread_id, p.task_id LIMIT {{limit}}"""
-_FILTER_JOIN = """JOIN pausepoint_checkpoints m ON m.thread_id = p.thread_id
-    AND m.checkpoint_ns = '' AND m.checkpoint_id = p.checkpoint_id"""
+"""``NOT (SELECT EXISTS ...)``, not ``NOT EXISTS``: a scalar subquery is looked up row by
+row through the primary keys as the index is read in order, and the read stops at the
+limit; PostgreSQL turned ``NOT EXISTS`` into an anti-join that scanned every write."""
+# The metadata filter as a scalar subquery, row by row in the index's order: as a join,
+# PostgreSQL's planner (which cannot estimate JSON containment) scanned every checkpoint.
+_MATCHES = """(SELECT {conds} FROM pausepoint_checkpoints m WHERE m.thread_id = p.thread_id
+    AND m.checkpoint_ns = '' AND m.checkpoint_id = p.checkpoint_id)"""
 _ROWS = f"""SELECT p.thread_id, p.checkpoint_id, p.task_id, c.{{{{json_select}}}},
     i.type, i.value, i.task_path, a.type, a.value, r.type, r.value
     FROM ({{page}}) p
@@ -95,15 +100,12 @@ def list_pending_flow(
     # its questions may be on this page).
     batch = query.limit + (1 if after is None else 2)
     while True:
-        where, args = list(conds), list(params)
+        where = [_MATCHES.format(conds=" AND ".join(conds))] if conds else []
+        args = list(params)
         if after is not None:
             where.append("(p.checkpoint_id, p.thread_id, p.task_id) >= (?, ?, ?)")
             args += after[:3]
-        page_sql = _PAGE.format(
-            join=_FILTER_JOIN if conds else "",
-            conds="".join(f" AND {c}" for c in where),
-            limit=batch,
-        )
+        page_sql = _PAGE.format(conds="".join(f" AND {c}" for c in where), limit=batch)
         sql = _ROWS.format(page=page_sql)
         rows = yield Statement(dialect.sql(sql), args, fetch=True)
         checkpoints = yield from _checkpoints_needed(dialect, codec, rows)
