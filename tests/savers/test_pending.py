@@ -201,3 +201,15 @@ def test_schema_deadline_and_due_by(saver: Any) -> None:
     (due,) = listed(saver, due_by=soon)
     assert due.value == {"x": 1}
     assert len(listed(saver, due_by=soon + datetime.timedelta(days=2))) == 2
+
+
+def test_asked_before_across_many_rows(saver: Any) -> None:
+    graph = build(saver)
+    for n in range(12):
+        graph.invoke({"x": 1}, cfg(f"t{n:02d}"))
+        if n == 4:
+            middle = datetime.datetime.now(datetime.UTC)
+    assert [q.thread_id for q in listed(saver, asked_before=middle, limit=2)] == [
+        f"t{n:02d}" for n in range(5)
+    ]
+    assert saver.list_pending(asked_before=middle, limit=5).next_cursor is None

@@ -22,11 +22,13 @@ row, from the same writes the engine reads, so the listing is exactly what
 from __future__ import annotations
 
 import contextlib
+import datetime
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._pending_schema import NEWER
 from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.checkpoint.ids import stamp_time
 from pausepoint.checkpoint.questions import (
     GRAPH_KEY,
     PendingPage,
@@ -118,9 +120,20 @@ def list_pending_flow(
         if len(rows) < batch or (len(page.items) == query.limit and page.next_cursor):
             return page
         last = rows[-1]
+        if query.asked_before is not None and _asked_since(str(last[1]), query.asked_before):
+            return page  # rows come in the order asked: the rest were asked later still
         # Past the last row read: its questions are all in ``found`` already.
         after = (str(last[1]), str(last[0]), str(last[2]), 1 << 30)
         batch = min(batch * 2, 5000)
+
+
+def _asked_since(checkpoint_id: str, when: datetime.datetime) -> bool:
+    """Whether a question at ``checkpoint_id`` was surely asked at or after ``when``.
+
+    Only pausepoint's own ids tell their time (others: False, keep reading).
+    """
+    ts = stamp_time(checkpoint_id)
+    return ts is not None and datetime.datetime.fromisoformat(ts) >= when
 
 
 def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[dict[Any, Any]]:
