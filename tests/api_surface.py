@@ -39,8 +39,11 @@ PAGES: dict[str, str] = {
     "pausepoint.checkpoint.memory": "checkpoint.memory",
     "pausepoint.checkpoint.sqlite": "checkpoint.sqlite",
     "pausepoint.checkpoint.postgres": "checkpoint.postgres",
+    "pausepoint.checkpoint.questions": "checkpoint.questions",
     "pausepoint.serde": "serde",
     "pausepoint.testing": "testing",
+    "pausepoint.questions": "questions",
+    "pausepoint.response_schema": "response_schema",
 }
 
 # Modules without a page, with the reason; "x.*" stands for every submodule of x.
@@ -68,7 +71,6 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.update": "update_state internals",
     "pausepoint.graph.update_steps": "bulk_update_state internals",
     "pausepoint.graph.validate": "compile() internals",
-    "pausepoint.response_schema": "typed answers (issue 20): not yet taken by interrupt()",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "the running task's context",
     "pausepoint.serde.*": "serializer internals; pausepoint.serde re-exports the public names",

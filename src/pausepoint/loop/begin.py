@@ -23,7 +23,7 @@ from pausepoint.errors import (
     NothingToResumeError,
 )
 from pausepoint.loop import emit as out
-from pausepoint.loop.answers import drop_consumed, plan_answers
+from pausepoint.loop.answers import check_schemas, drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
 from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
@@ -204,7 +204,8 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
         resume: Any = cmd.resume
         if run.historical:
             # DESIGN §4.2: answering an old checkpoint forks the thread there.
-            parse_resume(resume, forkable_interrupts(run.records))
+            parsed = parse_resume(resume, forkable_interrupts(run.records))
+            check_schemas(parsed.values, parsed.positions, run.records, forking=True)
             renamed = yield from fork(run)
             if is_resume_map(resume):
                 resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]
@@ -247,6 +248,8 @@ def check_answers(run: _Run, resume: Any) -> None:
     run.answered = plan_answers(
         run.current_tasks(), run.records, run.resume.values, run.owners, run.resume.positions
     )
+    # After the conflicts: a stale answer is reported as answered, not as malformed.
+    check_schemas(run.resume.values, run.resume.positions, run.records)
 
 
 def reported_interrupts(run: _Run) -> tuple[list[Interrupt], set[str]]:
