@@ -136,7 +136,7 @@ def _downgrade(saver: Any, schema: str) -> None:
         for name in names:
             saver.conn.execute(f"DROP TRIGGER {name}")
     saver.conn.execute("DROP TABLE pausepoint_pending")
-    saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v = 4")
+    saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 4")
     if not schema:
         saver.conn.commit()
 

@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from pausepoint import END, START, StateGraph, interrupt
-from pausepoint.checkpoint._dialect import SchemaTooNewError
+from pausepoint.checkpoint._dialect import MIGRATIONS, SchemaTooNewError
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.testing import make_checkpoint, make_metadata
@@ -66,7 +66,7 @@ def test_schema_is_versioned_and_setup_is_idempotent(tmp_path: Path) -> None:
         saver.setup()
         saver.setup()
         rows = saver.conn.execute("SELECT v FROM pausepoint_migrations").fetchall()
-        assert rows == [(1,), (2,), (3,), (4,)]
+        assert rows == [(v,) for v in range(1, len(MIGRATIONS) + 1)]
 
 
 def test_a_callers_legacy_mode_connection_works(tmp_path: Path) -> None:
