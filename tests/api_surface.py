@@ -39,6 +39,7 @@ PAGES: dict[str, str] = {
     "pausepoint.checkpoint.memory": "checkpoint.memory",
     "pausepoint.checkpoint.sqlite": "checkpoint.sqlite",
     "pausepoint.checkpoint.postgres": "checkpoint.postgres",
+    "pausepoint.checkpoint.questions": "checkpoint.questions",
     "pausepoint.serde": "serde",
     "pausepoint.testing": "testing",
 }

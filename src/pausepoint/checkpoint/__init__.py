@@ -1,1 +1,8 @@
-"""Checkpoint savers: the protocol (``base``) and the memory, SQLite and PostgreSQL savers."""
+"""Checkpoint savers: the protocol (``base``) and the memory, SQLite and PostgreSQL savers.
+
+Also the values of ``saver.list_pending``: `PendingQuestion` and `PendingPage`.
+"""
+
+from pausepoint.checkpoint.questions import PendingPage, PendingQuestion
+
+__all__ = ["PendingPage", "PendingQuestion"]

@@ -74,6 +74,9 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   statement). The engine passes ``read=`` only to a saver whose ``acquire_lease``
   takes the keyword.
 
+Waiting questions: ``list_pending`` (``alist_pending``) lists them across threads
+(see [`PendingListing`][pausepoint.checkpoint._pending.PendingListing] and docs/pending.md).
+
 The engine passes ``lease=`` and ``if_head=`` only to a saver whose ``supports_leases``
 is true. [`BaseCheckpointSaver`][]'s lease methods work within one process only.
 """
@@ -89,6 +92,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol, 
 from typing_extensions import TypedDict
 
 from pausepoint.checkpoint._keys import config_keys, guard_kwargs
+from pausepoint.checkpoint._pending import PendingListing
 from pausepoint.config import RunnableConfig
 
 if TYPE_CHECKING:
@@ -289,7 +293,7 @@ class SaverProtocol(Protocol):
         ...
 
 
-class BaseCheckpointSaver:
+class BaseCheckpointSaver(PendingListing):
     """Base class of savers: sync methods to override, async ones defaulting to them.
 
     A subclass overrides the sync methods; the default async methods call them

@@ -507,6 +507,14 @@ class InMemorySaver(BaseCheckpointSaver):
             stored.writes = {}
         return stored.writes
 
+    def _pending_heads(self) -> Iterator[CheckpointTuple]:
+        # Each thread's newest root checkpoint, read directly (list() would copy all).
+        with self._lock:
+            threads = list(self._root)
+        for thread in threads:
+            if (head := self.get_tuple({"configurable": {"thread_id": thread}})) is not None:
+                yield head
+
     def delete_thread(self, thread_id: str) -> None:
         """See [`pausepoint.checkpoint.base`][]."""
         thread = str(thread_id)
