@@ -42,6 +42,7 @@ PAGES: dict[str, str] = {
     "pausepoint.checkpoint.questions": "checkpoint.questions",
     "pausepoint.serde": "serde",
     "pausepoint.testing": "testing",
+    "pausepoint.inbox": "inbox",
 }
 
 # Modules without a page, with the reason; "x.*" stands for every submodule of x.
@@ -69,6 +70,7 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.update": "update_state internals",
     "pausepoint.graph.update_steps": "bulk_update_state internals",
     "pausepoint.graph.validate": "compile() internals",
+    "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.response_schema": "typed answers (issue 20): not yet taken by interrupt()",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "the running task's context",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pausepoint.cli import main
-from pausepoint.cli.inbox import load_graph
+from pausepoint.cli.inbox import _graph
 from tests.inbox import graphs
 from tests.inbox.server import free_port
 
@@ -33,29 +33,30 @@ def test_a_missing_file_or_graph_is_a_clear_error(
 ) -> None:
     graphs.start(graph, "t1")
     assert main(["inbox", "--db", str(db_path) + ".typo", "--graph", "x:y"]) == 2
-    assert "no SQLite file" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err
     for spec, words in [
-        ("tests.inbox.graphs", "MODULE:ATTR"),
-        ("tests.inbox.nowhere:g", "No module named"),
-        ("tests.inbox.graphs:nothing", "nothing"),
-        ("tests.inbox.graphs:Review", "dict is not a StateGraph"),
+        ("tests.inbox.graphs", "MODULE:ATTRIBUTE"),
+        ("tests.inbox.nowhere:g", "cannot import module"),
+        ("tests.inbox.graphs:nothing", "has no attribute 'nothing'"),
+        ("tests.inbox.graphs:Review", "names a dict, not a StateGraph"),
+        ("tests.inbox.graphs:start", "needs arguments"),
     ]:
         assert main(["inbox", "--db", str(db_path), "--graph", spec]) == 2
         assert words in capsys.readouterr().err, spec
 
 
-def test_load_graph_takes_a_builder_a_compiled_graph_or_a_factory(graph: Any) -> None:
+def test_the_graph_may_be_a_builder_a_compiled_graph_or_a_factory(graph: Any) -> None:
     saver = graph.checkpointer
     for spec in ("tests.inbox.graphs:approval", "tests.inbox.graphs:build"):
-        assert load_graph(spec, saver).checkpointer is saver
+        assert _graph(spec, saver).checkpointer is saver
     compiled = graphs.approval().compile()
     graphs.COMPILED = compiled  # type: ignore[attr-defined]
     try:
-        loaded = load_graph("tests.inbox.graphs:COMPILED", saver)
+        loaded = _graph("tests.inbox.graphs:COMPILED", saver)
     finally:
         del graphs.COMPILED  # type: ignore[attr-defined]
     assert loaded.checkpointer is saver
-    assert compiled.checkpointer is None  # a copy got the saver
+    assert compiled.checkpointer is None  # compiled again, not changed
 
 
 def test_the_server_prints_the_token_once_and_never_logs_it(graph: Any, db_path: Path) -> None:

@@ -9,18 +9,17 @@ the token is the login. Needs the ``inbox`` extra: pip install 'pausepoint[inbox
 from __future__ import annotations
 
 import argparse
-import contextlib
-import copy
 import importlib
 import logging
 import os
 import re
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-__all__ = ["RedactToken", "add_parser", "load_graph", "run"]
+from pausepoint.cli.threads import compile_graph, load_graph, open_saver
+from pausepoint.cli.views import CliError
+
+__all__ = ["RedactToken", "add_parser", "run"]
 
 DEFAULT_PORT = 8321
 TOKEN_ENV = "PAUSEPOINT_INBOX_TOKEN"
@@ -63,23 +62,26 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        with open_saver(args.db, write=True) as saver:
+            return _serve(args, saver)
+    except CliError as exc:
+        print(f"pausepoint inbox: {exc}", file=sys.stderr)
+        return 2
+
+
+def _serve(args: argparse.Namespace, saver: Any) -> int:
     import uvicorn
 
     from pausepoint.inbox import create_app, new_token
 
-    with _saver(args.db) as saver:
-        if saver is None:
-            return 2
-        graph = _graph_or_none(args.graph, saver)
-        if graph is None:
-            return 2
-        token = args.token or os.environ.get(TOKEN_ENV) or new_token()
-        app = create_app(graph, token=token, poll_seconds=args.poll)
-        _announce(args, graph, token)
-        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
-        server = uvicorn.Server(config)
-        _redact_access_log()
-        server.run()
+    graph = _graph(args.graph, saver)
+    token = args.token or os.environ.get(TOKEN_ENV) or new_token()
+    app = create_app(graph, token=token, poll_seconds=args.poll)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
+    _redact_access_log()
+    _announce(args, token)
+    uvicorn.Server(config).run()
     return 0
 
 
@@ -97,71 +99,27 @@ def _missing_extra() -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _saver(db: str) -> Iterator[Any]:
-    if db.startswith(("postgres://", "postgresql://")):
-        try:
-            from pausepoint.checkpoint.postgres import PostgresSaver
-        except ImportError:
-            print("a PostgreSQL URL needs: pip install 'pausepoint[postgres]'", file=sys.stderr)
-            yield None
-            return
-        with PostgresSaver.from_conn_string(db) as saver:
-            yield saver
-        return
-    if not Path(db).is_file():
-        print(f"no SQLite file at {db!r}: give the file your threads are saved in", file=sys.stderr)
-        yield None
-        return
-    from pausepoint.checkpoint.sqlite import SqliteSaver
+def _graph(spec: str, saver: Any) -> Any:
+    """The graph ``--graph`` names, compiled with ``saver`` (as ``threads resume`` does).
 
-    with SqliteSaver.from_conn_string(db) as saver:
-        yield saver
-
-
-def _graph_or_none(spec: str, saver: Any) -> Any:
-    try:
-        return load_graph(spec, saver)
-    except (ImportError, AttributeError, TypeError, ValueError) as exc:
-        print(f"--graph {spec!r}: {exc}", file=sys.stderr)
-        return None
-
-
-def load_graph(spec: str, saver: Any) -> Any:
-    """The graph ``module:attr`` names, compiled with ``saver``.
-
-    ``attr`` (dotted for a nested name) is a ``StateGraph`` (compiled here), a compiled
-    graph (its copy gets ``saver``), or a function of no arguments returning either.
-    The current directory is importable, as with ``python -m``.
-
-    Raises:
-        ValueError: ``spec`` is not ``module:attr``.
-        ImportError: The module cannot be imported.
-        AttributeError: The module has no such attribute.
-        TypeError: The attribute is no graph.
+    Besides a ``StateGraph`` or a compiled graph, the attribute may be a function of no
+    arguments returning either (``pausepoint.cli.demo_graph:build``).
     """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError("expected MODULE:ATTR, e.g. myapp.graphs:approval")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    target: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        target = getattr(target, part)
-    if callable(target) and not hasattr(target, "compile") and not hasattr(target, "invoke"):
-        target = target()
-    if hasattr(target, "invoke") and hasattr(target, "checkpointer"):
-        graph = copy.copy(target)
-        graph.checkpointer = saver
-        return graph
-    if hasattr(target, "compile"):
-        return target.compile(checkpointer=saver)
-    raise TypeError(f"{type(target).__name__} is not a StateGraph or a compiled graph")
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.state import StateGraph
+
+    target = load_graph(spec)
+    if not isinstance(target, StateGraph | CompiledStateGraph) and callable(target):
+        try:
+            target = target()
+        except TypeError as exc:
+            raise CliError(f"--graph {spec!r} is a function that needs arguments: {exc}") from None
+    return compile_graph(target, saver)
 
 
-def _announce(args: argparse.Namespace, graph: Any, token: str) -> None:
+def _announce(args: argparse.Namespace, token: str) -> None:
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"pausepoint inbox: the questions of graph {graph.name!r} in {args.db}")
+    print(f"pausepoint inbox: the questions waiting in {args.db} (graph {args.graph})")
     print(f"  open http://{host}:{args.port}/?token={token}")
     print("  (the token is the login: the browser keeps it in a cookie; programs send")
     print("   'Authorization: Bearer <token>'. Ctrl-C stops the server.)")

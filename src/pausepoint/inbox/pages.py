@@ -53,6 +53,7 @@ class Pages:
             request,
             template,
             rows=rows,
+            unreadable=[str(e) for e in page.errors],
             more=more,
             first=f"?{_query(base)}" if listing.cursor else None,
             graph=listing.graph or "",

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
 from pausepoint.checkpoint import PendingPage, PendingQuestion
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
+from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.checkpoint.questions import questions_of_head
 from pausepoint.config import RunnableConfig
 from pausepoint.questions import aanswer, answer
-from pausepoint.types import Interrupt, StateSnapshot
+from pausepoint.types import StateSnapshot
 
 __all__ = ["Listing", "Questions", "question_in"]
 
@@ -63,12 +64,6 @@ class Questions:
         self.saver: Any = saver
         self._async = isinstance(saver, AsyncOnlySaver)
 
-    @property
-    def name(self) -> str | None:
-        """The graph's name, as its questions are listed under."""
-        name = getattr(self.graph, "name", None)
-        return name if isinstance(name, str) else None
-
     async def page(self, listing: Listing) -> PendingPage:
         """One page of waiting questions (`list_pending`'s order and cursor)."""
         if self._async:
@@ -79,10 +74,10 @@ class Questions:
         """The question if it still waits at the thread's head; else None."""
         config = _config(thread_id)
         if self._async:
-            snapshot = await self.graph.aget_state(config)
+            head = await self.saver.aget_tuple(config)
         else:
-            snapshot = await _in_thread(lambda: self.graph.get_state(config))
-        return question_in(snapshot, thread_id, question_id, self.name)
+            head = await _in_thread(lambda: self.saver.get_tuple(config))
+        return question_in(head, question_id)
 
     async def history(self, thread_id: str, limit: int = 10) -> list[StateSnapshot]:
         """The thread's newest checkpoints, newest first."""
@@ -109,43 +104,15 @@ async def _in_thread(call: Callable[[], T]) -> T:
 
 
 def _config(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}}
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
-def question_in(
-    snapshot: StateSnapshot, thread_id: str, question_id: str, graph_name: str | None
-) -> PendingQuestion | None:
-    """The waiting question ``question_id`` of a thread's head snapshot, or None."""
-    for intr in snapshot.interrupts:
-        if intr.question_id != question_id:
-            continue
-        task = next((t for t in snapshot.tasks if intr in t.interrupts), None)
-        conf: Mapping[str, Any] = snapshot.config.get("configurable") or {}
-        return PendingQuestion(
-            thread_id=thread_id,
-            checkpoint_ns="",
-            checkpoint_id=str(conf.get("checkpoint_id") or ""),
-            task_id=task.id if task else "",
-            task_name=task.name if task else "",
-            interrupt_id=intr.id,
-            position=intr.position or 0,
-            value=intr.value,
-            response_schema=_attr(intr, "response_schema"),
-            asked_at=_parse_time(snapshot.created_at),
-            deadline=_attr(intr, "deadline"),
-            on_timeout=_attr(intr, "on_timeout"),
-            graph=graph_name,
-            metadata=dict(snapshot.metadata or {}),
-        )
-    return None
+def question_in(head: CheckpointTuple | None, question_id: str) -> PendingQuestion | None:
+    """The waiting question ``question_id`` at a thread's head checkpoint, or None.
 
-
-def _attr(intr: Interrupt, name: str) -> Any:
-    return getattr(intr, name, None)
-
-
-def _parse_time(text: str | None) -> datetime:
-    if not text:
-        return datetime.now(UTC)
-    parsed = datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    Read by the same rules as ``list_pending`` (`questions_of_head`), so a question
+    the list shows is found here until it is answered.
+    """
+    if head is None:
+        return None
+    return next((q for q in questions_of_head(head) if q.question_id == question_id), None)
