@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.inbox import graphs
 
 TOKEN = "test-token-0123456789"

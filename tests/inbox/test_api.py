@@ -7,7 +7,6 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-
 from tests.inbox import graphs
 from tests.inbox.conftest import TOKEN, checkpoint_of
 
@@ -65,7 +64,10 @@ def test_an_invalid_answer_is_422_with_problems_and_changes_nothing(graph: Any, 
 
 def test_a_second_answer_is_a_409_conflict(graph: Any, api: Any) -> None:
     q = graphs.start(graph, "t1", rows=3)
-    assert api.post(url(q, "t1") + "/answer", json={"answer": {"decision": "approve"}}).status_code == 200
+    assert (
+        api.post(url(q, "t1") + "/answer", json={"answer": {"decision": "approve"}}).status_code
+        == 200
+    )
     after = checkpoint_of(graph, "t1")
     late = api.post(url(q, "t1") + "/answer", json={"answer": {"decision": "reject"}})
     assert late.status_code == 409

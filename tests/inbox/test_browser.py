@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from tests.inbox import graphs
 from tests.inbox.conftest import TOKEN, checkpoint_of
 from tests.inbox.server import serve
@@ -92,9 +91,8 @@ def test_answer_a_question_in_the_browser(graph: Any, base: str, context: Any) -
 
 
 def test_the_list_updates_by_itself(graph: Any, base: str, context: Any) -> None:
-    from playwright.sync_api import expect
-
     from pausepoint.questions import answer
+    from playwright.sync_api import expect
 
     page = open_inbox(context, base)
     expect(page.locator(".empty")).to_be_visible()
@@ -131,9 +129,8 @@ def test_two_tabs_answer_one_wins(graph: Any, base: str, context: Any) -> None:
 def test_a_deadline_passes_and_the_sweeper_answers(
     graph: Any, base: str, context: Any, clock: FakeClock
 ) -> None:
-    from playwright.sync_api import expect
-
     from pausepoint.questions import sweep, use_clock
+    from playwright.sync_api import expect
 
     with use_clock(clock):
         graphs.start(graph, "slow", rows=9, minutes=30)

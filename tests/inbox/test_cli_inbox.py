@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.inbox import graphs
+from tests.inbox.server import free_port
 
 from pausepoint.cli import main
 from pausepoint.cli.inbox import _graph
-from tests.inbox import graphs
-from tests.inbox.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

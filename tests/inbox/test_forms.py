@@ -58,8 +58,10 @@ def test_each_json_type_gets_its_input() -> None:
 
 def test_required_and_nullable_come_from_the_schema() -> None:
     fields = {f.path: f for f in form_for(json_schema_of(Order)).root.children}
-    assert fields["$.item"].required and not fields["$.item"].nullable
-    assert not fields["$.note"].required and fields["$.note"].nullable
+    assert fields["$.item"].required
+    assert not fields["$.item"].nullable
+    assert not fields["$.note"].required
+    assert fields["$.note"].nullable
 
 
 def test_no_schema_or_an_unusual_one_is_a_json_textarea() -> None:
@@ -108,7 +110,11 @@ def test_the_approval_shape_gets_decision_buttons() -> None:
 @pytest.mark.parametrize(
     "schema",
     [
-        {"type": "object", "properties": {"decision": {"enum": ["yes", "no"]}}, "required": ["decision"]},
+        {
+            "type": "object",
+            "properties": {"decision": {"enum": ["yes", "no"]}},
+            "required": ["decision"],
+        },
         {"type": "object", "properties": {"decision": {"enum": ["approve", "reject"]}}},
         {"type": "object", "properties": {"verdict": {"enum": ["approve", "reject"]}}},
         {"type": "string"},
@@ -164,14 +170,27 @@ def test_unreadable_inputs_are_problems_at_their_path() -> None:
 
 
 def test_a_fractional_integer_is_refused_and_list_lines_are_numbered() -> None:
-    form = form_for({"type": "object", "properties": {"n": {"type": "integer"}, "xs": {"type": "array", "items": {"type": "number"}}}})
+    form = form_for(
+        {
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer"},
+                "xs": {"type": "array", "items": {"type": "number"}},
+            },
+        }
+    )
     _, problems = read_form(form, {"$.n": ["1.5"], "$.xs": ["1\nx\n3"]})
-    assert [(p.path, p.expected) for p in problems] == [("$.n", "an integer"), ("$.xs[1]", "a number")]
+    assert [(p.path, p.expected) for p in problems] == [
+        ("$.n", "an integer"),
+        ("$.xs[1]", "a number"),
+    ]
 
 
 def test_problems_land_on_the_deepest_field() -> None:
     form = form_for(json_schema_of(Review))
-    problems = answer_problems({"decision": "maybe", "plan": {"rows": "x"}, "other": 1}, json_schema_of(Review))
+    problems = answer_problems(
+        {"decision": "maybe", "plan": {"rows": "x"}, "other": 1}, json_schema_of(Review)
+    )
     by_field, general = problems_by_field(form, problems)
     assert set(by_field) == {"$.decision", "$.plan.rows"}
     assert general == ["$.other: expected nothing (no value is allowed here), got 1"]

@@ -55,7 +55,8 @@ def test_without_token_or_hook_a_token_is_made(graph: Any) -> None:
     from pausepoint.inbox import create_app
 
     app = create_app(graph)
-    assert isinstance(app.state.token, str) and len(app.state.token) >= 32
+    assert isinstance(app.state.token, str)
+    assert len(app.state.token) >= 32
 
 
 def test_the_list_shows_waiting_questions(graph: Any, client: Any) -> None:
@@ -70,7 +71,9 @@ def test_the_list_shows_waiting_questions(graph: Any, client: Any) -> None:
 
 
 def test_values_are_escaped_everywhere(graph: Any, client: Any) -> None:
-    q = graphs.start(graph, "<script>alert(1)</script>", rows=1, request="<script>alert(2)</script>")
+    q = graphs.start(
+        graph, "<script>alert(1)</script>", rows=1, request="<script>alert(2)</script>"
+    )
     for path in ("/", "/rows", page_url(q, "<script>alert(1)</script>")):
         html = client.get(path).text
         assert "<script>alert" not in html, path
@@ -104,11 +107,14 @@ def test_an_invalid_answer_shows_its_problems_and_changes_nothing(graph: Any, cl
     q = graphs.start(graph, "t1", rows=5)
     before = checkpoint_of(graph, "t1")
     csrf = csrf_of(client.get(page_url(q, "t1")).text)
-    sent = client.post(page_url(q, "t1"), data={"csrf": csrf, "$.decision": '"edit"', "$.rows": "lots"})
+    sent = client.post(
+        page_url(q, "t1"), data={"csrf": csrf, "$.decision": '"edit"', "$.rows": "lots"}
+    )
     assert sent.status_code == 422
     assert "The answer was not sent" in sent.text
     field = re.search(r'<div class="field invalid" data-path="\$\.rows">.*?</div>', sent.text, re.S)
-    assert field and "expected an integer" in field.group(0)
+    assert field
+    assert "expected an integer" in field.group(0)
     assert 'value="lots"' in sent.text  # what was typed stays
     # A value the form reads but the schema refuses (a negative count is fine by the
     # schema, an unknown decision is not): the schema's problem, at its field.
@@ -159,7 +165,9 @@ def test_an_untyped_question_takes_json(db_path: Any, tmp_path: Any) -> None:
             assert ok.status_code == 200  # followed the redirect to the list
     with SqliteSaver.from_conn_string(str(tmp_path / "free.sqlite")) as saver:
         graph = graphs.untyped().compile(checkpointer=saver)
-        assert graph.get_state({"configurable": {"thread_id": "n1"}}).values["reply"] == {"ok": [1, 2]}
+        assert graph.get_state({"configurable": {"thread_id": "n1"}}).values["reply"] == {
+            "ok": [1, 2]
+        }
 
 
 def test_the_app_mounts_under_a_path(graph: Any) -> None:
@@ -178,5 +186,9 @@ def test_the_app_mounts_under_a_path(graph: Any) -> None:
         html = c.get("/inbox/").text
         assert f"/inbox{page_url(q, 't1')}" in html
         csrf = csrf_of(c.get(f"/inbox{page_url(q, 't1')}").text)
-        done = c.post(f"/inbox{page_url(q, 't1')}", data={"csrf": csrf, "$.decision": '"approve"'}, follow_redirects=False)
+        done = c.post(
+            f"/inbox{page_url(q, 't1')}",
+            data={"csrf": csrf, "$.decision": '"approve"'},
+            follow_redirects=False,
+        )
         assert done.headers["location"] == "/inbox/?answered=t1"

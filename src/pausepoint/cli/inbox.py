@@ -47,9 +47,7 @@ def add_parser(commands: Any) -> None:
     p.add_argument(
         "--token", help=f"the login token (default: ${TOKEN_ENV}, else a fresh random one)"
     )
-    p.add_argument(
-        "--poll", type=float, default=3.0, metavar="SECONDS", help="list refresh period"
-    )
+    p.add_argument("--poll", type=float, default=3.0, metavar="SECONDS", help="list refresh period")
     p.set_defaults(run=run)
 
 

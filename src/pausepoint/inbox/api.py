@@ -9,6 +9,7 @@ every problem). Examples are in docs/inbox.md.
 from __future__ import annotations
 
 import json
+import typing
 from typing import Any
 
 from starlette.requests import Request
@@ -52,20 +53,14 @@ class Api:
 
     async def answer(self, request: Request) -> JSONResponse:
         """``POST .../answer`` with ``{"answer": value}``: resume the question's thread."""
-        if not self.inbox.guard.csrf_ok(request, request.headers.get("x-csrf-token")):
-            why = "send 'Authorization: Bearer <token>' (or, from the inbox page, X-CSRF-Token)"
-            return _error(403, "csrf", why)
-        try:
-            body: Any = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(400, "bad_body", f"the body is not JSON: {exc}")
-        if not isinstance(body, dict) or "answer" not in body:
-            return _error(400, "bad_body", 'send a JSON object {"answer": <value>}')
+        body = await self._body(request)
+        if isinstance(body, JSONResponse):
+            return body
         q = await self.inbox.questions.get(*_ids(request))
         if q is None:
             return _not_waiting(409)
         try:
-            result = await self.inbox.questions.answer(q, body["answer"])
+            result = await self.inbox.questions.answer(q, body)
         except InvalidAnswerError as exc:
             problems = [
                 {"path": p.path, "expected": p.expected, "got": p.got} for p in exc.problems
@@ -83,6 +78,19 @@ class Api:
                 "result": jsonable(result),
             }
         )
+
+    async def _body(self, request: Request) -> Any:
+        """The answer a POST sends, or the error response saying why it cannot be read."""
+        if not self.inbox.guard.csrf_ok(request, request.headers.get("x-csrf-token")):
+            why = "send 'Authorization: Bearer <token>' (or, from the inbox page, X-CSRF-Token)"
+            return _error(403, "csrf", why)
+        try:
+            body: Any = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(400, "bad_body", f"the body is not JSON: {exc}")
+        if not isinstance(body, dict) or "answer" not in body:
+            return _error(400, "bad_body", 'send a JSON object {"answer": <value>}')
+        return typing.cast("dict[str, Any]", body)["answer"]
 
 
 def _ids(request: Request) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -30,8 +31,9 @@ def templates() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.globals["summary"] = summary
-    env.globals["as_json"] = json.dumps
+    shared = typing.cast("dict[str, Any]", env.globals)
+    shared["summary"] = summary
+    shared["as_json"] = json.dumps
     return env
 
 

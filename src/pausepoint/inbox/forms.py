@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -131,9 +132,9 @@ def _field(
     kind = _scalar_kind(node)
     if kind is not None:
         return Field(kind=kind, **common)
-    if _type_of(node) == "object" and isinstance(node.get("properties"), dict):
-        if depth < MAX_DEPTH:
-            return _group(node, common, root, depth)
+    is_object = _type_of(node) == "object" and isinstance(node.get("properties"), dict)
+    if is_object and depth < MAX_DEPTH:
+        return _group(node, common, root, depth)
     if _type_of(node) == "array":
         listed = _list_field(node, common, root)
         if listed is not None:
@@ -141,10 +142,8 @@ def _field(
     return Field(kind="json", **common)
 
 
-def _group(
-    node: dict[str, Any], common: dict[str, Any], root: dict[str, Any], depth: int
-) -> Field:
-    required = set(node.get("required") or ())
+def _group(node: dict[str, Any], common: dict[str, Any], root: dict[str, Any], depth: int) -> Field:
+    required = {str(name) for name in node.get("required") or ()}
     props: dict[str, Any] = node["properties"]
     path = str(common["path"])
     children = tuple(
@@ -171,24 +170,28 @@ def _list_field(node: dict[str, Any], common: dict[str, Any], root: dict[str, An
 
 def _unwrap(schema: Any, root: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """The schema a field edits (``$ref`` followed), and whether ``null`` is allowed too."""
-    node: Any = schema
+    found: Any = schema
     for _ in range(20):  # a $ref chain; a cycle is left to the JSON textarea
-        if not (isinstance(node, dict) and "$ref" in node):
+        if not (isinstance(found, dict) and "$ref" in found):
             break
-        node = resolve(node["$ref"], root, "$")  # pyright: ignore[reportUnknownArgumentType]
-    if not isinstance(node, dict):
+        found = resolve(typing.cast("dict[str, Any]", found)["$ref"], root, "$")
+    if not isinstance(found, dict):
         return {}, False
-    node = dict(node)  # pyright: ignore[reportUnknownArgumentType]
-    options = node.get("anyOf") or node.get("oneOf")
-    if isinstance(options, list) and len(options) == 2:  # pyright: ignore[reportUnknownArgumentType]
-        rest = [o for o in options if o != {"type": "null"}]  # pyright: ignore[reportUnknownVariableType]
-        if len(rest) == 1:  # Optional[X]: edit X, an empty input gives null
+    node = dict(typing.cast("dict[str, Any]", found))
+    options: Any = node.get("anyOf") or node.get("oneOf")
+    if isinstance(options, list):
+        rest = [o for o in typing.cast("list[Any]", options) if o != {"type": "null"}]
+        if len(rest) == 1 and len(typing.cast("list[Any]", options)) == 2:
+            # Optional[X]: edit X; an empty input gives null
             inner, _ = _unwrap(rest[0], root)
-            return {**{k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}, **inner}, True
-    kinds = node.get("type")
-    if isinstance(kinds, list) and "null" in kinds and len(kinds) == 2:  # pyright: ignore[reportUnknownArgumentType]
-        node["type"] = next(k for k in kinds if k != "null")  # pyright: ignore[reportUnknownVariableType]
-        return node, True
+            outer = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+            return {**outer, **inner}, True
+    kinds: Any = node.get("type")
+    if isinstance(kinds, list):
+        others = [k for k in typing.cast("list[Any]", kinds) if k != "null"]
+        if len(others) == 1 and len(typing.cast("list[Any]", kinds)) == 2:
+            node["type"] = others[0]
+            return node, True
     return node, False
 
 
@@ -287,7 +290,9 @@ def _read_text(field: Field, text: str, problems: list[AnswerProblem]) -> Any:
             try:
                 return json.loads(text)
             except json.JSONDecodeError as exc:
-                problems.append(AnswerProblem(field.path, "JSON text", f"{exc.msg} ({text[:40]!r})"))
+                problems.append(
+                    AnswerProblem(field.path, "JSON text", f"{exc.msg} ({text[:40]!r})")
+                )
                 return None
         case _:
             return _scalar(field, text, field.path, problems)

@@ -45,6 +45,10 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in items}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in cast("list[Any]", value)]
+    return _jsonable_object(value)
+
+
+def _jsonable_object(value: Any) -> Any:
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, enum.Enum):
@@ -57,7 +61,7 @@ def jsonable(value: Any) -> Any:
         return jsonable(dump(mode="json"))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    return repr(value)
+    return repr(cast("object", value))
 
 
 def pretty(value: Any) -> str:
@@ -105,7 +109,9 @@ def _duration(seconds: int) -> str:
 
 def question_path(root: str, q: PendingQuestion) -> str:
     """The question's page, under the inbox's root path."""
-    return f"{root}/threads/{quote(q.thread_id, safe='')}/questions/{quote(q.question_id, safe=':')}"
+    return (
+        f"{root}/threads/{quote(q.thread_id, safe='')}/questions/{quote(q.question_id, safe=':')}"
+    )
 
 
 def question_json(q: PendingQuestion, root: str) -> dict[str, Any]:

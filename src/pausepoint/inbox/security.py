@@ -117,6 +117,7 @@ class GuardMiddleware:
         self.guard = guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI call: refuse, log in, or pass on with the headers added."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -155,7 +156,9 @@ class GuardMiddleware:
         target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
         response = RedirectResponse(target, status_code=303)
         token = self.guard.token or ""
-        response.headers.append("set-cookie", _cookie(self.guard.token_cookie, token, request.scope))
+        response.headers.append(
+            "set-cookie", _cookie(self.guard.token_cookie, token, request.scope)
+        )
         response.headers["referrer-policy"] = "no-referrer"
         return response
 
