@@ -65,7 +65,7 @@ def test_the_server_prints_the_token_once_and_never_logs_it(graph: Any, db_path:
     graphs.start(graph, "t1", rows=2)
     port, token = free_port(), "cli-token-9f8e7d6c5b4a"
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
-    command = [sys.executable, "-m", "pausepoint", "inbox", "--db", str(db_path)]
+    command = [sys.executable, "-m", "pausepoint.cli", "inbox", "--db", str(db_path)]
     command += ["--graph", "tests.inbox.graphs:approval", "--port", str(port), "--token", token]
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

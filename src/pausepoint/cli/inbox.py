@@ -79,7 +79,10 @@ def _serve(args: argparse.Namespace, saver: Any) -> int:
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
     _redact_access_log()
     _announce(args, token)
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run()
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C once it has shut down
+        print("pausepoint inbox: stopped")
     return 0
 
 
@@ -132,12 +135,19 @@ class RedactToken(logging.Filter):
     _TOKEN = re.compile(r"(token=)[^&\s\"']+")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Rewrite the record's message with every token replaced by ``***``."""
-        message = record.getMessage()
-        if "token=" in message:
-            record.msg = self._TOKEN.sub(r"\1***", message)
-            record.args = None
+        """Rewrite the record's message and arguments with each token replaced by ``***``."""
+        # uvicorn's access formatter reads the arguments (client, method, path, ...),
+        # so they are redacted one by one and keep their shape.
+        if isinstance(record.msg, str):
+            record.msg = self._redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._redact(a) for a in record.args)
         return True
+
+    def _redact(self, value: Any) -> Any:
+        if isinstance(value, str) and "token=" in value:
+            return self._TOKEN.sub(r"\1***", value)
+        return value
 
 
 def _redact_access_log() -> None:
