@@ -31,9 +31,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with SqliteSaver.from_conn_string(str(Path(tmp) / "inbox.sqlite")) as saver:
             graph = graphs.approval().compile(checkpointer=saver, name="cleanup")
-            graphs.start(graph, "ticket-4411", request="Inactive users", rows=1204, minutes=240)
-            graphs.start(graph, "ticket-4415", request="Staging leftovers", rows=88)
-            graphs.start(graph, "ticket-4420", request="Old orders", rows=52310, minutes=45)
+            for thread, name, request, rows, minutes in [
+                ("ticket-4411", "cleanup", "Inactive users", 1204, 240),
+                ("ticket-4415", "cleanup", "Staging leftovers", 88, None),
+                ("ticket-4420", "archive", "Old orders", 52310, 45),
+            ]:
+                graphs.start(
+                    graph, thread, graph_id=name, request=request, rows=rows, minutes=minutes
+                )
             with serve(create_app(graph, token=TOKEN)) as base, chromium() as browser:
                 page = browser.new_page(viewport={"width": 1100, "height": 420})
                 page.goto(f"{base}/?token={TOKEN}")

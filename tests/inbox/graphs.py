@@ -89,8 +89,14 @@ def build(kind: Kind = "approval") -> StateGraph:
     return approval() if kind == "approval" else untyped()
 
 
-def start(graph: Any, thread: str, **state: Any) -> Any:
-    """Run a new thread until it asks; return its question (an Interrupt)."""
-    out = graph.invoke(state, {"configurable": {"thread_id": thread}})
+def start(graph: Any, thread: str, *, graph_id: str | None = None, **state: Any) -> Any:
+    """Run a new thread until it asks; return its question (an Interrupt).
+
+    ``graph_id`` goes into the checkpoint metadata: the name the inbox lists it under.
+    """
+    config: dict[str, Any] = {"configurable": {"thread_id": thread}}
+    if graph_id:
+        config["metadata"] = {"graph_id": graph_id}
+    out = graph.invoke(state, config)
     (question,) = out["__interrupt__"]
     return question
