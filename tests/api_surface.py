@@ -42,6 +42,8 @@ PAGES: dict[str, str] = {
     "pausepoint.checkpoint.questions": "checkpoint.questions",
     "pausepoint.serde": "serde",
     "pausepoint.testing": "testing",
+    "pausepoint.questions": "questions",
+    "pausepoint.response_schema": "response_schema",
     "pausepoint.inbox": "inbox",
 }
 
@@ -71,7 +73,6 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.update_steps": "bulk_update_state internals",
     "pausepoint.graph.validate": "compile() internals",
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
-    "pausepoint.response_schema": "typed answers (issue 20): not yet taken by interrupt()",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "the running task's context",
     "pausepoint.serde.*": "serializer internals; pausepoint.serde re-exports the public names",

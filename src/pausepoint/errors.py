@@ -19,7 +19,9 @@ The tree:
         │   ├── UnknownInterruptIdError
         │   ├── NothingToResumeError
         │   ├── AmbiguousResumeError (RuntimeError too, LangGraph's type)
-        │   └── AlreadyAnsweredError a different answer to a question already answered
+        │   ├── AlreadyAnsweredError a different answer to a question already answered
+        │   └── InvalidAnswerError   an answer its question's response schema refuses
+        ├── DeadlineExpiredError     (TimeoutError too) a question's deadline passed
         ├── ThreadBusyError          another run is advancing the thread (single writer)
         ├── InvalidCommandError      (InvalidUpdateError and ValueError too)
         ├── UnknownBranchError       (InvalidUpdateError and KeyError too) a path_map miss
@@ -40,6 +42,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import datetime
+
+    from pausepoint.response_schema import AnswerProblem
     from pausepoint.types import Command, Interrupt
 
 __all__ = [
@@ -47,12 +52,14 @@ __all__ = [
     "AmbiguousResumeError",
     "CheckpointDecodeError",
     "CheckpointerRequiredError",
+    "DeadlineExpiredError",
     "EmptyChannelError",
     "EmptyInputError",
     "GraphBubbleUp",
     "GraphInterrupt",
     "GraphRecursionError",
     "GraphValidationError",
+    "InvalidAnswerError",
     "InvalidCommandError",
     "InvalidUpdateError",
     "NodeInterrupt",
@@ -225,6 +232,57 @@ class AlreadyAnsweredError(ResumeError):
             "the run with it (so does invoke(None)); to replace the stored answer, send "
             "Command(resume=Reanswer(value)) (pausepoint.types.Reanswer), or a map "
             "{interrupt_id: Reanswer(value)}."
+        )
+
+
+class InvalidAnswerError(ResumeError):
+    """An answer that its question's ``response_schema`` refuses; nothing was written.
+
+    The question still waits: send a corrected answer. The answer is checked as
+    sent (JSON-shaped values), before anything is stored.
+
+    Attributes:
+        interrupt: The question (its value, id and ``response_schema``).
+        given: The refused answer.
+        problems: Every problem found, each an
+            [`AnswerProblem`][pausepoint.response_schema.AnswerProblem] with ``path``
+            (``$.items[0].qty``), ``expected`` and ``got``.
+    """
+
+    def __init__(self, interrupt: Interrupt, given: Any, problems: Sequence[AnswerProblem]) -> None:
+        self.interrupt = interrupt
+        self.given = given
+        self.problems = list(problems)
+        listed = "".join(f"\n  - {p}" for p in self.problems)
+        super().__init__(
+            f"the answer {given!r} to interrupt {interrupt.id!r} ({interrupt.value!r}) does "
+            f"not match the question's response_schema, so it was refused and nothing was "
+            f"written; the question still waits. Problems:{listed}\nSend an answer that "
+            "fixes them (Interrupt.response_schema is the schema, as JSON Schema)."
+        )
+
+
+class DeadlineExpiredError(PausepointError, TimeoutError):
+    """Raised by ``interrupt()`` when its question's deadline passed with ``on_timeout="fail"``.
+
+    The sweeper (`pausepoint.questions.sweep`) stored the timeout as the question's
+    answer; the node may catch this error and go on (e.g. escalate), otherwise its
+    task fails after the answer, as `get_state` shows. Also a ``TimeoutError``, so
+    the default retry policy does not retry it.
+
+    Attributes:
+        deadline: The question's deadline (aware, UTC).
+        swept_at: The sweeper's time when it expired the question.
+    """
+
+    def __init__(self, deadline: datetime.datetime, swept_at: datetime.datetime) -> None:
+        self.deadline = deadline
+        self.swept_at = swept_at
+        super().__init__(
+            f"the question's deadline {deadline.isoformat()} passed (expired by the sweeper "
+            f"at {swept_at.isoformat()}) and its on_timeout is 'fail'. Catch "
+            "DeadlineExpiredError around interrupt() to handle it in the node, or give the "
+            "question on_timeout=TimeoutAnswer(value) to answer a default instead."
         )
 
 

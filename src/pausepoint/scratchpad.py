@@ -14,9 +14,10 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pausepoint._asking import ask
 from pausepoint.errors import GraphInterrupt
 from pausepoint.running import TASK, current_task, outside_run
-from pausepoint.types import Interrupt
+from pausepoint.types import Interrupt, TimedOut
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
@@ -209,13 +210,21 @@ class TaskContext:
         """
         return None
 
-    def interrupt(self, value: Any) -> Any:
-        """``interrupt(value)`` for this task; see `pausepoint.types.interrupt`."""
+    def interrupt(
+        self, value: Any, schema: Any = None, deadline: Any = None, on_timeout: Any = None
+    ) -> Any:
+        """``interrupt(value, ...)`` for this task; see `pausepoint.types.interrupt`."""
         idx = self.scratchpad.next_interrupt_index()
         resume = self.scratchpad.resume
         if idx < len(resume):
-            return resume[idx]
-        if (carried := self.carried_answer(value, idx)) is not None:
-            resume.append(carried[0])
-            return carried[0]
-        raise GraphInterrupt((Interrupt.from_ns(value, self.checkpoint_ns, idx),), position=idx)
+            answer = resume[idx]
+        elif (carried := self.carried_answer(value, idx)) is not None:
+            answer = carried[0]
+            resume.append(answer)
+        else:
+            question = Interrupt.from_ns(value, self.checkpoint_ns, idx)
+            if schema is not None or deadline is not None or on_timeout is not None:
+                question = ask(question, schema, deadline, on_timeout)
+            raise GraphInterrupt((question,), position=idx)
+        # The sweeper's answer to an expired question: its default, or the error.
+        return answer.outcome() if type(answer) is TimedOut else answer

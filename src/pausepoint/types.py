@@ -7,6 +7,7 @@ the machinery that acts on it lives in `pausepoint.loop`.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from typing import (
@@ -52,6 +53,8 @@ __all__ = [
     "StreamPart",
     "StreamWriter",
     "TasksStreamPart",
+    "TimedOut",
+    "TimeoutAnswer",
     "UpdatesStreamPart",
     "ValuesStreamPart",
     "default_retry_on",
@@ -91,6 +94,17 @@ class Interrupt:
     position: int | None = dataclasses.field(default=None, compare=False, repr=False)
     """pausepoint's own: which ``interrupt()`` call of its task asked it (0 for the
     first), when known. Not compared and not shown: LangGraph has no such field."""
+    response_schema: dict[str, Any] | None = dataclasses.field(
+        default=None, compare=False, repr=False
+    )
+    """pausepoint's own: the JSON Schema the answer must match, or None (any answer).
+    Stored with the question, so every process sees it (`interrupt`'s
+    ``response_schema``)."""
+    deadline: datetime.datetime | None = dataclasses.field(default=None, compare=False, repr=False)
+    """pausepoint's own: when the question expires (aware, UTC), or None."""
+    on_timeout: Any = dataclasses.field(default=None, compare=False, repr=False)
+    """pausepoint's own: what the sweeper does once the deadline passed: ``"fail"``, a
+    `TimeoutAnswer`, or None (nothing)."""
 
     def __init__(
         self,
@@ -99,6 +113,9 @@ class Interrupt:
         *,
         position: int | None = None,
         ns: Sequence[str] | None = None,
+        response_schema: dict[str, Any] | None = None,
+        deadline: datetime.datetime | None = None,
+        on_timeout: Any = None,
     ) -> None:
         self.value = value
         # ``ns`` is LangGraph's deprecated way to give the task namespace's parts: the
@@ -107,11 +124,27 @@ class Interrupt:
             id = xxh3_128_hexdigest("|".join(ns).encode())
         self.id = id
         self.position = position
+        self.response_schema = response_schema
+        self.deadline = deadline
+        self.on_timeout = on_timeout
 
     @classmethod
     def from_ns(cls, value: Any, ns: str, position: int | None = None) -> Interrupt:
         """Build the interrupt of the task whose checkpoint namespace is ``ns``."""
         return cls(value=value, id=xxh3_128_hexdigest(ns.encode()), position=position)
+
+    def with_terms(
+        self, schema: dict[str, Any] | None, deadline: datetime.datetime | None, on_timeout: Any
+    ) -> Interrupt:
+        """A copy of this question with the given schema, deadline and timeout policy."""
+        return Interrupt(
+            self.value,
+            self.id,
+            position=self.position,
+            response_schema=schema,
+            deadline=deadline,
+            on_timeout=on_timeout,
+        )
 
     @property
     def question_id(self) -> str:
@@ -152,6 +185,51 @@ class Reanswer:
     """
 
     value: Any
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class TimeoutAnswer:
+    """The answer a question gets when its deadline passes: ``on_timeout=TimeoutAnswer(v)``.
+
+    Checked against the question's ``response_schema`` when ``interrupt()`` is called,
+    so a default that the question would refuse fails at once, not at expiry.
+    """
+
+    value: Any
+
+
+@final
+@dataclasses.dataclass(frozen=True, slots=True)
+class TimedOut:
+    """The answer the sweeper stores for a question whose deadline passed.
+
+    ``interrupt()`` never returns it: it returns the `TimeoutAnswer`'s value, or
+    raises [`DeadlineExpiredError`][pausepoint.errors.DeadlineExpiredError] for
+    ``on_timeout="fail"``. It shows in a snapshot's ``PregelTask.answered`` (who
+    answered, and when). Every sweep stores a new one (``sweep_id``), so a second
+    sweeper's answer to the same question is refused
+    (`AlreadyAnsweredError`) and writes nothing: two sweepers act once.
+
+    Attributes:
+        deadline: The question's deadline.
+        on_timeout: ``"fail"`` or the `TimeoutAnswer` it gave.
+        swept_at: The sweeper's "now" (aware, UTC).
+        sweep_id: A fresh id per sweeper action.
+    """
+
+    deadline: datetime.datetime
+    on_timeout: Any
+    swept_at: datetime.datetime
+    sweep_id: str
+
+    def outcome(self) -> Any:
+        """What ``interrupt()`` returns for this answer (or the error it raises)."""
+        if isinstance(self.on_timeout, TimeoutAnswer):
+            return self.on_timeout.value
+        from pausepoint.errors import DeadlineExpiredError
+
+        raise DeadlineExpiredError(self.deadline, self.swept_at)
 
 
 @final
@@ -450,7 +528,13 @@ StreamPart = (
 """One part of a ``version="v2"`` stream: a dict whose ``type`` names its stream mode."""
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(
+    value: Any,
+    *,
+    response_schema: Any = None,
+    deadline: datetime.timedelta | datetime.datetime | None = None,
+    on_timeout: Literal["fail"] | TimeoutAnswer | None = None,
+) -> Any:
     """Pause the running task and ask the caller for a value.
 
     The first time it runs, ``interrupt`` saves ``value`` in the checkpoint and stops
@@ -466,12 +550,31 @@ def interrupt(value: Any) -> Any:
 
     Args:
         value: Any serializable value describing what is asked.
+        response_schema: What the answer must look like (pausepoint's own): a
+            TypedDict, a dataclass, a pydantic model or a JSON Schema dict, stored as
+            JSON Schema with the question (`Interrupt.response_schema`). A resume
+            that does not match is refused with
+            [`InvalidAnswerError`][pausepoint.errors.InvalidAnswerError] before
+            anything is written. The answer is returned as sent (JSON-shaped: a dict,
+            not the dataclass or model); build the class from it in the node.
+        deadline: When the question expires (pausepoint's own): an aware
+            ``datetime``, or a ``timedelta`` from when the question is first asked
+            (asking it again on a re-run keeps the first deadline).
+        on_timeout: What the sweeper (`pausepoint.questions.sweep`) does once the
+            deadline passed: ``TimeoutAnswer(v)`` answers ``v`` (checked against the
+            schema now), ``"fail"`` makes this call raise
+            [`DeadlineExpiredError`][pausepoint.errors.DeadlineExpiredError]; None
+            (the default) does nothing.
 
     Returns:
         The resume value for this call.
 
     Raises:
         GraphInterrupt: To pause (never catch it: it is a ``BaseException``).
+        DeadlineExpiredError: The deadline passed and ``on_timeout="fail"``.
         RuntimeError: When called outside a running graph node.
+        TypeError: A ``response_schema`` with no JSON form.
+        ValueError: A malformed schema, a naive ``datetime`` deadline, an
+            ``on_timeout`` without a deadline, or a default answer the schema refuses.
     """
-    return current_task("interrupt()").interrupt(value)
+    return current_task("interrupt()").interrupt(value, response_schema, deadline, on_timeout)

@@ -194,7 +194,15 @@ def is_frozen(value: Any) -> bool:
 
 
 def is_frozen_interrupt(value: Any) -> bool:
-    return type(value) is Interrupt and type(value.id) is str and is_frozen(value.value)
+    # A question with terms (schema, deadline) is encoded: the pairs keep no terms.
+    return (
+        type(value) is Interrupt
+        and type(value.id) is str
+        and is_frozen(value.value)
+        and value.response_schema is None
+        and value.deadline is None
+        and value.on_timeout is None
+    )
 
 
 class Interrupts(tuple[tuple[Any, str], ...]):

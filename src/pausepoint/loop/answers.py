@@ -20,11 +20,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pausepoint._asking import check_answer
 from pausepoint.errors import AlreadyAnsweredError, ResumeError
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.types import Answer, Interrupt, Reanswer
 
-__all__ = ["PAST", "bind_answer", "drop_consumed", "plan_answers", "stored_answers"]
+__all__ = [
+    "PAST",
+    "bind_answer",
+    "check_schemas",
+    "drop_consumed",
+    "plan_answers",
+    "stored_answers",
+]
 
 
 PAST: list[Any] = []
@@ -131,6 +139,29 @@ def plan_answers(
         question = next(i for i in rec.interrupts if i.id in values)
         bind_answer(rec, question, values[question.id], (positions or {}).get(question.id))
     return planned
+
+
+def check_schemas(
+    values: Mapping[str, Any], positions: Mapping[str, int], records: Mapping[str, TaskRecord]
+) -> None:
+    """Refuse answers that their questions' response schemas refuse, before any write.
+
+    Every waiting question an answer goes to is checked, a subgraph's too (its
+    parent's record holds it): an answer naming another position (by question id)
+    is not for this question, and `bind_answer` decides about it.
+
+    Raises:
+        InvalidAnswerError: The first refused answer, with all its problems.
+    """
+    for rec in records.values():
+        if rec.done:
+            continue
+        for question in rec.interrupts:
+            if question.response_schema is None or question.id not in values:
+                continue
+            at = positions.get(question.id)
+            if at is None or question.position is None or at == question.position:
+                check_answer(question, values[question.id])
 
 
 def drop_consumed(resume: Mapping[str, Any], records: Mapping[str, TaskRecord]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from pausepoint.errors import (
     NothingToResumeError,
 )
 from pausepoint.loop import emit as out
-from pausepoint.loop.answers import drop_consumed, plan_answers
+from pausepoint.loop.answers import check_schemas, drop_consumed, plan_answers
 from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
 from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
@@ -247,6 +247,8 @@ def check_answers(run: _Run, resume: Any) -> None:
     run.answered = plan_answers(
         run.current_tasks(), run.records, run.resume.values, run.owners, run.resume.positions
     )
+    # After the conflicts: a stale answer is reported as answered, not as malformed.
+    check_schemas(run.resume.values, run.resume.positions, run.records)
 
 
 def reported_interrupts(run: _Run) -> tuple[list[Interrupt], set[str]]:

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
+from pausepoint._asking import keep_first_deadlines
 from pausepoint.channels import Channel
 from pausepoint.checkpoint.base import (
     Checkpoint,
@@ -514,9 +515,9 @@ class _Run:
         elif isinstance(err, GraphInterrupt):
             # An empty interrupt is a subgraph's static breakpoint: it pauses us too.
             self.pausing = True
-            found = with_ids(err.interrupts, task.ns)
-            interrupts.extend(found)
             rec = self.records.setdefault(task.id, TaskRecord())
+            found = keep_first_deadlines(rec.interrupts, with_ids(err.interrupts, task.ns))
+            interrupts.extend(found)
             rec.interrupts = found
             saved: list[tuple[str, Any]] = [
                 (INTERRUPT, found),

@@ -22,7 +22,7 @@ from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde.encoder import TAG
 from pausepoint.serde.registry import ClassCodec, TypeRegistry
 from pausepoint.serde.stored_error import StoredError
-from pausepoint.types import Command, Interrupt, Overwrite, Send
+from pausepoint.types import Command, Interrupt, Overwrite, Send, TimedOut, TimeoutAnswer
 
 __all__ = ["make_object_hook"]
 
@@ -63,7 +63,67 @@ def _dict(pairs: list[list[Any]]) -> dict[Any, Any]:
 
 
 def _interrupt(p: list[Any]) -> Interrupt:
-    return Interrupt(value=p[0], id=str(p[1]))
+    if len(p) == 2:  # LangGraph's form: a question with no terms
+        return Interrupt(value=p[0], id=str(p[1]))
+    value, iid, terms = p
+    if not isinstance(terms, dict) or not terms or set(terms) - _TERMS:  # pyright: ignore[reportUnknownArgumentType]
+        raise CheckpointDecodeError(
+            f"stored interrupt {iid!r} has malformed terms {terms!r}: expected an object "
+            f"with some of the keys {sorted(_TERMS)!r}"
+        )
+    known = cast(dict[str, Any], terms)
+    schema = known.get("schema")
+    if schema is not None and not isinstance(schema, dict):
+        raise CheckpointDecodeError(f"stored interrupt {iid!r} has a schema that is not an object")
+    return Interrupt(
+        value=value,
+        id=str(iid),
+        response_schema=cast(dict[str, Any] | None, schema),
+        deadline=_utc(known.get("deadline"), iid),
+        on_timeout=_policy(known.get("on_timeout"), iid),
+    )
+
+
+_TERMS = frozenset({"schema", "deadline", "on_timeout"})
+
+
+def _utc(stored: Any, iid: Any) -> datetime.datetime | None:
+    if stored is None:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(stored)
+    except (TypeError, ValueError):
+        moment = None
+    if moment is None or moment.utcoffset() is None:
+        raise CheckpointDecodeError(
+            f"stored interrupt {iid!r} has deadline {stored!r}, not an ISO 8601 time with an offset"
+        )
+    return moment.astimezone(datetime.UTC)
+
+
+def _policy(stored: Any, iid: Any) -> Any:
+    if stored is None or stored == "fail":
+        return stored
+    if isinstance(stored, dict) and set(stored) == {"answer"}:  # pyright: ignore[reportUnknownArgumentType]
+        return TimeoutAnswer(cast(dict[str, Any], stored)["answer"])
+    raise CheckpointDecodeError(
+        f"stored interrupt {iid!r} has on_timeout {stored!r}: expected 'fail' or "
+        '{"answer": value}'
+    )
+
+
+def _timed_out(p: list[Any]) -> TimedOut:
+    deadline, policy, swept_at, sweep_id = p
+    return TimedOut(
+        deadline=_utc(deadline, "(timed out)") or _missing("deadline"),
+        on_timeout=_policy(policy, "(timed out)"),
+        swept_at=_utc(swept_at, "(timed out)") or _missing("swept_at"),
+        sweep_id=str(sweep_id),
+    )
+
+
+def _missing(what: str) -> datetime.datetime:
+    raise CheckpointDecodeError(f"a stored timed-out answer lacks its {what}")
 
 
 def _error(p: list[Any]) -> StoredError:
@@ -90,6 +150,7 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
     "pureposixpath": pathlib.PurePosixPath,
     "purewindowspath": pathlib.PureWindowsPath,
     "interrupt": _interrupt,
+    "timedout": _timed_out,
     "send": lambda p: Send(str(p[0]), p[1]),
     "overwrite": Overwrite,
     "command": _command,

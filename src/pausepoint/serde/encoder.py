@@ -21,7 +21,7 @@ from typing import Any
 from pausepoint.serde.plain import PLAIN_FROM, TAG, is_plain_json
 from pausepoint.serde.registry import ClassCodec, TypeRegistry, type_name
 from pausepoint.serde.stored_error import StoredError
-from pausepoint.types import Command, Interrupt, Overwrite, Send
+from pausepoint.types import Command, Interrupt, Overwrite, Send, TimedOut, TimeoutAnswer
 
 __all__ = ["TAG", "Encoder", "Unencodable"]
 
@@ -64,6 +64,37 @@ def _timezone(_e: Encoder, tz: datetime.timezone) -> dict[str, Any]:
     return _tagged("timezone", [_timedelta(tz.utcoffset(None)), tz.tzname(None)])
 
 
+def _interrupt(e: Encoder, x: Interrupt) -> dict[str, Any]:
+    """``[value, id]``, and a third element with the question's terms when it has any."""
+    if x.response_schema is None and x.deadline is None and x.on_timeout is None:
+        return _tagged("interrupt", [e.encode(x.value), x.id])  # LangGraph's form
+    terms: dict[str, Any] = {}
+    if x.response_schema is not None:
+        terms["schema"] = e.encode(x.response_schema)  # JSON: itself, unless a key is TAG
+    if x.deadline is not None:
+        terms["deadline"] = _utc_iso(x.deadline)
+    if x.on_timeout is not None:
+        terms["on_timeout"] = _on_timeout(e, x.on_timeout)
+    return _tagged("interrupt", [e.encode(x.value), x.id, terms])
+
+
+def _utc_iso(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).isoformat()
+
+
+def _on_timeout(e: Encoder, policy: Any) -> Any:
+    if isinstance(policy, TimeoutAnswer):
+        return {"answer": e.encode(policy.value)}
+    if policy != "fail":
+        raise Unencodable(policy)
+    return "fail"
+
+
+def _timed_out(e: Encoder, x: TimedOut) -> dict[str, Any]:
+    policy = _on_timeout(e, x.on_timeout)
+    return _tagged("timedout", [_utc_iso(x.deadline), policy, _utc_iso(x.swept_at), x.sweep_id])
+
+
 def _exception(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, StoredError):
         return _tagged("error", [exc.type_name, exc.message])
@@ -93,7 +124,8 @@ _BUILTINS: dict[type, _Builtin] = {
     type(pathlib.Path()): lambda _e, x: _tagged("path", str(x)),
     pathlib.PurePosixPath: lambda _e, x: _tagged("pureposixpath", str(x)),
     pathlib.PureWindowsPath: lambda _e, x: _tagged("purewindowspath", str(x)),
-    Interrupt: lambda e, x: _tagged("interrupt", [e.encode(x.value), x.id]),
+    Interrupt: _interrupt,
+    TimedOut: _timed_out,
     Send: lambda e, x: _tagged("send", [x.node, e.encode(x.arg)]),
     Overwrite: lambda e, x: _tagged("overwrite", e.encode(x.value)),
     Command: lambda e, x: _tagged(

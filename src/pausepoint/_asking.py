@@ -1,0 +1,117 @@
+"""What a question says about its answer: its schema, deadline and timeout policy.
+
+``interrupt(value, response_schema=..., deadline=..., on_timeout=...)`` hands them
+over as given; `ask` checks and resolves them only when the question is asked (a
+call that returns a stored answer pays nothing). The loop keeps a re-asked
+question's first deadline (`keep_first_deadlines`) and checks each answer against
+its question's schema before anything is written (`check_answer`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from typing import Any
+
+from pausepoint._clock import as_utc, utc_now
+from pausepoint.errors import InvalidAnswerError
+from pausepoint.response_schema import JsonSchema, answer_problems, json_schema_of
+from pausepoint.types import Interrupt, Reanswer, TimedOut, TimeoutAnswer
+
+__all__ = ["ask", "check_answer", "keep_first_deadlines"]
+
+
+def ask(question: Interrupt, schema: Any, deadline: Any, on_timeout: Any) -> Interrupt:
+    """``question`` with the terms ``interrupt()`` was given, checked and resolved.
+
+    A ``timedelta`` deadline is resolved against the clock (`utc_now`) now.
+
+    Raises:
+        TypeError: A schema with no JSON form, or a deadline of another type.
+        ValueError: A malformed schema, a naive deadline, an ``on_timeout`` without a
+            deadline or not ``"fail"``/`TimeoutAnswer`, or a default answer the
+            schema refuses.
+    """
+    json_schema = None if schema is None else json_schema_of(schema)
+    when = _deadline(deadline)
+    _check_on_timeout(on_timeout, when, json_schema)
+    return question.with_terms(json_schema, when, on_timeout)
+
+
+def _deadline(given: Any) -> datetime.datetime | None:
+    if given is None:
+        return None
+    if isinstance(given, datetime.datetime):
+        return as_utc(given, "interrupt(deadline=...)")
+    if isinstance(given, datetime.timedelta):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return utc_now() + given
+    raise TypeError(
+        f"interrupt(deadline=...) takes a timedelta or an aware datetime, got "
+        f"{type(given).__name__} {given!r}"
+    )
+
+
+def _check_on_timeout(
+    on_timeout: Any, deadline: datetime.datetime | None, schema: JsonSchema | None
+) -> None:
+    if on_timeout is None:
+        return
+    if on_timeout != "fail" and not isinstance(on_timeout, TimeoutAnswer):
+        raise ValueError(
+            f"interrupt(on_timeout={on_timeout!r}) is neither 'fail' nor a "
+            "TimeoutAnswer(value): give on_timeout='fail' to make interrupt() raise "
+            "DeadlineExpiredError once the deadline passed, or "
+            "on_timeout=TimeoutAnswer(value) to answer value"
+        )
+    if deadline is None:
+        raise ValueError(
+            f"interrupt(on_timeout={on_timeout!r}) was given no deadline, so it would never "
+            "apply: add deadline=timedelta(...) or an aware datetime"
+        )
+    if isinstance(on_timeout, TimeoutAnswer) and schema is not None:
+        problems = answer_problems(on_timeout.value, schema)
+        if problems:
+            listed = "; ".join(str(p) for p in problems)
+            raise ValueError(
+                f"interrupt(on_timeout=TimeoutAnswer({on_timeout.value!r})): the default "
+                f"answer does not match the question's response_schema ({listed}); give "
+                "a default the question accepts"
+            )
+
+
+def keep_first_deadlines(
+    before: Sequence[Interrupt], found: tuple[Interrupt, ...]
+) -> tuple[Interrupt, ...]:
+    """``found`` with each question asked again keeping the deadline it was first given.
+
+    A question is the same when its id and position are (a task that re-runs asks
+    its waiting question again, and a ``timedelta`` deadline would move later).
+    """
+    if not before or not any(i.deadline is not None for i in found):
+        return found
+    first = {(i.id, i.position): i.deadline for i in before if i.deadline is not None}
+    return tuple(_kept(i, first.get((i.id, i.position))) for i in found)
+
+
+def _kept(question: Interrupt, deadline: datetime.datetime | None) -> Interrupt:
+    if deadline is None or question.deadline is None or deadline == question.deadline:
+        return question
+    return question.with_terms(question.response_schema, deadline, question.on_timeout)
+
+
+def check_answer(question: Interrupt, given: Any) -> None:
+    """Refuse an answer that does not match its question's schema.
+
+    A `Reanswer` is checked by its value; a sweeper's `TimedOut` was checked when
+    the question was asked.
+
+    Raises:
+        InvalidAnswerError: Listing every problem (path, expected, got).
+    """
+    schema = question.response_schema
+    if schema is None or isinstance(given, TimedOut):
+        return
+    value = given.value if isinstance(given, Reanswer) else given
+    problems = answer_problems(value, schema)
+    if problems:
+        raise InvalidAnswerError(question, value, problems)
