@@ -133,6 +133,7 @@ def test_the_api_on_postgres(pg_url: str, pg_schema: str) -> None:
 
     conninfo = f"{pg_url}?options=-csearch_path%3D{pg_schema}"
     with PostgresSaver.from_conn_string(conninfo) as saver:
+        saver.setup()
         graph = graphs.approval().compile(checkpointer=saver, name="approval")
         q = graphs.start(graph, "pg-1", rows=7)
         before = checkpoint_of(graph, "pg-1")
@@ -148,3 +149,32 @@ def test_the_api_on_postgres(pg_url: str, pg_schema: str) -> None:
             late = api.post(url(q, "pg-1") + "/answer", json={"answer": {"decision": "approve"}})
             assert late.status_code == 409
             assert api.get("/api/questions").json()["items"] == []
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_the_api_on_an_async_saver(pg_url: str, pg_schema: str) -> None:
+    """An async-only saver is awaited in the app's own event loop, never in a thread."""
+    import httpx
+
+    from pausepoint.checkpoint.postgres import AsyncPostgresSaver
+    from pausepoint.inbox import create_app
+
+    conninfo = f"{pg_url}?options=-csearch_path%3D{pg_schema}"
+    async with AsyncPostgresSaver.from_conn_string(conninfo) as saver:
+        await saver.setup()
+        graph = graphs.approval().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "apg"}}
+        (q,) = (await graph.ainvoke({"rows": 4}, config))["__interrupt__"]
+        transport = httpx.ASGITransport(app=create_app(graph, token=TOKEN))
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://inbox", headers=BEARER
+        ) as api:
+            (item,) = (await api.get("/api/questions")).json()["items"]
+            assert item["question_id"] == q.question_id
+            page = await api.get(f"/threads/apg/questions/{q.question_id}")
+            assert "Thread history" in page.text
+            bad = await api.post(url(q, "apg") + "/answer", json={"answer": {"decision": 0}})
+            assert bad.status_code == 422
+            ok = await api.post(url(q, "apg") + "/answer", json={"answer": {"decision": "approve"}})
+            assert ok.json()["result"]["result"] == "approve: 4 rows"

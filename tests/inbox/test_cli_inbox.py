@@ -73,7 +73,7 @@ def test_the_server_prints_the_token_once_and_never_logs_it(graph: Any, db_path:
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_until_up(base, proc)
-        with httpx.Client(base_url=base) as http:
+        with httpx.Client(base_url=base, follow_redirects=True) as http:
             assert http.get("/api/questions").status_code == 401
             login = http.get(f"/?token={token}")  # follows the redirect, keeps the cookie
             assert login.status_code == 200
@@ -102,3 +102,26 @@ def _wait_until_up(base: str, proc: subprocess.Popen[str]) -> None:
         except httpx.TransportError:
             time.sleep(0.05)
     raise AssertionError("the server did not start in 30 s")
+
+
+def test_the_demo_says_how_to_answer_it_from_the_inbox(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from starlette.testclient import TestClient
+
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+    from pausepoint.inbox import create_app
+
+    db = tmp_path / "demo.sqlite"
+    assert main(["demo", "--db", str(db)]) == 0
+    command = f"pausepoint inbox --db {db} --graph pausepoint.cli.demo_graph:build"
+    assert command in capsys.readouterr().out
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph = _graph("pausepoint.cli.demo_graph:build", saver)
+        with TestClient(create_app(graph, token="t"), headers={"Authorization": "Bearer t"}) as c:
+            (item,) = c.get("/api/questions").json()["items"]
+            assert item["response_schema"]["properties"]["decision"]["enum"][0] == "approve"
+            page = c.get(item["links"]["page"]).text
+            assert 'class="decision approve"' in page
+            done = c.post(item["links"]["answer"], json={"answer": {"decision": "approve"}})
+            assert done.json()["result"]["decision"] == "approved"

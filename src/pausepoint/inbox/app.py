@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from starlette.applications import Starlette
@@ -15,6 +15,7 @@ from pausepoint.inbox.context import Inbox, templates
 from pausepoint.inbox.pages import Pages
 from pausepoint.inbox.security import AuthHook, Guard, GuardMiddleware, new_token
 from pausepoint.inbox.source import Questions
+from pausepoint.questions import utc_now
 
 __all__ = ["create_app"]
 
@@ -48,7 +49,8 @@ def create_app(
         auth: A function of the Starlette ``Request`` returning (or awaiting to)
             True for a request allowed in; for an application with logins of its
             own. Requests with the token are let in too.
-        clock: The time now, timezone-aware (tests move it; default: the system's).
+        clock: The time now, timezone-aware, for deadline countdowns (default:
+            `pausepoint.questions.utc_now`, which follows ``use_clock``).
         title: The pages' title.
         poll_seconds: How often the list page refreshes itself.
         page_size: Questions per page (the API's ``limit`` may ask for up to 200).
@@ -68,7 +70,7 @@ def create_app(
         questions=Questions(graph),
         guard=guard,
         env=templates(),
-        clock=clock or _utc_now,
+        clock=clock or utc_now,
         title=title,
         poll_seconds=poll_seconds,
         page_size=page_size,
@@ -87,7 +89,3 @@ def create_app(
     app = Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=guard)])
     app.state.token = token
     return app
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
