@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -14,7 +15,14 @@ from pausepoint.errors import InvalidAnswerError
 from pausepoint.inbox.context import Inbox
 from pausepoint.inbox.forms import Form, form_for, problems_by_field, read_form
 from pausepoint.inbox.outcomes import CONFLICTS, conflict_message
-from pausepoint.inbox.present import BadQuery, listing_from, pretty, question_path, remaining
+from pausepoint.inbox.present import (
+    BadQuery,
+    jsonable,
+    listing_from,
+    pretty,
+    question_path,
+    remaining,
+)
 from pausepoint.response_schema import AnswerProblem
 
 __all__ = ["Pages"]
@@ -160,4 +168,5 @@ def _on_timeout_text(policy: Any) -> str:
         return ""
     if policy == "fail":
         return "the question fails (the node gets DeadlineExpiredError)"
-    return f"answered with {pretty(getattr(policy, 'value', policy))}"
+    given = jsonable(getattr(policy, "value", policy))
+    return f"answered with {json.dumps(given, ensure_ascii=False)}"
