@@ -66,7 +66,7 @@ def test_schema_is_versioned_and_setup_is_idempotent(tmp_path: Path) -> None:
         saver.setup()
         saver.setup()
         rows = saver.conn.execute("SELECT v FROM pausepoint_migrations").fetchall()
-        assert rows == [(1,), (2,), (3,)]
+        assert rows == [(1,), (2,), (3,), (4,)]
 
 
 def test_a_callers_legacy_mode_connection_works(tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sqlite3
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from pausepoint.checkpoint._pending_schema import PENDING_MIGRATION
 from pausepoint.errors import PausepointError
 
 __all__ = [
@@ -162,7 +163,7 @@ POSTGRES = Dialect(
     returning=True,
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+MIGRATIONS: tuple[tuple[str | Mapping[str, str], ...], ...] = (
     (
         """CREATE TABLE pausepoint_checkpoints (
             thread_id TEXT NOT NULL,
@@ -199,8 +200,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # that nothing was written between its read and its claim (``_sql_leases``).
         "ALTER TABLE pausepoint_leases ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
     ),
+    # The index of waiting questions, and its backfill from the threads already saved.
+    PENDING_MIGRATION,
 )
-"""Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1."""
+"""Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1.
+
+A statement is the same text for every dialect, or a mapping from dialect name to
+its text (a dialect it does not name runs nothing for it)."""
 
 
 class SchemaTooNewError(PausepointError, RuntimeError):
@@ -231,8 +237,10 @@ def setup_flow(dialect: Dialect, lock: Statement | None = None) -> Flow[int]:
     current = max((int(r[0]) for r in rows), default=0)
     _refuse_newer(current)
     for version in range(current, len(MIGRATIONS)):
-        for text in MIGRATIONS[version]:
-            yield Statement(dialect.lease_sql(text))
+        for entry in MIGRATIONS[version]:
+            text = entry if isinstance(entry, str) else entry.get(dialect.name)
+            if text is not None:
+                yield Statement(dialect.lease_sql(text))
         yield Statement(
             dialect.sql("INSERT INTO pausepoint_migrations (v) VALUES (?)"), (version + 1,)
         )

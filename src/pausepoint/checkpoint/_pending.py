@@ -63,7 +63,7 @@ class PendingListing:
             limit=limit,
             cursor=cursor,
         )
-        return page_of_heads(query, self._pending_heads())
+        return self._pending_page(query)
 
     async def alist_pending(
         self,
@@ -84,6 +84,14 @@ class PendingListing:
             limit=limit,
             cursor=cursor,
         )
+        return await self._apending_page(query)
+
+    def _pending_page(self, query: PendingQuery) -> PendingPage:
+        """The page ``query`` asks for (default: from `_pending_heads`)."""
+        return page_of_heads(query, self._pending_heads())
+
+    async def _apending_page(self, query: PendingQuery) -> PendingPage:
+        """Async `_pending_page` (default: from `_apending_heads`)."""
         heads = [head async for head in self._apending_heads()]
         return page_of_heads(query, heads)
 

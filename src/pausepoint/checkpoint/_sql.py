@@ -39,6 +39,7 @@ from pausepoint.checkpoint._dialect import (
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._reuse import Found, dumps_checkpoint, remember
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
+from pausepoint.checkpoint._sql_pending import list_pending_flow as _list_pending_flow
 from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
@@ -48,6 +49,7 @@ from pausepoint.checkpoint.base import (
     TaskWrites,
     config_keys,
 )
+from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
 from pausepoint.errors import CheckpointDecodeError, SerializationError
@@ -525,6 +527,11 @@ def one_statement(writes: Sequence[object]) -> bool:
     wrap it in a transaction (a round trip each for BEGIN and COMMIT).
     """
     return len(writes) <= WRITE_ROWS_PER_STATEMENT
+
+
+def list_pending_flow(dialect: Dialect, codec: SqlCodec, query: PendingQuery) -> Flow[PendingPage]:
+    """A page of waiting questions, read from the index (``_sql_pending``)."""
+    return _list_pending_flow(dialect, codec, query, _filter_sql)
 
 
 def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:

@@ -43,6 +43,7 @@ from pausepoint.checkpoint.base import (
     LeaseClaim,
     TaskWrites,
 )
+from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
 from pausepoint.serde import SerializerProtocol
 
@@ -296,6 +297,12 @@ class PostgresSaver(BaseCheckpointSaver):
         )
         return self._run(flow, write=not _sql.one_statement_after_writes(writes))
 
+    def _pending_page(self, query: PendingQuery) -> PendingPage:
+        return self._run(_sql.list_pending_flow(_D, self._codec, query))
+
+    async def _apending_page(self, query: PendingQuery) -> PendingPage:
+        return await asyncio.to_thread(self._pending_page, query)
+
     def thread_ids(self) -> list[str]:
         """Every thread's id, newest first, read without decoding any checkpoint.
 
@@ -513,6 +520,9 @@ class AsyncPostgresSaver(AsyncOnlySaver):
             _D, self._codec, config, writes, checkpoint, metadata, first, _guard(config, lease)
         )
         return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
+
+    async def _apending_page(self, query: PendingQuery) -> PendingPage:
+        return await self._run(_sql.list_pending_flow(_D, self._codec, query))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``; see [`pausepoint.checkpoint.base`][]."""

@@ -38,7 +38,11 @@ __all__ = [
     "PendingQuestion",
     "PendingQuery",
     "SortKey",
+    "TaskState",
+    "apply_write",
+    "needs_checkpoint",
     "questions_of_head",
+    "questions_of_task",
 ]
 
 GRAPH_KEY = "graph_id"
@@ -358,3 +362,15 @@ def _candidates(checkpoint: Mapping[str, Any]) -> Iterable[str]:
         if isinstance(name, str) and name not in seen:
             seen.add(name)
             yield name
+
+
+def needs_checkpoint(
+    checkpoint_id: str, task_id: str, interrupts: Sequence[Any], path: str
+) -> bool:
+    """Whether `questions_of_task` must load the checkpoint (to name the task or date it)."""
+    if stamp_time(checkpoint_id) is None:
+        return True
+    if not interrupts:
+        return False
+    pulled = _pull_name(path)
+    return not pulled or xxh3_128_hexdigest(f"{pulled}:{task_id}".encode()) != interrupts[0].id

@@ -34,6 +34,7 @@ from pausepoint.checkpoint.base import (
     TaskWrites,
     guard_kwargs,
 )
+from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
 from pausepoint.serde import SerializerProtocol
 
@@ -270,6 +271,12 @@ class SqliteSaver(BaseCheckpointSaver):
             _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, first, guard
         )
         return self._run(flow, write=True)
+
+    def _pending_page(self, query: PendingQuery) -> PendingPage:
+        return self._run(_sql.list_pending_flow(_sql.SQLITE, self._codec, query))
+
+    async def _apending_page(self, query: PendingQuery) -> PendingPage:
+        return await asyncio.to_thread(self._pending_page, query)
 
     def thread_ids(self) -> list[str]:
         """Every thread's id, newest first, read without decoding any checkpoint.
