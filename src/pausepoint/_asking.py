@@ -84,19 +84,36 @@ def keep_first_deadlines(
 ) -> tuple[Interrupt, ...]:
     """``found`` with each question asked again keeping the deadline it was first given.
 
-    A question is the same when its id and position are (a task that re-runs asks
-    its waiting question again, and a ``timedelta`` deadline would move later).
+    ``before`` is what the task's record held: a question asked again (a subgraph
+    that saves nothing re-runs its nodes each time its parent does) has the same id,
+    the same value and, where both are known, the same position; a ``timedelta``
+    deadline would otherwise move later each time.
     """
-    if not before or not any(i.deadline is not None for i in found):
+    if not before or all(i.deadline is None for i in found):
         return found
-    first = {(i.id, i.position): i.deadline for i in before if i.deadline is not None}
-    return tuple(_kept(i, first.get((i.id, i.position))) for i in found)
+    return tuple(_kept(i, before) for i in found)
 
 
-def _kept(question: Interrupt, deadline: datetime.datetime | None) -> Interrupt:
-    if deadline is None or question.deadline is None or deadline == question.deadline:
+def _kept(question: Interrupt, before: Sequence[Interrupt]) -> Interrupt:
+    if question.deadline is None:
         return question
-    return question.with_terms(question.response_schema, deadline, question.on_timeout)
+    for old in before:
+        if old.deadline is not None and _same_question(old, question):
+            if old.deadline == question.deadline:
+                return question
+            return question.with_terms(question.response_schema, old.deadline, question.on_timeout)
+    return question
+
+
+def _same_question(old: Interrupt, new: Interrupt) -> bool:
+    if old.id != new.id:
+        return False
+    if old.position is not None and new.position is not None and old.position != new.position:
+        return False
+    try:
+        return bool(old.value == new.value)
+    except Exception:  # a value whose == is ambiguous (arrays): not known to be the same
+        return False
 
 
 def check_answer(question: Interrupt, given: Any) -> None:
