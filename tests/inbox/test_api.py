@@ -178,3 +178,22 @@ async def test_the_api_on_an_async_saver(pg_url: str, pg_schema: str) -> None:
             assert bad.status_code == 422
             ok = await api.post(url(q, "apg") + "/answer", json={"answer": {"decision": "approve"}})
             assert ok.json()["result"]["result"] == "approve: 4 rows"
+
+
+def test_filters_by_graph_and_metadata(graph: Any, api: Any, client: Any) -> None:
+    graphs.start(graph, "c1", graph_id="cleanup", rows=1)
+    graphs.start(graph, "a1", graph_id="archive", rows=2)
+
+    def threads(**params: str) -> list[str]:
+        return [q["thread_id"] for q in api.get("/api/questions", params=params).json()["items"]]
+
+    assert threads() == ["c1", "a1"]
+    assert threads(graph="archive") == ["a1"]
+    assert threads(metadata="graph_id=cleanup") == ["c1"]
+    assert threads(metadata='{"graph_id": "nope"}') == []
+    html = client.get("/", params={"graph": "archive"}).text
+    assert 'data-thread="a1"' in html
+    assert 'data-thread="c1"' not in html
+    assert 'data-src="/rows?graph=archive"' in html  # the refresh keeps the filter
+    paged = client.get("/rows", params={"limit": "1"}).text
+    assert 'rel="next"' in paged
