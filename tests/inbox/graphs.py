@@ -49,6 +49,8 @@ def review(state: Change) -> dict[str, Any]:
 
 
 def execute(state: Change) -> dict[str, Any]:
+    if state.get("rows") == 13:  # the tests' stand-in for a failing side effect
+        raise RuntimeError("disk full")
     return {"result": f"{state.get('decision')}: {state.get('rows')} rows"}
 
 

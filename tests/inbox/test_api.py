@@ -197,3 +197,23 @@ def test_filters_by_graph_and_metadata(graph: Any, api: Any, client: Any) -> Non
     assert 'data-src="/rows?graph=archive"' in html  # the refresh keeps the filter
     paged = client.get("/rows", params={"limit": "1"}).text
     assert 'rel="next"' in paged
+
+
+def test_a_run_that_fails_after_the_answer_is_reported(graph: Any, api: Any, client: Any) -> None:
+    q = graphs.start(graph, "t1", rows=13)
+    failed = api.post(url(q, "t1") + "/answer", json={"answer": {"decision": "approve"}})
+    assert failed.status_code == 500
+    assert failed.json()["error"] == "run_failed"
+    assert "disk full" in failed.json()["message"]
+    state = graph.get_state({"configurable": {"thread_id": "t1"}})
+    assert state.tasks[0].error is not None  # kept, with the answer, for a retry
+    assert api.get("/api/questions").json()["items"] == []
+
+    q = graphs.start(graph, "t2", rows=13)
+    html = client.get(f"/threads/t2/questions/{q.question_id}").text
+    csrf = html.split('name="csrf" value="')[1].split('"')[0]
+    page = client.post(
+        f"/threads/t2/questions/{q.question_id}", data={"csrf": csrf, "$.decision": '"approve"'}
+    )
+    assert page.status_code == 500
+    assert "The answer was saved, but the resumed run failed" in page.text

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 
 from pausepoint.errors import InvalidAnswerError
 from pausepoint.inbox.context import Inbox
-from pausepoint.inbox.outcomes import CONFLICTS, conflict_message
+from pausepoint.inbox.outcomes import CONFLICTS, conflict_message, run_failed_message
 from pausepoint.inbox.present import BadQuery, jsonable, listing_from, question_json
 
 __all__ = ["Api"]
@@ -71,6 +71,8 @@ class Api:
             )
         except CONFLICTS as exc:
             return _error(409, "conflict", conflict_message(exc))
+        except Exception as exc:  # a node raised after the answer was stored
+            return _error(500, "run_failed", run_failed_message(exc))
         return JSONResponse(
             {
                 "answered": q.question_id,

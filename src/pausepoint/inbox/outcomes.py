@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pausepoint.errors import AlreadyAnsweredError, ResumeError, ThreadBusyError
 
-__all__ = ["CONFLICTS", "conflict_message"]
+__all__ = ["CONFLICTS", "conflict_message", "run_failed_message"]
 
 CONFLICTS: tuple[type[Exception], ...] = (ResumeError, ThreadBusyError)
 """The errors of an answer to a question that no longer waits, or waits busy.
@@ -31,4 +31,18 @@ def conflict_message(error: Exception) -> str:
     return (
         "This question no longer waits: someone answered it first, or its thread moved on. "
         "Your answer was not sent."
+    )
+
+
+def run_failed_message(error: Exception) -> str:
+    """What to say when the answer was taken but the resumed run raised in a node.
+
+    The answer is stored against its question before the node runs again, so it is
+    not lost: the thread shows the failure (``pausepoint threads show``) and can be
+    retried.
+    """
+    return (
+        f"The answer was saved, but the resumed run failed: {type(error).__name__}: {error}. "
+        "The thread keeps the answer and the error; retry it with `pausepoint threads "
+        "retry`, or replace the answer with `pausepoint threads resume --replace`."
     )

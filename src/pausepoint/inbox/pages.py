@@ -14,7 +14,7 @@ from pausepoint.checkpoint import PendingQuestion
 from pausepoint.errors import InvalidAnswerError
 from pausepoint.inbox.context import Inbox
 from pausepoint.inbox.forms import Form, form_for, problems_by_field, read_form
-from pausepoint.inbox.outcomes import CONFLICTS, conflict_message
+from pausepoint.inbox.outcomes import CONFLICTS, conflict_message, run_failed_message
 from pausepoint.inbox.present import (
     BadQuery,
     jsonable,
@@ -88,6 +88,12 @@ class Pages:
         q = await self._find(request)
         if q is None:
             return self._gone(request, 409)
+        return await self._send(request, q, submitted)
+
+    async def _send(
+        self, request: Request, q: PendingQuestion, submitted: dict[str, list[str]]
+    ) -> Response:
+        """Read the form and answer ``q`` with it; the page that says how it went."""
         form = form_for(q.response_schema)
         value, unreadable = read_form(form, submitted)
         if unreadable:
@@ -99,6 +105,9 @@ class Pages:
             return await self._question_page(request, q, form, submitted, problems)
         except CONFLICTS as exc:
             return self._gone(request, 409, conflict_message(exc))
+        except Exception as exc:  # a node raised after the answer was stored
+            text = run_failed_message(exc)
+            return self.inbox.render(request, "message.html", 500, heading="Run failed", text=text)
         root = self.inbox.root(request)
         return RedirectResponse(f"{root}/?answered={quote(q.thread_id)}", status_code=303)
 
