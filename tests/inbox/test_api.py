@@ -122,6 +122,14 @@ def test_a_cookie_request_needs_the_csrf_header(graph: Any, client: Any) -> None
     refused = client.post(url(q, "t1") + "/answer", json={"answer": {"decision": "approve"}})
     assert refused.status_code == 403
     assert len(client.get("/api/questions").json()["items"]) == 1
+    page = client.get(f"/threads/t1/questions/{q.question_id}").text
+    csrf = page.split('name="csrf" value="')[1].split('"')[0]
+    sent = client.post(
+        url(q, "t1") + "/answer",
+        json={"answer": {"decision": "approve"}},
+        headers={"X-CSRF-Token": csrf},
+    )
+    assert sent.status_code == 200
 
 
 @pytest.mark.postgres
