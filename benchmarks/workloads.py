@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
 import large
+import pending
 import scale
 import startup
 import throughput
@@ -467,9 +468,31 @@ def _startup_workloads() -> list[Workload]:
     ]
 
 
+PENDING = Target(0.1, "issue 20: first page of 50 of 10,000 waiting in < 20 ms", explicit=False)
+PENDING_SIZES = ((100_000, 10_000), (1_000, 100))
+"""Threads, of which waiting: the issue's size, and the quick one."""
+
+
+def _pending_workloads() -> list[Workload]:
+    return [
+        Workload(
+            f"pending-{total}/{kind}",
+            f"{total:,} threads on one {kind} saver, {waiting:,} waiting on a question: "
+            "the first page of 50 (pausepoint: list_pending; LangGraph: a scan of list())",
+            pending.pending(total, waiting, kind),
+            pending.pending_floor(total, waiting, kind),
+            PENDING,
+            rounds=1 if total > 10_000 else None,
+        )
+        for total, waiting in PENDING_SIZES
+        for kind in _database_kinds()
+    ]
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in _graph_workloads()
+    + _pending_workloads()
     + _scale_workloads()
     + _startup_workloads()
     + throughput.workloads(_database_kinds())
@@ -489,7 +512,10 @@ QUICK += [
     *_QUICK_THROUGHPUT,
     *_QUICK_LARGE,
 ]
+_QUICK_PENDING = [n for n in WORKLOADS if n.startswith(f"pending-{PENDING_SIZES[1][0]}/")]
+QUICK += _QUICK_PENDING
 _QUICK_ONLY = {"threads-20", "list-1000/memory", *_QUICK_THROUGHPUT, *large.quick_only(WORKLOADS)}
+_QUICK_ONLY |= set(_QUICK_PENDING)
 FULL = [name for name in WORKLOADS if name not in _QUICK_ONLY]
 
 

@@ -3,6 +3,6 @@
 Also the values of ``saver.list_pending``: `PendingQuestion` and `PendingPage`.
 """
 
-from pausepoint.checkpoint.questions import PendingPage, PendingQuestion
+from pausepoint.checkpoint.questions import PendingPage, PendingQuestion, UnreadableQuestion
 
-__all__ = ["PendingPage", "PendingQuestion"]
+__all__ = ["PendingPage", "PendingQuestion", "UnreadableQuestion"]

@@ -13,8 +13,12 @@ import datetime
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.questions import PendingPage, PendingQuery, questions_of_head
-from pausepoint.errors import CheckpointDecodeError
+from pausepoint.checkpoint.questions import (
+    PendingPage,
+    PendingQuery,
+    UnreadableQuestion,
+    questions_of_head,
+)
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import CheckpointTuple
@@ -127,10 +131,10 @@ def _cid(tup: CheckpointTuple) -> str:
 def page_of_heads(query: PendingQuery, heads: Iterable[CheckpointTuple]) -> PendingPage:
     """The page ``query`` asks for, from the questions waiting at ``heads``."""
     found: list[Any] = []
-    errors: list[CheckpointDecodeError] = []
+    errors: list[UnreadableQuestion] = []
     for head in heads:
         try:
             found.extend(questions_of_head(head))
-        except CheckpointDecodeError as exc:
+        except UnreadableQuestion as exc:
             errors.append(exc)
     return query.page(found, errors)

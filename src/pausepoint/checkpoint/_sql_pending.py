@@ -21,9 +21,10 @@ row, from the same writes the engine reads, so the listing is exactly what
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
+from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._pending_schema import NEWER
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.checkpoint.questions import (
@@ -32,6 +33,7 @@ from pausepoint.checkpoint.questions import (
     PendingQuery,
     PendingQuestion,
     TaskState,
+    UnreadableQuestion,
     apply_write,
     needs_checkpoint,
     questions_of_task,
@@ -47,20 +49,26 @@ __all__ = ["list_pending_flow"]
 _WRITE = """LEFT JOIN pausepoint_writes {a} ON {a}.thread_id = p.thread_id
     AND {a}.checkpoint_ns = '' AND {a}.checkpoint_id = p.checkpoint_id
     AND {a}.task_id = p.task_id AND {a}.idx = {idx}"""
-_SELECT = f"""SELECT p.thread_id, p.checkpoint_id, p.task_id, c.{{json_select}},
+# The page's rows first, from the index in its order (the planner must not start from
+# the writes), then what each row needs, by primary key.
+_PAGE = f"""SELECT p.thread_id, p.checkpoint_id, p.task_id FROM pausepoint_pending p
+    {{join}} WHERE NOT EXISTS ({NEWER.format(t="p")})
+    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = p.thread_id
+        AND d.checkpoint_ns = '' AND d.checkpoint_id = p.checkpoint_id
+        AND d.task_id = p.task_id AND d.idx >= 0){{conds}}
+    ORDER BY p.checkpoint_id, p.thread_id, p.task_id LIMIT {{limit}}"""
+_FILTER_JOIN = """JOIN pausepoint_checkpoints m ON m.thread_id = p.thread_id
+    AND m.checkpoint_ns = '' AND m.checkpoint_id = p.checkpoint_id"""
+_ROWS = f"""SELECT p.thread_id, p.checkpoint_id, p.task_id, c.{{{{json_select}}}},
     i.type, i.value, i.task_path, a.type, a.value, r.type, r.value
-    FROM pausepoint_pending p
+    FROM ({{page}}) p
     JOIN pausepoint_checkpoints c ON c.thread_id = p.thread_id
         AND c.checkpoint_ns = '' AND c.checkpoint_id = p.checkpoint_id
     {_WRITE.format(a="i", idx=-3)} {_WRITE.format(a="a", idx=-5)}
     {_WRITE.format(a="r", idx=-4)}
-    WHERE i.type IS NOT NULL AND NOT EXISTS ({NEWER.format(t="p")})
-    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = p.thread_id
-        AND d.checkpoint_ns = '' AND d.checkpoint_id = p.checkpoint_id
-        AND d.task_id = p.task_id AND d.idx >= 0)"""
-_ORDER = " ORDER BY p.checkpoint_id, p.thread_id, p.task_id LIMIT "
-_CHECKPOINT = """SELECT type, checkpoint FROM pausepoint_checkpoints
-    WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?"""
+    ORDER BY p.checkpoint_id, p.thread_id, p.task_id"""
+_CHECKPOINTS = """SELECT thread_id, checkpoint_id, type, checkpoint
+    FROM pausepoint_checkpoints WHERE checkpoint_ns = ''"""
 
 
 def list_pending_flow(
@@ -80,21 +88,29 @@ def list_pending_flow(
         wanted[GRAPH_KEY] = query.graph
     conds, params, _ = filter_sql(dialect, wanted)
     found: list[PendingQuestion] = []
-    errors: list[CheckpointDecodeError] = []
+    errors: list[UnreadableQuestion] = []
     after = query.after
-    batch = query.limit + 1
+    # One row more than the page tells whether a next page exists; with a cursor, one
+    # more again: the first row is the previous page's last task (``>=``: the rest of
+    # its questions may be on this page).
+    batch = query.limit + (1 if after is None else 2)
     while True:
-        sql, args = _SELECT, list(params)
-        if conds:
-            sql += " AND " + " AND ".join(conds)
+        where, args = list(conds), list(params)
         if after is not None:
-            sql += " AND (p.checkpoint_id, p.thread_id, p.task_id) >= (?, ?, ?)"
+            where.append("(p.checkpoint_id, p.thread_id, p.task_id) >= (?, ?, ?)")
             args += after[:3]
-        rows = yield Statement(dialect.sql(sql + _ORDER + str(batch)), args, fetch=True)
+        page_sql = _PAGE.format(
+            join=_FILTER_JOIN if conds else "",
+            conds="".join(f" AND {c}" for c in where),
+            limit=batch,
+        )
+        sql = _ROWS.format(page=page_sql)
+        rows = yield Statement(dialect.sql(sql), args, fetch=True)
+        checkpoints = yield from _checkpoints_needed(dialect, codec, rows)
         for row in rows:
             try:
-                found.extend((yield from _questions_of_row(dialect, codec, row)))
-            except CheckpointDecodeError as exc:
+                found.extend(_questions_of_row(codec, row, checkpoints))
+            except UnreadableQuestion as exc:
                 errors.append(exc)
         page = query.page(found, errors)
         if len(rows) < batch or (len(page.items) == query.limit and page.next_cursor):
@@ -102,12 +118,40 @@ def list_pending_flow(
         last = rows[-1]
         # Past the last row read: its questions are all in ``found`` already.
         after = (str(last[1]), str(last[0]), str(last[2]), 1 << 30)
-        batch = min(batch * 4, 5000)
+        batch = min(batch * 2, 5000)
 
 
-def _questions_of_row(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[list[PendingQuestion]]:
+def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[dict[Any, Any]]:
+    """The checkpoints some rows need (to name a pushed task), in one query.
+
+    Most rows need none: a pull task's stored path names its node, and pausepoint's
+    checkpoint ids hold their time. Undecodable ones are left out (their rows fail).
+    """
+    keys: list[tuple[str, str]] = []
+    for row in rows:
+        try:
+            interrupts = codec.load(row[4], row[5])
+            if needs_checkpoint(str(row[1]), str(row[2]), interrupts or (), str(row[6] or "")):
+                keys.append((str(row[0]), str(row[1])))
+        except (CheckpointDecodeError, TypeError, ValueError, AttributeError, IndexError):
+            continue
+    if not keys:
+        return {}
+    pairs = ", ".join(["(?, ?)"] * len(keys))
+    sql = f"{_CHECKPOINTS} AND (thread_id, checkpoint_id) IN (VALUES {pairs})"
+    found = yield Statement(dialect.sql(sql), [v for k in keys for v in k], fetch=True)
+    out: dict[Any, Any] = {}
+    for thread, cid, type_, blob in found:
+        with contextlib.suppress(CheckpointDecodeError, TypeError, ValueError):
+            out[(str(thread), str(cid))] = codec.load(type_, blob)
+    return out
+
+
+def _questions_of_row(
+    codec: SqlCodec, row: Row, checkpoints: dict[Any, Any]
+) -> list[PendingQuestion]:
     thread, cid, task_id = str(row[0]), str(row[1]), str(row[2])
-    where = f"the waiting question of task {task_id!r} in thread {thread!r}"
+    where = f"the waiting question of task {task_id!r}"
     try:
         metadata = codec.load_metadata(row[3])
         state = TaskState()
@@ -119,20 +163,15 @@ def _questions_of_row(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[list[
         if not state.waiting():
             return []
         path = str(row[6] or "")
-        checkpoint: Any = None
-        if needs_checkpoint(cid, task_id, state.interrupts, path):
-            stmt = Statement(dialect.sql(_CHECKPOINT), (thread, cid), fetch=True)
-            rows = yield stmt
-            checkpoint = codec.load(rows[0][0], rows[0][1]) if rows else {}
+        loaded: Any = checkpoints.get((thread, cid)) or {}
         config: Any = {
             "configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": cid}
         }
-        head = CheckpointTuple(config, checkpoint, metadata)  # type: ignore[arg-type]
-        loaded: Any = checkpoint or {}
+        head = CheckpointTuple(config, loaded, metadata)  # type: ignore[arg-type]
         return questions_of_task(head, task_id, path, state, lambda: loaded)
     except CheckpointDecodeError as exc:
-        raise CheckpointDecodeError(f"{where} cannot be read: {exc}") from exc
+        raise UnreadableQuestion(thread, f"{where} cannot be read: {exc}") from exc
     except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
-        raise CheckpointDecodeError(
-            f"{where} cannot be read ({type(exc).__name__}: {exc}); the row is corrupt"
+        raise UnreadableQuestion(
+            thread, f"{where} cannot be read ({type(exc).__name__}: {exc}); the row is corrupt"
         ) from exc

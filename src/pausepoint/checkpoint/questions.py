@@ -39,6 +39,7 @@ __all__ = [
     "PendingQuery",
     "SortKey",
     "TaskState",
+    "UnreadableQuestion",
     "apply_write",
     "needs_checkpoint",
     "questions_of_head",
@@ -101,6 +102,18 @@ class PendingQuestion:
         return f"{self.interrupt_id}:{self.position}"
 
 
+class UnreadableQuestion(CheckpointDecodeError):
+    """A stored question ``list_pending`` cannot read; the others are listed all the same.
+
+    Attributes:
+        thread_id: The thread it belongs to.
+    """
+
+    def __init__(self, thread_id: str, message: str) -> None:
+        super().__init__(f"thread {thread_id!r}: {message}")
+        self.thread_id = thread_id
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class PendingPage:
     """One page of ``list_pending``.
@@ -108,15 +121,13 @@ class PendingPage:
     Attributes:
         items: The questions, oldest first.
         next_cursor: Pass it as ``cursor=`` for the next page; None after the last.
-        errors: Stored rows that could not be read, each a ``CheckpointDecodeError``
-            naming its thread; the other rows are listed all the same.
+        errors: Stored rows that could not be read, each an `UnreadableQuestion` (a
+            ``CheckpointDecodeError``) naming its thread; the other rows are listed.
     """
 
     items: list[PendingQuestion]
     next_cursor: str | None
-    errors: list[CheckpointDecodeError] = dataclasses.field(
-        default_factory=list[CheckpointDecodeError]
-    )
+    errors: list[UnreadableQuestion] = dataclasses.field(default_factory=list[UnreadableQuestion])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -168,7 +179,9 @@ class PendingQuery:
             return False
         return self.due_by is None or (q.deadline is not None and q.deadline <= self.due_by)
 
-    def page(self, found: Iterable[PendingQuestion], errors: Sequence[Any] = ()) -> PendingPage:
+    def page(
+        self, found: Iterable[PendingQuestion], errors: Sequence[UnreadableQuestion] = ()
+    ) -> PendingPage:
         """The page of ``found`` (in any order) this query asks for."""
         after = self.after
         wanted = sorted(
@@ -267,9 +280,10 @@ def questions_of_head(
                 out.extend(questions_of_task(head, task_id, path, state, lambda: head.checkpoint))
         return out
     except (TypeError, ValueError, AttributeError, KeyError) as exc:
-        raise CheckpointDecodeError(
-            f"the waiting questions of thread {thread!r} cannot be read "
-            f"({type(exc).__name__}: {exc}); the row is corrupt"
+        raise UnreadableQuestion(
+            thread,
+            f"its waiting questions cannot be read ({type(exc).__name__}: {exc}); "
+            "the row is corrupt",
         ) from exc
 
 

@@ -7,6 +7,7 @@ Works against a SQLite file or a PostgreSQL URL (``--db``)::
     pausepoint threads history THREAD --db app.sqlite
     pausepoint threads resume THREAD --value '"yes"' --graph app.flows:builder --db app.sqlite
     pausepoint threads retry THREAD --graph app.flows:builder --db app.sqlite
+    pausepoint threads pending --db app.sqlite [--graph NAME] [--limit N] [--cursor C]
 
 ``list``, ``show`` and ``history`` read the stored checkpoints directly. Without the
 graph, ``next`` is worked out from the stored edge triggers and ``values`` are the
@@ -14,6 +15,11 @@ channel values as of the newest checkpoint; give ``--graph module:attribute`` to
 read them through the graph instead (exact, and the graph's declared types decode).
 ``resume`` and ``retry`` always need the graph, since they run it. Add ``--json`` for
 machine output.
+
+``pending`` lists the questions waiting for an answer across all threads, oldest
+first, from the saver's index (``saver.list_pending``): ``--graph NAME`` keeps the
+threads whose metadata's ``graph_id`` is NAME, ``--limit`` sizes the page and
+``--cursor`` (printed under a full page) shows the next one.
 
 A thread's status is ``interrupted`` (a question waits for an answer), ``answered``
 (an answer is stored, the run that uses it has not finished: ``retry`` continues it),
@@ -44,6 +50,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pausepoint.cli.output import (
+    compact,
     pending_cell,
     print_json,
     printable,
@@ -101,7 +108,18 @@ def add_parser(commands: Any) -> None:
         "retry", parents=[run_it], help="run on with the stored answers (after a failure)"
     )
     retry.add_argument("thread")
+    _add_pending(sub)
     p.set_defaults(run=run)
+
+
+def _add_pending(sub: Any) -> None:
+    pend = sub.add_parser("pending", help="questions waiting for an answer, across threads")
+    default_db = os.environ.get("PAUSEPOINT_DB")
+    pend.add_argument("--db", default=default_db, required=default_db is None)
+    pend.add_argument("--graph", metavar="NAME", help="only threads whose graph_id is NAME")
+    pend.add_argument("--limit", type=int, default=50, help="questions per page (default 50)")
+    pend.add_argument("--cursor", help="the next page: the cursor a previous page printed")
+    pend.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def _options(*, graph_required: bool) -> argparse.ArgumentParser:
@@ -134,10 +152,13 @@ def run(args: argparse.Namespace) -> int:
         "history": _history,
         "resume": _resume,
         "retry": _retry,
+        "pending": _pending_questions,
     }
     writes = args.threads_command in ("resume", "retry")
     try:
         with open_saver(args.db, write=writes) as saver:
+            if args.threads_command == "pending":  # --graph names a graph: nothing to load
+                return _pending_questions(args, saver, None)
             graph = compile_graph(load_graph(args.graph), saver) if args.graph else None
             return commands[args.threads_command](args, saver, graph)
     except CliError as exc:
@@ -278,6 +299,62 @@ def _list(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
     rows = [[v.thread_id, v.status, str(v.step), ", ".join(v.next), _pending(v)] for v in views]
     print(render_table(["THREAD", "STATUS", "STEP", "NEXT", "PENDING"], rows))
     return status
+
+
+def _pending_questions(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
+    try:
+        page = saver.list_pending(graph=args.graph, limit=args.limit, cursor=args.cursor)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        items = [_question_json(q) for q in page.items]
+        errors = [str(e) for e in page.errors]
+        print_json({"items": items, "next_cursor": page.next_cursor, "errors": errors})
+        return 1 if page.errors else 0
+    rows = [
+        [
+            q.thread_id,
+            q.task_name,
+            q.question_id,
+            q.asked_at.isoformat(timespec="seconds"),
+            compact(q.value),
+        ]
+        for q in page.items
+    ]
+    rows += [[e.thread_id, "", "", "", f"unreadable: {e}"] for e in page.errors]
+    if not rows:
+        print("no waiting questions")
+    else:
+        print(render_table(["THREAD", "TASK", "QUESTION", "ASKED", "VALUE"], rows))
+    if page.next_cursor:
+        print(f"next page: --cursor {page.next_cursor}")
+    return 1 if page.errors else 0
+
+
+def _question_json(q: Any) -> dict[str, Any]:
+    out = {f: getattr(q, f) for f in _QUESTION_FIELDS}
+    out["question_id"] = q.question_id
+    for when in ("asked_at", "deadline"):
+        out[when] = out[when].isoformat() if out[when] is not None else None
+    return out
+
+
+_QUESTION_FIELDS = (
+    "thread_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "task_id",
+    "task_name",
+    "interrupt_id",
+    "position",
+    "value",
+    "response_schema",
+    "asked_at",
+    "deadline",
+    "on_timeout",
+    "graph",
+    "metadata",
+)
 
 
 def _pending(view: ThreadView) -> str:
