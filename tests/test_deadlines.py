@@ -443,3 +443,35 @@ def test_the_fallback_scan_finds_what_list_pending_finds(saver: Any) -> None:  #
     assert outcome.status == "answered"
     assert graph.get_state(early).values["out"] == "x"
     assert graph.get_state(late).interrupts
+
+
+@pytest.mark.postgres
+def test_sweepers_in_processes_act_once_on_postgres(tmp_path: Path) -> None:
+    url = os.environ.get("PAUSEPOINT_PG_URL")
+    if not url:
+        pytest.skip("PAUSEPOINT_PG_URL is not set")
+    import psycopg
+
+    from pausepoint.checkpoint.postgres import PostgresSaver
+
+    schema = f"pp_t20_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")  # type: ignore[arg-type]
+    scoped = f"{url}?options=-csearch_path%3D{schema}"
+    log = tmp_path / "log"
+    try:
+        with PostgresSaver.from_conn_string(scoped) as pg:
+            pg.setup()
+            graph = deadline_graph.builder.compile(checkpointer=pg)
+            with use_clock(T0):
+                graph.invoke({"policy": "fail", "log": str(log)}, thread())
+        args = ("--db", scoped, "--graph", "tests.deadline_graph:builder")
+        procs = [_cli(*args, "--now", LATER.isoformat(), "--json") for _ in range(3)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0, 0, 0], [err for _, err in outs]
+        outcomes = [o for out, _ in outs for o in json.loads(out)]
+        assert sum(o["status"] == "failed" for o in outcomes) == 1
+        assert _log_lines(log) == ["expired"]
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")  # type: ignore[arg-type]

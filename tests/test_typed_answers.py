@@ -456,3 +456,63 @@ def test_a_stored_question_with_four_elements_is_a_decode_error() -> None:
     node = {"__pp__": "interrupt", "v": ["q", "d" * 32, {"schema": {}}, 4]}
     with pytest.raises(CheckpointDecodeError):
         Serializer().loads(json.dumps(node).encode())
+
+
+def test_a_reanswer_after_a_failure_is_checked_too(saver: Any) -> None:
+    """The node failed with a valid answer; replacing it with a bad one is refused."""
+
+    def ask(state: State) -> State:
+        got = interrupt("approve?", response_schema=Approval)
+        if got["note"] == "boom":
+            raise RuntimeError("the node failed after the answer")
+        return {"out": got}
+
+    b = StateGraph(State)
+    b.add_node("ask", ask)
+    b.add_edge(START, "ask")
+    b.add_edge("ask", END)
+    graph, cfg = b.compile(checkpointer=saver), config()
+    graph.invoke({"out": None}, cfg)
+    with pytest.raises(RuntimeError, match="failed after"):
+        graph.invoke(Command(resume={"approved": True, "note": "boom"}), cfg)
+    before = stored(saver, cfg)
+    with pytest.raises(InvalidAnswerError):
+        graph.invoke(Command(resume=Reanswer({"approved": True})), cfg)
+    assert stored(saver, cfg) == before
+    fixed = {"approved": True, "note": "fine"}
+    assert graph.invoke(Command(resume=Reanswer(fixed)), cfg) == {"out": fixed}
+
+
+def test_a_question_in_a_task_call_is_checked(drive: Driver, tmp_path: Path) -> None:
+    from pausepoint.func import entrypoint, task
+
+    @task
+    def approve(amount: int) -> Any:
+        return interrupt(f"approve {amount}?", response_schema={"type": "boolean"})
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "f.sqlite")) as db_saver:
+
+        @entrypoint(checkpointer=db_saver)
+        def flow(amount: int) -> Any:
+            return approve(amount).result()
+
+        cfg = config()
+        drive.invoke(flow, 5, cfg)
+        before = stored(db_saver, cfg)
+        with pytest.raises(InvalidAnswerError):
+            drive.invoke(flow, Command(resume="yes"), cfg)
+        assert stored(db_saver, cfg) == before
+        assert drive.invoke(flow, Command(resume=True), cfg) is True
+
+
+def test_a_forged_timeout_answer_is_checked_by_its_default(saver: Any) -> None:
+    import datetime
+
+    from pausepoint.types import TimedOut
+
+    graph, cfg = approval_graph(saver), config()
+    graph.invoke({"out": None}, cfg)
+    now = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
+    forged = TimedOut(now, TimeoutAnswer({"approved": 1}), now, "x")
+    with pytest.raises(InvalidAnswerError):
+        graph.invoke(Command(resume=forged), cfg)

@@ -119,16 +119,20 @@ def _same_question(old: Interrupt, new: Interrupt) -> bool:
 def check_answer(question: Interrupt, given: Any) -> None:
     """Refuse an answer that does not match its question's schema.
 
-    A `Reanswer` is checked by its value; a sweeper's `TimedOut` was checked when
-    the question was asked.
+    A `Reanswer` is checked by its value, a sweeper's `TimedOut` by the default it
+    answers (``"fail"`` answers nothing).
 
     Raises:
         InvalidAnswerError: Listing every problem (path, expected, got).
     """
     schema = question.response_schema
-    if schema is None or isinstance(given, TimedOut):
-        return
     value = given.value if isinstance(given, Reanswer) else given
+    if isinstance(value, TimedOut):
+        if not isinstance(value.on_timeout, TimeoutAnswer):
+            return
+        value = value.on_timeout.value
+    if schema is None:
+        return
     problems = answer_problems(value, schema)
     if problems:
         raise InvalidAnswerError(question, value, problems)
