@@ -53,9 +53,13 @@ from tests.savers.conftest import pg_schema, pg_url  # noqa: E402
 __all__ = ["TOKEN", "checkpoint_of", "pg_schema", "pg_url"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session. Missing: skip locally, FAIL under CI."""
+    """One headless Chromium per test module. Missing: skip locally, FAIL under CI.
+
+    Not per session: Playwright's sync API keeps an event loop running in the main
+    thread while it is open, and later tests calling ``asyncio.run`` would fail.
+    """
     import os
 
     from tests.inbox.server import browser_missing, chromium
