@@ -34,6 +34,9 @@ def test_the_token_link_sets_a_cookie_and_drops_the_token(graph: Any) -> None:
         assert "SameSite=Strict" in first.headers["set-cookie"]
         assert c.get("/").status_code == 200  # the cookie now
         assert c.get("/?token=wrong").status_code == 401
+        # The redirect stays on this site, whatever the path looks like.
+        odd = c.get(f"http://testserver//evil.example/?token={TOKEN}", follow_redirects=False)
+        assert odd.headers["location"] == "/evil.example/"
 
 
 def test_an_auth_hook_lets_in_whom_it_approves(graph: Any) -> None:

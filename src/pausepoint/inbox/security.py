@@ -153,7 +153,8 @@ class GuardMiddleware:
         if not self.guard.token_matches(request.query_params.get("token")):
             return _refused(request)
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-        target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+        # One leading slash: "//host/..." would send the browser to another site.
+        target = "/" + request.url.path.lstrip("/") + (f"?{urlencode(rest)}" if rest else "")
         response = RedirectResponse(target, status_code=303)
         token = self.guard.token or ""
         response.headers.append(
