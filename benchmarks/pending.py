@@ -15,7 +15,8 @@ stores for them), not by running graphs: 100,000 invokes would take minutes per 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,12 +50,7 @@ def _kit(lib: SimpleNamespace) -> tuple[Any, Callable[[], dict[str, Any]]]:
 def _populate(lib: SimpleNamespace, saver: Any, total: int, waiting: int) -> None:
     interrupt_cls, fresh = _kit(lib)
     every = max(total // waiting, 1)
-    conn = getattr(saver, "conn", None)
-    batch = isinstance(getattr(conn, "in_transaction", None), bool)  # sqlite3: one commit
-    with contextlib.ExitStack() as stack:
-        if batch and lib.family == "pausepoint":
-            conn.execute("BEGIN")  # pyright: ignore[reportOptionalMemberAccess]
-            stack.callback(conn.commit)  # pyright: ignore[reportOptionalMemberAccess]
+    with _bulk(lib, getattr(saver, "conn", None)):
         for k in range(total):
             checkpoint = fresh()
             checkpoint["channel_values"] = {"question": f"q{k}", "answer": ""}
@@ -66,6 +62,22 @@ def _populate(lib: SimpleNamespace, saver: Any, total: int, waiting: int) -> Non
                 task = f"{k:08d}-0000-0000-0000-000000000000"
                 asked = interrupt_cls(value=f"q{k}", id=xxh3_128_hexdigest(f"ask:{task}".encode()))
                 saver.put_writes(saved, [("__interrupt__", (asked,))], task, _PULL_ASK)
+
+
+@contextlib.contextmanager
+def _bulk(lib: SimpleNamespace, conn: Any) -> Iterator[None]:
+    """Store fast (untimed): SQLite without fsyncs, PostgreSQL in pipeline mode."""
+    if isinstance(conn, sqlite3.Connection):
+        conn.execute("PRAGMA synchronous=OFF")
+        try:
+            yield
+        finally:
+            conn.execute("PRAGMA synchronous=FULL")
+    elif conn is not None and hasattr(conn, "pipeline"):
+        with conn.pipeline():
+            yield
+    else:
+        yield
 
 
 def _scan(saver: Any) -> list[tuple[str, str]]:

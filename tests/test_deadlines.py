@@ -219,15 +219,15 @@ def test_a_person_can_still_answer_before_the_sweep(saver: Any) -> None:  # noqa
     assert sweep(graph, now=LATER) == []
 
 
-def test_asweep_is_sweep_on_the_async_driver(tmp_path: Path) -> None:
-    with SqliteSaver.from_conn_string(str(tmp_path / "a.sqlite")) as db_saver:
-        graph = one_question(db_saver, deadline=HOUR, on_timeout=TimeoutAnswer({"ok": False}))
-        cfg = thread()
-        start(graph, cfg)
-        assert asyncio.run(asweep(graph, now=T0)) == []
-        (outcome,) = asyncio.run(asweep(graph, now=LATER))
-        assert outcome.status == "answered"
-        assert graph.get_state(cfg).values["out"] == {"ok": False}
+def test_asweep_is_sweep_on_the_async_driver(saver: Any) -> None:  # noqa: F811
+    graph = one_question(saver, deadline=HOUR, on_timeout=TimeoutAnswer({"ok": False}))
+    cfg = thread()
+    start(graph, cfg)
+    assert asyncio.run(asweep(graph, now=T0)) == []
+    (outcome,) = asyncio.run(asweep(graph, now=LATER))
+    assert outcome.status == "answered"
+    assert graph.get_state(cfg).values["out"] == {"ok": False}
+    assert asyncio.run(asweep(graph, now=LATER)) == []
 
 
 def test_sweep_takes_now_from_the_clock_and_a_limit(saver: Any) -> None:  # noqa: F811

@@ -516,3 +516,22 @@ def test_a_forged_timeout_answer_is_checked_by_its_default(saver: Any) -> None:
     forged = TimedOut(now, TimeoutAnswer({"approved": 1}), now, "x")
     with pytest.raises(InvalidAnswerError):
         graph.invoke(Command(resume=forged), cfg)
+
+
+def test_a_fork_and_an_update_keep_the_schema_and_check_before_writing(saver: Any) -> None:
+    graph, cfg = approval_graph(saver), config()
+    graph.invoke({"out": None}, cfg)
+    graph.update_state(cfg, {"log": ["noted"]})  # the waiting question is carried over
+    question = graph.get_state(cfg).interrupts[0]
+    assert question.response_schema is not None
+    with pytest.raises(InvalidAnswerError):
+        graph.invoke(Command(resume={"approved": 0}), cfg)
+    graph.invoke(Command(resume={"approved": True, "note": "first"}), cfg)
+    asked_at = next(s for s in graph.get_state_history(cfg) if s.interrupts)
+    assert asked_at.interrupts[0].response_schema == question.response_schema
+    history = list(graph.get_state_history(cfg))
+    with pytest.raises(InvalidAnswerError):  # answering the old checkpoint forks: not this
+        graph.invoke(Command(resume={"approved": "no"}), asked_at.config)
+    assert list(graph.get_state_history(cfg)) == history
+    forked = graph.invoke(Command(resume={"approved": False, "note": "fork"}), asked_at.config)
+    assert forked["out"] == {"approved": False, "note": "fork"}

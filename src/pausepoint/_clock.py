@@ -52,6 +52,11 @@ def as_utc(moment: datetime.datetime, what: str) -> datetime.datetime:
 def use_clock(clock: Clock | datetime.datetime) -> Generator[None]:
     """Read deadlines against ``clock`` inside the ``with`` block (tests, simulations).
 
+    A context variable, not an argument of ``compile()`` or a config key: the clock is
+    read inside a running node (``interrupt()`` resolving a ``timedelta``), in worker
+    threads and asyncio tasks, and in subgraphs, which all copy the caller's context;
+    so one ``with`` reaches them all, and ends with the block.
+
     Args:
         clock: A function returning the current (aware) time, or a fixed aware
             ``datetime``. Worker threads and asyncio tasks started inside the block

@@ -133,6 +133,17 @@ class Interrupt:
         """Build the interrupt of the task whose checkpoint namespace is ``ns``."""
         return cls(value=value, id=xxh3_128_hexdigest(ns.encode()), position=position)
 
+    def moved(self, id: str) -> Interrupt:
+        """The same question under another id (its task moved: a fork, an update)."""
+        return Interrupt(
+            self.value,
+            id,
+            position=self.position,
+            response_schema=self.response_schema,
+            deadline=self.deadline,
+            on_timeout=self.on_timeout,
+        )
+
     def with_terms(
         self, schema: dict[str, Any] | None, deadline: datetime.datetime | None, on_timeout: Any
     ) -> Interrupt:

@@ -89,7 +89,7 @@ def test_a_schema_1_sqlite_file_is_migrated_and_keeps_its_checkpoints(tmp_path: 
         saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 2")
     with SqliteSaver.from_conn_string(path) as saver:
         rows = saver.conn.execute("SELECT v FROM pausepoint_migrations ORDER BY v").fetchall()
-        assert rows == [(1,), (2,), (3,)]
+        assert rows == [(1,), (2,), (3,), (4,)]
         got = saver.get_tuple(CONFIG)
         assert got is not None
         assert got.checkpoint["channel_values"] == {"a": 1}
@@ -101,7 +101,7 @@ def test_a_schema_2_sqlite_file_keeps_its_held_leases(tmp_path: Path) -> None:
     with SqliteSaver.from_conn_string(path) as saver:
         held = saver.acquire_lease("t", "A", 600).holder
         saver.conn.execute("ALTER TABLE pausepoint_leases DROP COLUMN seq")  # as schema 2 had it
-        saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v = 3")
+        saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 3")
     with SqliteSaver.from_conn_string(path) as saver:
         assert saver.get_lease("t") == held
         assert not saver.acquire_lease("t", "B", 60).acquired
@@ -121,7 +121,7 @@ def test_a_schema_2_postgres_database_keeps_its_held_leases(
         saver.setup()
         held = saver.acquire_lease("t", "A", 600).holder
         conn.execute("ALTER TABLE pausepoint_leases DROP COLUMN seq")
-        conn.execute("DELETE FROM pausepoint_migrations WHERE v = 3")
+        conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 3")
         saver.setup()
         assert saver.get_lease("t") == held
         claim = saver.acquire_lease("t", "B", 60, read=CONFIG)
@@ -167,6 +167,7 @@ def test_a_schema_1_postgres_database_is_migrated(pg_url: str, pg_kwargs: dict[s
             (1,),
             (2,),
             (3,),
+            (4,),
         ]
         assert saver.get_tuple(CONFIG) is not None
         assert saver.acquire_lease("t", "A", 60).acquired

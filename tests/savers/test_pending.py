@@ -170,3 +170,46 @@ def test_async_matches_sync(saver: Any) -> None:
     graph.invoke({"x": 2}, cfg("t"))
     page: PendingPage = asyncio.run(saver.alist_pending(limit=1))
     assert page.items == saver.list_pending(limit=1).items
+
+
+class Typed(TypedDict):
+    ok: bool
+
+
+def _typed(state: S) -> dict[str, Any]:
+    soon = datetime.timedelta(minutes=5) if state["x"] else datetime.timedelta(days=1)
+    answer = interrupt({"x": state["x"]}, response_schema=Typed, deadline=soon, on_timeout="fail")
+    return {"got": [int(answer["ok"])]}
+
+
+def test_schema_deadline_and_due_by(saver: Any) -> None:
+    g = StateGraph(S)
+    g.add_node("ask", _typed)
+    g.add_conditional_edges(START, _fan)
+    graph = g.compile(checkpointer=saver)
+    start = datetime.datetime.now(datetime.UTC)
+    graph.invoke({"x": 2}, cfg("t"))
+    items = listed(saver)
+    assert len(items) == 2
+    for q in items:
+        assert q.response_schema is not None
+        assert q.response_schema["properties"] == {"ok": {"type": "boolean"}}
+        assert q.on_timeout == "fail"
+        assert q.deadline is not None
+        assert q.deadline.tzinfo is not None
+    soon = start + datetime.timedelta(hours=1)
+    (due,) = listed(saver, due_by=soon)
+    assert due.value == {"x": 1}
+    assert len(listed(saver, due_by=soon + datetime.timedelta(days=2))) == 2
+
+
+def test_asked_before_across_many_rows(saver: Any) -> None:
+    graph = build(saver)
+    for n in range(12):
+        graph.invoke({"x": 1}, cfg(f"t{n:02d}"))
+        if n == 4:
+            middle = datetime.datetime.now(datetime.UTC)
+    assert [q.thread_id for q in listed(saver, asked_before=middle, limit=2)] == [
+        f"t{n:02d}" for n in range(5)
+    ]
+    assert saver.list_pending(asked_before=middle, limit=5).next_cursor is None

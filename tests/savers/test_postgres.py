@@ -23,7 +23,12 @@ def test_from_conn_string_setup_is_idempotent_and_versioned(pg_url: str, pg_sche
         saver.setup()
         saver.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})
         conn: Any = saver.conn
-        assert conn.execute("SELECT v FROM pausepoint_migrations").fetchall() == [(1,), (2,), (3,)]
+        assert conn.execute("SELECT v FROM pausepoint_migrations").fetchall() == [
+            (1,),
+            (2,),
+            (3,),
+            (4,),
+        ]
     with PostgresSaver.from_conn_string(url) as saver:
         got = saver.get_tuple(CONFIG)
         assert got is not None

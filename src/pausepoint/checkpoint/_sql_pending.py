@@ -22,11 +22,14 @@ row, from the same writes the engine reads, so the listing is exactly what
 from __future__ import annotations
 
 import contextlib
+import datetime
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._pending_schema import NEWER
 from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.checkpoint.ids import stamp_time
 from pausepoint.checkpoint.questions import (
     GRAPH_KEY,
     PendingPage,
@@ -52,13 +55,18 @@ _WRITE = """LEFT JOIN pausepoint_writes {a} ON {a}.thread_id = p.thread_id
 # The page's rows first, from the index in its order (the planner must not start from
 # the writes), then what each row needs, by primary key.
 _PAGE = f"""SELECT p.thread_id, p.checkpoint_id, p.task_id FROM pausepoint_pending p
-    {{join}} WHERE NOT EXISTS ({NEWER.format(t="p")})
-    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = p.thread_id
+    WHERE NOT (SELECT EXISTS ({NEWER.format(t="p")}))
+    AND NOT (SELECT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = p.thread_id
         AND d.checkpoint_ns = '' AND d.checkpoint_id = p.checkpoint_id
-        AND d.task_id = p.task_id AND d.idx >= 0){{conds}}
+        AND d.task_id = p.task_id AND d.idx >= 0)){{conds}}
     ORDER BY p.checkpoint_id, p.thread_id, p.task_id LIMIT {{limit}}"""
-_FILTER_JOIN = """JOIN pausepoint_checkpoints m ON m.thread_id = p.thread_id
-    AND m.checkpoint_ns = '' AND m.checkpoint_id = p.checkpoint_id"""
+"""``NOT (SELECT EXISTS ...)``, not ``NOT EXISTS``: a scalar subquery is looked up row by
+row through the primary keys as the index is read in order, and the read stops at the
+limit; PostgreSQL turned ``NOT EXISTS`` into an anti-join that scanned every write."""
+# The metadata filter as a scalar subquery, row by row in the index's order: as a join,
+# PostgreSQL's planner (which cannot estimate JSON containment) scanned every checkpoint.
+_MATCHES = """(SELECT {conds} FROM pausepoint_checkpoints m WHERE m.thread_id = p.thread_id
+    AND m.checkpoint_ns = '' AND m.checkpoint_id = p.checkpoint_id)"""
 _ROWS = f"""SELECT p.thread_id, p.checkpoint_id, p.task_id, c.{{{{json_select}}}},
     i.type, i.value, i.task_path, a.type, a.value, r.type, r.value
     FROM ({{page}}) p
@@ -75,7 +83,7 @@ def list_pending_flow(
     dialect: Dialect,
     codec: SqlCodec,
     query: PendingQuery,
-    filter_sql: Any,
+    filter_sql: Callable[[Dialect, Mapping[str, Any]], tuple[list[str], list[Any], bool]],
 ) -> Flow[PendingPage]:
     """Read a page of waiting questions from the index (see ``list_pending``).
 
@@ -94,20 +102,20 @@ def list_pending_flow(
     # more again: the first row is the previous page's last task (``>=``: the rest of
     # its questions may be on this page).
     batch = query.limit + (1 if after is None else 2)
+    seen: Row = ()
     while True:
-        where, args = list(conds), list(params)
+        where = [_MATCHES.format(conds=" AND ".join(conds))] if conds else []
+        args = list(params)
         if after is not None:
             where.append("(p.checkpoint_id, p.thread_id, p.task_id) >= (?, ?, ?)")
             args += after[:3]
-        page_sql = _PAGE.format(
-            join=_FILTER_JOIN if conds else "",
-            conds="".join(f" AND {c}" for c in where),
-            limit=batch,
-        )
+        page_sql = _PAGE.format(conds="".join(f" AND {c}" for c in where), limit=batch)
         sql = _ROWS.format(page=page_sql)
         rows = yield Statement(dialect.sql(sql), args, fetch=True)
         checkpoints = yield from _checkpoints_needed(dialect, codec, rows)
         for row in rows:
+            if row[:3] == seen:
+                continue  # the last row of the batch before, read again
             try:
                 found.extend(_questions_of_row(codec, row, checkpoints))
             except UnreadableQuestion as exc:
@@ -116,9 +124,21 @@ def list_pending_flow(
         if len(rows) < batch or (len(page.items) == query.limit and page.next_cursor):
             return page
         last = rows[-1]
-        # Past the last row read: its questions are all in ``found`` already.
+        if query.asked_before is not None and _asked_since(str(last[1]), query.asked_before):
+            return page  # rows come in the order asked: the rest were asked later still
+        # From the last row read on (``>=``), which the loop above then skips.
+        seen = tuple(last[:3])
         after = (str(last[1]), str(last[0]), str(last[2]), 1 << 30)
         batch = min(batch * 2, 5000)
+
+
+def _asked_since(checkpoint_id: str, when: datetime.datetime) -> bool:
+    """Whether a question at ``checkpoint_id`` was surely asked at or after ``when``.
+
+    Only pausepoint's own ids tell their time (others: False, keep reading).
+    """
+    ts = stamp_time(checkpoint_id)
+    return ts is not None and datetime.datetime.fromisoformat(ts) >= when
 
 
 def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[dict[Any, Any]]:

@@ -48,7 +48,7 @@ from pausepoint.loop.pending import TaskRecord, read_records
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, task_id, task_ns
 from pausepoint.loop.writes import InputWrites, apply_writes, check_update, rejected_writes
-from pausepoint.types import Interrupt, StateUpdate
+from pausepoint.types import StateUpdate
 
 __all__ = ["update_effects"]
 
@@ -385,7 +385,7 @@ def _carry_paused(spec: GraphSpec, base: _Base, updated: set[str], step: int) ->
         if new is None or old.name in updated:
             continue
         own = xxh3_128_hexdigest(new.ns.encode())
-        interrupts = tuple(Interrupt(i.value, own, position=i.position) for i in rec.interrupts)
+        interrupts = tuple(i.moved(own) for i in rec.interrupts)
         writes: list[tuple[str, Any]] = [(INTERRUPT, interrupts)]
         if rec.asked is not None:  # the question keeps its position (loop/answers.py)
             writes.append((ASKED, rec.asked))

@@ -142,19 +142,24 @@ def plan_answers(
 
 
 def check_schemas(
-    values: Mapping[str, Any], positions: Mapping[str, int], records: Mapping[str, TaskRecord]
+    values: Mapping[str, Any],
+    positions: Mapping[str, int],
+    records: Mapping[str, TaskRecord],
+    *,
+    forking: bool = False,
 ) -> None:
     """Refuse answers that their questions' response schemas refuse, before any write.
 
     Every waiting question an answer goes to is checked, a subgraph's too (its
     parent's record holds it): an answer naming another position (by question id)
-    is not for this question, and `bind_answer` decides about it.
+    is not for this question, and `bind_answer` decides about it. ``forking``: the
+    answers fork an old checkpoint, where questions answered since count too.
 
     Raises:
         InvalidAnswerError: The first refused answer, with all its problems.
     """
     for rec in records.values():
-        if rec.done:
+        if rec.done and not forking:
             continue
         for question in rec.interrupts:
             if question.response_schema is None or question.id not in values:

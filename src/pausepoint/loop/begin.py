@@ -204,7 +204,8 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
         resume: Any = cmd.resume
         if run.historical:
             # DESIGN §4.2: answering an old checkpoint forks the thread there.
-            parse_resume(resume, forkable_interrupts(run.records))
+            parsed = parse_resume(resume, forkable_interrupts(run.records))
+            check_schemas(parsed.values, parsed.positions, run.records, forking=True)
             renamed = yield from fork(run)
             if is_resume_map(resume):
                 resume = {renamed.get(k, k): v for k, v in resume.items()}  # pyright: ignore[reportUnknownVariableType]

@@ -101,7 +101,7 @@ def _carry(
         for intr in rec.interrupts:
             new_id = own if is_own_interrupt(intr, old_ns) else intr.id
             renamed[intr.id] = new_id
-            moved.append(Interrupt(intr.value, new_id, position=intr.position))
+            moved.append(intr.moved(new_id))
         answers = list(rec.resume or [])
         asked = rec.asked
         if rec.done and asked is not None:
