@@ -1,7 +1,8 @@
 """A graph with a deadline, for tests/test_deadlines.py (also run by ``pausepoint sweep``).
 
 The node asks a question due an hour after it is first asked; on expiry the sweeper
-answers ``"timed out"`` (state ``policy="answer"``) or fails it (``"fail"``). After
+answers ``"timed out"`` (state ``policy="answer"``), fails it (``"fail"``), or
+answers ``"boom"``, on which the node raises (``"boom"``). After
 ``interrupt()`` returns (or raises), the node appends one line to the file named by
 state ``log``, so a test counts how many times a timeout was acted on, across
 threads and processes.
@@ -35,7 +36,9 @@ def _note(path: str, line: str) -> None:
 
 
 def ask(state: State) -> State:
-    policy: Any = TimeoutAnswer("timed out") if state["policy"] == "answer" else "fail"
+    policy: Any = {"answer": TimeoutAnswer("timed out"), "boom": TimeoutAnswer("boom")}.get(
+        state["policy"], "fail"
+    )
     try:
         got = interrupt(
             "approve?", response_schema={"type": "string"}, deadline=HOUR, on_timeout=policy
@@ -44,6 +47,8 @@ def ask(state: State) -> State:
         _note(state["log"], "expired")
         return {"out": "escalated"}
     _note(state["log"], f"answered {got}")
+    if got == "boom":
+        raise RuntimeError("the node failed after its timeout answer")
     return {"out": got}
 
 

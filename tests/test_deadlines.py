@@ -475,3 +475,25 @@ def test_sweepers_in_processes_act_once_on_postgres(tmp_path: Path) -> None:
     finally:
         with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")  # type: ignore[arg-type]
+
+
+def test_a_node_failing_after_the_timeout_is_an_error_and_exit_1(tmp_path: Path) -> None:
+    db, log = tmp_path / "e.sqlite", tmp_path / "log"
+    _db_with_due_question(db, log, policy="boom")
+    proc = _cli(
+        "--db",
+        str(db),
+        "--graph",
+        "tests.deadline_graph:builder",
+        "--now",
+        LATER.isoformat(),
+        "--json",
+    )
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    (row,) = json.loads(out)
+    assert row["status"] == "error"
+    assert "RuntimeError: the node failed after its timeout answer" in row["detail"]
+    with SqliteSaver.from_conn_string(str(db)) as db_saver:
+        graph = deadline_graph.builder.compile(checkpointer=db_saver)
+        assert sweep(graph, now=LATER) == []  # answered (then failed): not waiting any more
