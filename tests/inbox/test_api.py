@@ -225,3 +225,23 @@ def test_a_run_that_fails_after_the_answer_is_reported(graph: Any, api: Any, cli
     )
     assert page.status_code == 500
     assert "The answer was saved, but the resumed run failed" in page.text
+
+
+def test_a_busy_thread_is_a_409_and_changes_nothing(graph: Any) -> None:
+    from starlette.testclient import TestClient
+
+    from pausepoint.inbox import create_app
+
+    saver = graph.checkpointer
+    impatient = graphs.approval().compile(checkpointer=saver, lease_wait=0)
+    q = graphs.start(impatient, "t1", rows=3)
+    before = checkpoint_of(graph, "t1")
+    assert saver.acquire_lease("t1", "another-run", 60).acquired  # a run in flight
+    with TestClient(create_app(impatient, token=TOKEN), headers=BEARER) as api:
+        busy = api.post(url(q, "t1") + "/answer", json={"answer": {"decision": "approve"}})
+        assert busy.status_code == 409
+        assert "being processed" in busy.json()["message"]
+        assert checkpoint_of(graph, "t1") == before
+        saver.release_lease("t1", "another-run")
+        done = api.post(url(q, "t1") + "/answer", json={"answer": {"decision": "approve"}})
+        assert done.status_code == 200
