@@ -44,6 +44,7 @@ PAGES: dict[str, str] = {
     "pausepoint.testing": "testing",
     "pausepoint.questions": "questions",
     "pausepoint.response_schema": "response_schema",
+    "pausepoint.inbox": "inbox",
 }
 
 # Modules without a page, with the reason; "x.*" stands for every submodule of x.
@@ -71,6 +72,7 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.update": "update_state internals",
     "pausepoint.graph.update_steps": "bulk_update_state internals",
     "pausepoint.graph.validate": "compile() internals",
+    "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "the running task's context",
     "pausepoint.serde.*": "serializer internals; pausepoint.serde re-exports the public names",

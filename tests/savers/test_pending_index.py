@@ -252,3 +252,22 @@ def test_a_corrupt_row_is_reported_and_the_others_listed(tmp_path: Path) -> None
     assert isinstance(error, CheckpointDecodeError)
     assert "'bad'" in str(error)
     close(saver)
+
+
+def test_corrupt_rows_across_batches_are_each_reported_once(tmp_path: Path) -> None:
+    saver = open_saver(str(tmp_path / "p.db"), "")
+    graph = build(saver)
+    for n in range(6):
+        graph.invoke({"x": 1}, cfg(f"t{n}"))
+    saver.conn.execute(
+        "UPDATE pausepoint_writes SET value = X'00ff' WHERE thread_id IN ('t0', 't1', 't2')"
+        " AND idx = -3"
+    )
+    saver.conn.commit()
+    page = saver.list_pending(limit=1)
+    assert [q.thread_id for q in page.items] == ["t3"]
+    assert sorted(e.thread_id for e in page.errors) == ["t0", "t1", "t2"]
+    rest = saver.list_pending(limit=5, cursor=page.next_cursor)
+    assert [q.thread_id for q in rest.items] == ["t4", "t5"]
+    assert rest.errors == []
+    close(saver)

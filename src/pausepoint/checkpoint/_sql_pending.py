@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
@@ -82,7 +83,7 @@ def list_pending_flow(
     dialect: Dialect,
     codec: SqlCodec,
     query: PendingQuery,
-    filter_sql: Any,
+    filter_sql: Callable[[Dialect, Mapping[str, Any]], tuple[list[str], list[Any], bool]],
 ) -> Flow[PendingPage]:
     """Read a page of waiting questions from the index (see ``list_pending``).
 
@@ -101,6 +102,7 @@ def list_pending_flow(
     # more again: the first row is the previous page's last task (``>=``: the rest of
     # its questions may be on this page).
     batch = query.limit + (1 if after is None else 2)
+    seen: Row = ()
     while True:
         where = [_MATCHES.format(conds=" AND ".join(conds))] if conds else []
         args = list(params)
@@ -112,6 +114,8 @@ def list_pending_flow(
         rows = yield Statement(dialect.sql(sql), args, fetch=True)
         checkpoints = yield from _checkpoints_needed(dialect, codec, rows)
         for row in rows:
+            if row[:3] == seen:
+                continue  # the last row of the batch before, read again
             try:
                 found.extend(_questions_of_row(codec, row, checkpoints))
             except UnreadableQuestion as exc:
@@ -122,7 +126,8 @@ def list_pending_flow(
         last = rows[-1]
         if query.asked_before is not None and _asked_since(str(last[1]), query.asked_before):
             return page  # rows come in the order asked: the rest were asked later still
-        # Past the last row read: its questions are all in ``found`` already.
+        # From the last row read on (``>=``), which the loop above then skips.
+        seen = tuple(last[:3])
         after = (str(last[1]), str(last[0]), str(last[2]), 1 << 30)
         batch = min(batch * 2, 5000)
 

@@ -73,6 +73,8 @@ def _start(graph: Any, config: Any, db: Path, thread: str) -> int:
     print("This process exits now. Answer later, from any process:")
     print("  pausepoint demo              # asks at the terminal")
     print("  pausepoint demo --approve | --reject [REASON] | --edit '{\"rows\": 10}'")
+    print(f"  pausepoint inbox --db {db} --graph pausepoint.cli.demo_graph:build   # in a browser")
+    print("    (the inbox needs: pip install 'pausepoint[inbox]')")
     return 0
 
 

@@ -5,11 +5,11 @@ Nothing here touches a real database: "executing" the change only describes it.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from pausepoint import END, START, Command, StateGraph, interrupt
 
-__all__ = ["Change", "build"]
+__all__ = ["Change", "Decision", "build"]
 
 
 class Change(TypedDict, total=False):
@@ -19,6 +19,14 @@ class Change(TypedDict, total=False):
     plan: dict[str, Any]
     decision: str
     result: str
+
+
+class Decision(TypedDict):
+    """The answer the review asks for (the inbox shows Approve / Edit / Reject for it)."""
+
+    decision: Literal["approve", "edit", "reject"]
+    plan: NotRequired[dict[str, Any]]
+    reason: NotRequired[str]
 
 
 def plan(state: Change) -> dict[str, Any]:
@@ -41,7 +49,8 @@ def review(state: Change) -> Command[str]:
             "question": "The agent wants to run this change. Approve, edit or reject?",
             "request": state.get("request", ""),
             "plan": proposed,
-        }
+        },
+        response_schema=Decision,
     )
     answer: dict[str, Any] = raw if isinstance(raw, dict) else {"decision": str(raw)}  # pyright: ignore[reportUnknownVariableType]
     decision = str(answer.get("decision", ""))

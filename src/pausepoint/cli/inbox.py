@@ -1,0 +1,157 @@
+"""``pausepoint inbox``: serve the approval inbox of a graph's waiting questions.
+
+Lists every question the graph's threads in the database wait on, shows each with a
+form made from its response schema, and resumes the thread when it is answered (see
+docs/inbox.md). Binds 127.0.0.1 and prints a link with a fresh token, as Jupyter does:
+the token is the login. Needs the ``inbox`` extra: pip install 'pausepoint[inbox]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import re
+import sys
+from typing import Any
+
+from pausepoint.cli.threads import compile_graph, load_graph, open_saver
+from pausepoint.cli.views import CliError
+
+__all__ = ["RedactToken", "add_parser", "run"]
+
+DEFAULT_PORT = 8321
+TOKEN_ENV = "PAUSEPOINT_INBOX_TOKEN"
+_EXTRA = "pip install 'pausepoint[inbox]'"
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+def add_parser(commands: Any) -> None:
+    """Register ``inbox`` on the CLI's subcommands."""
+    p: argparse.ArgumentParser = commands.add_parser(
+        "inbox",
+        help="serve a web page (and JSON API) to answer the questions threads wait on",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--db", required=True, help="a SQLite file, or a postgresql:// URL")
+    p.add_argument(
+        "--graph",
+        required=True,
+        metavar="MODULE:ATTR",
+        help="the graph: a StateGraph, a compiled graph, or a function returning one",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"(default: {DEFAULT_PORT})")
+    p.add_argument(
+        "--token", help=f"the login token (default: ${TOKEN_ENV}, else a fresh random one)"
+    )
+    p.add_argument("--poll", type=float, default=3.0, metavar="SECONDS", help="list refresh period")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the inbox until interrupted; return the exit status."""
+    missing = _missing_extra()
+    if missing:
+        print(
+            f"pausepoint inbox needs the 'inbox' extra ({missing} is not installed): {_EXTRA}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        with open_saver(args.db, write=True) as saver:
+            return _serve(args, saver)
+    except CliError as exc:
+        print(f"pausepoint inbox: {exc}", file=sys.stderr)
+        return 2
+
+
+def _serve(args: argparse.Namespace, saver: Any) -> int:
+    import uvicorn
+
+    from pausepoint.inbox import create_app, new_token
+
+    graph = _graph(args.graph, saver)
+    token = args.token or os.environ.get(TOKEN_ENV) or new_token()
+    app = create_app(graph, token=token, poll_seconds=args.poll)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
+    _redact_access_log()
+    _announce(args, token)
+    try:
+        uvicorn.Server(config).run()
+    except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C once it has shut down
+        print("pausepoint inbox: stopped")
+    return 0
+
+
+def _missing_extra() -> str | None:
+    for module, name in (
+        ("starlette", "starlette"),
+        ("uvicorn", "uvicorn"),
+        ("jinja2", "jinja2"),
+        ("python_multipart", "python-multipart"),
+    ):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return name
+    return None
+
+
+def _graph(spec: str, saver: Any) -> Any:
+    """The graph ``--graph`` names, compiled with ``saver`` (as ``threads resume`` does).
+
+    Besides a ``StateGraph`` or a compiled graph, the attribute may be a function of no
+    arguments returning either (``pausepoint.cli.demo_graph:build``).
+    """
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.state import StateGraph
+
+    target = load_graph(spec)
+    if not isinstance(target, StateGraph | CompiledStateGraph) and callable(target):
+        try:
+            target = target()
+        except TypeError as exc:
+            raise CliError(f"--graph {spec!r} is a function that needs arguments: {exc}") from None
+    return compile_graph(target, saver)
+
+
+def _announce(args: argparse.Namespace, token: str) -> None:
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"pausepoint inbox: the questions waiting in {args.db} (graph {args.graph})")
+    print(f"  open http://{host}:{args.port}/?token={token}")
+    print("  (the token is the login: the browser keeps it in a cookie; programs send")
+    print("   'Authorization: Bearer <token>'. Ctrl-C stops the server.)")
+    if args.host not in _LOOPBACK:
+        print(f"  warning: bound to {args.host}, reachable from other machines", file=sys.stderr)
+    sys.stdout.flush()
+
+
+class RedactToken(logging.Filter):
+    """Hides ``token=...`` in log records, so the token appears only in the start line."""
+
+    _TOKEN = re.compile(r"(token=)[^&\s\"']+")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record's message and arguments with each token replaced by ``***``."""
+        # uvicorn's access formatter reads the arguments (client, method, path, ...),
+        # so they are redacted one by one and keep their shape.
+        if isinstance(record.msg, str):
+            record.msg = self._redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(self._redact(a) for a in record.args)
+        return True
+
+    def _redact(self, value: Any) -> Any:
+        if isinstance(value, str) and "token=" in value:
+            return self._TOKEN.sub(r"\1***", value)
+        return value
+
+
+def _redact_access_log() -> None:
+    # uvicorn configures its loggers when the server starts; filters on the logger
+    # itself survive that (handlers are replaced, loggers are not).
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logging.getLogger(name).addFilter(RedactToken())

@@ -1,0 +1,111 @@
+"""The inbox's JSON API under ``/api/``: list, get and answer questions.
+
+Status codes: 200, 400 (a malformed query or body), 401 (no token), 403 (a cookie
+request without its CSRF header), 404 (no such waiting question), 409 (the question
+no longer waits, or its thread is busy), 422 (the answer does not fit the schema, with
+every problem). Examples are in docs/inbox.md.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from pausepoint.errors import InvalidAnswerError
+from pausepoint.inbox.context import Inbox
+from pausepoint.inbox.outcomes import CONFLICTS, conflict_message, run_failed_message
+from pausepoint.inbox.present import BadQuery, jsonable, listing_from, question_json
+
+__all__ = ["Api"]
+
+
+class Api:
+    """The JSON handlers of one inbox."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+
+    async def list(self, request: Request) -> JSONResponse:
+        """``GET /api/questions``: a page of waiting questions and the next cursor."""
+        try:
+            listing = listing_from(request.query_params, self.inbox.page_size)
+        except BadQuery as exc:
+            return _error(400, "bad_query", str(exc))
+        page = await self.inbox.questions.page(listing)
+        root = self.inbox.root(request)
+        return JSONResponse(
+            {
+                "items": [question_json(q, root) for q in page.items],
+                "next_cursor": page.next_cursor,
+            }
+        )
+
+    async def get(self, request: Request) -> JSONResponse:
+        """``GET /api/threads/{thread}/questions/{question}``: one waiting question."""
+        q = await self.inbox.questions.get(*_ids(request))
+        if q is None:
+            return _not_waiting(404)
+        return JSONResponse(question_json(q, self.inbox.root(request)))
+
+    async def answer(self, request: Request) -> JSONResponse:
+        """``POST .../answer`` with ``{"answer": value}``: resume the question's thread."""
+        body = await self._body(request)
+        if isinstance(body, JSONResponse):
+            return body
+        q = await self.inbox.questions.get(*_ids(request))
+        if q is None:
+            return _not_waiting(409)
+        try:
+            result = await self.inbox.questions.answer(q, body)
+        except InvalidAnswerError as exc:
+            problems = [
+                {"path": p.path, "expected": p.expected, "got": p.got} for p in exc.problems
+            ]
+            return JSONResponse(
+                {"error": "invalid_answer", "message": str(exc), "problems": problems},
+                status_code=422,
+            )
+        except CONFLICTS as exc:
+            return _error(409, "conflict", conflict_message(exc))
+        except Exception as exc:  # a node raised after the answer was stored
+            return _error(500, "run_failed", run_failed_message(exc))
+        return JSONResponse(
+            {
+                "answered": q.question_id,
+                "thread_id": q.thread_id,
+                "result": jsonable(result),
+            }
+        )
+
+    async def _body(self, request: Request) -> Any:
+        """The answer a POST sends, or the error response saying why it cannot be read."""
+        if not self.inbox.guard.csrf_ok(request, request.headers.get("x-csrf-token")):
+            why = "send 'Authorization: Bearer <token>' (or, from the inbox page, X-CSRF-Token)"
+            return _error(403, "csrf", why)
+        try:
+            body: Any = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(400, "bad_body", f"the body is not JSON: {exc}")
+        if not isinstance(body, dict) or "answer" not in body:
+            return _error(400, "bad_body", 'send a JSON object {"answer": <value>}')
+        return typing.cast("dict[str, Any]", body)["answer"]
+
+
+def _ids(request: Request) -> tuple[str, str]:
+    return str(request.path_params["thread_id"]), str(request.path_params["question_id"])
+
+
+def _not_waiting(status: int) -> JSONResponse:
+    return _error(
+        status,
+        "not_waiting" if status == 404 else "conflict",
+        "this question does not wait (any more): it was answered, or never asked",
+    )
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": code, "message": message}, status_code=status)

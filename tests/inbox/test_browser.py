@@ -1,0 +1,147 @@
+"""The inbox in a real browser: Chromium (Debian's) against uvicorn and a SQLite file.
+
+No sleeps: every wait is Playwright polling the page until what it expects shows (the
+list refreshes itself every 0.2 s here).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from tests.inbox import graphs
+from tests.inbox.conftest import TOKEN, checkpoint_of
+from tests.inbox.server import serve
+
+WAIT_MS = 10_000
+
+
+class FakeClock:
+    """The time the graph, the inbox and the sweeper share; moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = datetime.datetime(2026, 3, 2, 9, 0, tzinfo=datetime.UTC)
+
+    def __call__(self) -> datetime.datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def base(graph: Any, clock: FakeClock) -> Iterator[str]:
+    """The inbox of ``graph`` served by uvicorn; its URL."""
+    from pausepoint.inbox import create_app
+
+    with serve(create_app(graph, token=TOKEN, clock=clock, poll_seconds=0.2)) as url:
+        yield url
+
+
+@pytest.fixture
+def context(browser: Any) -> Iterator[Any]:
+    """A fresh browser profile (no cookies) per test."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=WAIT_MS)
+    ctx = browser.new_context()
+    ctx.set_default_timeout(WAIT_MS)
+    yield ctx
+    ctx.close()
+
+
+def open_inbox(context: Any, base: str) -> Any:
+    page = context.new_page()
+    page.goto(f"{base}/?token={TOKEN}")
+    assert "token=" not in page.url  # traded for a cookie
+    return page
+
+
+def row(page: Any, thread: str) -> Any:
+    return page.locator(f'tr[data-thread="{thread}"]')
+
+
+def test_answer_a_question_in_the_browser(graph: Any, base: str, context: Any) -> None:
+    from playwright.sync_api import expect
+
+    graphs.start(graph, "t1", request="clean up", rows=1204)
+    page = open_inbox(context, base)
+    expect(row(page, "t1")).to_contain_text("Delete 1204 rows?")
+    page.get_by_role("link", name="Delete 1204 rows?").click()
+    expect(page.locator("h1")).to_have_text("Delete 1204 rows?")
+
+    before = checkpoint_of(graph, "t1")
+    page.fill('[name="$.rows"]', "lots")
+    page.get_by_role("button", name="Edit").click()
+    expect(page.locator(".errors")).to_contain_text("The answer was not sent")
+    expect(page.locator('.field[data-path="$.rows"] .problems')).to_contain_text("an integer")
+    expect(page.locator('[name="$.rows"]')).to_have_value("lots")
+    assert checkpoint_of(graph, "t1") == before
+
+    page.fill('[name="$.rows"]', "10")
+    page.get_by_role("button", name="Edit").click()
+    expect(page.locator(".flash")).to_contain_text("t1")
+    expect(row(page, "t1")).to_have_count(0)
+    state = graph.get_state({"configurable": {"thread_id": "t1"}})
+    assert state.values["result"] == "edit: 10 rows"
+
+
+def test_the_list_updates_by_itself(graph: Any, base: str, context: Any) -> None:
+    from pausepoint.questions import answer
+    from playwright.sync_api import expect
+
+    page = open_inbox(context, base)
+    expect(page.locator(".empty")).to_be_visible()
+    graphs.start(graph, "late", rows=3)
+    expect(row(page, "late")).to_be_visible()
+    (q,) = graph.checkpointer.list_pending().items
+    answer(graph, q, {"decision": "approve"})
+    expect(row(page, "late")).to_have_count(0)
+
+
+def test_two_tabs_answer_one_wins(graph: Any, base: str, context: Any) -> None:
+    from playwright.sync_api import expect
+
+    graphs.start(graph, "t1", rows=5)
+    first = open_inbox(context, base)
+    second = context.new_page()
+    for page in (first, second):
+        page.goto(f"{base}/")
+        page.get_by_role("link", name="Delete 5 rows?").click()
+        expect(page.get_by_role("button", name="Approve")).to_be_visible()
+
+    first.get_by_role("button", name="Approve").click()
+    expect(first.locator(".flash")).to_be_visible()
+    after = checkpoint_of(graph, "t1")
+
+    second.fill('[name="$.reason"]', "too risky")
+    second.get_by_role("button", name="Reject").click()
+    expect(second.locator(".conflict")).to_contain_text("no longer waits")
+    assert checkpoint_of(graph, "t1") == after
+    state = graph.get_state({"configurable": {"thread_id": "t1"}})
+    assert state.values["decision"] == "approve"
+
+
+def test_a_deadline_passes_and_the_sweeper_answers(
+    graph: Any, base: str, context: Any, clock: FakeClock
+) -> None:
+    from pausepoint.questions import sweep, use_clock
+    from playwright.sync_api import expect
+
+    with use_clock(clock):
+        graphs.start(graph, "slow", rows=9, minutes=30)
+    page = open_inbox(context, base)
+    deadline = row(page, "slow").locator("time.deadline")
+    expect(deadline).to_contain_text("in 30m")  # counted on the inbox's clock
+
+    clock.now += datetime.timedelta(minutes=31)
+    outcomes = sweep(graph, now=clock.now)
+    assert len(outcomes) == 1
+    expect(row(page, "slow")).to_have_count(0)
+    state = graph.get_state({"configurable": {"thread_id": "slow"}})
+    assert state.values["decision"] == "reject"
+    assert state.values["reason"] == "no answer in time"
