@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from pausepoint._clock import as_utc, utc_now
-from pausepoint.errors import InvalidAnswerError
+from pausepoint.errors import DeadlineExpiredError, InvalidAnswerError
 from pausepoint.response_schema import JsonSchema, answer_problems, json_schema_of
 from pausepoint.types import Interrupt, Reanswer, TimedOut, TimeoutAnswer
 
-__all__ = ["ask", "check_answer", "keep_first_deadlines"]
+__all__ = ["ask", "check_answer", "keep_first_deadlines", "timed_out"]
 
 
 def ask(question: Interrupt, schema: Any, deadline: Any, on_timeout: Any) -> Interrupt:
@@ -136,3 +136,14 @@ def check_answer(question: Interrupt, given: Any) -> None:
     problems = answer_problems(value, schema)
     if problems:
         raise InvalidAnswerError(question, value, problems)
+
+
+def timed_out(answer: TimedOut) -> Any:
+    """What ``interrupt()`` returns for the sweeper's answer: the default it gave.
+
+    Raises:
+        DeadlineExpiredError: The question's ``on_timeout`` was ``"fail"``.
+    """
+    if isinstance(answer.on_timeout, TimeoutAnswer):
+        return answer.on_timeout.value
+    raise DeadlineExpiredError(answer.deadline, answer.swept_at)

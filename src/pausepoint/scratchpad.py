@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pausepoint._asking import ask
+from pausepoint._asking import ask, timed_out
 from pausepoint.errors import GraphInterrupt
 from pausepoint.running import TASK, current_task, outside_run
 from pausepoint.types import Interrupt, TimedOut
@@ -227,4 +227,4 @@ class TaskContext:
                 question = ask(question, schema, deadline, on_timeout)
             raise GraphInterrupt((question,), position=idx)
         # The sweeper's answer to an expired question: its default, or the error.
-        return answer.outcome() if type(answer) is TimedOut else answer
+        return timed_out(answer) if type(answer) is TimedOut else answer

@@ -234,14 +234,6 @@ class TimedOut:
     swept_at: datetime.datetime
     sweep_id: str
 
-    def outcome(self) -> Any:
-        """What ``interrupt()`` returns for this answer (or the error it raises)."""
-        if isinstance(self.on_timeout, TimeoutAnswer):
-            return self.on_timeout.value
-        from pausepoint.errors import DeadlineExpiredError
-
-        raise DeadlineExpiredError(self.deadline, self.swept_at)
-
 
 @final
 @dataclasses.dataclass(frozen=True, slots=True)
