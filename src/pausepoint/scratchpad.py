@@ -21,7 +21,7 @@ from pausepoint.types import Interrupt
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
     from pausepoint.config import RunnableConfig
-    from pausepoint.loop.calls import CallRequest, CallSite
+    from pausepoint.loop.calls import CallRequest, CallSite, Memo
     from pausepoint.loop.namespaces import Afresh, ReplayPoint
     from pausepoint.runtime import Runtime
     from pausepoint.types import Durability, RetryPolicy
@@ -116,7 +116,7 @@ class TaskContext:
         config: RunnableConfig | None = None,
         nest: NestInfo | None = None,
         calls: CallSite | None = None,
-        spawn: Callable[[CallRequest], Any] | None = None,
+        spawn: Callable[[CallRequest | Memo], Any] | None = None,
         runtime: Runtime[Any] | None = None,
     ) -> None:
         self.name = name
@@ -188,19 +188,15 @@ class TaskContext:
         is_async: bool,
         retry: tuple[RetryPolicy, ...],
     ) -> Any:
-        """Run a ``@task`` call for this task: a saved result, or a new run (a future)."""
-        from pausepoint.drivers.calls import TaskFuture
-        from pausepoint.loop.calls import Memo
+        """Run a ``@task`` call for this task: a saved result, or a new run (a future).
 
+        The future comes from ``spawn``, the factory the driver running the task
+        handed over (`pausepoint.drivers.calls.spawned`).
+        """
         if self.calls is None or self.spawn is None:
             raise outside_run(f"task {name!r}")
         index = self.scratchpad.next_call_index()
-        req = self.calls.request(index, name, fn, args, kwargs, is_async, retry)
-        if isinstance(req, Memo):
-            return TaskFuture.of(req)
-        future = self.spawn(req)
-        self.calls.started.append(future)
-        return future
+        return self.spawn(self.calls.request(index, name, fn, args, kwargs, is_async, retry))
 
     def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
         """An answer given for this question before it was asked, as a 1-tuple, or None.
