@@ -7,7 +7,12 @@ methods refuse, so the async state methods must use the saver's async ones). A
 scenario returns what it observed, normalised (checkpoint, task and interrupt ids
 by order of first appearance; no timestamps): every driver × saver pair must
 observe the same, and the sync pair on memory is also run on LangGraph 1.1.6 (when
-installed) to observe the same there.
+installed) to observe the same there, but for the documented differences.
+
+tests/savers/test_state_methods.py runs the state methods on the same savers (and on
+``AsyncSqliteSaver`` under the sync driver) for subgraph snapshots and the checks an
+update passes before it is stored; this matrix adds the interrupt/resume paths, forks,
+the special ``as_node`` values, and the comparison with LangGraph.
 """
 
 from __future__ import annotations
@@ -400,23 +405,6 @@ def test_same_as_langgraph(name: str) -> None:
     for key, each in DELIBERATE.get(name, {}).items():
         assert (theirs.pop(key), ours.pop(key)) == (each["langgraph"], each["pausepoint"])
     assert theirs == ours
-
-
-def test_async_postgres_saver_refuses_the_sync_state_methods(pg_url_in_schema: str) -> None:
-    # Why the async state methods must not run the sync ones in a thread: the async
-    # saver has no sync methods to run.
-    from pausepoint.checkpoint.postgres import AsyncPostgresSaver
-
-    async def go() -> None:
-        async with AsyncPostgresSaver.from_conn_string(pg_url_in_schema) as saver:
-            await saver.setup()
-            graph = review_graph(Lib("pausepoint"), saver)
-            await graph.ainvoke({"log": ["start"]}, config("t"))
-            with pytest.raises(TypeError, match="aget_tuple"):
-                graph.get_state(config("t"))
-            assert (await graph.aget_state(config("t"))).next == ("ask",)
-
-    asyncio.run(go())
 
 
 # --- restore(): a checkpoint stored without a step -----------------------------------------
