@@ -70,7 +70,8 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.validate": "compile() internals",
     "pausepoint.response_schema": "typed answers (issue 20): not yet taken by interrupt()",
     "pausepoint.running": "the running task's context variable",
-    "pausepoint.scratchpad": "the running task's context",
+    "pausepoint.scratchpad": "a task's interrupt and call counters",
+    "pausepoint.task_context": "the running task's context",
     "pausepoint.serde.*": "serializer internals; pausepoint.serde re-exports the public names",
     "pausepoint.testing.*": "pausepoint.testing re-exports the public names",
 }

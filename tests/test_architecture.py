@@ -241,7 +241,7 @@ def test_calls_a_node_makes_run_no_import_statement():
     from pausepoint.config import get_config, get_stream_writer
     from pausepoint.drivers.calls import AsyncCalls, SyncCalls
     from pausepoint.loop import node
-    from pausepoint.scratchpad import TaskContext
+    from pausepoint.task_context import TaskContext
 
     hot = [
         SyncCalls._persist,  # pyright: ignore[reportPrivateUsage]
@@ -293,6 +293,7 @@ PACKAGE_ORDER = (
     # persistence, the running task, the loop and what drives it
     "checkpoint",
     "scratchpad",
+    "task_context",
     "loop",
     "drivers",
     # the public builders, then what is built on them

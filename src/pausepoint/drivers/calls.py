@@ -21,7 +21,9 @@ from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
 from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
-from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
+from pausepoint.running import TASK
+from pausepoint.scratchpad import Scratchpad
+from pausepoint.task_context import TaskContext
 
 if TYPE_CHECKING:
     import asyncio

@@ -20,7 +20,7 @@ from pausepoint.loop.node import Body, node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
 from pausepoint.runtime import ExecutionInfo, Runtime, wall_clock
-from pausepoint.scratchpad import NestInfo, TaskContext
+from pausepoint.task_context import NestInfo, TaskContext
 from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:

@@ -52,7 +52,7 @@ from pausepoint.loop.restore import restore
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred
-from pausepoint.scratchpad import NestInfo
+from pausepoint.task_context import NestInfo
 from pausepoint.types import Durability, Interrupt
 
 __all__ = ["RunOptions", "RunResult", "run"]
