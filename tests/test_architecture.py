@@ -282,10 +282,13 @@ PACKAGE_ORDER = (
     "managed",
     "_schema_dicts",
     "_updates",
+    "_clock",  # issue 20 (t20), not yet on this branch
     "response_schema",
     # values and signals
     "types",
     "errors",
+    "_asking",  # issue 20 (t20): asking with terms, checking answers
+    "_sweeping",  # issue 20 (t20): the sweeper's decisions
     "channels",
     "serde",
     "config",
