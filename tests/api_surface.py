@@ -74,7 +74,8 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.validate": "compile() internals",
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.running": "the running task's context variable",
-    "pausepoint.scratchpad": "the running task's context",
+    "pausepoint.scratchpad": "a task's interrupt and call counters",
+    "pausepoint.task_context": "the running task's context",
     "pausepoint.serde.*": "serializer internals; pausepoint.serde re-exports the public names",
     "pausepoint.testing.*": "pausepoint.testing re-exports the public names",
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import pathlib
 from collections.abc import Generator
 from typing import Any
@@ -240,7 +241,7 @@ def test_calls_a_node_makes_run_no_import_statement():
     from pausepoint.config import get_config, get_stream_writer
     from pausepoint.drivers.calls import AsyncCalls, SyncCalls
     from pausepoint.loop import node
-    from pausepoint.scratchpad import TaskContext
+    from pausepoint.task_context import TaskContext
 
     hot = [
         SyncCalls._persist,  # pyright: ignore[reportPrivateUsage]
@@ -270,3 +271,175 @@ def test_no_module_is_over_600_lines():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
     }
     assert long == {}
+
+
+# --- the dependency direction (issue 19) --------------------------------------------------
+
+PACKAGE_ORDER = (
+    # leaves: they import nothing of pausepoint's (or only each other, downwards)
+    "constants",
+    "running",
+    "managed",
+    "_schema_dicts",
+    "_updates",
+    "_clock",  # issue 20 (t20), not yet on this branch
+    "response_schema",
+    # values and signals
+    "types",
+    "errors",
+    "_asking",  # issue 20 (t20): asking with terms, checking answers
+    "_sweeping",  # issue 20 (t20): the sweeper's decisions
+    "channels",
+    "serde",
+    "config",
+    "runtime",
+    # persistence, the running task, the loop and what drives it
+    "checkpoint",
+    "scratchpad",
+    "task_context",
+    "loop",
+    "drivers",
+    # the public builders, then what is built on them
+    "graph",
+    "func",
+    "pausepoint",  # the package's __init__: re-exports the everyday names
+    "testing",
+    "questions",
+    "inbox",
+    "cli",
+)
+"""pausepoint's packages (and top-level modules), lowest first: each may import only
+those before it. ``pausepoint`` stands for the package's own ``__init__``."""
+
+PACKAGE = pathlib.Path(pausepoint.__file__).parent
+
+
+def _module_name(path: pathlib.Path, package: pathlib.Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _unit(module: str) -> str:
+    """The package (or top-level module) of ``pausepoint`` that ``module`` belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "pausepoint"
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """Nodes under ``if TYPE_CHECKING:``: imports that never run."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return skipped
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, root: pathlib.Path) -> list[str]:
+    """The modules an import statement loads (``from package import module`` too)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:  # relative: resolved against the importing module's package
+        package = module.split(".")[: -node.level]
+        base = ".".join([*package, *([base] if base else [])])
+
+    def is_module(name: str) -> bool:
+        path = root.joinpath(*name.split("."))
+        return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+    found = [f"{base}.{a.name}" for a in node.names if is_module(f"{base}.{a.name}")]
+    return found or [base]
+
+
+def import_edges(package: pathlib.Path = PACKAGE) -> list[tuple[str, str, str]]:
+    """``(from unit, to unit, "module:line imports target")`` of every run-time import
+    between two units, function-level imports included (``TYPE_CHECKING`` ones not)."""
+    edges: list[tuple[str, str, str]] = []
+    for path in sorted(package.rglob("*.py")):
+        module = _module_name(path, package)
+        if path.name == "__init__.py":
+            module += ".__init__"  # so a relative import resolves against the package
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_nodes(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom) or id(node) in skipped:
+                continue
+            for target in _imported(node, module, package.parent):
+                if target.split(".")[0] != package.name:
+                    continue
+                src, dst = _unit(module.removesuffix(".__init__")), _unit(target)
+                if src != dst:
+                    name = module.removesuffix(".__init__")
+                    edges.append((src, dst, f"{name}:{node.lineno} imports {target}"))
+    return edges
+
+
+def _cycle(edges: list[tuple[str, str, str]]) -> list[str]:
+    """One cycle among the units (as its edges), or ``[]``."""
+    graph: dict[str, dict[str, str]] = {}
+    for src, dst, where in edges:
+        graph.setdefault(src, {}).setdefault(dst, where)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(unit: str) -> list[str]:
+        state[unit] = 1
+        path.append(unit)
+        for nxt in sorted(graph.get(unit, {})):
+            if state.get(nxt) == 1:
+                loop = [*path[path.index(nxt) :], nxt]
+                return [graph[a][b] for a, b in itertools.pairwise(loop)]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[unit] = 2
+        return []
+
+    for unit in sorted(graph):
+        if unit not in state and (found := visit(unit)):
+            return found
+    return []
+
+
+def test_packages_import_each_other_in_one_direction():
+    """No import cycle between packages, and none upwards (PACKAGE_ORDER), run-time
+    imports inside functions included: a lower package that needs something from
+    a higher one is handed it (at compile time, or by the driver) instead."""
+    edges = import_edges()
+    assert edges, "no imports found: did the package move?"
+    cycle = _cycle(edges)
+    assert cycle == [], "import cycle between packages:\n  " + "\n  ".join(cycle)
+    rank = {unit: n for n, unit in enumerate(PACKAGE_ORDER)}
+    unknown = sorted({u for e in edges for u in e[:2] if u not in rank})
+    assert unknown == [], f"packages in no place of PACKAGE_ORDER (add them): {unknown}"
+    upward = [
+        f"{where} ({src!r} is below {dst!r} in PACKAGE_ORDER)"
+        for src, dst, where in edges
+        if rank[src] < rank[dst]
+    ]
+    assert upward == [], "upward imports:\n  " + "\n  ".join(upward)
+
+
+def test_the_import_checks_name_the_edge(tmp_path):
+    root = tmp_path / "pausepoint"
+    for path, text in {
+        "__init__.py": "",
+        "loop/__init__.py": "",
+        "loop/node.py": "def f():\n    from pausepoint.graph import schema\n",
+        "graph/__init__.py": "from . import update\n",
+        "graph/schema.py": "",
+        "graph/update.py": "from ..loop.node import f\n",
+        "types.py": "if TYPE_CHECKING:\n    import pausepoint.graph\n",
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    edges = import_edges(root)
+    assert sorted(edges) == [
+        ("graph", "loop", "pausepoint.graph.update:1 imports pausepoint.loop.node"),
+        ("loop", "graph", "pausepoint.loop.node:2 imports pausepoint.graph.schema"),
+    ]
+    assert _cycle(edges) == [
+        "pausepoint.graph.update:1 imports pausepoint.loop.node",
+        "pausepoint.loop.node:2 imports pausepoint.graph.schema",
+    ]
+    assert _cycle(edges[:1]) == []

@@ -168,4 +168,6 @@ class entrypoint:
             raise TypeError(
                 f"entrypoint {func.__name__!r} takes no arguments; it needs one for the input"
             )
-        return build_entrypoint(func, self.checkpointer, self.retry, self.context_schema)
+        return build_entrypoint(
+            func, self.checkpointer, self.retry, self.context_schema, entrypoint.final
+        )

@@ -4,7 +4,7 @@ Its own module, importing nothing of pausepoint at run time, so that
 ``interrupt()``, ``get_config()``, ``get_stream_writer()`` and ``@task`` calls can
 import it at the top of theirs: an ``import`` statement inside those functions
 cost ~1 µs a call (an ``interrupt()`` that replays a saved answer is ~2 µs).
-`pausepoint.scratchpad` defines what the variable holds.
+`pausepoint.task_context` defines what the variable holds.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pausepoint.scratchpad import TaskContext
+    from pausepoint.task_context import TaskContext
 
 __all__ = ["TASK", "current_task", "outside_run"]
 

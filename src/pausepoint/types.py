@@ -316,7 +316,7 @@ class Command(Generic[N]):
 
     def update_items(self) -> list[tuple[str, Any]]:
         """The update as ``(key, value)`` pairs (``__root__`` for a non-dict update)."""
-        from pausepoint.graph.schema import update_as_pairs
+        from pausepoint._updates import update_as_pairs
 
         return update_as_pairs(self.update)
 

@@ -91,8 +91,9 @@ def test_answer_a_question_in_the_browser(graph: Any, base: str, context: Any) -
 
 
 def test_the_list_updates_by_itself(graph: Any, base: str, context: Any) -> None:
-    from pausepoint.questions import answer
     from playwright.sync_api import expect
+
+    from pausepoint.questions import answer
 
     page = open_inbox(context, base)
     expect(page.locator(".empty")).to_be_visible()
@@ -129,8 +130,9 @@ def test_two_tabs_answer_one_wins(graph: Any, base: str, context: Any) -> None:
 def test_a_deadline_passes_and_the_sweeper_answers(
     graph: Any, base: str, context: Any, clock: FakeClock
 ) -> None:
-    from pausepoint.questions import sweep, use_clock
     from playwright.sync_api import expect
+
+    from pausepoint.questions import sweep, use_clock
 
     with use_clock(clock):
         graphs.start(graph, "slow", rows=9, minutes=30)

@@ -18,6 +18,7 @@ from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, RESERVED_NAMES, ST
 from pausepoint.loop.answers import stored_answers
 from pausepoint.loop.breakpoints import changed_since_pause
 from pausepoint.loop.pending import read_records
+from pausepoint.loop.restore import next_step
 from pausepoint.loop.tasks import task_id
 from pausepoint.types import Answer, Interrupt, Send, StateSnapshot
 
@@ -217,7 +218,7 @@ def _raw_tasks(saved: CheckpointTuple) -> list[tuple[str, str]]:
     """``(task id, node)`` of the step that starts at ``saved``, from stored triggers."""
     cp = saved.checkpoint
     values, versions, seen = cp["channel_values"], cp["channel_versions"], cp["versions_seen"]
-    step = int(saved.metadata.get("step", -1)) + 1
+    step = next_step(saved.metadata)
     ns = str(_conf(saved.config).get("checkpoint_ns", ""))
     out: list[tuple[str, str]] = []
     sends: Any = values.get(TASKS)

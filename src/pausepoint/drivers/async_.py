@@ -37,7 +37,7 @@ from pausepoint.loop.effects import (
 from pausepoint.loop.node import Body
 from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
-from pausepoint.scratchpad import TASK
+from pausepoint.running import TASK
 
 __all__ = ["AsyncSink", "drive", "perform", "run_effects"]
 

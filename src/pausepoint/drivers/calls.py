@@ -13,7 +13,7 @@ import contextvars
 import inspect
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME, RETURN
@@ -21,14 +21,24 @@ from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
 from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
-from pausepoint.scratchpad import TASK, Scratchpad, TaskContext
+from pausepoint.running import TASK
+from pausepoint.scratchpad import Scratchpad
+from pausepoint.task_context import TaskContext
 
 if TYPE_CHECKING:
     import asyncio
 
     from pausepoint.runtime import Runtime
 
-__all__ = ["AsyncCalls", "SyncCalls", "TaskFuture", "asettle", "cancel_calls", "settle"]
+__all__ = [
+    "AsyncCalls",
+    "SyncCalls",
+    "TaskFuture",
+    "asettle",
+    "cancel_calls",
+    "settle",
+    "spawned",
+]
 
 _PENDING: Any = object()
 
@@ -148,6 +158,21 @@ async def _cancelled() -> Any:
     raise asyncio.CancelledError
 
 
+def spawned(start: Callable[[CallRequest], TaskFuture], req: CallRequest | Memo) -> TaskFuture:
+    """A ``@task`` call's future: what ``TaskContext.call`` returns (the driver's half).
+
+    A memo (a saved result, or a pause still pending) resolves at once; a new call
+    is started by ``start`` and its caller's outcome waits for it (``settle``).
+    The driver hands this factory to each task's context, so the context never
+    imports the drivers (tests/test_architecture.py pins the direction).
+    """
+    if isinstance(req, Memo):
+        return TaskFuture.of(req)
+    future = start(req)
+    req.site.started.append(future)
+    return future
+
+
 def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
     parent = TASK.get()
     assert parent is not None, "a task call runs inside its parent's context"
@@ -237,8 +262,11 @@ class SyncCalls:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
-    def spawn(self, req: CallRequest) -> TaskFuture:
-        """Start the call; its future resolves when it finishes."""
+    def spawn(self, req: CallRequest | Memo) -> TaskFuture:
+        """The future of a call: started now (in the pool), or resolved from a memo."""
+        return spawned(self._start, req)
+
+    def _start(self, req: CallRequest) -> TaskFuture:
         with self._lock:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(32, "pausepoint-task")
@@ -300,7 +328,11 @@ class AsyncCalls:
         self.saver = saver
         self.loop = loop
 
-    def spawn(self, req: CallRequest) -> TaskFuture:
+    def spawn(self, req: CallRequest | Memo) -> TaskFuture:
+        """The future of a call: started now (on the event loop), or resolved from a memo."""
+        return spawned(self._start, req)
+
+    def _start(self, req: CallRequest) -> TaskFuture:
         """Start the call on the event loop (from any thread)."""
         import asyncio
 

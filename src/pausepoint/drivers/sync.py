@@ -48,7 +48,7 @@ from pausepoint.loop.effects import (
 from pausepoint.loop.node import Body
 from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
-from pausepoint.scratchpad import TASK
+from pausepoint.running import TASK
 
 __all__ = ["Chunk", "LeaseHeld", "drive", "perform", "run_effects", "run_task"]
 

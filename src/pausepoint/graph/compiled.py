@@ -36,8 +36,9 @@ from pausepoint.loop.lease import RunLease
 from pausepoint.loop.namespaces import addressed, stateful_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec
+from pausepoint.running import TASK
 from pausepoint.runtime import coerce_context
-from pausepoint.scratchpad import TASK, NestInfo
+from pausepoint.task_context import NestInfo
 from pausepoint.types import StateSnapshot, StateUpdate
 
 __all__ = ["CompiledStateGraph"]

@@ -23,8 +23,13 @@ def build_entrypoint(
     checkpointer: Any,
     retry: tuple[RetryPolicy, ...],
     context_schema: Any = None,
+    final: type | None = None,
 ) -> CompiledStateGraph:
-    """A compiled graph running ``func`` as its only node."""
+    """A compiled graph running ``func`` as its only node.
+
+    ``final`` is ``entrypoint.final``: a return of that class saves ``.save`` and
+    returns ``.value`` (`pausepoint.func` passes it, being above this package).
+    """
     name = getattr(func, "__name__", "entrypoint")
     inject = frozenset(k for k in ("config", "writer", "previous", "runtime") if takes(func, k))
     node = NodeProc(
@@ -45,6 +50,7 @@ def build_entrypoint(
         input_channel=START,
         inject=inject,
         returns=(END, PREVIOUS),
+        final=final,
     )
     plain = SchemaInfo.of(None)
     channels = {

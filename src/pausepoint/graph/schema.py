@@ -23,6 +23,8 @@ from typing import Any, get_type_hints
 
 import typing_extensions
 
+from pausepoint._updates import is_pydantic_class as _is_pydantic_class
+from pausepoint._updates import update_as_pairs
 from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
 from pausepoint.constants import ROOT
 from pausepoint.managed import ManagedValue
@@ -124,13 +126,6 @@ def _is_value_type(schema: Any) -> bool:
     return isinstance(schema, type) and not getattr(schema, "__annotations__", None)
 
 
-def _is_pydantic_class(schema: Any) -> bool:
-    pydantic = sys.modules.get("pydantic")
-    return (
-        pydantic is not None and isinstance(schema, type) and issubclass(schema, pydantic.BaseModel)
-    )
-
-
 def _hints(schema: Any) -> dict[str, Any]:
     if _is_pydantic_class(schema):
         return {name: f.rebuild_annotation() for name, f in schema.model_fields.items()}
@@ -214,33 +209,3 @@ def _takes_two(fn: Callable[..., Any]) -> bool:
 _WRAPPERS = {typing.Required, typing.NotRequired}
 if sys.version_info >= (3, 13):  # pragma: no cover - version dependent
     _WRAPPERS.add(typing.ReadOnly)  # type: ignore[attr-defined]
-
-
-def update_as_pairs(update: Any) -> list[tuple[str, Any]]:
-    """A node's (or input's) update as ``(key, value)`` pairs.
-
-    Accepts a dict, a list of ``(key, value)`` tuples, a dataclass or a pydantic
-    model instance (its set fields). ``None`` is no update. Anything else becomes
-    ``("__root__", value)``, which only a root-typed graph could take.
-    """
-    if update is None:
-        return []
-    if isinstance(update, dict):
-        return list(update.items())  # pyright: ignore[reportUnknownArgumentType]
-    if isinstance(update, (list, tuple)) and all(
-        isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str)  # pyright: ignore[reportUnknownArgumentType]
-        for t in update  # pyright: ignore[reportUnknownVariableType]
-    ):
-        return list(update)  # pyright: ignore[reportUnknownArgumentType]
-    if dataclasses.is_dataclass(update) and not isinstance(update, type):
-        return [(f.name, getattr(update, f.name)) for f in dataclasses.fields(update)]
-    if _is_pydantic_class(type(update)):
-        model: Any = update
-        fields_set: set[str] = model.model_fields_set
-        names: list[str] = list(type(model).model_fields)
-        return [
-            (name, getattr(model, name))
-            for name in names
-            if name in fields_set or getattr(model, name) is not None
-        ]
-    return [("__root__", update)]

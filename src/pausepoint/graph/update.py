@@ -44,7 +44,8 @@ from pausepoint.errors import InvalidUpdateError
 from pausepoint.graph.update_steps import COPY, Superstep, parse_supersteps
 from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
-from pausepoint.loop.pending import TaskRecord, read_records
+from pausepoint.loop.pending import TaskRecord
+from pausepoint.loop.restore import next_step, restore
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, task_id, task_ns
 from pausepoint.loop.writes import InputWrites, apply_writes, check_update, rejected_writes
@@ -213,7 +214,7 @@ def _copy(saved: CheckpointTuple | None, conf: dict[str, Any], where: str) -> _P
     thread = dict(saved.config.get("configurable") or {})
     metadata: CheckpointMetadata = {
         "source": "fork",
-        "step": int(saved.metadata.get("step", -1)) + 1,
+        "step": next_step(saved.metadata),
         "parents": dict(saved.metadata.get("parents") or {}),
     }
     parent = saved.parent_config or {
@@ -259,10 +260,9 @@ def _base(
         checkpoint = empty_checkpoint(*new_stamp())
         channels = spec.fresh_channels({})
         return _Base(checkpoint, channels, 0, {"configurable": conf}, [], {}, False)
-    checkpoint = copy_checkpoint(saved.checkpoint)
-    channels = spec.fresh_channels(checkpoint["channel_values"])
-    step = int(saved.metadata.get("step", -1)) + 1
-    records, null_writes = read_records(saved.pending_writes or [])
+    loaded = restore(spec, saved)
+    checkpoint, channels, step = loaded.checkpoint, loaded.channels, loaded.step
+    records, null_writes = loaded.records, loaded.null_writes
     if null_writes:
         # A stored update its channel rejects (stored by a pausepoint that did not
         # check updates) can never be applied: the new checkpoint leaves it out,

@@ -42,7 +42,7 @@ from pausepoint.constants import NS_END, NS_SEP
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
-    from pausepoint.scratchpad import NestInfo
+    from pausepoint.task_context import NestInfo
 
 __all__ = [
     "Afresh",

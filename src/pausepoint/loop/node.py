@@ -11,12 +11,11 @@ import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
+from pausepoint._updates import update_as_pairs
 from pausepoint.channels import Channel
 from pausepoint.config import get_stream_writer
 from pausepoint.constants import BRANCH_TO, END, PREVIOUS, ROOT, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand, UnknownBranchError
-from pausepoint.func import entrypoint
-from pausepoint.graph.schema import update_as_pairs
 from pausepoint.loop.effects import NO_KWARGS, Call, Outcome
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 from pausepoint.loop.tasks import UNREAD, Task, read_values, task_input
@@ -126,7 +125,7 @@ def result_writes(spec: GraphSpec, node: NodeProc, result: Any, ns: str) -> Writ
             return list(result.items())  # pyright: ignore[reportUnknownArgumentType]
         return [(k, v) for k, v in result.items() if k in keys]  # pyright: ignore[reportUnknownVariableType]
     if node.returns is not None or (spec.root and not _has_command(result)):
-        return _whole_writes(node.returns, result)
+        return _whole_writes(node, result)
     if isinstance(result, Command):
         return command_writes(spec, result, ns)  # pyright: ignore[reportUnknownArgumentType]
     if _is_command_list(result):
@@ -152,22 +151,23 @@ def _value_writes(spec: GraphSpec, node: NodeProc, result: Any) -> Writes:
     return [(k, v) for k, v in update_as_pairs(result) if k in spec.state_key_set]
 
 
-def _whole_writes(returns: tuple[str, str] | None, result: Any) -> Writes:
+def _whole_writes(node: NodeProc, result: Any) -> Writes:
     """The result as one value: the state of a one-value graph, an entrypoint's return."""
+    returns = node.returns
     if returns is None:  # a one-value state (``StateGraph(list)``): the result is it
         return [] if result is None else [(ROOT, result)]
     output, saved = returns
-    value = getattr(result, "value", result) if _is_final(result) else result
-    keep = getattr(result, "save", result) if _is_final(result) else result
-    return [(output, value), (saved, keep)]
+    if _is_final(node.final, result):  # entrypoint.final(value=..., save=...)
+        return [(output, result.value), (saved, result.save)]
+    return [(output, result), (saved, result)]
 
 
 def _has_command(result: Any) -> bool:
     return isinstance(result, Command) or _is_command_list(result)
 
 
-def _is_final(result: Any) -> bool:
-    return isinstance(result, entrypoint.final)
+def _is_final(final: type | None, result: Any) -> bool:
+    return final is not None and isinstance(result, final)
 
 
 def _is_command_list(result: Any) -> bool:

@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import PREVIOUS
-from pausepoint.loop.calls import CallEvents, CallRequest, CallSite
+from pausepoint.loop.calls import CallEvents, CallRequest, CallSite, Memo
 from pausepoint.loop.fork import take_afresh
 from pausepoint.loop.namespaces import unsaved_answer
 from pausepoint.loop.node import Body, node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.tasks import Task
 from pausepoint.runtime import ExecutionInfo, Runtime, wall_clock
-from pausepoint.scratchpad import NestInfo, TaskContext
+from pausepoint.task_context import NestInfo, TaskContext
 from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class ExecTask(TaskContext):
             self._resume = [*self._resume, *taken]  # a retry of this attempt keeps it
         return taken
 
-    def context(self, spawn: Callable[[CallRequest], Any]) -> TaskContext:
+    def context(self, spawn: Callable[[CallRequest | Memo], Any]) -> TaskContext:
         """The context of a new attempt, given the driver's way to start ``@task`` calls."""
         self.spawn = spawn
         self._scratchpad = None  # counters from zero, answers as saved

@@ -21,7 +21,6 @@ from pausepoint.checkpoint.base import (
     CheckpointPut,
     CheckpointTuple,
     TaskWrites,
-    copy_checkpoint,
     empty_checkpoint,
 )
 from pausepoint.checkpoint.ids import new_stamp
@@ -47,14 +46,14 @@ from pausepoint.loop.pending import (
     TaskRecord,
     is_own_interrupt,
     match_records,
-    read_records,
     with_ids,
 )
 from pausepoint.loop.prepare import ExecTask, StepFrame, custom_writer, prepare_for_execution
+from pausepoint.loop.restore import restore
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.loop.tasks import Task, count_steps_left, prepare_tasks, read_values
 from pausepoint.loop.writes import VersionClock, apply_writes, finish_deferred
-from pausepoint.scratchpad import NestInfo
+from pausepoint.task_context import NestInfo
 from pausepoint.types import Durability, Interrupt
 
 __all__ = ["RunOptions", "RunResult", "run"]
@@ -346,16 +345,16 @@ class _Run:
                 self.checkpoint["id"] = namespaces.unsaved_id(self.cfg.checkpoint_ns)
 
     def restore(self, saved: CheckpointTuple | None) -> None:
+        """Continue from ``saved`` (`pausepoint.loop.restore`), if there is one."""
         if saved is None:
             return
-        self.checkpoint = copy_checkpoint(saved.checkpoint)
+        loaded = restore(self.spec, saved)
+        self.checkpoint, self.channels, self.step = loaded.checkpoint, loaded.channels, loaded.step
+        self.records, self.null_writes = loaded.records, loaded.null_writes
         self.metadata = saved.metadata
         self.saved_config = saved.config
         self.persisted = saved.config
         self.parent_config = saved.parent_config
-        self.channels = self.spec.fresh_channels(self.checkpoint["channel_values"])
-        self.records, self.null_writes = read_records(saved.pending_writes or [])
-        self.step = int(saved.metadata.get("step", -2)) + 1
 
     # --- input -------------------------------------------------------------------------
 

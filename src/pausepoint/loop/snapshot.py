@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from pausepoint.checkpoint.base import CheckpointTuple, copy_checkpoint
+from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, ROOT
 from pausepoint.loop.answers import stored_answers
-from pausepoint.loop.pending import TaskRecord, read_records
+from pausepoint.loop.pending import TaskRecord
+from pausepoint.loop.restore import restore
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, read_values
 from pausepoint.loop.writes import InputWrites, apply_writes
@@ -20,11 +21,9 @@ __all__ = ["build_snapshot", "folded_writes", "keeps_state", "snapshot_tasks"]
 
 def snapshot_tasks(spec: GraphSpec, saved: CheckpointTuple) -> list[Task]:
     """The tasks of the step that starts at ``saved``."""
-    checkpoint = saved.checkpoint
-    channels = spec.fresh_channels(checkpoint["channel_values"])
-    step = int(saved.metadata.get("step", -1)) + 1
+    loaded = restore(spec, saved)
     ns = (saved.config.get("configurable") or {}).get("checkpoint_ns", "")
-    return prepare_tasks(spec, checkpoint, channels, step, ns)
+    return prepare_tasks(spec, loaded.checkpoint, loaded.channels, loaded.step, ns)
 
 
 def build_snapshot(
@@ -44,13 +43,11 @@ def build_snapshot(
     since or not, as LangGraph shows it: that is the checkpoint to fork from to
     answer one again (§4.2).
     """
-    checkpoint = copy_checkpoint(saved.checkpoint)
-    channels = spec.fresh_channels(checkpoint["channel_values"])
-    step = int(saved.metadata.get("step", -1)) + 1
+    loaded = restore(spec, saved)
+    checkpoint, channels, records = loaded.checkpoint, loaded.channels, loaded.records
     ns = (saved.config.get("configurable") or {}).get("checkpoint_ns", "")
-    tasks = prepare_tasks(spec, checkpoint, channels, step, ns)
-    records, null_writes = read_records(saved.pending_writes or [])
-    if null_writes:
+    tasks = prepare_tasks(spec, checkpoint, channels, loaded.step, ns)
+    if null_writes := loaded.null_writes:
         apply_writes(checkpoint, channels, [InputWrites(INPUT, null_writes)])
     done: list[Task] = []
     for task in tasks:

@@ -55,6 +55,9 @@ class NodeProc:
     """Keyword arguments to pass: ``config``, ``writer``, ``previous``, ``runtime``."""
     returns: tuple[str, str] | None = None
     """Write the return value to these ``(output, saved)`` channels (an entrypoint)."""
+    final: type | None = None
+    """The class of a return that splits output and saved value (``entrypoint.final``):
+    handed over at compile time, so the loop does not import `pausepoint.func`."""
     calls_graph: Any | None = None
     """A compiled graph the node's function calls (found in what its code refers to):
     its state is shown as this node's task's, like a subgraph node's (snapshot.py)."""
