@@ -32,19 +32,8 @@ from pausepoint.errors import CheckpointDecodeError
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import CheckpointTuple, PendingWrite
 
-__all__ = [
-    "GRAPH_KEY",
-    "PendingPage",
-    "PendingQuestion",
-    "PendingQuery",
-    "SortKey",
-    "TaskState",
-    "UnreadableQuestion",
-    "apply_write",
-    "needs_checkpoint",
-    "questions_of_head",
-    "questions_of_task",
-]
+__all__ = ["GRAPH_KEY", "PendingPage", "PendingQuestion", "UnreadableQuestion"]
+"""The public names; the rest serve the savers (``_pending``, ``_sql_pending``)."""
 
 GRAPH_KEY = "graph_id"
 """The checkpoint metadata key naming a thread's graph (LangGraph Platform's name for
