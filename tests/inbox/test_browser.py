@@ -1,4 +1,5 @@
-"""The inbox in a real browser: Chromium (Debian's) against uvicorn and a SQLite file.
+"""The inbox in a real browser: Chromium (Debian's) against uvicorn, on a SQLite file
+and on PostgreSQL (every scenario on both).
 
 No sleeps: every wait is Playwright polling the page until what it expects shows (the
 list refreshes itself every 0.2 s here).
@@ -26,6 +27,24 @@ class FakeClock:
 
     def __call__(self) -> datetime.datetime:
         return self.now
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def graph(request: pytest.FixtureRequest, db_path: Any) -> Iterator[Any]:
+    """The approval graph on a real SQLite file, or on a PostgreSQL schema of its own."""
+    if request.param == "sqlite":
+        from pausepoint.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(str(db_path)) as saver:
+            yield graphs.approval().compile(checkpointer=saver, name="approval")
+        return
+    from pausepoint.checkpoint.postgres import PostgresSaver
+
+    url: str = request.getfixturevalue("pg_url")
+    schema: str = request.getfixturevalue("pg_schema")
+    with PostgresSaver.from_conn_string(f"{url}?options=-csearch_path%3D{schema}") as saver:
+        saver.setup()
+        yield graphs.approval().compile(checkpointer=saver, name="approval")
 
 
 @pytest.fixture
