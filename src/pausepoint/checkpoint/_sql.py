@@ -54,7 +54,7 @@ from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde import FORMAT, FRAMED, Serializer, SerializerProtocol
-from pausepoint.serde.frames import is_framed
+from pausepoint.serde.frames import MAGIC
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_leases import Guard
@@ -133,7 +133,7 @@ class SqlCodec:
         """``(type, bytes)`` of ``value``; ``label`` names it in error messages."""
         if isinstance(self.serde, Serializer):
             data = self.serde.dumps(value, label=label)
-            return (FRAMED if is_framed(data) else FORMAT), data
+            return (FRAMED if data.startswith(MAGIC) else FORMAT), data
         return self.serde.dumps_typed(value)
 
     def dump_checkpoint(self, checkpoint: Checkpoint, found: Found | None) -> tuple[str, bytes]:

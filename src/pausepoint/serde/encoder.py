@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
-from pausepoint.serde.frames import blob_node
+from pausepoint.serde.frames import BLOB_FROM, Ranges
 from pausepoint.serde.plain import PLAIN_FROM, TAG, is_plain_json
 from pausepoint.serde.registry import ClassCodec, TypeRegistry, type_name
 from pausepoint.serde.stored_error import StoredError
 from pausepoint.types import Command, Interrupt, Overwrite, Send, TimedOut, TimeoutAnswer
 
-__all__ = ["TAG", "Encoder", "Unencodable"]
+__all__ = ["TAG", "Encoder", "NeedsFrame", "Unencodable"]
 
 
 class Unencodable(Exception):
@@ -102,11 +102,13 @@ def _exception(exc: BaseException) -> dict[str, Any]:
     return _tagged("error", [type_name(type(exc)), str(exc)])
 
 
-def _bytes(_e: Encoder, data: bytes | bytearray) -> dict[str, Any]:
+def _bytes(e: Encoder, data: bytes | bytearray) -> dict[str, Any]:
     # Large ones go raw after the JSON when the payload is framed (serde/frames.py).
-    node = blob_node(data)
-    if node is not None:
-        return node
+    if e.frames and len(data) >= BLOB_FROM:
+        if e.ranges is None:
+            raise NeedsFrame  # the caller encodes again with a collector of its own
+        tag = "blob" if type(data) is bytes else "blobarray"
+        return {TAG: tag, "v": e.ranges.add(data)}
     tag = "bytes" if type(data) is bytes else "bytearray"
     return _tagged(tag, base64.b64encode(data).decode("ascii"))
 
@@ -153,13 +155,27 @@ _OWN_FIELDS: dict[type[Any], tuple[str, ...]] = {
 }
 
 
+class NeedsFrame(Exception):
+    """Internal: a value holds large bytes, and the encoder has no `Ranges` to put them in."""
+
+
 class Encoder:
-    """Walks a value and returns its JSON-native, tagged form."""
+    """Walks a value and returns its JSON-native, tagged form.
 
-    __slots__ = ("_registry",)
+    With ``frames``, bytes of `BLOB_FROM` or more become ``blob`` nodes whose bytes go
+    to ``ranges`` (a framed payload, serde/frames.py); without ``ranges`` such a value
+    raises `NeedsFrame`, so the common case — no large bytes — sets nothing up.
+    Without ``frames`` (metadata, `Serializer.to_tree`) every bytes value is base64.
+    """
 
-    def __init__(self, registry: TypeRegistry) -> None:
+    __slots__ = ("_registry", "frames", "ranges")
+
+    def __init__(
+        self, registry: TypeRegistry, *, frames: bool = False, ranges: Ranges | None = None
+    ) -> None:
         self._registry = registry
+        self.frames = frames
+        self.ranges = ranges
 
     def encode(self, x: Any) -> Any:
         """Return the tagged JSON-native tree of ``x``.

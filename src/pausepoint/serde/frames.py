@@ -20,8 +20,10 @@ form refuses them by type, not with a JSON error. Reading checks the header and 
 range against the payload's size before slicing: a truncated or crafted payload
 fails with `CheckpointDecodeError`.
 
-The ranges in use while a value is encoded or decoded live in context variables, so
-one `Serializer` serves threads and asyncio tasks at once.
+While a value is encoded, its ranges are collected by an encoder made for that value
+(`pausepoint.serde.encoder.Encoder`), and only when it holds large bytes; while one is
+decoded, its tail is in a context variable: one `Serializer` serves threads and
+asyncio tasks at once.
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ __all__ = [
     "FRAMED",
     "MAGIC",
     "Ranges",
-    "blob_node",
-    "framing",
     "frame",
     "is_framed",
     "read_blob",
@@ -77,33 +77,9 @@ class Ranges:
         return where
 
 
-_COLLECTING: contextvars.ContextVar[Ranges | None] = contextvars.ContextVar(
-    "pausepoint_blob_ranges", default=None
-)
 _READING: contextvars.ContextVar[memoryview | None] = contextvars.ContextVar(
     "pausepoint_blob_tail", default=None
 )
-
-
-def framing() -> tuple[Ranges, contextvars.Token[Ranges | None]]:
-    """Start setting large bytes aside (see `blob_node`); ``token.var.reset(token)`` ends it.
-
-    Not a context manager: the serializer calls this for every value it walks, and a
-    generator-based ``with`` costs as much as encoding a small value.
-    """
-    ranges = Ranges()
-    return ranges, _COLLECTING.set(ranges)
-
-
-def blob_node(data: bytes | bytearray) -> dict[str, Any] | None:
-    """The tagged node standing for ``data`` if it is large and a payload collects ranges."""
-    if len(data) < BLOB_FROM:
-        return None
-    ranges = _COLLECTING.get()
-    if ranges is None:  # e.g. Serializer.to_tree, metadata: JSON only
-        return None
-    tag = "blob" if type(data) is bytes else "blobarray"
-    return {"__pp__": tag, "v": ranges.add(data)}
 
 
 def frame(text: bytes, ranges: Ranges) -> bytes:

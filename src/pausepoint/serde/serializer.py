@@ -15,17 +15,8 @@ from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde.decoder import make_object_hook
-from pausepoint.serde.encoder import TAG, Encoder, Unencodable
-from pausepoint.serde.frames import (
-    BLOB_FROM,
-    FRAMED,
-    Ranges,
-    frame,
-    framing,
-    is_framed,
-    reading,
-    unframe,
-)
+from pausepoint.serde.encoder import TAG, Encoder, NeedsFrame, Unencodable
+from pausepoint.serde.frames import BLOB_FROM, FRAMED, MAGIC, Ranges, frame, reading, unframe
 from pausepoint.serde.plain import (
     FLAT_VALUES,
     dump_bytes,
@@ -141,11 +132,21 @@ class Serializer:
 
     """
 
-    __slots__ = ("_decoder", "_encoder", "_json", "_plain_scan", "_scan", "_text", "registry")
+    __slots__ = (
+        "_decoder",
+        "_encoder",
+        "_json",
+        "_plain_scan",
+        "_scan",
+        "_text",
+        "_values",
+        "registry",
+    )
 
     def __init__(self, allowed_types: Iterable[type | tuple[type, str]] = ()) -> None:
         self.registry = TypeRegistry(allowed_types)
         self._encoder = Encoder(self.registry)
+        self._values = Encoder(self.registry, frames=True)  # stored values: may be framed
         self._json = json.JSONEncoder(
             ensure_ascii=True, allow_nan=False, check_circular=False, separators=(",", ":")
         )
@@ -197,8 +198,11 @@ class Serializer:
             SerializationError: ``obj`` holds a value of an unsupported type.
 
         """
+        return self._tree(self._encoder, obj, label)
+
+    def _tree(self, encoder: Encoder, obj: Any, label: str) -> Any:
         try:
-            return self._encoder.encode(obj)
+            return encoder.encode(obj)
         except Unencodable:
             raise self._explain(obj, label) from None
         except RecursionError:
@@ -280,12 +284,12 @@ class Serializer:
         )
         if flat:
             return self._text(obj).encode("ascii")
-        ranges, token = framing()  # large bytes inside go raw after the JSON
         try:
-            text = self._text(self.to_tree(obj, label=label)).encode("ascii")
-        finally:
-            token.var.reset(token)
-        return frame(text, ranges) if ranges.parts else text
+            return self._text(self._tree(self._values, obj, label)).encode("ascii")
+        except NeedsFrame:  # large bytes inside: encoded again, they go after the JSON
+            ranges = Ranges()
+            tree = self._tree(Encoder(self.registry, frames=True, ranges=ranges), obj, label)
+            return frame(self._text(tree).encode("ascii"), ranges)
 
     def loads(self, data: bytes | str) -> Any:
         """Decode bytes written by [`dumps`][].
@@ -298,7 +302,7 @@ class Serializer:
         try:
             if type(data) is bytes and (raw := load_bytes(data)) is not None:
                 return raw  # a bytes value, as dump_bytes wrote it: no JSON pass
-            if type(data) is bytes and is_framed(data):
+            if type(data) is bytes and data.startswith(MAGIC):
                 return self._load_framed(data)
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             # The scanner directly: JSONDecoder.decode adds two regex matches and
@@ -342,7 +346,7 @@ class Serializer:
         The type is [`FORMAT`][], or [`FRAMED`][] when large bytes follow the JSON.
         """
         data = self.dumps(obj)
-        return (FRAMED if is_framed(data) else FORMAT), data
+        return (FRAMED if data.startswith(MAGIC) else FORMAT), data
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         """Decode a ``(type, bytes)`` pair from [`dumps_typed`][].
@@ -359,7 +363,7 @@ class Serializer:
                 f"{FORMAT!r} and {FRAMED!r}; the row was written by another library or a "
                 "newer pausepoint"
             )
-        if (kind == FRAMED) != is_framed(payload):
+        if (kind == FRAMED) != payload.startswith(MAGIC):
             raise CheckpointDecodeError(
                 f"a stored value of type {kind!r} does not hold that form; the row is corrupt"
             )
