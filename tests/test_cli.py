@@ -128,3 +128,33 @@ def test_ctrl_d_at_the_prompt_exits_quietly_and_keeps_the_pause(tmp_path: Path):
     assert b"Traceback" not in seen
     assert b"nothing more was saved" in seen
     assert "stays paused" in _demo(db).stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["threads", "list"],
+        ["threads", "pending"],
+        ["sweep", "--graph", "m:g"],
+        ["inbox", "--graph", "m:g"],
+    ],
+)
+def test_every_command_that_opens_a_database_takes_pausepoint_db(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from pausepoint.cli import inbox, sweep, threads
+
+    def parser() -> argparse.ArgumentParser:
+        p = argparse.ArgumentParser(prog="pausepoint")
+        commands = p.add_subparsers(dest="command", required=True)
+        for module in (threads, sweep, inbox):
+            module.add_parser(commands)
+        return p
+
+    monkeypatch.delenv("PAUSEPOINT_DB", raising=False)
+    with pytest.raises(SystemExit):  # --db is required without the variable
+        parser().parse_args(argv)
+    monkeypatch.setenv("PAUSEPOINT_DB", "/tmp/x.sqlite")
+    assert parser().parse_args(argv).db == "/tmp/x.sqlite"

@@ -16,7 +16,7 @@ import re
 import sys
 from typing import Any
 
-from pausepoint.cli.threads import compile_graph, load_graph, open_saver
+from pausepoint.cli.threads import add_db_option, compile_graph, load_graph, open_saver
 from pausepoint.cli.views import CliError
 
 __all__ = ["RedactToken", "add_parser", "run"]
@@ -35,7 +35,7 @@ def add_parser(commands: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--db", required=True, help="a SQLite file, or a postgresql:// URL")
+    add_db_option(p)
     p.add_argument(
         "--graph",
         required=True,

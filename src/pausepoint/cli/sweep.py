@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import sys
 from typing import Any
 
 from pausepoint.cli.output import print_json, render_table
-from pausepoint.cli.threads import compile_graph, load_graph, open_saver
+from pausepoint.cli.threads import add_db_option, compile_graph, load_graph, open_saver
 from pausepoint.cli.views import CliError
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.questions import SweepOutcome, sweep
@@ -41,14 +40,7 @@ def add_parser(commands: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    default_db = os.environ.get("PAUSEPOINT_DB")
-    p.add_argument(
-        "--db",
-        default=default_db,
-        required=default_db is None,
-        metavar="PATH_OR_URL",
-        help="a SQLite file or a postgresql:// URL (default: $PAUSEPOINT_DB)",
-    )
+    add_db_option(p)
     p.add_argument("--graph", required=True, metavar="MODULE:ATTRIBUTE", help="the graph")
     p.add_argument("--now", metavar="ISO", help="expire against this time (default: now)")
     p.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")

@@ -114,25 +114,29 @@ def add_parser(commands: Any) -> None:
 
 def _add_pending(sub: Any) -> None:
     pend = sub.add_parser("pending", help="questions waiting for an answer, across threads")
-    default_db = os.environ.get("PAUSEPOINT_DB")
-    pend.add_argument("--db", default=default_db, required=default_db is None)
+    add_db_option(pend)
     pend.add_argument("--graph", metavar="NAME", help="only threads whose graph_id is NAME")
     pend.add_argument("--limit", type=int, default=50, help="questions per page (default 50)")
     pend.add_argument("--cursor", help="the next page: the cursor a previous page printed")
     pend.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _options(*, graph_required: bool) -> argparse.ArgumentParser:
-    """The options every subcommand takes (``--graph`` is required by ``resume``)."""
-    opts = argparse.ArgumentParser(add_help=False)
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """``--db``, as every command that opens a database takes it (``$PAUSEPOINT_DB``)."""
     default_db = os.environ.get("PAUSEPOINT_DB")
-    opts.add_argument(
+    parser.add_argument(
         "--db",
         default=default_db,
         required=default_db is None,
         metavar="PATH_OR_URL",
         help="a SQLite file or a postgresql:// URL (default: $PAUSEPOINT_DB)",
     )
+
+
+def _options(*, graph_required: bool) -> argparse.ArgumentParser:
+    """The options every subcommand takes (``--graph`` is required by ``resume``)."""
+    opts = argparse.ArgumentParser(add_help=False)
+    add_db_option(opts)
     opts.add_argument(
         "--graph",
         metavar="MODULE:ATTRIBUTE",
