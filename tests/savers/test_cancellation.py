@@ -32,11 +32,11 @@ def thread() -> Any:
     return {"configurable": {"thread_id": "t"}}
 
 
-def fork(slow: Any) -> StateGraph:
+def fork(slow: Any, quick: Any = None) -> StateGraph:
     """START -> a -> (quick, slow) -> z: stopped while ``slow`` runs, after ``quick``."""
     b = StateGraph(S)
     b.add_node("a", lambda s: {"log": ["a"]})
-    b.add_node("quick", lambda s: {"log": ["quick"]})
+    b.add_node("quick", quick or (lambda s: {"log": ["quick"]}))
     b.add_node("slow", slow)
     b.add_node("z", lambda s: {"log": ["z"]})
     b.add_edge(START, "a")
@@ -97,8 +97,21 @@ def test_a_cancelled_ainvoke_saves_what_its_durability_promises(
     kind: str, durability: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     runs: list[str] = []
+    quick_done = threading.Event()
+
+    def quick(state: S) -> dict[str, Any]:
+        quick_done.set()
+        return {"log": ["quick"]}
 
     async def slow(state: S) -> dict[str, Any]:
+        if not runs:
+            # The run is to be cancelled after quick (a sync node, in a worker thread)
+            # has finished: wait for it, then let the driver take its result. Under a
+            # loaded CI machine, cancelling as soon as slow started sometimes caught
+            # quick still running (its writes then, rightly, not saved).
+            while not quick_done.is_set():
+                await asyncio.sleep(0.001)
+            await asyncio.sleep(0.05)
         runs.append("slow")
         if len(runs) == 1:  # the first run is cancelled here
             await asyncio.Event().wait()
@@ -106,7 +119,7 @@ def test_a_cancelled_ainvoke_saves_what_its_durability_promises(
 
     async def main() -> None:
         async with async_saver(kind, request, tmp_path) as saver:
-            graph = fork(slow).compile(checkpointer=saver, lease_wait=0)
+            graph = fork(slow, quick).compile(checkpointer=saver, lease_wait=0)
             run = asyncio.create_task(graph.ainvoke({"log": []}, thread(), durability=durability))
             while not runs:
                 await asyncio.sleep(0.01)
