@@ -12,7 +12,6 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.base import copy_checkpoint
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import (
@@ -24,7 +23,7 @@ from pausepoint.errors import (
 )
 from pausepoint.loop import emit as out
 from pausepoint.loop.answers import check_schemas, drop_consumed, plan_answers
-from pausepoint.loop.effects import LoadCheckpoint, SaveCheckpoint
+from pausepoint.loop.effects import LoadCheckpoint
 from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
@@ -215,7 +214,7 @@ def take_command(run: _Run, cmd: Command[Any]) -> Generator[Effect, Any, None]:
     writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
     if writes:
         run.null_writes.extend(writes)
-        yield from run.save_writes(NULL_TASK_ID, writes)
+        yield from run.persist.save_writes(NULL_TASK_ID, writes)
 
 
 def check_answers(run: _Run, resume: Any) -> None:
@@ -288,42 +287,30 @@ def bind_resume(run: _Run) -> Generator[Effect, Any, None]:
     for task_id, answers in run.answered.items():
         if answers is not None:
             run.records[task_id].resume = answers
-            yield from run.save_writes(task_id, [(RESUME, answers)])
+            yield from run.persist.save_writes(task_id, [(RESUME, answers)])
 
 
 def start_step_follows(run: _Run) -> bool:
-    """Whether the input checkpoint just made can wait for the start step's (one call).
+    """Whether the start step follows the input checkpoint just made, with nothing between.
 
-    For a saver that stores two checkpoints at once (``batches_checkpoints``: SQLite
-    commits once instead of twice), in a root run whose steps fold their last writes
-    (``_Run.folds``: nothing is streamed), when the input changed only ``__start__``
-    and the start node has no conditional edge: the next step is that node alone,
-    applied in the loop with no driver round trip, so no caller code and no other
-    saver call comes between the two checkpoints unless the step fails or pauses
-    (then the loop saves the input checkpoint first: ``_Run.flush_waiting``).
+    Asked when the saver could store both checkpoints at once (``Persistence.pairs_input``):
+    in a root run, when the input changed only ``__start__`` and the start node has no
+    conditional edge: the next step is that node alone, applied in the loop with no
+    driver round trip, so no caller code and no other saver call comes between the two
+    checkpoints unless the step fails or pauses (then the planner saves the input
+    checkpoint first: ``Persistence.flush_waiting``).
 
     Only a new thread's: the waiting checkpoint holds the input and nothing else.
     An older state's values would be in it too, and a reducer that changes its old
     value in place (``a.update(b); return a``) would change them before they are
     stored (the differential test in tests/savers/test_sqlite.py shows it).
     """
-    if not getattr(run.opts.saver, "batches_checkpoints", False) or not run.folds:
-        return False
     if run.opts.nest is not None or run.updated != {START}:
         return False
     if run.checkpoint["channel_values"].keys() != {START}:
         return False
     start = run.spec.nodes.get(START)
     return start is not None and not start.branches and not start.retry
-
-
-def wait_for_start_step(run: _Run, save: SaveCheckpoint) -> RunnableConfig:
-    """Keep the input checkpoint to save with the start step's; its config, as saved.
-
-    The start step changes the run's checkpoint dicts in place, so a copy waits.
-    """
-    run.waiting = SaveCheckpoint(save.config, copy_checkpoint(save.checkpoint), save.metadata, {})
-    return run.cfg.with_checkpoint(save.checkpoint["id"])
 
 
 def take_input(run: _Run, inp: Any) -> Generator[Effect, Any, None]:

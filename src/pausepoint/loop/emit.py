@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 __all__ = [
     "cached_updates",
     "interrupted",
-    "parent_shown",
     "reached_checkpoint",
     "resumed_checkpoint",
     "task_result",
@@ -119,16 +118,6 @@ def _task_event(run: _Run, kind: str, payload: dict[str, Any]) -> Generator[Emit
         )
 
 
-def parent_shown(run: _Run, parent: RunnableConfig) -> RunnableConfig | None:
-    """The parent a checkpoint just made shows in events; ``parent``: its saved parent.
-
-    With durability ``"exit"`` nothing was saved yet: the event names the last
-    checkpoint that was (the one the checkpoint saved at exit will name), so that no
-    event points at a checkpoint history never holds (docs/differences.md).
-    """
-    return parent if run.saves_now else run.persisted
-
-
 def reached_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
     """``checkpoints`` / ``debug`` event for the checkpoint the next step starts from.
 
@@ -142,7 +131,7 @@ def reached_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
 
 def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
     """``checkpoints`` / ``debug`` event for the checkpoint a resumed run starts from."""
-    if not run.streams_checkpoints or run.saved_config is None:
+    if not run.streams_checkpoints or run.persist.head is None:
         return
     described = [_task_item(run, t, run.records.get(t.id)) for t in run.current_tasks()]
     yield from _checkpoint_event(run, run.parent_config, described, run.step - 1)
@@ -153,9 +142,10 @@ def _checkpoint_event(
 ) -> Generator[Emit, Any, None]:
     """Emit one checkpoint's event; configs name their ancestors as history's do."""
     parents: dict[str, str] = dict(run.metadata.get("parents") or {})
-    assert run.saved_config is not None
+    head = run.persist.head
+    assert head is not None
     payload = {
-        "config": _public(run.saved_config, parents),
+        "config": _public(head, parents),
         "parent_config": _public(parent, parents) if parent and _has_id(parent) else None,
         "values": run.output(run.spec.stream_keys),
         "metadata": dict(run.metadata),

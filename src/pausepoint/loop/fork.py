@@ -17,7 +17,6 @@ from xxhash import xxh3_128_hexdigest
 
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.constants import ASKED, INTERRUPT, RESUME
-from pausepoint.loop.effects import SaveCheckpoint
 from pausepoint.loop.namespaces import Afresh
 from pausepoint.loop.pending import ResumeMap, TaskRecord, is_own_interrupt
 from pausepoint.loop.tasks import prepare_tasks
@@ -60,7 +59,7 @@ def fork(run: _Run, source_ns: str | None = None) -> Generator[Any, Any, dict[st
     old_tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, step, old_ns)
     old_records = run.records
     moved = source_ns is not None and source_ns != ns
-    parent = run.cfg.with_checkpoint(None) if moved else run.saved_config
+    parent = run.cfg.with_checkpoint(None) if moved else run.persist.head
     parent = parent or run.cfg.with_checkpoint(None)
     run.checkpoint["id"], run.checkpoint["ts"] = new_stamp()
     run.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
@@ -69,7 +68,7 @@ def fork(run: _Run, source_ns: str | None = None) -> Generator[Any, Any, dict[st
         "parents": dict(run.parents),
         **run.run_metadata,
     }
-    run.saved_config = yield SaveCheckpoint(parent, run.checkpoint, run.metadata, {})
+    yield from run.persist.forked(parent, run.checkpoint, run.metadata)
     new_tasks = {
         (t.name, t.path): t for t in prepare_tasks(run.spec, run.checkpoint, run.channels, step, ns)
     }
@@ -88,7 +87,7 @@ def fork(run: _Run, source_ns: str | None = None) -> Generator[Any, Any, dict[st
         if carried is None:
             continue
         run.records[new.id] = carried
-        yield from run.save_writes(new.id, writes)
+        yield from run.persist.save_writes(new.id, writes)
     return renamed
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.errors import ThreadBusyError
 from pausepoint.loop import begin
 from pausepoint.loop.breakpoints import pauses_at
-from pausepoint.loop.effects import ClaimThread, LoadCheckpoint, ReleaseThread, Sleep
+from pausepoint.loop.effects import ClaimThread, LoadCheckpoint, Sleep
 from pausepoint.loop.tasks import Task, triggered_pulls
 from pausepoint.types import Command
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pausepoint.checkpoint.base import LeaseClaim
     from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
 
-__all__ = ["RunLease", "claim", "ends_with_step", "release"]
+__all__ = ["RunLease", "claim", "ends_with_step"]
 
 Effect = Any
 
@@ -71,7 +71,7 @@ def claim(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
             got = yield effect
     if not got.acquired:
         raise ThreadBusyError(lease.thread_id, got.holder.expires_at)
-    run.leased = True
+    run.persist.lease_taken()
     if got.read:  # the saver read the thread with the claim: begin.load uses it
         run.read_ahead = (read, got.checkpoint)
 
@@ -110,11 +110,9 @@ def ends_with_step(run: _Run, ran: Sequence[Task]) -> bool:
     Any other way out (a breakpoint before the next step, the recursion limit, an
     error) lets it go with a ``ReleaseThread`` of its own.
     """
-    if not run.leased or not run.saves_now or run.step + 1 > run.stop:
-        return False
-    if not getattr(run.opts.saver, "batches_checkpoints", False):
-        # An in-process saver (InMemorySaver): a release call of its own costs less
-        # than looking ahead at every step; a SQL saver's is a round trip.
+    # Only where the saver lets the lease go with a checkpoint, in the same round trip
+    # (``Persistence.releases_with_step``).
+    if not run.persist.releases_with_step or run.step + 1 > run.stop:
         return False
     after = run.opts.interrupt_after
     if after and pauses_at(run.checkpoint, after, ran):
@@ -124,10 +122,3 @@ def ends_with_step(run: _Run, ran: Sequence[Task]) -> bool:
         return False
     run.next_pulls = ((run.step + 1, run.epoch), pulls)  # the next step need not look again
     return not pulls
-
-
-def release(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
-    """Let the thread's lease go (once)."""
-    if run.leased:
-        run.leased = False
-        yield ReleaseThread(lease.thread_id, lease.owner, lease.run)

@@ -62,9 +62,7 @@ class StepFrame:
         self.records: Mapping[str, TaskRecord] = run.records
         self.answers: Mapping[str, Any] = run.resume.values if run.resume else {}
         self.resuming = run.resuming
-        self.save_config = (
-            run.saved_config if opts.has_saver and opts.durability != "exit" else None
-        )
+        self.save_config = run.persist.calls_config()
         self.writer = run.custom_writer
         self.live = streams_live(opts, run.spec.eager)
         self._nest: NestInfo | None = None

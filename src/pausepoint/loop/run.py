@@ -18,9 +18,7 @@ from pausepoint.channels import Channel
 from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
-    CheckpointPut,
     CheckpointTuple,
-    TaskWrites,
     empty_checkpoint,
 )
 from pausepoint.checkpoint.ids import new_stamp
@@ -35,7 +33,6 @@ from pausepoint.loop.effects import (
     NextOutcome,
     Outcome,
     RunTasks,
-    SaveCheckpoint,
     SaveWrites,
     Stopped,
 )
@@ -48,6 +45,7 @@ from pausepoint.loop.pending import (
     match_records,
     with_ids,
 )
+from pausepoint.loop.persistence import Persistence
 from pausepoint.loop.prepare import ExecTask, StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.restore import restore
 from pausepoint.loop.spec import GraphSpec, NodeProc
@@ -111,7 +109,6 @@ class _Run:
         # A new thread's empty state until restore() finds a saved one (start_fresh).
         self.checkpoint: Checkpoint = empty_checkpoint("", "")
         self.metadata: CheckpointMetadata = {"source": "input", "step": -2, "parents": {}}
-        self.saved_config: RunnableConfig | None = None
         self.channels: dict[str, Channel] = {}
         self.records: dict[str, TaskRecord] = {}
         self.null_writes: list[tuple[str, Any]] = []
@@ -125,11 +122,8 @@ class _Run:
         self.step = -1
         self.stop = 0
         self.tasks: list[Task] = []
-        self.unsaved: list[tuple[str, list[tuple[str, Any]]]] = []
-        self.dirty = False
         self.pausing = False
         self.historical = False
-        self.leased = False
         # The checkpoint read with the lease's claim: (what was read, what it found).
         self.read_ahead: tuple[RunnableConfig, CheckpointTuple | None] | None = None
         # A replay: the point its subgraphs read their state before (namespaces.py);
@@ -140,7 +134,6 @@ class _Run:
         self.restarted = False  # an update made its paused node ask again (fork.py)
         self.afresh = opts.nest.afresh if opts.nest is not None else None  # fork.answer_afresh
         self.parents = namespaces.parents_of(opts.nest, opts.config.configurable)
-        self.releasing = False  # the next checkpoint saved is the run's last write
         self.out_keys = opts.output_keys or spec.output_keys
         modes = opts.stream_modes
         # Read on every step: looked up once here.
@@ -155,7 +148,6 @@ class _Run:
         self.updated: set[str] | None = None
         self.parent_config: RunnableConfig | None = None
         self.unreported = False  # a checkpoint made, its event not yet streamed
-        self.persisted: RunnableConfig | None = None
         # What checkpoints' metadata adds from the config (none is made if none is seen).
         self.run_metadata = opts.config.run_metadata() if self.checkpoint_visible else {}
         # Bumped whenever channels change outside a new checkpoint (null writes),
@@ -164,19 +156,14 @@ class _Run:
         self._prepared: tuple[tuple[str, int, int], list[Task]] | None = None
         self.clock = VersionClock()
         self.custom_writer = custom_writer(opts)
-        # Whether checkpoints and writes are saved as the run goes (not at its exit).
-        self.saves_now = opts.has_saver and opts.durability != "exit"
-        # The last task of a step may leave its writes to be saved with the step's
-        # checkpoint, in one saver call (a commit less per step on SQLite/PostgreSQL,
-        # a call and a lock less on InMemorySaver), when nothing is streamed: then no
-        # caller code runs in between. Only for a saver that says it gains by it.
-        self.folds = (
-            self.saves_now and not modes and bool(getattr(opts.saver, "batches_writes", False))
+        # Every save decision: what is saved when, and with what (loop/persistence.py).
+        self.persist = Persistence(
+            opts.config,
+            opts.saver if opts.has_saver else None,
+            opts.durability,
+            streams=bool(modes),
+            lease=opts.lease,
         )
-        self.held: TaskWrites | None = None
-        # A new run's input checkpoint, not saved yet: it goes with the start step's
-        # checkpoint in one saver call (see begin.wait_for_start_step).
-        self.waiting: SaveCheckpoint | None = None
 
     # --- effects helpers ---------------------------------------------------------------
 
@@ -186,35 +173,7 @@ class _Run:
     def wants(self, mode: str) -> bool:
         return mode in self.opts.stream_modes
 
-    def writes_effect(
-        self, task_id: str, writes: list[tuple[str, Any]], path: str = ""
-    ) -> SaveWrites | None:
-        """The effect that saves a task's writes now, or None (kept for later, or no saver).
-
-        A plain method, so the per-task hot path in ``finish`` yields the effect
-        without making a generator for it.
-        """
-        if not self.opts.has_saver:
-            return None
-        if self.saves_now and self.saved_config is not None:
-            return SaveWrites(self.saved_config, writes, task_id, path)
-        self.unsaved.append((task_id, writes))
-        return None
-
-    def save_writes(
-        self, task_id: str, writes: list[tuple[str, Any]], path: str = "", last: bool = False
-    ) -> Generator[Effect, Any, None]:
-        """Save a task's writes; ``last``: the run's last write (it lets the lease go)."""
-        if self.waiting is not None:  # a write never goes before its checkpoint
-            yield from self.flush_waiting()
-        effect = self.writes_effect(task_id, writes, path)
-        if effect is not None:
-            if last and self.leased:
-                effect.release = True
-            yield effect
-            self.leased = self.leased and not effect.release
-
-    def leave_step(self, source: str) -> Generator[Effect, Any, None] | None:
+    def leave_step(self, source: str, last: bool = False) -> Generator[Effect, Any, None] | None:
         """Move past the current checkpoint; return the generator that saves the next.
 
         None when nobody can see the next (no saver, no checkpoint stream): an unseen
@@ -222,13 +181,13 @@ class _Run:
         id and timestamp were ~10 % of a step without a checkpointer; no generator is
         made for it either).
         """
-        if self.records or self.null_writes or self.unsaved:  # what the step left behind
-            self.records, self.null_writes, self.unsaved = {}, [], []
-        return self.save_checkpoint(source) if self.checkpoint_visible else None
+        if self.records or self.null_writes:  # what the step left behind
+            self.records, self.null_writes = {}, []
+        self.persist.step_left()
+        return self.save_checkpoint(source, last) if self.checkpoint_visible else None
 
-    def save_checkpoint(self, source: str) -> Generator[Effect, Any, None]:
-        """Save the next checkpoint (see `leave_step`, which calls it)."""
-        parent = self.saved_config or self.cfg.with_checkpoint(None)
+    def save_checkpoint(self, source: str, last: bool) -> Generator[Effect, Any, None]:
+        """Make the next checkpoint and hand it to the planner (see `leave_step`)."""
         self.checkpoint["id"], self.checkpoint["ts"] = new_stamp()
         self.metadata = {
             "source": source,  # type: ignore[typeddict-item]
@@ -236,54 +195,13 @@ class _Run:
             "parents": dict(self.parents),
             **self.run_metadata,  # type: ignore[typeddict-item]
         }
-        if self.saves_now:
-            # The saver copies what it keeps (its contract), so no copy is made here.
-            held, self.held = self.held, None
-            writes = () if held is None else (held,)
-            save = SaveCheckpoint(parent, self.checkpoint, self.metadata, {}, writes)
-            save.release, self.releasing = self.releasing, False
-            if source == "input" and begin.start_step_follows(self):
-                self.saved_config = begin.wait_for_start_step(self, save)
-            else:
-                if (waiting := self.waiting) is not None:
-                    self.waiting = None
-                    save.config = waiting.config
-                    save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
-                self.saved_config = yield save
-                self.leased = self.leased and not save.release  # done: let go with it
-            self.persisted = self.saved_config
-            self.dirty = False
-        else:
-            self.saved_config = self.cfg.with_checkpoint(self.checkpoint["id"])
-            self.dirty = self.opts.has_saver
+        persist = self.persist
+        waits = source == "input" and persist.pairs_input and begin.start_step_follows(self)
+        parent = yield from persist.checkpoint_made(
+            self.checkpoint, self.metadata, input_waits=waits, last=last
+        )
         if self.streams_checkpoints:  # reported as the next step starts
-            self.parent_config, self.unreported = out.parent_shown(self, parent), True
-
-    def flush_waiting(self) -> Generator[Effect, Any, None]:
-        """Save the input checkpoint on its own: the start step's will not follow it now."""
-        waiting, self.waiting = self.waiting, None
-        if waiting is not None:
-            yield waiting
-
-    def flush_held(self) -> Generator[Effect, Any, None]:
-        """Save writes left for a checkpoint that will not be saved (the step failed)."""
-        yield from self.flush_waiting()
-        held, self.held = self.held, None
-        if held is not None and self.saved_config is not None:
-            yield SaveWrites(self.saved_config, held.writes, held.task_id, held.task_path)
-
-    def flush_exit(self) -> Generator[Effect, Any, None]:
-        """Durability "exit": write the last checkpoint (if new) and its writes now."""
-        config = self.saved_config
-        if self.dirty:
-            parent = self.persisted or self.cfg.with_checkpoint(None)
-            config = yield SaveCheckpoint(parent, self.checkpoint, self.metadata, {})
-            self.persisted = config
-            self.dirty = False
-        if config is not None:
-            for task_id, writes in self.unsaved:
-                yield SaveWrites(config, writes, task_id, "")
-        self.unsaved = []
+            self.parent_config, self.unreported = persist.shown_parent(parent), True
 
     # --- the run ---------------------------------------------------------------------
 
@@ -301,36 +219,18 @@ class _Run:
             while (yield from self.tick()):
                 pass
         except GraphInterrupt as exc:
-            yield from self.flush_waiting()
-            if self.opts.durability == "exit":
-                yield from self.flush_exit()
+            yield from self.persist.run_paused()
             if self.opts.nest is not None:
                 raise
             yield from out.interrupted(self, exc)  # the root graph swallows interrupts
-            yield from self.let_go()
+            yield from self.persist.release()
             return RunResult(self.output(), exc.interrupts, True)
         except BaseException as exc:
             if not isinstance(exc, GeneratorExit):  # closed: no effect can be yielded now
-                yield from self.failed()
+                yield from self.persist.run_failed()
             raise
-        # With durability "exit" a subgraph that finishes saves nothing: its parent's
-        # task writes carry the result (the chapter's rule for nested graphs).
-        if self.opts.durability == "exit" and self.opts.nest is None:
-            yield from self.flush_exit()
-        yield from self.let_go()
+        yield from self.persist.run_ended(self.opts.nest is not None)
         return RunResult(self.output(), (), False)
-
-    def failed(self) -> Generator[Effect, Any, None]:
-        """Save what a failing run still owes (its waiting input and held writes, "exit")."""
-        yield from self.flush_held()
-        if self.opts.durability == "exit":
-            yield from self.flush_exit()
-        yield from self.let_go()
-
-    def let_go(self) -> Generator[Effect, Any, None]:
-        """Let the thread's lease go, if the run took one."""
-        if (held := self.opts.lease) is not None:
-            yield from lease.release(self, held)
 
     def start_fresh(self) -> None:
         """Begin from no saved state: empty channels, and an id for the empty checkpoint.
@@ -352,8 +252,7 @@ class _Run:
         self.checkpoint, self.channels, self.step = loaded.checkpoint, loaded.channels, loaded.step
         self.records, self.null_writes = loaded.records, loaded.null_writes
         self.metadata = saved.metadata
-        self.saved_config = saved.config
-        self.persisted = saved.config
+        self.persist.restored(saved.config)
         self.parent_config = saved.parent_config
 
     # --- input -------------------------------------------------------------------------
@@ -479,13 +378,10 @@ class _Run:
         its writes may wait for the step's checkpoint (``folds``).
         """
         task.writes = list(writes)
-        if not self.opts.has_saver:
+        if not self.persist.has_saver:
             return None
         saved = task.writes or [(NO_WRITES, None)]
-        if hold and self.folds and self.saved_config is not None:
-            self.held = TaskWrites(task.id, saved, task.path_repr())
-            return None
-        return self.writes_effect(task.id, saved, task.path_repr())
+        return self.persist.task_finished(task.id, saved, task.path_repr(), hold)
 
     def finish(
         self,
@@ -531,7 +427,7 @@ class _Run:
                 rec.error = None
                 saved.append((ERROR, None))
             # The step's last outcome pauses it, so this is the run's last write.
-            yield from self.save_writes(task.id, saved, path, last=hold)
+            yield from self.persist.save_writes(task.id, saved, path, last=hold)
             if self.opts.stream_modes and found:  # a breakpoint's task did not finish: no event
                 yield from out.interrupts_found(self, found)
                 yield from out.task_result(self, task, None, found)
@@ -547,7 +443,7 @@ class _Run:
                 rec = self.records.setdefault(task.id, TaskRecord())
                 rec.error = repr(err)
                 kept = [(ERROR, rec.error), *fork.taken_answer(self, task.id, rec)]
-                yield from self.save_writes(task.id, kept, path)
+                yield from self.persist.save_writes(task.id, kept, path)
                 if not lone:
                     yield from out.task_result(self, task, err, ())
 
@@ -558,7 +454,7 @@ class _Run:
             updated = apply_writes(self.checkpoint, self.channels, ran, live, self.clock)
         except Exception:
             # No checkpoint follows: writes left for it are saved on their own.
-            yield from self.flush_held()
+            yield from self.persist.step_failed()
             raise
         if self.spec.deferred and updated.isdisjoint(self.spec.triggered_by):
             # Nothing else would run: deferred nodes' turn (add_node(defer=True)).
@@ -568,8 +464,8 @@ class _Run:
         self.tasks = []  # applied: an interrupt_after pause must not apply them again
         if self.streams_values and not updated.isdisjoint(self.out_keys):
             yield self.emit("values", self.output())
-        self.releasing = lease.ends_with_step(self, ran)
-        if (saving := self.leave_step("loop")) is not None:
+        last = lease.ends_with_step(self, ran)  # the lease goes with this checkpoint
+        if (saving := self.leave_step("loop", last)) is not None:
             yield from saving
         self.resume = None
         self.answered = {}
