@@ -12,6 +12,7 @@ from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
 from pausepoint.loop.snapshot import folded_writes, keeps_state, subgraph_config
+from pausepoint.loop.state import current_tasks, output
 from pausepoint.loop.tasks import Task, task_input
 from pausepoint.loop.writes import preview_writes
 from pausepoint.types import Interrupt
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.errors import GraphInterrupt
     from pausepoint.loop.pending import TaskRecord
-    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+    from pausepoint.loop.persistence import Persistence
+    from pausepoint.loop.state import RunSetup, RunState
 
 __all__ = [
     "cached_updates",
@@ -33,14 +35,16 @@ __all__ = [
 ]
 
 
-def interrupts_found(run: _Run, found: tuple[Interrupt, ...]) -> Generator[Emit, Any, None]:
+def interrupts_found(
+    run: RunSetup, state: RunState, found: tuple[Interrupt, ...]
+) -> Generator[Emit, Any, None]:
     """Report a task's interrupts in ``updates`` and ``values`` as they happen."""
     if not found:
         return
     if run.wants("updates"):
         yield run.emit("updates", {INTERRUPT: found})
     if run.wants("values"):
-        values: Any = run.output()
+        values: Any = output(run, state)
         # A one-value state (``StateGraph(list)``) shows the interrupts alone, as LangGraph.
         shown: dict[str, Any] = (
             {**values, INTERRUPT: found} if isinstance(values, dict) else {INTERRUPT: found}
@@ -48,7 +52,7 @@ def interrupts_found(run: _Run, found: tuple[Interrupt, ...]) -> Generator[Emit,
         yield run.emit("values", shown)
 
 
-def update_of(run: _Run, task: Task) -> Any:
+def update_of(run: RunSetup, task: Task) -> Any:
     """A task's writes to output keys, as ``updates`` shows them; ``None`` if it wrote none.
 
     ``{key: value}``; or, when it wrote one of those keys more than once (a list of
@@ -68,31 +72,38 @@ def update_of(run: _Run, task: Task) -> Any:
     return dict(written)
 
 
-def cached_updates(run: _Run) -> Generator[Emit, Any, None]:
+def cached_updates(run: RunSetup, state: RunState) -> Generator[Emit, Any, None]:
     """``updates`` for tasks whose writes were restored from the checkpoint."""
     if not run.wants("updates"):
         return
-    for task in run.tasks:
+    for task in state.tasks:
         if task.writes and not task.node.hidden:
             yield run.emit(
-                "updates", {task.name: update_of(run, task), "__metadata__": {"cached": True}}
+                "updates",
+                {task.name: update_of(run, task), "__metadata__": {"cached": True}},
             )
 
 
-def task_starts(run: _Run, tasks: Sequence[Task]) -> Generator[Emit, Any, None]:
+def task_starts(
+    run: RunSetup, state: RunState, tasks: Sequence[Task]
+) -> Generator[Emit, Any, None]:
     """``tasks`` / ``debug`` events for tasks about to run."""
     if not (run.wants("tasks") or run.wants("debug")):
         return
     for task in tasks:
         if task.node.hidden:
             continue
-        given = task_input(run.spec, task, run.channels)
+        given = task_input(run.spec, task, state.channels)
         payload = {"id": task.id, "name": task.name, "input": given, "triggers": task.triggers}
-        yield from _task_event(run, "task", payload)
+        yield from _task_event(run, state, "task", payload)
 
 
 def task_result(
-    run: _Run, task: Task, error: BaseException | None, interrupts: Sequence[Interrupt]
+    run: RunSetup,
+    state: RunState,
+    task: Task,
+    error: BaseException | None,
+    interrupts: Sequence[Interrupt],
 ) -> Generator[Emit, Any, None]:
     """``updates`` (on success) and ``tasks``/``debug`` result events for a finished task."""
     if error is None and not interrupts and run.wants("updates") and not task.node.hidden:
@@ -106,56 +117,69 @@ def task_result(
         "result": folded_writes(task.writes, run.spec.stream_keys),
         "interrupts": [{"value": i.value, "id": i.id} for i in interrupts],
     }
-    yield from _task_event(run, "task_result", payload)
+    yield from _task_event(run, state, "task_result", payload)
 
 
-def _task_event(run: _Run, kind: str, payload: dict[str, Any]) -> Generator[Emit, Any, None]:
+def _task_event(
+    run: RunSetup, state: RunState, kind: str, payload: dict[str, Any]
+) -> Generator[Emit, Any, None]:
     if run.wants("tasks"):
         yield run.emit("tasks", payload)
     if run.wants("debug"):
         yield run.emit(
-            "debug", {"step": run.step, "timestamp": now_iso(), "type": kind, "payload": payload}
+            "debug", {"step": state.step, "timestamp": now_iso(), "type": kind, "payload": payload}
         )
 
 
-def reached_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
+def reached_checkpoint(
+    run: RunSetup, state: RunState, persist: Persistence
+) -> Generator[Emit, Any, None]:
     """``checkpoints`` / ``debug`` event for the checkpoint the next step starts from.
 
     Reported when that step starts, as LangGraph does: a run paused by
     ``interrupt_after`` reports its last checkpoint when it is resumed, and a run
     stopped by the recursion limit does not report it.
     """
-    run.unreported = False
-    yield from resumed_checkpoint(run)
+    state.unreported = False
+    yield from resumed_checkpoint(run, state, persist)
 
 
-def resumed_checkpoint(run: _Run) -> Generator[Emit, Any, None]:
+def resumed_checkpoint(
+    run: RunSetup, state: RunState, persist: Persistence
+) -> Generator[Emit, Any, None]:
     """``checkpoints`` / ``debug`` event for the checkpoint a resumed run starts from."""
-    if not run.streams_checkpoints or run.persist.head is None:
+    if not run.streams_checkpoints or persist.head is None:
         return
-    described = [_task_item(run, t, run.records.get(t.id)) for t in run.current_tasks()]
-    yield from _checkpoint_event(run, run.parent_config, described, run.step - 1)
+    described = [_task_item(run, t, state.records.get(t.id)) for t in current_tasks(run, state)]
+    yield from _checkpoint_event(
+        run, state, persist, state.parent_config, described, state.step - 1
+    )
 
 
 def _checkpoint_event(
-    run: _Run, parent: RunnableConfig | None, tasks: list[dict[str, Any]], step: int
+    run: RunSetup,
+    state: RunState,
+    persist: Persistence,
+    parent: RunnableConfig | None,
+    tasks: list[dict[str, Any]],
+    step: int,
 ) -> Generator[Emit, Any, None]:
     """Emit one checkpoint's event; configs name their ancestors as history's do."""
-    parents: dict[str, str] = dict(run.metadata.get("parents") or {})
-    head = run.persist.head
+    parents: dict[str, str] = dict(state.metadata.get("parents") or {})
+    head = persist.head
     assert head is not None
     payload = {
         "config": _public(head, parents),
         "parent_config": _public(parent, parents) if parent and _has_id(parent) else None,
-        "values": run.output(run.spec.stream_keys),
-        "metadata": dict(run.metadata),
+        "values": output(run, state, run.spec.stream_keys),
+        "metadata": dict(state.metadata),
         "next": [t["name"] for t in tasks],
         "tasks": tasks,
     }
     if run.wants("checkpoints"):
         yield run.emit("checkpoints", payload)
     if run.wants("debug"):
-        event = {"step": step, "timestamp": run.checkpoint["ts"], "type": "checkpoint"}
+        event = {"step": step, "timestamp": state.checkpoint["ts"], "type": "checkpoint"}
         yield run.emit("debug", {**event, "payload": payload})
 
 
@@ -172,7 +196,7 @@ def _public(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
     return {"configurable": conf}
 
 
-def _task_item(run: _Run, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
+def _task_item(run: RunSetup, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
     """A task as a checkpoint event lists it; ``rec``: what it left at that checkpoint.
 
     ``state`` names a subgraph task's own checkpoints, as ``PregelTask.state`` does in
@@ -191,14 +215,14 @@ def _has_id(config: RunnableConfig) -> bool:
     return bool((config.get("configurable") or {}).get("checkpoint_id"))
 
 
-def interrupted(run: _Run, exc: GraphInterrupt) -> Generator[Emit, Any, None]:
+def interrupted(run: RunSetup, state: RunState, exc: GraphInterrupt) -> Generator[Emit, Any, None]:
     """The events of a root run that pauses (its output then carries the interrupts)."""
-    if run.tasks and any(t.writes for t in run.tasks):
+    if state.tasks and any(t.writes for t in state.tasks):
         # The output shows what finished siblings wrote (as LangGraph's does);
         # applied to the channels only, so the checkpoint stays as saved.
-        done = [t for t in run.tasks if t.writes]
-        updated = preview_writes(run.channels, done, run.out_keys)
+        done = [t for t in state.tasks if t.writes]
+        updated = preview_writes(state.channels, done, run.out_keys)
         if run.streams_values and not updated.isdisjoint(run.out_keys):
-            yield run.emit("values", run.output())
+            yield run.emit("values", output(run, state))
     if not exc.interrupts and run.wants("updates"):
         yield run.emit("updates", {INTERRUPT: ()})

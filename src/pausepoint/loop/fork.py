@@ -19,11 +19,13 @@ from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.constants import ASKED, INTERRUPT, RESUME
 from pausepoint.loop.namespaces import Afresh
 from pausepoint.loop.pending import ResumeMap, TaskRecord, is_own_interrupt
+from pausepoint.loop.state import current_tasks
 from pausepoint.loop.tasks import prepare_tasks
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
-    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+    from pausepoint.loop.persistence import Persistence
+    from pausepoint.loop.state import RunSetup, RunState
 
 __all__ = [
     "answer_afresh",
@@ -45,7 +47,9 @@ def forkable_interrupts(records: Mapping[str, TaskRecord]) -> list[Interrupt]:
     return [i for rec in records.values() for i in rec.interrupts]
 
 
-def fork(run: _Run, source_ns: str | None = None) -> Generator[Any, Any, dict[str, str]]:
+def fork(
+    run: RunSetup, state: RunState, persist: Persistence, source_ns: str | None = None
+) -> Generator[Any, Any, dict[str, str]]:
     """Copy the run's (old) checkpoint into a fork; return old → new interrupt ids.
 
     ``source_ns``: the namespace the checkpoint was read from, when it is not the
@@ -54,40 +58,41 @@ def fork(run: _Run, source_ns: str | None = None) -> Generator[Any, Any, dict[st
     The copy is the first checkpoint of the new namespace: it has no parent there.
     """
     ns = run.cfg.checkpoint_ns
-    step = run.step
+    step = state.step
     old_ns = ns if source_ns is None else source_ns
-    old_tasks = prepare_tasks(run.spec, run.checkpoint, run.channels, step, old_ns)
-    old_records = run.records
+    old_tasks = prepare_tasks(run.spec, state.checkpoint, state.channels, step, old_ns)
+    old_records = state.records
     moved = source_ns is not None and source_ns != ns
-    parent = run.cfg.with_checkpoint(None) if moved else run.persist.head
+    parent = run.cfg.with_checkpoint(None) if moved else persist.head
     parent = parent or run.cfg.with_checkpoint(None)
-    run.checkpoint["id"], run.checkpoint["ts"] = new_stamp()
-    run.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
+    state.checkpoint["id"], state.checkpoint["ts"] = new_stamp()
+    state.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
         "source": "fork",
         "step": step - 1,
         "parents": dict(run.parents),
         **run.run_metadata,
     }
-    yield from run.persist.forked(parent, run.checkpoint, run.metadata)
+    yield from persist.forked(parent, state.checkpoint, state.metadata)
     new_tasks = {
-        (t.name, t.path): t for t in prepare_tasks(run.spec, run.checkpoint, run.channels, step, ns)
+        (t.name, t.path): t
+        for t in prepare_tasks(run.spec, state.checkpoint, state.channels, step, ns)
     }
-    run.records = {}
+    state.records = {}
     renamed: dict[str, str] = {}
     for old in old_tasks:
         rec = old_records.get(old.id)
         new = new_tasks.get((old.name, old.path))
         if new is None:
             continue
-        if run.replay is not None:
-            run.replay.move(old.ns, new.ns)
+        if state.replay is not None:
+            state.replay.move(old.ns, new.ns)
         if rec is None:
             continue
         carried, writes = _carry(rec, old.ns, new.ns, renamed)
         if carried is None:
             continue
-        run.records[new.id] = carried
-        yield from run.persist.save_writes(new.id, writes)
+        state.records[new.id] = carried
+        yield from persist.save_writes(new.id, writes)
     return renamed
 
 
@@ -125,7 +130,7 @@ def _carry(
     return None, []
 
 
-def carried_afresh(run: _Run) -> Afresh | None:
+def carried_afresh(run: RunSetup, state: RunState) -> Afresh | None:
     """The answer a root resume carries into a subgraph, if it answers one question there.
 
     Only a single answer (plain, or keyed by the question's id) to a question a
@@ -134,23 +139,23 @@ def carried_afresh(run: _Run) -> Afresh | None:
     restarted its paused node (`restarted_by_update`); there it takes the
     answer (`take_afresh`, `answer_afresh`). Elsewhere it is not used.
     """
-    resume = run.resume
+    resume = state.resume
     if resume is None or len(resume.values) != 1:
         return None
-    if not run.historical and not resume.plain:
+    if not state.historical and not resume.plain:
         # Only a fork carries an answer sent by id; an update's restart takes plain
         # ones (and a resume by id of one of many paused tasks skips this scan).
         return None
     ((iid, answer),) = resume.values.items()
-    for task in run.current_tasks():
-        rec = run.records.get(task.id)
+    for task in current_tasks(run, state):
+        rec = state.records.get(task.id)
         for intr in rec.interrupts if rec is not None else ():
             if intr.id == iid and not is_own_interrupt(intr, task.ns):
                 return Afresh(intr.value, answer)
     return None
 
 
-def take_afresh(run: _Run, task_id: str, value: Any, position: int) -> tuple[Any] | None:
+def take_afresh(state: RunState, task_id: str, value: Any, position: int) -> tuple[Any] | None:
     """The answer a fork carries (`Afresh`) for a question being asked, or None.
 
     Called by ``interrupt()`` in a task of a subgraph run started afresh by that fork,
@@ -160,28 +165,28 @@ def take_afresh(run: _Run, task_id: str, value: Any, position: int) -> tuple[Any
     of several tasks are left to `answer_afresh`, which sees every question the
     step asked before it picks one.
     """
-    carried = run.afresh
-    if carried is None or position != 0 or len(run.tasks) != 1 or not _started_afresh(run):
+    carried = state.afresh
+    if carried is None or position != 0 or len(state.tasks) != 1 or not _started_afresh(state):
         return None
     if value != carried.question or not carried.take(task_id):
         return None
     return (carried.answer,)
 
 
-def taken_answer(run: _Run, task_id: str, rec: TaskRecord) -> list[tuple[str, Any]]:
+def taken_answer(state: RunState, task_id: str, rec: TaskRecord) -> list[tuple[str, Any]]:
     """The write that keeps the answer task ``task_id`` took as it asked.
 
     Needed if it paused (a later question) or failed after ``take_afresh``: it runs
     again with that answer.
     """
-    carried = run.afresh
+    carried = state.afresh
     if carried is None or not carried.taken_by(task_id) or rec.resume:
         return []
     rec.resume = [carried.answer]
     return [(RESUME, rec.resume)]
 
 
-def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
+def answer_afresh(state: RunState, interrupts: list[Interrupt]) -> bool:
     """In a subgraph started afresh by a fork, give the answer to the question re-asked.
 
     A new answer sent to an old checkpoint whose question is inside a subgraph forks
@@ -190,28 +195,28 @@ def answer_afresh(run: _Run, interrupts: list[Interrupt]) -> bool:
     by. The fork carries the answer with the question's value (`Afresh`). A
     subgraph run started afresh in it (its first in the fork) whose step asks exactly
     one question, its task's first, of that value: that is the question answered,
-    re-asked. It gets the answer (once): True, and the caller binds ``run.resume``
+    re-asked. It gets the answer (once): True, and the caller binds ``state.resume``
     (``begin.bind_resume``) and runs the step again.
     """
-    carried = run.afresh
-    if carried is None or not _started_afresh(run) or len(interrupts) != 1:
+    carried = state.afresh
+    if carried is None or not _started_afresh(state) or len(interrupts) != 1:
         return False
     asked = interrupts[0]
-    asker = next((t for t in run.tasks if asked in _raised(run, t.id)), None)
+    asker = next((t for t in state.tasks if asked in _raised(state, t.id)), None)
     if asker is None or not is_own_interrupt(asked, asker.ns):
         return False
-    if run.records[asker.id].asked != 0 or asked.value != carried.question:
+    if state.records[asker.id].asked != 0 or asked.value != carried.question:
         return False
     if not carried.take():
         return False
-    for task in run.tasks:  # the step's finished tasks keep their writes
-        if task.writes and task.id not in run.records:
-            run.records[task.id] = TaskRecord(writes=list(task.writes), done=True)
-    run.resume = ResumeMap({asked.id: carried.answer}, plain=True)
+    for task in state.tasks:  # the step's finished tasks keep their writes
+        if task.writes and task.id not in state.records:
+            state.records[task.id] = TaskRecord(writes=list(task.writes), done=True)
+    state.resume = ResumeMap({asked.id: carried.answer}, plain=True)
     return True
 
 
-def restarted_by_update(run: _Run, given: ResumeMap) -> bool:
+def restarted_by_update(state: RunState, given: ResumeMap) -> bool:
     """Whether a subgraph resumed with ``given`` asks its answered question afresh.
 
     ``update_state(subgraph_config, ..., as_node=START)`` (or ``"__copy__"``) on a
@@ -224,20 +229,20 @@ def restarted_by_update(run: _Run, given: ResumeMap) -> bool:
     """
     if not given.plain or len(given.values) != 1:
         return False
-    if run.metadata.get("source") not in RESTARTING_SOURCES:
+    if state.metadata.get("source") not in RESTARTING_SOURCES:
         return False
-    return not any(rec.interrupts for rec in run.records.values())
+    return not any(rec.interrupts for rec in state.records.values())
 
 
-def _started_afresh(run: _Run) -> bool:
+def _started_afresh(state: RunState) -> bool:
     """Whether the run asks again a question a carried answer (`Afresh`) is for.
 
     A replayed subgraph, one a fork renamed that starts from a checkpoint its caller
     addressed from before the question was asked, or one an update restarted.
     """
-    return run.replayed is not None or run.source_ns is not None or run.restarted
+    return state.replayed is not None or state.source_ns is not None or state.restarted
 
 
-def _raised(run: _Run, task_id: str) -> tuple[Interrupt, ...]:
-    rec = run.records.get(task_id)
+def _raised(state: RunState, task_id: str) -> tuple[Interrupt, ...]:
+    rec = state.records.get(task_id)
     return rec.interrupts if rec is not None else ()

@@ -28,12 +28,14 @@ from pausepoint.errors import ThreadBusyError
 from pausepoint.loop import begin
 from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import ClaimThread, LoadCheckpoint, Sleep
+from pausepoint.loop.state import RunState, restore_saved
 from pausepoint.loop.tasks import Task, triggered_pulls
 from pausepoint.types import Command
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import LeaseClaim
-    from pausepoint.loop.run import _Run  # pyright: ignore[reportPrivateUsage]
+    from pausepoint.loop.persistence import Persistence
+    from pausepoint.loop.state import RunSetup
 
 __all__ = ["RunLease", "claim", "ends_with_step"]
 
@@ -58,7 +60,9 @@ class RunLease:
     """Seconds a resume answering only waiting questions waits for a busy thread."""
 
 
-def claim(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
+def claim(
+    run: RunSetup, state: RunState, persist: Persistence, lease: RunLease
+) -> Generator[Effect, Any, None]:
     """Take the thread's lease (waiting for it if the run may); raise if busy."""
     read = begin.root_read(run)
     effect = ClaimThread(lease.thread_id, lease.owner, lease.ttl, lease.run, read)
@@ -71,12 +75,12 @@ def claim(run: _Run, lease: RunLease) -> Generator[Effect, Any, None]:
             got = yield effect
     if not got.acquired:
         raise ThreadBusyError(lease.thread_id, got.holder.expires_at)
-    run.persist.lease_taken()
+    persist.lease_taken()
     if got.read:  # the saver read the thread with the claim: begin.load uses it
-        run.read_ahead = (read, got.checkpoint)
+        state.read_ahead = (read, got.checkpoint)
 
 
-def _only_answers_waiting(run: _Run) -> Generator[Effect, Any, bool]:
+def _only_answers_waiting(run: RunSetup) -> Generator[Effect, Any, bool]:
     """Whether the run's input is a resume that answers only questions still waiting.
 
     Read from the thread's newest checkpoint; a refused resume (an answer that
@@ -93,15 +97,16 @@ def _only_answers_waiting(run: _Run) -> Generator[Effect, Any, bool]:
     saved = yield LoadCheckpoint(run.cfg.with_checkpoint(None))
     if saved is None:
         return False
-    run.restore(saved)
-    try:
-        begin.check_answers(run, given.resume)
-        return any(answers is not None for answers in run.answered.values())
-    finally:  # forget what was read: the run starts as new once it holds the thread
-        run.__init__(run.spec, run.input, run.opts)
+    # Read into a state of its own: the run starts as new once it holds the thread.
+    scratch = RunState()
+    restore_saved(run, scratch, saved)
+    begin.check_answers(run, scratch, given.resume)
+    return any(answers is not None for answers in scratch.answered.values())
 
 
-def ends_with_step(run: _Run, ran: Sequence[Task]) -> bool:
+def ends_with_step(
+    run: RunSetup, state: RunState, persist: Persistence, ran: Sequence[Task]
+) -> bool:
     """Whether the checkpoint this step is about to save is the run's last write.
 
     So it lets the lease go with it (``SaveCheckpoint.release``): no round trip of
@@ -112,13 +117,13 @@ def ends_with_step(run: _Run, ran: Sequence[Task]) -> bool:
     """
     # Only where the saver lets the lease go with a checkpoint, in the same round trip
     # (``Persistence.releases_with_step``).
-    if not run.persist.releases_with_step or run.step + 1 > run.stop:
+    if not persist.releases_with_step or state.step + 1 > state.stop:
         return False
     after = run.opts.interrupt_after
-    if after and pauses_at(run.checkpoint, after, ran):
+    if after and pauses_at(state.checkpoint, after, ran):
         return True
-    pulls = triggered_pulls(run.spec, run.checkpoint, run.channels, run.updated)
+    pulls = triggered_pulls(run.spec, state.checkpoint, state.channels, state.updated)
     if pulls is None:  # pushes (Send): a step follows
         return False
-    run.next_pulls = ((run.step + 1, run.epoch), pulls)  # the next step need not look again
+    state.next_pulls = ((state.step + 1, state.epoch), pulls)  # the next step need not look again
     return not pulls

@@ -25,7 +25,9 @@ from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
-    from pausepoint.loop.run import RunOptions, _Run  # pyright: ignore[reportPrivateUsage]
+    from pausepoint.loop.persistence import Persistence
+    from pausepoint.loop.run import RunOptions
+    from pausepoint.loop.state import RunSetup, RunState
 
 __all__ = ["ExecTask", "StepFrame", "custom_writer", "prepare_for_execution", "streams_live"]
 
@@ -48,32 +50,35 @@ class StepFrame:
         "run",
         "save_config",
         "spec",
+        "state",
         "step",
         "writer",
     )
 
-    def __init__(self, run: _Run) -> None:
-        opts = run.opts
+    def __init__(self, run: RunSetup, state: RunState, persist: Persistence) -> None:
         self.run = run
+        # Read as a task asks (``fork.take_afresh``) or starts a subgraph (`nest`).
+        self.state = state
         self.spec = run.spec
-        self.channels = run.channels
-        self.step = run.step
-        self.checkpoint_id: str = run.checkpoint["id"]
-        self.records: Mapping[str, TaskRecord] = run.records
-        self.answers: Mapping[str, Any] = run.resume.values if run.resume else {}
-        self.resuming = run.resuming
-        self.save_config = run.persist.calls_config()
+        self.channels = state.channels
+        self.step = state.step
+        self.checkpoint_id: str = state.checkpoint["id"]
+        self.records: Mapping[str, TaskRecord] = state.records
+        self.answers: Mapping[str, Any] = state.resume.values if state.resume else {}
+        self.resuming = state.resuming
+        self.save_config = persist.calls_config()
         self.writer = run.custom_writer
-        self.live = streams_live(opts, run.spec.eager)
+        self.live = streams_live(run.opts, run.spec.eager)
         self._nest: NestInfo | None = None
 
     def nest(self) -> NestInfo:
         """What a graph run inside a task of this step inherits (made once per step)."""
         if self._nest is None:
-            run = self.run
+            run, state = self.run, self.state
             opts = run.opts
             answers = self.answers
-            positions: Mapping[str, int] = run.resume.positions if run.resume else {}
+            resume = state.resume
+            positions: Mapping[str, int] = resume.positions if resume else {}
             if not answers and not opts.has_saver and opts.nest is not None:
                 # Nothing saved where its answers went: a subgraph below gets them all.
                 answers, positions = opts.nest.resume_map, opts.nest.resume_positions
@@ -84,14 +89,14 @@ class StepFrame:
                 durability=opts.durability,
                 resume_map=answers,
                 resume_positions=positions,
-                resume_plain=run.resume.plain if run.resume else False,
+                resume_plain=resume.plain if resume else False,
                 resuming=self.resuming,
                 sink=opts.sink,
                 stream_modes=opts.stream_modes,
                 stream_subgraphs=opts.stream_subgraphs,
                 parents={**run.parents, run.cfg.checkpoint_ns: self.checkpoint_id},
-                replay=run.replay,
-                afresh=run.afresh,
+                replay=state.replay,
+                afresh=state.afresh,
             )
         return self._nest
 
@@ -122,7 +127,7 @@ class ExecTask(TaskContext):
         subgraph that saves nothing, the parent's resume map's.
         """
         run = self.frame.run
-        taken = take_afresh(run, self.task.id, value, position)
+        taken = take_afresh(self.frame.state, self.task.id, value, position)
         if taken is None and not run.opts.has_saver:
             return unsaved_answer(run.opts.nest, self.task.ns, position)
         if taken is not None:
@@ -238,7 +243,7 @@ def _ignore(_value: Any) -> None:
     return None
 
 
-def task_config(run: _Run, task: Task, step: int) -> RunnableConfig:
+def task_config(run: RunSetup, task: Task, step: int) -> RunnableConfig:
     """The config a node receives (``config`` argument and ``get_config()``)."""
     cfg = run.cfg
     conf = {**cfg.configurable, "checkpoint_ns": task.ns, "thread_id": cfg.thread_id}
