@@ -123,8 +123,7 @@ def test_durability_exit_saves_only_the_end() -> None:
     assert p.head == at("c1")
     assert p.persisted == at("c0")
     assert p.task_finished("t1", W1, "", hold=True) is None
-    p.step_left()  # the next checkpoint supersedes the step's writes
-    drive(p.checkpoint_made(checkpoint("c2"), meta(1)))
+    drive(p.checkpoint_made(checkpoint("c2"), meta(1)))  # it supersedes the step's writes
     assert p.writes_effect("t2", W2) is None
     effects, _ = drive(p.run_ended(nested=False))
     assert effects == [

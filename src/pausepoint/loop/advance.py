@@ -35,7 +35,6 @@ def leave_step(
     """
     if state.records or state.null_writes:  # what the step left behind
         state.records, state.null_writes = {}, []
-    persist.step_left()
     return _checkpoint(run, state, persist, source, last) if persist.has_saver else None
 
 

@@ -195,11 +195,6 @@ class Persistence:
             yield effect
             self.leased = self.leased and not effect.release
 
-    def step_left(self) -> None:
-        """The run moves past its current checkpoint: writes kept for it are superseded."""
-        if self.unsaved:
-            self.unsaved = []
-
     def checkpoint_made(
         self,
         checkpoint: Checkpoint,
@@ -214,8 +209,11 @@ class Persistence:
         caller code in between (`pausepoint.loop.begin.start_step_follows`); it
         waits to be saved with that step's, in one call, where the saver can
         (`pairs_input`). ``last``: no step follows, the lease goes with it.
-        Returns the parent the checkpoint was saved under.
+        Returns the parent the checkpoint was saved under. Writes kept for the exit
+        are dropped: they were the old checkpoint's, and the new one holds their effect.
         """
+        if self.unsaved:
+            self.unsaved = []
         parent = self.head or self._cfg.with_checkpoint(None)
         if not self.saves_now:
             self.head = self._cfg.with_checkpoint(checkpoint["id"])

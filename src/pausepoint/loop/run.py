@@ -327,7 +327,8 @@ class _Run:
         state.tasks = []  # applied: an interrupt_after pause must not apply them again
         if run.streams_values and not updated.isdisjoint(run.out_keys):
             yield run.emit("values", output(run, state))
-        last = lease.ends_with_step(run, state, persist, ran)  # the lease goes with it
+        # The lease goes with this checkpoint if it is the run's last write.
+        last = persist.leased and lease.ends_with_step(run, state, persist, ran)
         if (saving := leave_step(run, state, persist, "loop", last)) is not None:
             yield from saving
         state.resume = None
