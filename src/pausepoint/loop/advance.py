@@ -1,7 +1,7 @@
 """Moving a run past its checkpoint: the next one is made and handed to the planner.
 
 Called when the input is taken (`pausepoint.loop.begin.take_input`) and after
-each step is applied (``_Run.after_tick``): the step's records go, the checkpoint
+each step is applied (`pausepoint.loop.run`): the step's records go, the checkpoint
 gets its new id and metadata, and `pausepoint.loop.persistence.Persistence`
 decides whether it is saved now, with what, or later.
 """

@@ -22,21 +22,10 @@ from pausepoint.loop import begin, fork, lease, namespaces
 from pausepoint.loop import emit as out
 from pausepoint.loop.advance import leave_step
 from pausepoint.loop.breakpoints import pauses_at
-from pausepoint.loop.effects import (
-    NextOutcome,
-    Outcome,
-    RunTasks,
-    SaveWrites,
-    Stopped,
-)
+from pausepoint.loop.effects import NextOutcome, Outcome, RunTasks, SaveWrites, Stopped
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.node import input_outcome
-from pausepoint.loop.pending import (
-    TaskRecord,
-    is_own_interrupt,
-    match_records,
-    with_ids,
-)
+from pausepoint.loop.pending import TaskRecord, is_own_interrupt, match_records, with_ids
 from pausepoint.loop.persistence import Persistence
 from pausepoint.loop.prepare import ExecTask, StepFrame, custom_writer, prepare_for_execution
 from pausepoint.loop.spec import GraphSpec
@@ -89,10 +78,10 @@ class RunResult:
 class _Run:
     """One run: its setup, its state, its persistence planner; ``steps`` is the generator."""
 
-    __slots__ = ("persist", "run", "state")
+    __slots__ = ("persist", "setup", "state")
 
     def __init__(self, spec: GraphSpec, input: Any, opts: RunOptions) -> None:
-        self.run = _setup(spec, input, opts)
+        self.setup = _setup(spec, input, opts)
         nest = opts.nest
         self.state = RunState(
             nest.replay if nest is not None else None, nest.afresh if nest is not None else None
@@ -109,7 +98,7 @@ class _Run:
     # --- the run ---------------------------------------------------------------------
 
     def steps(self) -> Generator[Effect, Any, RunResult]:
-        run, state, persist = self.run, self.state, self.persist
+        run, state, persist = self.setup, self.state, self.persist
         opts = run.opts
         if (held := opts.lease) is not None:
             yield from lease.claim(run, state, persist, held)
@@ -140,7 +129,7 @@ class _Run:
     # --- supersteps ----------------------------------------------------------------------
 
     def tick(self) -> Generator[Effect, Any, bool]:
-        run, state = self.run, self.state
+        run, state = self.setup, self.state
         if state.step > state.stop:
             raise GraphRecursionError(
                 f"Recursion limit of {run.cfg.recursion_limit} reached without hitting a "
@@ -181,7 +170,7 @@ class _Run:
         return True
 
     def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
-        run, state = self.run, self.state
+        run, state = self.setup, self.state
         if run.streams_tasks:
             yield from out.task_starts(run, state, to_run)
         interrupts: list[Interrupt] = []
@@ -260,7 +249,7 @@ class _Run:
         ``lone``: the step's only task, which made no ``@task`` calls: its failure ends
         the run with no result event (as LangGraph's).
         """
-        run, state, persist = self.run, self.state, self.persist
+        run, state, persist = self.setup, self.state, self.persist
         task, err = outcome.task, outcome.error
         path = task.path_repr() if persist.has_saver else ""
         if err is None:
@@ -310,7 +299,7 @@ class _Run:
                     yield from out.task_result(run, state, task, err, ())
 
     def after_tick(self) -> Generator[Effect, Any, None]:
-        run, state, persist = self.run, self.state, self.persist
+        run, state, persist = self.setup, self.state, self.persist
         spec, checkpoint, channels = run.spec, state.checkpoint, state.channels
         ran = state.tasks
         live = None if state.updated is None else state.updated & spec.transient
