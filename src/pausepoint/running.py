@@ -3,7 +3,8 @@
 Its own module, importing nothing of pausepoint at run time, so that
 ``interrupt()``, ``get_config()``, ``get_stream_writer()`` and ``@task`` calls can
 import it at the top of theirs: an ``import`` statement inside those functions
-cost ~1 µs a call (an ``interrupt()`` that replays a saved answer is ~2 µs).
+cost about half of what an ``interrupt()`` that replays a saved answer costs
+(benchmarks/README.md, "Figures behind the comments").
 `pausepoint.task_context` defines what the variable holds.
 """
 

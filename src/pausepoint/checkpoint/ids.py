@@ -6,7 +6,7 @@ two checkpoints made in the same 100 ns tick still get increasing ids.
 
 Every superstep makes one id and one timestamp, so both are built by hand from
 one clock reading: ``uuid.UUID(...)`` plus ``datetime.now(UTC).isoformat()``
-cost ~6 µs per step on the 2-core benchmark machine, this ~1.5 µs.
+cost four times as much (benchmarks/README.md, "Figures behind the comments").
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _format_ts(unix_us: int) -> str:
 
     Several seconds are kept: a resume reads its checkpoint's time (made again from
     the id, see `stamp_time`), often from a pause long ago, then stamps a new
-    checkpoint now; with one second cached each call missed (~1.8 µs instead of 0.45).
+    checkpoint now; with one second cached each call missed, at four times the cost.
     """
     sec, micros = divmod(unix_us, 1_000_000)
     prefix = _prefixes.get(sec)

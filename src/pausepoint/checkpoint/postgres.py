@@ -104,7 +104,7 @@ def _scope(conn: Any) -> str:
     """The database a connection or pool reaches (no password), as a lease scope.
 
     Made once per saver: ``conn.info.dsn`` asks libpq for the whole connection
-    string (~0.3 ms), and a run reads the scope two or three times.
+    string (about a round trip to a local server), and a run reads the scope two or three times.
     """
     info = getattr(conn, "info", None)
     dsn = getattr(info, "dsn", None) if info is not None else getattr(conn, "conninfo", None)

@@ -572,7 +572,8 @@ def _streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> 
 def _adriver() -> Any:
     # The async driver (and asyncio with it) is imported on first async use:
     # `import pausepoint` stays light for sync programs. Kept after that, so an
-    # ainvoke runs no import statement (~1 µs each).
+    # ainvoke runs no import statement (one of a loaded module still takes the import
+    # lock and looks it up: not free on every call).
     global _async_driver
     if _async_driver is None:
         from pausepoint.drivers import async_

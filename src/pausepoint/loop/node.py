@@ -45,7 +45,7 @@ def node_body(
     """Run ``task``'s node; its last item is its writes (state updates and edge triggers).
 
     The writes are yielded, not returned: a driver that gets a return value from
-    ``send`` catches a ``StopIteration``, ~0.5 µs a task. ``config`` makes the
+    ``send`` catches a ``StopIteration``, a cost paid on every task. ``config`` makes the
     node's config; it is called only when something takes one.
     """
     node = task.node

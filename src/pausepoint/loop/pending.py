@@ -51,8 +51,8 @@ class TaskRecord:
 
     Fields not found in the writes read their class defaults (no ``__slots__``, no
     ``__init__`` call per record): a resume rebuilds one record per task of the
-    step, and a paused task's record costs ~150 ns this way against ~200 ns with
-    slots filled by ``__init__``.
+    step, and a paused task's record costs a quarter less this way than with slots
+    filled by ``__init__`` (benchmarks/README.md, "Figures behind the comments").
     """
 
     writes: Sequence[tuple[str, Any]] = ()

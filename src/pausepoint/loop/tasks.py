@@ -76,11 +76,12 @@ def _hashed(key: str) -> str:
 _last_loaded: tuple[str, dict[str, tuple[str, str]]] = ("", {})
 """``(id prefix, {node name: (task id, task namespace)})`` of the step last prepared
 right after a load. Each resume of one of K paused tasks prepares the same K pull tasks
-again (same checkpoint, same step): hashing and formatting an id and a namespace is
-~0.6 µs, a lookup here ~0.1 µs. Both are functions of the prefix and the node's name
-alone, so a stale table is never wrong, only missed. One tuple, replaced whole, so a
-thread never pairs one step's prefix with another's table. Steps within a run (all
-new ids) do not use it: an lru for every step cost ~2 % of a chain's step."""
+again (same checkpoint, same step): hashing and formatting an id and a namespace
+costs six times a lookup here (benchmarks/README.md, "Figures behind the comments").
+Both are functions of the prefix and the node's name alone, so a stale table is never
+wrong, only missed. One tuple, replaced whole, so a thread never pairs one step's
+prefix with another's table. Steps within a run (all new ids) do not use it: an lru
+for every step cost ~2 % of a chain's step."""
 
 
 def _loaded_step_ids(id_prefix: str) -> dict[str, tuple[str, str]]:
