@@ -273,8 +273,8 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             if frozen:  # one parent: found for all the writes or for none
                 kept = self._parent_of_writes(parent, thread, ns, parent_id)
                 for task, copied in frozen:
-                    _keep_writes(kept, task.task_id, copied)
-                    self._note_question(thread, ns, parent_id, copied)
+                    if _keep_writes(kept, task.task_id, copied) and not ns:
+                        self._note_question(thread, parent_id)
             if by_id is None:
                 if ns:
                     by_id = self._nested.setdefault(thread, {})[ns] = {}
@@ -462,8 +462,9 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             if if_head:
                 check_head(by_id, thread, ns, checkpoint_id)
             stored = by_id.get(checkpoint_id) if by_id is not None else None
-            _keep_writes(self._parent_of_writes(stored, thread, ns, checkpoint_id), task_id, copied)
-            self._note_question(thread, ns, checkpoint_id, copied)
+            kept = self._parent_of_writes(stored, thread, ns, checkpoint_id)
+            if _keep_writes(kept, task_id, copied) and not ns:
+                self._note_question(thread, checkpoint_id)
             if release:
                 self._leases.drop(thread)  # fenced above: the owner's own
 
@@ -493,11 +494,9 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             stored.writes = {}
         return stored.writes
 
-    def _note_question(
-        self, thread: str, ns: str, checkpoint_id: str | None, copied: list[tuple[str, Any]]
-    ) -> None:
+    def _note_question(self, thread: str, checkpoint_id: str | None) -> None:
         """Index a root checkpoint that holds a question (locked; see ``_waiting``)."""
-        if ns or checkpoint_id is None or all(channel != INTERRUPT for channel, _ in copied):
+        if checkpoint_id is None:
             return
         asked = self._waiting.get(thread)
         if asked is None or asked < checkpoint_id:
@@ -563,11 +562,21 @@ def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 def _keep_writes(
     kept: dict[tuple[str, int], tuple[str, Any]], task_id: str, copied: list[tuple[str, Any]]
-) -> None:
-    """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked)."""
+) -> bool:
+    """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked).
+
+    Returns whether one of them is a question (an ``__interrupt__`` write), for the
+    index of waiting threads: found in this loop, no pass of its own.
+    """
+    asked = False
     for n, (channel, value) in enumerate(copied):
         idx = WRITES_IDX_MAP.get(channel, n)
         key = (task_id, idx)
         if idx >= 0 and key in kept:
             continue
         kept[key] = (channel, value)
+        asked = asked or idx == _INTERRUPT_IDX
+    return asked
+
+
+_INTERRUPT_IDX = WRITES_IDX_MAP[INTERRUPT]
