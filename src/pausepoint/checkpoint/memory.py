@@ -50,13 +50,18 @@ Writes = dict[tuple[str, int], tuple[str, bytes]]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Saved:
-    """One stored checkpoint: its encoding, its metadata's, its parent and its writes.
+    """One stored checkpoint: its values' encoding, the rest of it, metadata, parent, writes.
 
-    Frozen: a write replaces the whole record (see ``_store_writes``), so a reader
-    holding one never sees it change.
+    ``checkpoint`` is the checkpoint without its values (``channel_values`` is empty):
+    ids, times and versions, copied at ``put`` and again for each reader. Its
+    ``versions_seen`` entries are kept as given, not copied: they are read-only once
+    put (the saver contract, `pausepoint.checkpoint.base`); encoding them made every
+    step cost O(nodes) in the serializer. Frozen: a write replaces the whole record
+    (see ``_store_writes``), so a reader holding one never sees it change.
     """
 
-    checkpoint: bytes
+    checkpoint: Checkpoint
+    values: bytes
     metadata: bytes
     parent_id: str | None
     writes: Writes
@@ -155,7 +160,7 @@ class InMemorySaver(BaseCheckpointSaver):
         loads = self.serde.loads
         return CheckpointTuple(
             config=_config(thread, ns, cid),
-            checkpoint=loads(saved.checkpoint),
+            checkpoint=_copy(saved.checkpoint, loads(saved.values)),
             metadata=loads(saved.metadata),
             parent_config=_config(thread, ns, saved.parent_id) if saved.parent_id else None,
             pending_writes=[
@@ -271,13 +276,15 @@ class InMemorySaver(BaseCheckpointSaver):
         """Encode a checkpoint to be stored after the config's one (its parent)."""
         thread, ns, parent_id = config_keys(config)
         dumps = self.serde.dumps
+        values = checkpoint["channel_values"]
         try:
-            blob = dumps(checkpoint, label="checkpoint")
+            blob = dumps(values, label="checkpoint")
         except SerializationError as exc:  # name the channel value, as the SQL savers do
-            values = checkpoint["channel_values"]
             raise explain_checkpoint(values, lambda v, label: dumps(v, label=label), exc) from None
         meta = dumps(metadata, label="metadata")
-        return _Put(thread, ns, checkpoint["id"], _Saved(blob, meta, parent_id, {}))
+        # Entries of versions_seen are shared, not copied (see _Saved); the maps are.
+        kept = _copy(checkpoint, {}, seen=dict(checkpoint["versions_seen"]))
+        return _Put(thread, ns, checkpoint["id"], _Saved(kept, blob, meta, parent_id, {}))
 
     def _encode_writes(self, task: TaskWrites) -> tuple[str, list[tuple[int, str, bytes]]]:
         """A task's writes as ``(task_id, [(idx, channel, encoding), ...])``."""
@@ -314,7 +321,9 @@ class InMemorySaver(BaseCheckpointSaver):
             for idx, channel, blob in writes:
                 if idx < 0 or (task_id, idx) not in kept:
                     kept[task_id, idx] = (channel, blob)
-        by_id[checkpoint_id] = dataclasses.replace(saved, writes=kept)
+        by_id[checkpoint_id] = _Saved(
+            saved.checkpoint, saved.values, saved.metadata, saved.parent_id, kept
+        )
 
     def _fence(self, thread: str, lease: str | None) -> None:
         """Renew ``lease`` if it still holds the thread, else raise (locked)."""
@@ -327,6 +336,27 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             self._threads.pop(thread, None)
             self._leases.drop(thread)
+
+
+def _copy(
+    checkpoint: Checkpoint, values: dict[str, Any], seen: dict[str, Any] | None = None
+) -> Checkpoint:
+    """A copy of ``checkpoint`` holding ``values``: new dicts and lists all the way down.
+
+    ``seen``: its ``versions_seen``, if not a copy of each entry (what ``put`` keeps).
+    """
+    updated = checkpoint.get("updated_channels")
+    if seen is None:
+        seen = {node: dict(versions) for node, versions in checkpoint["versions_seen"].items()}
+    return {
+        "v": checkpoint["v"],
+        "id": checkpoint["id"],
+        "ts": checkpoint["ts"],
+        "channel_values": values,
+        "channel_versions": dict(checkpoint["channel_versions"]),
+        "versions_seen": seen,
+        "updated_channels": None if updated is None else list(updated),
+    }
 
 
 def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
