@@ -4,10 +4,11 @@ Everything is lost when the process exits; use
 [`pausepoint.checkpoint.sqlite.SqliteSaver`][] for pauses that must survive. This
 is the saver to read when writing one: every contract of
 [`pausepoint.checkpoint.base`][] in a few small methods. It behaves like a durable
-saver: every checkpoint, write and metadata is stored as its encoding by the same
-serializer, so a value that SQLite or PostgreSQL would refuse is refused here too
-(at write time, naming where it is), each read decodes anew (a reader may change
-what it gets), and mutating state objects after a step never changes history.
+saver: every channel value, write and metadata is stored as its encoding by the
+same serializer, so a value that SQLite or PostgreSQL would refuse is refused here
+too (at write time, naming where it is), each read decodes anew (a reader may change
+what it gets), and mutating state objects after a step never changes history. The
+versions a checkpoint holds (ints the engine keeps) are copied instead.
 
 For many paused threads in one process, use
 [`CompactingMemorySaver`][pausepoint.checkpoint.compact.CompactingMemorySaver]: the
