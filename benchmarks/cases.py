@@ -2,12 +2,15 @@
 
 A *library* is a namespace holding ``StateGraph, START, END, interrupt, Command,
 InMemorySaver``, loaded from pausepoint or from LangGraph 1.1.6 by the same names, so
-one function builds the same graph on either side. ``pausepoint@base`` is pausepoint
-too, imported in processes whose ``PYTHONPATH`` starts with an older source tree
-(``run.py --baseline-src``), so a change can be measured against its base in one
-run. ``floor`` is not a graph library: it is the same work done in plain Python
-(dict updates in a loop, a dict as the store), so each ratio to it says how far a
-library is from the limit.
+one function builds the same graph on either side, and ``memory_saver``: the class
+of the in-memory saver the workloads use. For pausepoint that is the opt-in
+``CompactingMemorySaver``, not the reference ``InMemorySaver`` (see README.md, "Which
+in-memory saver"); ``PAUSEPOINT_BENCH_MEMORY=reference`` measures the reference.
+``pausepoint@base`` is pausepoint too, imported in processes whose ``PYTHONPATH``
+starts with an older source tree (``run.py --baseline-src``), so a change can be
+measured against its base in one run. ``floor`` is not a graph library: it is the
+same work done in plain Python (dict updates in a loop, a dict as the store), so
+each ratio to it says how far a library is from the limit.
 
 This module stays light on purpose: ``coldstart.py`` imports it in every fresh
 interpreter it times.
@@ -58,7 +61,27 @@ def load_library(name: str) -> SimpleNamespace:
         interrupt=interrupt,
         Command=Command,
         InMemorySaver=InMemorySaver,
+        memory_saver=_memory_saver(name, InMemorySaver),
     )
+
+
+def _memory_saver(name: str, reference: type[Any]) -> type[Any]:
+    """The in-memory saver the workloads use on ``name``: pausepoint's compacting one.
+
+    An older tree (``pausepoint@base``) may predate it; its ``InMemorySaver`` was then
+    the compacting one.
+    """
+    if family(name) != "pausepoint" or os.environ.get(MEMORY_ENV) == "reference":
+        return reference
+    try:
+        from pausepoint.checkpoint.compact import CompactingMemorySaver
+    except ImportError:
+        return reference
+    return CompactingMemorySaver
+
+
+MEMORY_ENV = "PAUSEPOINT_BENCH_MEMORY"
+"""Set to ``reference`` to run pausepoint's in-memory workloads on ``InMemorySaver``."""
 
 
 # --------------------------------------------------------------------------- records
@@ -199,7 +222,7 @@ def open_saver(
     made for this process and dropped when it exits (see :func:`pg_schema`).
     """
     if kind == "memory":
-        return lib.InMemorySaver()
+        return lib.memory_saver()
     if kind == "sqlite":
         import sqlite3
         import tempfile

@@ -1,6 +1,7 @@
 """Workloads at scale: many paused threads on one saver, and state that grows.
 
-``threads(n)`` pauses ``n`` threads on one ``InMemorySaver`` (each asks one question
+``threads(n)`` pauses ``n`` threads on one in-memory saver (pausepoint's
+``CompactingMemorySaver``: see ``cases.load_library``; each asks one question
 through interrupt()) and then resumes them all: the time is for all ``2n`` invokes,
 and its probe measures memory (see :func:`memory_probe`). ``list_growth(total)``
 chains ``total / 100`` nodes that each append 100 items to an ``operator.add`` list,
@@ -58,7 +59,7 @@ def max_rss() -> int:
 def threads(n: int) -> Callable[[SimpleNamespace], Case]:
     def build(lib: SimpleNamespace) -> Case:
         runs = [0]
-        saver = lib.InMemorySaver()
+        saver = lib.memory_saver()
         graph = ask_graph(lib, saver, runs)
 
         def pause(tag: str, count: int = n) -> int:
@@ -161,7 +162,7 @@ def list_growth(total: int, saver: bool) -> Callable[[SimpleNamespace], Case]:
             builder.add_node(name, lambda s, chunk=chunk: {"items": chunk})
         for a, b in zip([lib.START, *names], [*names, lib.END], strict=True):
             builder.add_edge(a, b)
-        checkpointer = lib.InMemorySaver() if saver else None
+        checkpointer = lib.memory_saver() if saver else None
         graph = builder.compile(checkpointer=checkpointer)
         return Case(
             run=lambda i: graph.invoke({"items": []}, config(i, len(chunks) + 10)),

@@ -73,7 +73,7 @@ def chain(n: int, saver: bool) -> Callable[[SimpleNamespace], Case]:
             builder.add_node(name, _step)
         for a, b in zip([lib.START, *names], [*names, lib.END], strict=True):
             builder.add_edge(a, b)
-        checkpointer = lib.InMemorySaver() if saver else None
+        checkpointer = lib.memory_saver() if saver else None
         graph = builder.compile(checkpointer=checkpointer)
         return Case(
             run=lambda i: graph.invoke({"count": 0}, config(i, n + 10)),
@@ -125,7 +125,7 @@ def _fan_graph(lib: SimpleNamespace, k: int, branch: Callable[[int], Any], saver
     builder.add_node("join", lambda s: {"total": sum(s["out"])})
     builder.add_edge(names, "join")
     builder.add_edge("join", lib.END)
-    return builder.compile(checkpointer=lib.InMemorySaver() if saver else None)
+    return builder.compile(checkpointer=lib.memory_saver() if saver else None)
 
 
 def fanout(k: int, saver: bool) -> Callable[[SimpleNamespace], Case]:
@@ -422,7 +422,7 @@ def _scale_workloads() -> list[Workload]:
         found.append(
             Workload(
                 f"threads-{n}",
-                f"{n} threads each paused by interrupt() on one InMemorySaver, then all "
+                f"{n} threads each paused by interrupt() on one in-memory saver, then all "
                 "resumed; time for all, and memory (see the memory table)",
                 scale.threads(n),
                 scale.threads_floor(n),

@@ -37,6 +37,7 @@ PAGES: dict[str, str] = {
     "pausepoint.channels": "channels",
     "pausepoint.checkpoint.base": "checkpoint.base",
     "pausepoint.checkpoint.memory": "checkpoint.memory",
+    "pausepoint.checkpoint.compact": "checkpoint.compact",
     "pausepoint.checkpoint.sqlite": "checkpoint.sqlite",
     "pausepoint.checkpoint.postgres": "checkpoint.postgres",
     "pausepoint.checkpoint.questions": "checkpoint.questions",

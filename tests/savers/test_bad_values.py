@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 import pytest
 
 from pausepoint import START, InMemorySaver, StateGraph
+from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.config import MAX_ID_BYTES
 from pausepoint.errors import SerializationError
@@ -23,10 +24,14 @@ class S(TypedDict, total=False):
     x: Any
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=["memory", "compact", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield InMemorySaver()
+    elif request.param == "compact":
+        yield CompactingMemorySaver()
     elif request.param == "sqlite":
         with SqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as sqlite_saver:
             yield sqlite_saver

@@ -10,6 +10,7 @@ import pytest
 import pytest_asyncio
 
 from pausepoint.checkpoint.base import BaseCheckpointSaver
+from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.memory import InMemorySaver
 from pausepoint.checkpoint.postgres import AsyncPostgresSaver, PostgresSaver
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
@@ -20,6 +21,12 @@ class TestInMemorySaver(SaverConformance):
     @pytest.fixture
     def saver(self) -> InMemorySaver:
         return InMemorySaver()
+
+
+class TestCompactingMemorySaver(SaverConformance):
+    @pytest.fixture
+    def saver(self) -> CompactingMemorySaver:
+        return CompactingMemorySaver()
 
 
 class _ThirdParty(BaseCheckpointSaver):

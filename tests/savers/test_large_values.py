@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 
 from pausepoint import START, InMemorySaver, StateGraph
+from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.postgres import AsyncPostgresSaver
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
 from pausepoint.errors import SerializationError
@@ -75,10 +76,14 @@ def _same(got: Any, want: Any) -> bool:
     return bool(got == want)
 
 
-@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(
+    params=["memory", "compact", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield InMemorySaver()
+    elif request.param == "compact":
+        yield CompactingMemorySaver()
     elif request.param == "sqlite":
         with SqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as sqlite_saver:
             yield sqlite_saver

@@ -1,4 +1,10 @@
-"""InMemorySaver specifics: what it keeps without encoding, and that reads stay isolated."""
+"""The in-memory savers: reads stay isolated and values round-trip, on both of them.
+
+``InMemorySaver`` (the reference) stores encodings only; ``CompactingMemorySaver``
+keeps immutable values as they are, shares parts of idle threads' checkpoints and
+encodes only what a list gained. Each test runs on both: the compacting saver's
+shortcuts must read back exactly what the reference does.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,23 @@ from typing import Any
 import pytest
 
 from pausepoint.checkpoint.base import empty_checkpoint
+from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.checkpoint.memory import InMemorySaver
 from pausepoint.constants import INTERRUPT
 from pausepoint.errors import SerializationError
 from pausepoint.types import Interrupt
 
+Saver = InMemorySaver | CompactingMemorySaver
 
-def _saved(saver: InMemorySaver, values: dict[str, Any]) -> Any:
+
+@pytest.fixture(params=[InMemorySaver, CompactingMemorySaver], ids=["reference", "compact"])
+def new_saver(request: pytest.FixtureRequest) -> type[Saver]:
+    """Each in-memory saver's class."""
+    return request.param
+
+
+def _saved(saver: Saver, values: dict[str, Any]) -> Any:
     checkpoint = empty_checkpoint(*new_stamp())
     checkpoint["channel_values"] = values
     checkpoint["channel_versions"] = dict.fromkeys(values, 1)
@@ -22,10 +37,10 @@ def _saved(saver: InMemorySaver, values: dict[str, Any]) -> Any:
     return saver.put(config, checkpoint, {"source": "loop", "step": 0, "parents": {}}, {})
 
 
-def test_interrupts_read_back_as_new_objects() -> None:
+def test_interrupts_read_back_as_new_objects(new_saver: type[Saver]) -> None:
     # Interrupts with immutable values are kept as data, not encoded; every read makes
     # new Interrupt objects, so changing one never changes what is stored.
-    saver = InMemorySaver()
+    saver = new_saver()
     config = _saved(saver, {"x": 1})
     saver.put_writes(config, [(INTERRUPT, (Interrupt("approve?", "a" * 32),))], "task-1")
     first = saver.get_tuple(config)
@@ -41,8 +56,8 @@ def test_interrupts_read_back_as_new_objects() -> None:
 
 
 @pytest.mark.parametrize("value", [0, -3, 2.5, float("inf"), "text", True, None])
-def test_immutable_values_round_trip_with_their_type(value: Any) -> None:
-    saver = InMemorySaver()
+def test_immutable_values_round_trip_with_their_type(value: Any, new_saver: type[Saver]) -> None:
+    saver = new_saver()
     config = _saved(saver, {"x": value})
     saver.put_writes(config, [("x", value)], "task-1")
     got = saver.get_tuple(config)
@@ -53,8 +68,8 @@ def test_immutable_values_round_trip_with_their_type(value: Any) -> None:
         assert read == value or value != value  # nan aside
 
 
-def test_mutable_values_are_copied_and_unknown_types_refused() -> None:
-    saver = InMemorySaver()
+def test_mutable_values_are_copied_and_unknown_types_refused(new_saver: type[Saver]) -> None:
+    saver = new_saver()
     items = [1, 2]
     config = _saved(saver, {"items": items})
     items.append(3)
@@ -69,10 +84,10 @@ def test_mutable_values_are_copied_and_unknown_types_refused() -> None:
 
 
 @pytest.mark.parametrize("written", [["a", 1, 2.5, None, True], [], [{"nested": 1}]])
-def test_written_lists_are_copied_both_ways(written: list[Any]) -> None:
+def test_written_lists_are_copied_both_ways(written: list[Any], new_saver: type[Saver]) -> None:
     # A list of immutable values is kept as a tuple, others encoded: either way the
     # caller's list and every list read back are new objects.
-    saver = InMemorySaver()
+    saver = new_saver()
     config = _saved(saver, {"x": 1})
     given = list(written)
     saver.put_writes(config, [("out", given)], "task-1")
@@ -89,7 +104,7 @@ def test_written_lists_are_copied_both_ways(written: list[Any]) -> None:
 
 
 def _put(
-    saver: InMemorySaver,
+    saver: Saver,
     thread: str,
     versions: dict[str, Any],
     seen: dict[str, dict[str, Any]],
@@ -105,17 +120,17 @@ def _put(
     return saver.put(config, checkpoint, {"source": "loop", "step": 0, "parents": {}}, {})
 
 
-def _go_idle(saver: InMemorySaver) -> None:
+def _go_idle(saver: Saver) -> None:
     """Put to enough other threads that the earlier ones are compacted (shared parts)."""
     for n in range(40):
         _put(saver, f"other-{n}", {"x": 1}, {"node": {"x": 1}})
 
 
-def test_equal_versions_of_other_types_stay_apart() -> None:
+def test_equal_versions_of_other_types_stay_apart(new_saver: type[Saver]) -> None:
     # An idle thread's small version maps and versions_seen entries are shared with
     # other checkpoints and threads by content; 1, 1.0 and True are equal but must
     # read back as given.
-    saver = InMemorySaver()
+    saver = new_saver()
     configs = {
         kind: _put(saver, f"t-{kind.__name__}", {"x": kind(1)}, {"node": {"x": kind(1)}})
         for kind in (int, float, bool)
@@ -129,10 +144,10 @@ def test_equal_versions_of_other_types_stay_apart() -> None:
         assert (type(version), type(seen)) == (kind, kind)
 
 
-def test_shared_entries_are_copied_for_readers() -> None:
+def test_shared_entries_are_copied_for_readers(new_saver: type[Saver]) -> None:
     # Two threads store equal versions_seen entries (kept once); a reader that edits
     # what it got changes neither the store nor the other thread.
-    saver = InMemorySaver()
+    saver = new_saver()
     first = _put(saver, "a", {"x": 2}, {"node": {"x": 1}})
     second = _put(saver, "b", {"x": 2}, {"node": {"x": 1}})
     _go_idle(saver)
@@ -148,12 +163,12 @@ def test_shared_entries_are_copied_for_readers() -> None:
 
 
 @pytest.mark.parametrize("idle", [False, True], ids=["busy", "idle"])
-def test_metadata_reads_back_as_put_and_isolated(idle: bool) -> None:
+def test_metadata_reads_back_as_put_and_isolated(idle: bool, new_saver: type[Saver]) -> None:
     # Metadata of immutable values is kept as its items while the thread is busy and
     # encoded once it is idle; other metadata is encoded at once. Either way a read
     # gets a new dict equal to what was put, types included, which the caller may
     # change freely.
-    saver = InMemorySaver()
+    saver = new_saver()
     plain = {"source": "loop", "step": 3, "parents": {}, "ratio": 1.0, "flag": True, "n": None}
     nested = {"source": "loop", "step": 4, "parents": {"": "abc"}, "tags": ["x"]}
     given = [plain, nested]
@@ -183,9 +198,9 @@ def test_metadata_reads_back_as_put_and_isolated(idle: bool) -> None:
     ]
 
 
-def test_large_version_maps_round_trip() -> None:
+def test_large_version_maps_round_trip(new_saver: type[Saver]) -> None:
     # Maps above the packing limit are kept as plain copies: same result for readers.
-    saver = InMemorySaver()
+    saver = new_saver()
     versions = {f"c{i}": i + 1 for i in range(40)}
     seen = {f"n{i}": {f"c{i}": i + 1} for i in range(40)}
     config = _put(saver, "big", dict(versions), {k: dict(v) for k, v in seen.items()})
@@ -196,10 +211,10 @@ def test_large_version_maps_round_trip() -> None:
     assert got.checkpoint["versions_seen"] == seen
 
 
-def test_timestamps_read_back_as_put() -> None:
+def test_timestamps_read_back_as_put(new_saver: type[Saver]) -> None:
     # The ts of a checkpoint stamped by new_stamp() is made again from its id; any
     # other ts (or id) is kept as given.
-    saver = InMemorySaver()
+    saver = new_saver()
     stamped = new_stamp()
     other_ts = (new_stamp()[0], "2020-01-02T03:04:05.000006+00:00")
     foreign_id = ("checkpoint-from-elsewhere", "2021-05-06T07:08:09+00:00")
@@ -232,11 +247,13 @@ def test_timestamps_are_isoformat_whichever_seconds_alternate() -> None:
     assert len(ids._prefixes) <= ids._PREFIXES_MAX  # pyright: ignore[reportPrivateUsage]
 
 
-def test_a_thread_keeps_its_history_and_forgets_its_values_once_idle() -> None:
+def test_a_thread_keeps_its_history_and_forgets_its_values_once_idle(
+    new_saver: type[Saver],
+) -> None:
     # The saver remembers the last values put to recent threads only (to skip encoding
     # unchanged ones): a paused thread does not keep its state objects alive for ever.
     # Compacting an idle thread changes nothing a reader sees.
-    saver = InMemorySaver()
+    saver = new_saver()
     parent = _put(saver, "h", {"x": 1}, {"a": {"x": 1}})
     child = _put(
         saver,
@@ -252,7 +269,8 @@ def test_a_thread_keeps_its_history_and_forgets_its_values_once_idle() -> None:
     for n in range(200):
         config = _saved(saver, {"items": [n]}) if n % 2 else _put(saver, f"many-{n}", {"x": 1}, {})
         assert saver.get_tuple(config) is not None
-    assert len(saver._recent) <= 32  # pyright: ignore[reportPrivateUsage]
+    if isinstance(saver, CompactingMemorySaver):
+        assert len(saver._recent) <= 32  # pyright: ignore[reportPrivateUsage]
     after = [
         (t.checkpoint, t.metadata, t.parent_config, t.pending_writes) for t in saver.list(child)
     ]
@@ -260,7 +278,7 @@ def test_a_thread_keeps_its_history_and_forgets_its_values_once_idle() -> None:
     assert after[0][2] == parent
 
 
-def test_a_value_changed_in_place_and_written_again_is_saved_anew() -> None:
+def test_a_value_changed_in_place_and_written_again_is_saved_anew(new_saver: type[Saver]) -> None:
     # A node that appends to its input list and returns the same list object: the
     # channel gets a new version, so the saver must encode the value again (an
     # encoding kept for the same object at the old version is stale).
@@ -283,7 +301,7 @@ def test_a_value_changed_in_place_and_written_again_is_saved_anew() -> None:
     builder.add_node("b", add(2))
     builder.add_edge(START, "a")
     builder.add_edge("a", "b")
-    graph = builder.compile(checkpointer=InMemorySaver())
+    graph = builder.compile(checkpointer=new_saver())
     cfg: Any = {"configurable": {"thread_id": "in-place"}}
     assert graph.invoke({"items": []}, cfg) == {"items": [1, 2]}
     assert graph.get_state(cfg).values == {"items": [1, 2]}
@@ -293,7 +311,9 @@ def test_a_value_changed_in_place_and_written_again_is_saved_anew() -> None:
     assert steps[2] == {"items": [1, 2]}
 
 
-def test_lists_saved_step_by_step_match_a_saver_that_encodes_everything(tmp_path: Any) -> None:
+def test_lists_saved_step_by_step_match_a_saver_that_encodes_everything(
+    tmp_path: Any, new_saver: type[Saver]
+) -> None:
     # InMemorySaver encodes only the appended part of a list of immutable items that
     # extends the one it saved last; whatever nodes do to the list (append in place,
     # change an item in place, shrink it, add a dict, start over), every checkpoint
@@ -344,7 +364,7 @@ def test_lists_saved_step_by_step_match_a_saver_that_encodes_everything(tmp_path
     conn = sqlite3.connect(tmp_path / "lists.db", check_same_thread=False)
     expected = history(SqliteSaver(conn))
     conn.close()
-    got = history(InMemorySaver())
+    got = history(new_saver())
     assert got == expected
     assert got[0] == (10, {"items": [9]})
     assert (4, {"items": ["changed", 1, "a", "x", 2**70, None, True]}) in got

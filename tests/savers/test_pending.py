@@ -18,6 +18,7 @@ import pytest
 from pausepoint import Command, InMemorySaver, Send, StateGraph, interrupt
 from pausepoint.checkpoint import PendingPage, PendingQuestion
 from pausepoint.checkpoint.base import BaseCheckpointSaver
+from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.constants import START
 
@@ -45,10 +46,12 @@ def build(saver: Any) -> Any:
     return g.compile(checkpointer=saver)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "compact", "sqlite", "postgres"])
 def saver(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
     if request.param == "memory":
         yield InMemorySaver()
+    elif request.param == "compact":
+        yield CompactingMemorySaver()
     elif request.param == "sqlite":
         conn = sqlite3.connect(tmp_path / "p.db", check_same_thread=False)
         yield SqliteSaver(conn)

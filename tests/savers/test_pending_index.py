@@ -23,6 +23,7 @@ import pytest
 
 from pausepoint import Command, InMemorySaver
 from pausepoint.checkpoint._pending import newest_roots, page_of_heads
+from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.questions import PendingQuery, PendingQuestion
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.errors import CheckpointDecodeError
@@ -184,10 +185,13 @@ def test_a_database_written_by_the_code_before_the_index(tmp_path: Path) -> None
         close(saver)
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "compact", "sqlite", "postgres"])
 def any_saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield InMemorySaver()
+        return
+    if request.param == "compact":
+        yield CompactingMemorySaver()
         return
     where, schema = (
         (str(tmp_path / "p.db"), "")

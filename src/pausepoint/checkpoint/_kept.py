@@ -1,9 +1,9 @@
-"""What ``InMemorySaver`` keeps: stored checkpoints, and values in immutable forms.
+"""What ``CompactingMemorySaver`` keeps: stored checkpoints, and values in immutable forms.
 
 A value that cannot change (a number, a string, an interrupt or a list holding only
 such values) is kept without encoding and read back as a new object where the
 caller could change it; anything else is kept as its encoding (see
-`pausepoint.checkpoint.memory`).
+`pausepoint.checkpoint.compact`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ __all__ = [
     "is_frozen_interrupt",
     "encode",
     "freeze",
+    "pack_seen",
+    "pack_versions",
     "plain_metadata",
     "thaw",
 ]
@@ -58,7 +60,7 @@ class Stored:
 
     ``values`` is ``(names, value, value, ...)``. A put keeps plain copies of the
     version maps; once the thread goes idle they are compacted
-    (``InMemorySaver._compact``): small maps become shared ``(keys, values)`` tuples.
+    (``CompactingMemorySaver._compact``): small maps become shared ``(keys, values)`` tuples.
     The ``versions_seen`` entries are shared, never copied (read-only by the saver
     contract, `pausepoint.checkpoint.base`). The id is the key in the
     namespace's dict and the same string object as ``id``; a parent found in that
@@ -126,7 +128,7 @@ class Stored:
 
 Encoded = tuple[Any, Any, bytes, tuple[Any, ...] | None]
 """A channel value, its version, its encoding, and for a list of immutable items a
-snapshot of them (see ``InMemorySaver._list_entry``)."""
+snapshot of them (see ``CompactingMemorySaver._list_entry``)."""
 
 
 class Recent:
@@ -138,7 +140,7 @@ class Recent:
     identity from being reused). The version matters: a node may change its input
     list in place and return it, the same object with new content.
     ``fresh``: the checkpoints put since the thread became recent, not yet compacted
-    (``InMemorySaver._compact``).
+    (``CompactingMemorySaver._compact``).
     """
 
     __slots__ = ("encoded", "fresh")
@@ -246,7 +248,7 @@ class Marshalled(bytes):
 
 
 THAWED = frozenset({bytes, Interrupts, FrozenList, RawBytes, Marshalled})
-"""Kept forms that stand for something else (see ``InMemorySaver._thaw``)."""
+"""Kept forms that stand for something else (see `thaw`)."""
 
 
 def freeze(
@@ -315,3 +317,53 @@ _THAW: dict[type[Any], Callable[[Any], Any]] = {
     RawBytes: operator.itemgetter(0),
     Marshalled: marshal.loads,
 }
+
+
+PACKED_UP_TO = 16
+"""Version maps with at most this many keys are packed and shared (``Stored``).
+
+Packing and sharing costs time per put in proportion to the keys (tuples, hashes);
+a plain copy of a dict is one fast C call. Small maps are what many paused threads
+of a typical graph hold; a graph of 100 nodes keeps its copies (as before).
+"""
+
+_SEEN = object()
+"""Marks a ``versions_seen`` entry's key in the shared table."""
+
+_SEEN_MAP = object()
+"""Marks a whole packed ``versions_seen``'s key in the shared table."""
+
+
+def pack_versions(shared: dict[Any, Any], versions: Map) -> Map:
+    """A small version map as a shared ``(keys, values, types)`` tuple (large: as it is)."""
+    if not isinstance(versions, dict) or len(versions) > PACKED_UP_TO:
+        return versions
+    share = shared.setdefault
+    keys = tuple(versions)
+    vals = tuple(versions.values())
+    # The types are part of the key: 1 == 1.0 == True, but they are not the same.
+    packed = (share(keys, keys), vals, tuple(map(type, vals)))
+    return share(packed, packed)
+
+
+def pack_seen(shared: dict[Any, Any], seen: Map, entries: dict[int, Any]) -> Map:
+    """``versions_seen`` with its entries shared, one object per content.
+
+    ``entries``: id of an entry -> its shared one, for the duration of one compaction.
+    """
+    if not isinstance(seen, dict) or len(seen) > PACKED_UP_TO:
+        return seen
+    share = shared.setdefault
+    out: list[Any] = []
+    for entry in seen.values():
+        found = entries.get(id(entry))
+        if found is None:
+            vals = tuple(entry.values())
+            key = (_SEEN, tuple(entry), vals, tuple(map(type, vals)))
+            found = entries[id(entry)] = share(key, entry)
+        out.append(found)
+    keys = tuple(seen)
+    packed = (share(keys, keys), tuple(out))
+    # Shared entries are alive while the table holds this pair, so their ids
+    # stand for them in the key (dicts cannot be hashed).
+    return share((_SEEN_MAP, packed[0], *map(id, out)), packed)

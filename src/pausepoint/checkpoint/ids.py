@@ -96,7 +96,7 @@ def stamp_time(checkpoint_id: str) -> str | None:
     """The ``ts`` that `new_stamp` made with ``checkpoint_id``; None if not one of its ids.
 
     A saver can keep only the id of a checkpoint stamped by ``new_stamp`` and make
-    its ``ts`` again on reads (InMemorySaver: 81 bytes less per checkpoint).
+    its ``ts`` again on reads (CompactingMemorySaver: 81 bytes less per checkpoint).
     """
     if len(checkpoint_id) != 36 or checkpoint_id[14] != "6":
         return None

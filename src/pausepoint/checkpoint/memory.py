@@ -1,43 +1,31 @@
-"""``InMemorySaver``: checkpoints in a dict, for tests and short-lived processes.
+"""``InMemorySaver``: the reference saver, checkpoints in plain dicts.
 
 Everything is lost when the process exits; use
-[`pausepoint.checkpoint.sqlite.SqliteSaver`][] for pauses that must survive.
-Values are stored encoded by the same serializer the durable savers use, so a
-value that SQLite or PostgreSQL would refuse is refused here too (at write time,
-naming where it is), and mutating state objects after a step never changes
-history. Immutable values (str, int, float, bool, None, and interrupts holding
-them) are kept as they are: they always encode, and need no copy. The checkpoints
-of idle threads are compacted (parts that recur across threads are kept once), so
-many paused threads cost ~3 KB each for a small graph.
+[`pausepoint.checkpoint.sqlite.SqliteSaver`][] for pauses that must survive. This
+is the saver to read when writing one: every contract of
+[`pausepoint.checkpoint.base`][] in a few small methods. It behaves like a durable
+saver: every channel value, write and metadata is stored as its encoding by the
+same serializer, so a value that SQLite or PostgreSQL would refuse is refused here
+too (at write time, naming where it is), each read decodes anew (a reader may change
+what it gets), and mutating state objects after a step never changes history. The
+versions a checkpoint holds (ints the engine keeps) are copied instead.
+
+For many paused threads in one process, use
+[`CompactingMemorySaver`][pausepoint.checkpoint.compact.CompactingMemorySaver]: the
+same results (a differential test holds them to it), less memory and time per
+thread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from operator import is_
-from typing import Any, cast
+from typing import Any
 
-from pausepoint.checkpoint._kept import (
-    EMPTY,
-    FLAT_ITEMS,
-    FROZEN,
-    THAWED,
-    Encoded,
-    Map,
-    Meta,
-    RawBytes,
-    Recent,
-    Stored,
-    encode,
-    freeze,
-    plain_metadata,
-    thaw,
-)
-from pausepoint.checkpoint._labels import channel_label
+from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
-from pausepoint.checkpoint._reuse import Found, reused
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -45,8 +33,6 @@ from pausepoint.checkpoint.base import (
     CheckpointMetadata,
     CheckpointPut,
     CheckpointTuple,
-    Lease,
-    LeaseClaim,
     PendingWrite,
     TaskWrites,
     config_keys,
@@ -54,9 +40,42 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
+from pausepoint.errors import SerializationError
 from pausepoint.serde import Serializer
 
 __all__ = ["InMemorySaver", "MemorySaver"]
+
+Writes = dict[tuple[str, int], tuple[str, bytes]]
+"""A checkpoint's pending writes: (task_id, idx) -> (channel, encoding), in insertion order."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Saved:
+    """One stored checkpoint: its values' encoding, the rest of it, metadata, parent, writes.
+
+    ``checkpoint`` is the checkpoint without its values (``channel_values`` is empty):
+    ids, times and versions, copied at ``put`` and again for each reader. Its
+    ``versions_seen`` entries are kept as given, not copied: they are read-only once
+    put (the saver contract, `pausepoint.checkpoint.base`); encoding them made every
+    step cost O(nodes) in the serializer. Frozen: a write replaces the whole record
+    (see ``_store_writes``), so a reader holding one never sees it change.
+    """
+
+    checkpoint: Checkpoint
+    values: bytes
+    metadata: bytes
+    parent_id: str | None
+    writes: Writes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Put:
+    """A checkpoint encoded and ready to store (nothing is stored until all encode)."""
+
+    thread: str
+    ns: str
+    checkpoint_id: str
+    saved: _Saved
 
 
 class InMemorySaver(BaseCheckpointSaver):
@@ -72,7 +91,7 @@ class InMemorySaver(BaseCheckpointSaver):
     share an in-memory saver; a fenced write checks and writes under one lock.
     """
 
-    batches_writes = True  # one call and one lock instead of two (~4k instructions a step)
+    batches_writes = True  # the engine's batched path, as with the database savers
     supports_leases = True
 
     def __init__(
@@ -80,49 +99,27 @@ class InMemorySaver(BaseCheckpointSaver):
     ) -> None:
         self.serde = serde if serde is not None else Serializer()
         self.lease_clock = clock
-        # Re-entrant: a fenced put_pair holds it across its two puts.
+        # Re-entrant: put_pair holds it across its parts.
         self._lock = threading.RLock()
-        self._leases = LocalLeases(self._lock)
-        # thread_id -> checkpoint_id -> stored, for the root namespace; and
-        # thread_id -> checkpoint_ns -> checkpoint_id -> stored for subgraphs' namespaces
-        # (most threads have none: one dict less each).
-        self._root: dict[str, dict[str, Stored]] = {}
-        self._nested: dict[str, dict[str, dict[str, Stored]]] = {}
-        # thread_id -> what it put lately (see Recent), for the threads put to most
-        # recently, oldest first: at most _RECENT_THREADS, so a paused thread does not
-        # keep its state's objects alive for ever, and its checkpoints get compacted.
-        self._recent: dict[str, Recent] = {}
-        # Small immutable parts that recur across checkpoints and threads (key tuples,
-        # version tuples, metadata encodings, versions_seen entries): one object for all
-        # equal ones. At most _SHARED_MAX, then it starts over. Keys hold the types of
-        # numbers where equal is not enough (1 == 1.0 == True).
-        self._shared: dict[Any, Any] = {}
+        # BaseCheckpointSaver's lease methods use this table; sharing the saver's lock,
+        # a fenced write checks the lease and writes in one step.
+        self._leases = self._local_lease_table = LocalLeases(self._lock)
+        # thread_id -> checkpoint_ns -> checkpoint_id -> what is stored
+        self._threads: dict[str, dict[str, dict[str, _Saved]]] = {}
+
+    # ------------------------------------------------------------------ reading
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See [`pausepoint.checkpoint.base`][]."""
         thread, ns, checkpoint_id = config_keys(config)
         with self._lock:
-            by_id = self._by_id(thread, ns)
+            by_id = self._threads.get(thread, {}).get(ns)
             if not by_id:
                 return None
             if checkpoint_id is None:
                 checkpoint_id = max(by_id)
-            stored = by_id.get(checkpoint_id)
-            if stored is None:
-                return None
-            return self._tuple(thread, ns, checkpoint_id, stored)
-
-    def _by_id(self, thread: str, ns: str) -> dict[str, Stored] | None:
-        if not ns:
-            return self._root.get(thread)
-        nested = self._nested.get(thread)
-        return nested.get(ns) if nested is not None else None
-
-    def _namespaces(self, thread: str) -> Iterator[tuple[str, dict[str, Stored]]]:
-        root = self._root.get(thread)
-        if root is not None:
-            yield "", root
-        yield from self._nested.get(thread, {}).items()
+            saved = by_id.get(checkpoint_id)
+        return None if saved is None else self._tuple(thread, ns, checkpoint_id, saved)
 
     def list(
         self,
@@ -133,75 +130,56 @@ class InMemorySaver(BaseCheckpointSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """See [`pausepoint.checkpoint.base`][]."""
-        with self._lock:
-            rows = self._select(config, filter, before)
-        for n, row in enumerate(rows):
-            if limit is not None and n >= limit:
-                return
-            yield row
-
-    def _select(
-        self,
-        config: RunnableConfig | None,
-        filter: Mapping[str, Any] | None,
-        before: RunnableConfig | None,
-    ) -> list[CheckpointTuple]:
         conf = (config or {}).get("configurable") or {}
-        threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else None
+        thread_wanted = conf.get("thread_id")
         ns_wanted = conf.get("checkpoint_ns")
         id_wanted = conf.get("checkpoint_id")
         before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
-        out: list[CheckpointTuple] = []
-        if threads is None:
-            threads = list(dict.fromkeys([*self._root, *self._nested]))
-        for thread in threads:
-            for ns, by_id in self._namespaces(thread):
-                if ns_wanted is not None and ns != ns_wanted:
-                    continue
-                for cid in sorted(by_id, reverse=True):
-                    if id_wanted is not None and cid != id_wanted:
-                        continue
-                    if before_id is not None and cid >= before_id:
-                        continue
-                    stored = by_id[cid]
-                    if filter and not _matches(self._metadata(stored.metadata), filter):
-                        continue
-                    out.append(self._tuple(thread, ns, cid, stored))
-        out.sort(key=lambda t: t.checkpoint["id"], reverse=True)
-        return out
-
-    def _tuple(self, thread: str, ns: str, cid: str, stored: Stored) -> CheckpointTuple:
-        parent = (
-            {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": pid}}
-            if (pid := stored.parent_id)
-            else None
-        )
-        serde = self.serde
-        new = _new_write
-        writes: list[PendingWrite] = (
-            [
-                new(
-                    PendingWrite,
-                    (task_id, chan, thaw(serde, value) if type(value) in THAWED else value),
-                )
-                for (task_id, _idx), (chan, value) in stored.writes.items()
+        with self._lock:
+            rows = [
+                (thread, ns, cid, saved)
+                for thread, spaces in self._threads.items()
+                if thread_wanted is None or thread == str(thread_wanted)
+                for ns, by_id in spaces.items()
+                if ns_wanted is None or ns == ns_wanted
+                for cid, saved in by_id.items()
+                if (id_wanted is None or cid == id_wanted)
+                and (before_id is None or cid < before_id)
             ]
-            if stored.writes
-            else []
-        )
-        keys, *kept = stored.values
-        values = dict(
-            zip(keys, [thaw(serde, v) if type(v) in THAWED else v for v in kept], strict=True)
-        )
+        rows.sort(key=lambda row: row[2], reverse=True)
+        found = 0
+        for thread, ns, cid, saved in rows:
+            if limit is not None and found >= limit:
+                return
+            metadata = self.serde.loads(saved.metadata)
+            if filter and not all(metadata.get(k) == v for k, v in filter.items()):
+                continue
+            found += 1
+            yield self._tuple(thread, ns, cid, saved)
+
+    def _tuple(self, thread: str, ns: str, cid: str, saved: _Saved) -> CheckpointTuple:
+        loads = self.serde.loads
         return CheckpointTuple(
-            config={
-                "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": cid}
-            },
-            checkpoint=stored.checkpoint(values),
-            metadata=self._metadata(stored.metadata),
-            parent_config=parent,  # type: ignore[arg-type]
-            pending_writes=writes,
+            config=_config(thread, ns, cid),
+            checkpoint=_copy(saved.checkpoint, loads(saved.values)),
+            metadata=loads(saved.metadata),
+            parent_config=_config(thread, ns, saved.parent_id) if saved.parent_id else None,
+            pending_writes=[
+                PendingWrite(task_id, channel, loads(blob))
+                for (task_id, _), (channel, blob) in saved.writes.items()
+            ],
         )
+
+    def _pending_heads(self) -> Iterator[CheckpointTuple]:
+        # Each thread's newest root checkpoint: every thread is read (the compacting
+        # saver keeps an index of the threads that hold a question instead).
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            if (head := self.get_tuple({"configurable": {"thread_id": thread}})) is not None:
+                yield head
+
+    # ------------------------------------------------------------------ writing
 
     def put(
         self,
@@ -217,241 +195,6 @@ class InMemorySaver(BaseCheckpointSaver):
         # Keywords only when set: a subclass's put_after_writes may predate them.
         guard = guard_kwargs(lease, release=release)
         return self.put_after_writes(config, (), checkpoint, metadata, new_versions, **guard)
-
-    def put_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing."""
-        check_release(lease, release)
-        thread, ns, parent_id = config_keys(config)
-        frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
-        found: Found = {}  # a large value written and in the checkpoint is encoded once
-        for task in writes:
-            kept_writes = self._frozen_writes(task.writes, task.task_id, task.task_path, found)
-            frozen.append((task, kept_writes))
-        if frozen and parent_id is None:
-            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        recent = self._recent.get(thread) or Recent()  # left in place if encoding fails
-        channel_values = checkpoint["channel_values"]
-        kept, encoded = self._keep_values(
-            channel_values, checkpoint["channel_versions"], recent.encoded.get(ns), found
-        )
-        recent.encoded[ns] = encoded
-        updated = checkpoint.get("updated_channels")
-        stored = Stored(
-            checkpoint,
-            (tuple(channel_values), *kept),
-            dict(checkpoint["channel_versions"]),
-            dict(checkpoint["versions_seen"]),
-            None if updated is None else tuple(updated),
-            plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
-        )
-        with self._lock:
-            if lease is not None:
-                self._leases.fence(thread, lease, self.lease_clock())
-            by_id = self._by_id(thread, ns)
-            parent = by_id.get(parent_id) if by_id and parent_id is not None else None
-            if frozen:  # one parent: found for all the writes or for none
-                kept = self._parent_of_writes(parent, thread, ns, parent_id)
-                for task, copied in frozen:
-                    _keep_writes(kept, task.task_id, copied)
-            if by_id is None:
-                if ns:
-                    by_id = self._nested.setdefault(thread, {})[ns] = {}
-                else:
-                    by_id = self._root[thread] = {}
-            # A parent found shares its id string (its key) with this checkpoint.
-            stored.parent_id = parent.id if parent is not None else parent_id
-            by_id[stored.id] = stored
-            # Most recent thread last; the oldest leaves when full, compacted.
-            recent.fresh.append(stored)
-            self._recent.pop(thread, None)
-            self._recent[thread] = recent
-            if len(self._recent) > _RECENT_THREADS:
-                self._compact(self._recent.pop(next(iter(self._recent))).fresh)
-            if release:
-                self._leases.drop(thread)  # fenced above: the owner's own
-        return {
-            "configurable": {
-                "thread_id": thread,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint["id"],
-            }
-        }
-
-    def put_pair(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: all or nothing.
-
-        What the second part keeps is encoded once before the first checkpoint is
-        stored (a bad value stops it there), and again by ``put_after_writes``. The
-        engine does not call this for ``InMemorySaver`` (``batches_checkpoints`` is
-        false): with it, a pause and resume took 4 % more instructions (the copy of
-        the waiting checkpoint, these checks), for one lock saved. A reader may see
-        the first checkpoint before the second, as with two puts. With ``lease``, the
-        lease is checked once and the lock held across both puts.
-        """
-        checkpoint, metadata, _ = second
-        for task in writes:
-            self._frozen_writes(task.writes, task.task_id, task.task_path)
-        self._keep_values(checkpoint["channel_values"], checkpoint["channel_versions"], None)
-        if plain_metadata(metadata) is None:
-            self.serde.dumps(metadata, label="metadata")
-        if lease is None:
-            saved = self.put(config, *first)
-            return self.put_after_writes(saved, writes, *second)
-        with self._lock:
-            self._leases.fence(config_keys(config)[0], lease, self.lease_clock())
-            saved = self.put(config, *first)
-            return self.put_after_writes(saved, writes, *second)
-
-    def _keep_values(
-        self,
-        values: dict[str, Any],
-        versions: Mapping[str, Any],
-        known: dict[str, Encoded] | None,
-        found: Found | None = None,
-    ) -> tuple[list[Any], dict[str, Encoded]]:
-        """What a checkpoint keeps of each channel value, and the encodings made or reused.
-
-        Immutable values are kept as they are (see ``is_frozen``; bytes too, see
-        ``RawBytes``); others are encoded, unless ``known`` (the namespace's last put)
-        had the very same object at the same channel version, or ``found`` holds its
-        encoding as a write of this call, or the value is a list of str/int/bool/None
-        that extends the one encoded last (see ``_list_entry``).
-        """
-        encoded: dict[str, Encoded] = {}
-        kept: list[Any] = []
-        for chan, value in values.items():
-            if type(value) in FROZEN:
-                kept.append(value)
-                continue
-            if type(value) is bytes:
-                kept.append(RawBytes((value,)))
-                continue
-            version = versions.get(chan)
-            hit = known.get(chan) if known is not None else None
-            entry: Encoded
-            if hit is not None and hit[0] is value and hit[1] == version:
-                entry = hit
-            elif found and (blob := reused(found, value)) is not None:
-                entry = (value, version, blob, None)
-            elif type(value) is list:
-                entry = self._list_entry(chan, value, version, hit)  # pyright: ignore[reportUnknownArgumentType]
-            else:
-                entry = (value, version, encode(self.serde, value, channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
-            encoded[chan] = entry
-            kept.append(entry[2])
-        return kept, encoded
-
-    def _list_entry(
-        self, chan: str, value: list[Any], version: Any, hit: Encoded | None
-    ) -> Encoded:
-        """A list: if it extends the last one encoded, encode only what was appended.
-
-        A list that grows by a few items a step (an ``operator.add`` channel) would be
-        encoded whole at every checkpoint. When its items are all str, int, bool or
-        None they are immutable, so the saver keeps a snapshot of them; if the new
-        list's first items are the very objects of that snapshot (compared by
-        identity, in C), the old encoding still holds for them and only the appended
-        items are encoded and type-checked: ~100 µs a step at 5,000 items instead of
-        ~750 µs (benchmarks/' list-10000/memory).
-        """
-        dumps = self.serde.dumps
-        label = channel_label(chan)
-        before = hit[3] if hit is not None else None
-        if before is not None and len(value) >= len(before) and all(map(is_, value, before)):
-            assert hit is not None
-            added = value[len(before) :]
-            if FLAT_ITEMS.issuperset(map(type, added)):
-                if not added:
-                    blob = hit[2]
-                elif not before:
-                    blob = dumps(added, label=label)
-                else:  # "[a,b]" and "[c]" make "[a,b,c]"
-                    blob = b"".join((hit[2][:-1], b",", dumps(added, label=label)[1:]))
-                return (value, version, blob, tuple(value))
-        elif FLAT_ITEMS.issuperset(map(type, value)):
-            return (value, version, dumps(value, label=label), tuple(value))
-        return (value, version, encode(self.serde, value, label), None)
-
-    def _compact(self, fresh: list[Stored]) -> None:
-        """Keep the checkpoints of a thread that went idle in their small, shared form.
-
-        A put copies the version maps as they are (one fast C call each); once the
-        thread has not been put to for ``_RECENT_THREADS`` other threads' puts, its
-        new checkpoints are packed: every part that recurs across checkpoints and
-        threads (key tuples, small version maps, ``versions_seen`` entries,
-        ``updated_channels``, metadata encodings) becomes one shared object. 1,000
-        threads paused by one ``interrupt()`` and resumed: 6.7 KB each before, 3.2 KB
-        after. Readers see equal content either way. Called with the lock held.
-        """
-        shared = self._shared
-        if len(shared) > _SHARED_MAX:
-            shared.clear()  # bounded, never a leak: later ones share afresh
-        share = shared.setdefault
-        entries: dict[int, Any] = {}  # id of an entry -> its shared one (during this call)
-        for stored in fresh:
-            names = stored.values[0]
-            stored.values = (share(names, names), *stored.values[1:])
-            stored.versions = self._pack_versions(stored.versions)
-            stored.seen = self._pack_seen(stored.seen, entries)
-            if stored.updated is not None:
-                stored.updated = share(stored.updated, stored.updated)
-            meta = stored.metadata
-            if type(meta) is not bytes:  # idle: the encoding is smaller than the items
-                meta = self.serde.dumps(self._metadata(meta), label="metadata")
-            stored.metadata = share(meta, meta) if len(meta) <= _SHARED_BLOB else meta
-
-    def _pack_versions(self, versions: Map) -> Map:
-        if not isinstance(versions, dict) or len(versions) > _PACKED_UP_TO:
-            return versions
-        share = self._shared.setdefault
-        keys = tuple(versions)
-        vals = tuple(versions.values())
-        # The types are part of the key: 1 == 1.0 == True, but they are not the same.
-        packed = (share(keys, keys), vals, tuple(map(type, vals)))
-        return share(packed, packed)
-
-    def _pack_seen(self, seen: Map, entries: dict[int, Any]) -> Map:
-        """``versions_seen`` with its entries shared, one object per content."""
-        if not isinstance(seen, dict) or len(seen) > _PACKED_UP_TO:
-            return seen
-        share = self._shared.setdefault
-        out: list[Any] = []
-        for entry in seen.values():
-            found = entries.get(id(entry))
-            if found is None:
-                vals = tuple(entry.values())
-                key = (_SEEN, tuple(entry), vals, tuple(map(type, vals)))
-                found = entries[id(entry)] = share(key, entry)
-            out.append(found)
-        keys = tuple(seen)
-        packed = (share(keys, keys), tuple(out))
-        # Shared entries are alive while the table holds this pair, so their ids
-        # stand for them in the key (dicts cannot be hashed).
-        return share((_SEEN_MAP, packed[0], *map(id, out)), packed)
-
-    def _metadata(self, kept: Meta) -> CheckpointMetadata:
-        """The metadata a kept form stands for, as a new dict."""
-        if type(kept) is bytes:
-            return self.serde.loads(kept)
-        return {key: {} if value is EMPTY else value for key, value in kept}  # type: ignore[return-value]
 
     def put_writes(
         self,
@@ -469,125 +212,158 @@ class InMemorySaver(BaseCheckpointSaver):
         thread, ns, checkpoint_id = config_keys(config)
         if checkpoint_id is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        copied = self._frozen_writes(writes, task_id, task_path)
+        encoded = self._encode_writes(TaskWrites(task_id, writes, task_path))
         with self._lock:
-            if lease is not None:
-                self._leases.fence(thread, lease, self.lease_clock())
-            by_id = self._by_id(thread, ns)
+            self._fence(thread, lease)
             if if_head:
-                check_head(by_id, thread, ns, checkpoint_id)
-            stored = by_id.get(checkpoint_id) if by_id is not None else None
-            _keep_writes(self._parent_of_writes(stored, thread, ns, checkpoint_id), task_id, copied)
+                check_head(self._threads.get(thread, {}).get(ns), thread, ns, checkpoint_id)
+            self._store_writes(thread, ns, checkpoint_id, [encoded])
             if release:
                 self._leases.drop(thread)  # fenced above: the owner's own
 
-    def _frozen_writes(
+    def put_after_writes(
         self,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str,
-        found: Found | None = None,
-    ) -> list[tuple[str, Any]]:
-        serde, plain = self.serde, FROZEN
-        # An immutable value (most writes: a number, a name, an edge's None) is kept
-        # as it is without a call to freeze.
-        return [
-            (ch, v) if type(v) in plain else (ch, freeze(serde, ch, v, task_id, task_path, found))
-            for ch, v in writes
-        ]
-
-    @staticmethod
-    def _parent_of_writes(
-        stored: Stored | None, thread: str, ns: str, checkpoint_id: str | None
-    ) -> dict[tuple[str, int], tuple[str, Any]]:
-        """The writes of the checkpoint that writes go to; a clear error if there is none."""
-        if stored is None:
-            raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
-        if stored.writes is None:
-            stored.writes = {}
-        return stored.writes
-
-    def _pending_heads(self) -> Iterator[CheckpointTuple]:
-        # Each thread's newest root checkpoint, read directly (list() would copy all).
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
+        release: bool = False,
+    ) -> RunnableConfig:
+        """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing."""
+        check_release(lease, release)
+        thread, ns, parent_id = config_keys(config)
+        encoded = [self._encode_writes(task) for task in writes]
+        if encoded and parent_id is None:
+            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
+        put = self._encode(config, checkpoint, metadata)
         with self._lock:
-            threads = list(self._root)
-        for thread in threads:
-            if (head := self.get_tuple({"configurable": {"thread_id": thread}})) is not None:
-                yield head
+            self._fence(thread, lease)
+            if parent_id is not None and encoded:
+                self._store_writes(thread, ns, parent_id, encoded)
+            self._store(put)
+            if release:
+                self._leases.drop(thread)  # fenced above: the owner's own
+        return _config(thread, ns, put.checkpoint_id)
+
+    def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+        *,
+        lease: str | None = None,
+    ) -> RunnableConfig:
+        """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing."""
+        thread, ns, _ = config_keys(config)
+        put_first = self._encode(config, first.checkpoint, first.metadata)
+        between = _config(thread, ns, put_first.checkpoint_id)
+        encoded = [self._encode_writes(task) for task in writes]
+        put_second = self._encode(between, second.checkpoint, second.metadata)
+        with self._lock:
+            self._fence(thread, lease)
+            self._store(put_first)
+            if encoded:
+                self._store_writes(thread, ns, put_first.checkpoint_id, encoded)
+            self._store(put_second)
+        return _config(thread, ns, put_second.checkpoint_id)
+
+    def _encode(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> _Put:
+        """Encode a checkpoint to be stored after the config's one (its parent)."""
+        thread, ns, parent_id = config_keys(config)
+        dumps = self.serde.dumps
+        values = checkpoint["channel_values"]
+        try:
+            blob = dumps(values, label="checkpoint")
+        except SerializationError as exc:  # name the channel value, as the SQL savers do
+            raise explain_checkpoint(values, lambda v, label: dumps(v, label=label), exc) from None
+        meta = dumps(metadata, label="metadata")
+        # Entries of versions_seen are shared, not copied (see _Saved); the maps are.
+        kept = _copy(checkpoint, {}, seen=dict(checkpoint["versions_seen"]))
+        return _Put(thread, ns, checkpoint["id"], _Saved(kept, blob, meta, parent_id, {}))
+
+    def _encode_writes(self, task: TaskWrites) -> tuple[str, list[tuple[int, str, bytes]]]:
+        """A task's writes as ``(task_id, [(idx, channel, encoding), ...])``."""
+        out: list[tuple[int, str, bytes]] = []
+        for n, (channel, value) in enumerate(task.writes):
+            try:
+                blob = self.serde.dumps(value, label=channel)
+            except SerializationError:  # again, to name the key by what the node returned
+                label = write_label(channel, value, task.task_id, task.task_path)
+                self.serde.dumps(value, label=label)
+                raise
+            out.append((WRITES_IDX_MAP.get(channel, n), channel, blob))
+        return task.task_id, out
+
+    def _store(self, put: _Put) -> None:
+        """Store an encoded checkpoint (locked); one with the same id is replaced."""
+        spaces = self._threads.setdefault(put.thread, {})
+        spaces.setdefault(put.ns, {})[put.checkpoint_id] = put.saved
+
+    def _store_writes(
+        self,
+        thread: str,
+        ns: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, list[tuple[int, str, bytes]]]],
+    ) -> None:
+        """Keep tasks' writes (locked): ordinary ones once, special ones (idx < 0) replaced."""
+        by_id = self._threads.get(thread, {}).get(ns, {})
+        saved = by_id.get(checkpoint_id)
+        if saved is None:
+            raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
+        kept = dict(saved.writes)
+        for task_id, writes in tasks:
+            for idx, channel, blob in writes:
+                if idx < 0 or (task_id, idx) not in kept:
+                    kept[task_id, idx] = (channel, blob)
+        by_id[checkpoint_id] = _Saved(
+            saved.checkpoint, saved.values, saved.metadata, saved.parent_id, kept
+        )
+
+    def _fence(self, thread: str, lease: str | None) -> None:
+        """Renew ``lease`` if it still holds the thread, else raise (locked)."""
+        if lease is not None:
+            self._leases.fence(thread, lease, self.lease_clock())
 
     def delete_thread(self, thread_id: str) -> None:
         """See [`pausepoint.checkpoint.base`][]."""
         thread = str(thread_id)
         with self._lock:
-            self._root.pop(thread, None)
-            self._nested.pop(thread, None)
-            self._recent.pop(thread, None)
+            self._threads.pop(thread, None)
             self._leases.drop(thread)
 
-    def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
-    ) -> LeaseClaim:
-        """See [`BaseCheckpointSaver.acquire_lease`][]."""
-        return self._leases.acquire(thread_id, owner, ttl, nudge, self._lease_now)
 
-    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
-        """See [`BaseCheckpointSaver.renew_lease`][]."""
-        return self._leases.renew(thread_id, owner, ttl, self._lease_now)
+def _copy(
+    checkpoint: Checkpoint, values: dict[str, Any], seen: dict[str, Any] | None = None
+) -> Checkpoint:
+    """A copy of ``checkpoint`` holding ``values``: new dicts and lists all the way down.
 
-    def release_lease(self, thread_id: str, owner: str) -> bool:
-        """See [`BaseCheckpointSaver.release_lease`][]."""
-        return self._leases.release(thread_id, owner)
-
-    def get_lease(self, thread_id: str) -> Lease | None:
-        """See [`BaseCheckpointSaver.get_lease`][]."""
-        return self._leases.get(thread_id, self._lease_now)
-
-
-# PendingWrite's own __new__ is a Python-level function; tuple's is not (a checkpoint
-# read makes one per pending write).
-_new_write = cast(
-    "Callable[[type[PendingWrite], tuple[str, str, Any]], PendingWrite]",
-    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
-)
-
-_RECENT_THREADS = 32
-"""Threads whose last put ``InMemorySaver`` remembers (see ``Recent``)."""
-
-_PACKED_UP_TO = 16
-"""Version maps with at most this many keys are packed and shared (``Stored``).
-
-Packing and sharing costs time per put in proportion to the keys (tuples, hashes);
-a plain copy of a dict is one fast C call. Small maps are what many paused threads
-of a typical graph hold; a graph of 100 nodes keeps its copies (as before).
-"""
-
-_SEEN = object()
-"""Marks a ``versions_seen`` entry's key in ``InMemorySaver._shared``."""
-
-_SEEN_MAP = object()
-"""Marks a whole packed ``versions_seen``'s key in ``InMemorySaver._shared``."""
-
-_SHARED_MAX = 4096
-"""Parts ``InMemorySaver._shared`` remembers before it starts over."""
-
-_SHARED_BLOB = 256
-"""Metadata encodings up to this many bytes are shared (most steps' are ~40)."""
+    ``seen``: its ``versions_seen``, if not a copy of each entry (what ``put`` keeps).
+    """
+    updated = checkpoint.get("updated_channels")
+    if seen is None:
+        seen = {node: dict(versions) for node, versions in checkpoint["versions_seen"].items()}
+    return {
+        "v": checkpoint["v"],
+        "id": checkpoint["id"],
+        "ts": checkpoint["ts"],
+        "channel_values": values,
+        "channel_versions": dict(checkpoint["channel_versions"]),
+        "versions_seen": seen,
+        "updated_channels": None if updated is None else list(updated),
+    }
 
 
-def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    return all(metadata.get(k) == v for k, v in wanted.items())
-
-
-def _keep_writes(
-    kept: dict[tuple[str, int], tuple[str, Any]], task_id: str, copied: list[tuple[str, Any]]
-) -> None:
-    """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked)."""
-    for n, (channel, value) in enumerate(copied):
-        idx = WRITES_IDX_MAP.get(channel, n)
-        key = (task_id, idx)
-        if idx >= 0 and key in kept:
-            continue
-        kept[key] = (channel, value)
+def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+    }
 
 
 MemorySaver = InMemorySaver
