@@ -277,7 +277,7 @@ def _collect(
         if triggers:
             ran = True
             # A new dict, never a change in place: a saver may keep the old one
-            # (InMemorySaver shares unchanged entries between checkpoints).
+            # (CompactingMemorySaver shares unchanged entries between checkpoints).
             marks: dict[str, Any] = {}
             for chan in triggers:
                 if chan in versions:
