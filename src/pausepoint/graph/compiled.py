@@ -16,6 +16,7 @@ import warnings
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
+from pausepoint.checkpoint._commit import committing
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
@@ -108,7 +109,7 @@ class CompiledStateGraph(RunnableMethods):
                 "keep its state across its parent's runs. Compile the graph you call "
                 "with a saver (checkpointer=InMemorySaver(), SqliteSaver, ...)"
             )
-        saver = self.checkpointer if self.checkpointer not in (None, False) else None
+        saver = committing(self.checkpointer) if self.checkpointer not in (None, False) else None
         if saver is None and durability is not None:
             warnings.warn(_NO_DURABILITY, stacklevel=4)
         if cfg.checkpoint_ns:
@@ -154,6 +155,7 @@ class CompiledStateGraph(RunnableMethods):
         self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any
     ) -> tuple[RunOptions, Any]:
         saver = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
+        saver = committing(saver)
         if self.checkpointer is True:  # stateful: one namespace across parent runs
             ns = stateful_ns(ns)
         inner = RunConfig.parse(
@@ -490,7 +492,7 @@ class CompiledStateGraph(RunnableMethods):
                 "this graph has no checkpointer: compile it with "
                 "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
             )
-        return saver
+        return committing(saver)
 
 
 _NESTED = frozenset({"custom", "messages"})
