@@ -13,7 +13,8 @@ import functools
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any, TypeVar
 
-from pausepoint.checkpoint.base import StepCommit
+from pausepoint.checkpoint.base import SaverProtocol, StepCommit
+from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import AsyncCalls, asettle, cancel_calls
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
@@ -65,7 +66,7 @@ class AsyncSink:
 
 async def drive(
     loop: Generator[Any, Any, RunResult],
-    saver: Any,
+    saver: SaverProtocol,
     sink: AsyncSink,
     result: list[RunResult],
     max_concurrency: int | None = None,
@@ -118,7 +119,9 @@ async def drive(
                 await saver.arelease_lease(held.thread_id, held.owner)
 
 
-async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
+async def _carry_out(
+    saver: SaverProtocol, effect: Any, lease: LeaseHeld
+) -> tuple[Any, Exception | None]:
     """Perform a saver effect: its outcome, or the error to send into the loop."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
     if kind is ClaimThread:
@@ -140,7 +143,7 @@ async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Ex
 async def _stop(
     loop: Generator[Any, Any, RunResult],
     effect: Any,
-    saver: Any,
+    saver: SaverProtocol,
     sink: AsyncSink,
     lease: LeaseHeld,
     running: set[asyncio.Task[None]],
@@ -179,7 +182,7 @@ async def _next_done(sink: AsyncSink) -> Outcome:
             return item
 
 
-async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
+async def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with an async saver; return its result.
 
     The async form of `pausepoint.drivers.sync.run_effects`.
@@ -197,7 +200,7 @@ async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
         flow.close()
 
 
-async def perform(saver: Any, effect: Any, step: StepCommit | None = None) -> Any:
+async def perform(saver: SaverProtocol, effect: Any, step: StepCommit | None = None) -> Any:
     """Carry out a saver effect with an async saver; ``step``: a save's fenced commit."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
     if kind is SaveCheckpoint:
@@ -210,16 +213,16 @@ async def perform(saver: Any, effect: Any, step: StepCommit | None = None) -> An
     return await _lease_effect(saver, effect)
 
 
-async def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+async def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> Any:
     if effect.before is None:
         return await saver.aget_tuple(effect.config)
-    before = {"configurable": {"checkpoint_id": effect.before}}
+    before: RunnableConfig = {"configurable": {"checkpoint_id": effect.before}}
     async for older in saver.alist(effect.config, before=before, limit=1):
         return older
     return None
 
 
-async def _lease_effect(saver: Any, effect: Any) -> Any:
+async def _lease_effect(saver: SaverProtocol, effect: Any) -> Any:
     if isinstance(effect, ClaimThread):
         return await _claim(saver, effect)
     if isinstance(effect, ReleaseThread):
@@ -231,7 +234,7 @@ async def _lease_effect(saver: Any, effect: Any) -> Any:
     raise TypeError(f"unknown effect {effect!r}")
 
 
-async def _claim(saver: Any, effect: ClaimThread) -> Any:
+async def _claim(saver: SaverProtocol, effect: ClaimThread) -> Any:
     """Take the thread for this run: in this process first, then the saver's lease."""
     args = (effect.thread_id, effect.owner, effect.ttl)
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)

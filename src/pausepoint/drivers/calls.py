@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.base import StepCommit, TaskWrites
+from pausepoint.checkpoint.base import SaverProtocol, StepCommit, TaskWrites
 from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
@@ -264,7 +264,7 @@ def _commit(req: CallRequest, writes: list[tuple[str, Any]]) -> StepCommit:
 class SyncCalls:
     """Runs ``@task`` calls in a thread pool and saves their writes with a sync saver."""
 
-    def __init__(self, saver: Any) -> None:
+    def __init__(self, saver: SaverProtocol) -> None:
         self.saver = saver
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -331,7 +331,7 @@ class SyncCalls:
 class AsyncCalls:
     """Runs ``@task`` calls as asyncio tasks and saves their writes with an async saver."""
 
-    def __init__(self, saver: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, saver: SaverProtocol, loop: asyncio.AbstractEventLoop) -> None:
         self.saver = saver
         self.loop = loop
 

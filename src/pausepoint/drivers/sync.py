@@ -19,7 +19,8 @@ from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from pausepoint.checkpoint.base import CheckpointPut, StepCommit, TaskWrites
+from pausepoint.checkpoint.base import CheckpointPut, SaverProtocol, StepCommit, TaskWrites
+from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import SyncCalls, settle
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
@@ -52,7 +53,7 @@ T = TypeVar("T")
 
 def drive(
     loop: Generator[Any, Any, RunResult],
-    saver: Any,
+    saver: SaverProtocol,
     events: queue.SimpleQueue[_Event],
     max_workers: int | None = None,
 ) -> Generator[Chunk, None, RunResult]:
@@ -96,7 +97,7 @@ def drive(
 
 
 def _let_go(
-    saver: Any, lease: LeaseHeld, calls: SyncCalls, pool: ThreadPoolExecutor | None
+    saver: SaverProtocol, lease: LeaseHeld, calls: SyncCalls, pool: ThreadPoolExecutor | None
 ) -> None:
     """What a run holds when it ends, however it ends: its lease, its threads."""
     if (held := lease.held) is not None:  # closed or failed before the loop let it go
@@ -113,7 +114,7 @@ class LeaseHeld:
 
     __slots__ = ("fence", "fences", "held")
 
-    def __init__(self, saver: Any) -> None:
+    def __init__(self, saver: SaverProtocol | None) -> None:
         self.held: ClaimThread | None = None
         self.fence: str | None = None
         """The owner that fences the run's writes (``StepCommit.lease``), if any."""
@@ -135,7 +136,7 @@ class LeaseHeld:
         release = release and first is None
         return StepCommit(effect.config, effect.writes, last, first, fence, release)
 
-    def after_write(self, saver: Any, effect: Any, step: StepCommit | None) -> Any:
+    def after_write(self, saver: SaverProtocol, effect: Any, step: StepCommit | None) -> Any:
         """Note a write done; for the run's last, the release still to carry out, if any.
 
         A commit made with ``release=True`` let the lease go itself: only this
@@ -164,7 +165,7 @@ _SAVES = (SaveWrites, SaveCheckpoint)
 _UNLEASED = LeaseHeld(None)
 
 
-def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
+def _carry_out(saver: SaverProtocol, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
     """Perform a saver effect: its outcome, or the error to send into the loop."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
     if kind is ClaimThread:
@@ -185,7 +186,7 @@ def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exceptio
 
 def _stop(
     flow: Generator[Any, Any, None],
-    saver: Any,
+    saver: SaverProtocol,
     events: queue.SimpleQueue[_Event],
     lease: LeaseHeld,
 ) -> None:
@@ -211,7 +212,7 @@ def _next_done(events: queue.SimpleQueue[_Event]) -> Outcome:
             return item
 
 
-def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
+def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with a sync saver; return its result.
 
     For flows that only read and write the saver: state inspection and
@@ -231,7 +232,7 @@ def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
         flow.close()
 
 
-def perform(saver: Any, effect: Any, step: StepCommit | None = None) -> Any:
+def perform(saver: SaverProtocol, effect: Any, step: StepCommit | None = None) -> Any:
     """Carry out a saver effect with a sync saver; ``step``: a save's fenced commit."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
     if kind is SaveCheckpoint:
@@ -249,14 +250,14 @@ def commit_of(effect: SaveWrites | SaveCheckpoint) -> StepCommit:
     return _UNLEASED.commit_of(effect)
 
 
-def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> Any:
     if effect.before is None:
         return saver.get_tuple(effect.config)
-    before = {"configurable": {"checkpoint_id": effect.before}}
+    before: RunnableConfig = {"configurable": {"checkpoint_id": effect.before}}
     return next(iter(saver.list(effect.config, before=before, limit=1)), None)
 
 
-def _lease_effect(saver: Any, effect: Any) -> Any:
+def _lease_effect(saver: SaverProtocol, effect: Any) -> Any:
     if isinstance(effect, ClaimThread):
         return _claim(saver, effect)
     if isinstance(effect, ReleaseThread):
@@ -268,7 +269,7 @@ def _lease_effect(saver: Any, effect: Any) -> Any:
     raise TypeError(f"unknown effect {effect!r}")
 
 
-def _claim(saver: Any, effect: ClaimThread) -> Any:
+def _claim(saver: SaverProtocol, effect: ClaimThread) -> Any:
     """Take the thread for this run: in this process first, then the saver's lease."""
     args = (effect.thread_id, effect.owner, effect.ttl)
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)

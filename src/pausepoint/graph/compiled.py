@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
 from pausepoint.checkpoint._commit import committing
+from pausepoint.checkpoint.base import SaverProtocol
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
@@ -143,7 +144,7 @@ class CompiledStateGraph(RunnableMethods):
         )
         return opts, saver
 
-    def _lease(self, saver: Any, cfg: RunConfig) -> RunLease | None:
+    def _lease(self, saver: SaverProtocol | None, cfg: RunConfig) -> RunLease | None:
         """The lease a root run takes on its thread (single-writer threads)."""
         if saver is None or self.lease_ttl is None or not hasattr(saver, "acquire_lease"):
             return None
@@ -485,7 +486,7 @@ class CompiledStateGraph(RunnableMethods):
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def _require_saver(self) -> Any:
+    def _require_saver(self) -> SaverProtocol:
         saver = self.checkpointer
         if saver in (None, False, True):
             raise CheckpointerRequiredError(

@@ -31,6 +31,7 @@ __all__ = [
     "NO_KWARGS",
     "Call",
     "ClaimThread",
+    "Effect",
     "Emit",
     "LoadCheckpoint",
     "NextOutcome",
@@ -39,6 +40,7 @@ __all__ = [
     "RunTasks",
     "SaveCheckpoint",
     "SaveWrites",
+    "SaverEffect",
     "Sleep",
     "Stopped",
 ]
@@ -208,3 +210,10 @@ class Call:
     async_: Callable[..., Any] | None
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
+
+
+SaverEffect = LoadCheckpoint | SaveCheckpoint | SaveWrites | ClaimThread | ReleaseThread | Sleep
+"""What a driver carries out with its saver (or its clock): ``perform``'s input."""
+
+Effect = SaverEffect | RunTasks | NextOutcome | Emit
+"""Everything the loop yields to its driver."""

@@ -31,7 +31,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.base import CheckpointPut, TaskWrites, copy_checkpoint
-from pausepoint.loop.effects import ReleaseThread, SaveCheckpoint, SaveWrites
+from pausepoint.loop.effects import Effect, ReleaseThread, SaveCheckpoint, SaveWrites
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata, SaverProtocol
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Persistence"]
 
-Effect = Any
 Writes = list[tuple[str, Any]]
 
 
