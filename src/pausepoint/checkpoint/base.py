@@ -334,14 +334,15 @@ class BaseCheckpointSaver(PendingListing):
     transaction or round trip): the engine then puts more in each, a new run's input
     checkpoint with its first step's and a lease's release with a step's checkpoint."""
 
-    def commit(self, step: StepCommit) -> RunnableConfig:
-        """Store ``step``; see [`StepCommit`][] and the module docstring.
+    commit = commit_by_parts
+    """Store a [`StepCommit`][]; see the module docstring.
 
-        This default calls [`put_pair`][], [`put_after_writes`][], ``put_writes`` or
-        ``put`` (the first two default to ``put_writes`` for each task, then ``put``):
-        right for any saver, all or nothing only where those are.
-        """
-        return commit_by_parts(self, step)
+    This default (a function of the module ``_commit``, bound as a method without a
+    call of its own: the engine calls it once a step) calls [`put_pair`][],
+    [`put_after_writes`][], ``put_writes`` or ``put``; the first two default to
+    ``put_writes`` for each task, then ``put``. Right for any saver, all or nothing
+    only where those are.
+    """
 
     def put_after_writes(
         self,
