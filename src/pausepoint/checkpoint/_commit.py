@@ -84,14 +84,14 @@ def commit_by_parts(saver: Any, step: StepCommit) -> RunnableConfig:
         if step.release:  # put_pair takes no release: the last put carries it
             return run_parts(saver, step)
         return saver.put_pair(config, step.first, writes, second, **guard_kwargs(step.lease))
-    if step.lease is None:  # no keywords to build: the common case, once a step
-        if writes:
-            return saver.put_after_writes(config, writes, *second)
-        return saver.put(config, *second)
-    guard = guard_kwargs(step.lease, release=step.release)
+    # No keywords to build without a lease: the common case, once a step.
+    guard = _NONE if step.lease is None else guard_kwargs(step.lease, release=step.release)
     if writes:
         return saver.put_after_writes(config, writes, *second, **guard)
     return saver.put(config, *second, **guard)
+
+
+_NONE: dict[str, Any] = {}
 
 
 class PartsSaver:
