@@ -65,7 +65,7 @@ from pausepoint.types import Command, interrupt
 ANSWERS = {"q1": "A1", "q2": "A2"}
 """The client answers each question by its value: only what it was shown."""
 SAVER_CALLS = frozenset(
-    {"get_tuple", "put", "put_writes", "put_after_writes", "put_pair"}
+    {"get_tuple", "commit", "put", "put_writes", "put_after_writes", "put_pair"}
     # Lease calls too, for an engine that takes a thread's lease during a run.
     | {"acquire_lease", "renew_lease", "release_lease"}
 )
@@ -216,7 +216,11 @@ def saved_kind(name: str, args: tuple[Any, ...]) -> str | None:
     question), ``done`` (its result) or None."""
     groups: list[Any] = []
     values: dict[str, Any] = {}
-    if name == "put_writes":
+    if name == "commit":  # pausepoint's one write: StepCommit
+        groups = [tw.writes for tw in args[0].writes]
+        if args[0].checkpoint is not None:
+            values = args[0].checkpoint.checkpoint["channel_values"]
+    elif name == "put_writes":
         groups = [args[1]]
     elif name == "put_after_writes":
         groups = [tw.writes for tw in args[1]]

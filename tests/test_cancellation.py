@@ -59,19 +59,22 @@ def chain(runs: Counter[str], *names: str, fan: bool = False) -> StateGraph:
 
 
 class StalledWrites(InMemorySaver):
-    """Its first ``aput_writes`` waits until cancelled; a second call is the driver's redo."""
+    """Its first ``aput_writes`` of a node's output waits until cancelled; a second
+    call is the driver's redo. (The input's writes, saved with the first step's
+    checkpoint, pass: the cut must fall on a task of the step.)"""
 
     def __init__(self) -> None:
         super().__init__()
         self.calls = 0
         self.entered = asyncio.Event()
 
-    async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
-        self.calls += 1
-        if self.calls == 1:
-            self.entered.set()
-            await asyncio.Event().wait()
-        await super().aput_writes(*args, **kwargs)
+    async def aput_writes(self, config: Any, writes: Any, *args: Any, **kwargs: Any) -> None:
+        if any(channel == "log" and value for channel, value in writes):
+            self.calls += 1
+            if self.calls == 1:
+                self.entered.set()
+                await asyncio.Event().wait()
+        await super().aput_writes(config, writes, *args, **kwargs)
 
 
 def test_a_write_cut_by_the_cancel_is_made_again():

@@ -67,13 +67,9 @@ def test_two_writers_of_a_last_value_key_fail(drive):
 
 
 def test_a_step_that_fails_to_apply_keeps_every_tasks_writes(drive):
-    # With a saver that batches them (as SQLite's and PostgreSQL's do), the last
-    # task's writes go with the step's checkpoint; when applying the step fails there
-    # is no checkpoint, and they are saved on their own.
-    class Batching(InMemorySaver):
-        batches_writes = True
-
-    saver = Batching()
+    # The last task's writes go with the step's checkpoint, in one commit; when
+    # applying the step fails there is no checkpoint, and they are saved on their own.
+    saver = InMemorySaver()
     g = StateGraph(S)
     g.add_node("a", lambda s: {"x": 1})
     g.add_node("b", lambda s: {"x": 2})

@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from pausepoint import END, START, Command, InMemorySaver, StateGraph, interrupt
-from pausepoint.checkpoint.base import PendingWrite
+from pausepoint.checkpoint.base import PendingWrite, StepCommit
 from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME
 from pausepoint.errors import (
     AmbiguousResumeError,
@@ -362,23 +362,23 @@ def test_invoke_with_another_stream_mode_keeps_the_run_options(drive):
 
 
 class _PlainSaver:
-    """A saver with the protocol's methods only (no ``put_after_writes``, no
-    ``batches_writes``), delegating to an InMemorySaver."""
+    """A saver with LangGraph's methods only (no ``commit``, no ``put_after_writes``),
+    delegating to an InMemorySaver."""
 
     def __init__(self) -> None:
         self.inner = InMemorySaver()
         self.calls: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
-        if "after_writes" in name or name == "batches_writes":
+        if "after_writes" in name or "commit" in name or name in ("batches", "put_pair"):
             raise AttributeError(name)
         self.calls.append(name)
         return getattr(self.inner, name)
 
 
-def test_a_saver_that_does_not_batch_writes_gets_separate_calls(drive):
-    # The engine asks for put_after_writes only from savers whose batches_writes is
-    # true; any other saver gets put_writes and put, as before the method existed.
+def test_a_saver_without_commit_gets_separate_calls(drive):
+    # A saver that does not derive from BaseCheckpointSaver and has no commit() gets
+    # each commit as put_writes and put calls, in the order commit() states.
     saver = _PlainSaver()
     g = StateGraph(S)
     g.add_node("ask", lambda s: {"answers": [interrupt("ok?")]})
@@ -409,17 +409,17 @@ def test_in_memory_saver_gets_each_steps_last_writes_with_its_checkpoint(drive):
             calls.append("put_writes")
             super().put_writes(*args, **kwargs)
 
-        def put_after_writes(self, config: Any, writes: Any, *args: Any) -> Any:
-            calls.append(f"put_after_writes({[w.writes for w in writes]})")
-            return super().put_after_writes(config, writes, *args)
+        def commit(self, step: StepCommit) -> Any:
+            calls.append(f"commit({[w.writes for w in step.writes]})")
+            return super().commit(step)
 
     graph = _a_then_b(Counting())
     assert drive.invoke(graph, {"answers": []}, cfg("batched"))["answers"] == ["a", "b"]
     assert calls == [
-        "put_after_writes([])",  # the input checkpoint (put)
-        "put_after_writes([[('answers', []), ('branch:to:a', None)]])",
-        "put_after_writes([[('answers', ['a']), ('branch:to:b', None)]])",
-        "put_after_writes([[('answers', ['b'])]])",
+        "commit([])",  # the input checkpoint
+        "commit([[('answers', []), ('branch:to:a', None)]])",
+        "commit([[('answers', ['a']), ('branch:to:b', None)]])",
+        "commit([[('answers', ['b'])]])",
     ]
 
 

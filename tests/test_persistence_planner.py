@@ -1,7 +1,7 @@
 """The persistence planner driven by hand: events in, save effects out (no graph, no saver).
 
-The planner reads only a saver's capability flags, so the savers here are bare
-objects that state them; what the effects then do is the drivers' and savers' part,
+The planner reads only a saver's ``batches``, so the savers here are bare objects
+that state it; what the effects then do is the drivers' and savers' part,
 tested against real databases elsewhere.
 """
 
@@ -27,20 +27,15 @@ from pausepoint.types import Durability
 
 
 class PlainSaver:
-    """A saver with neither optional capability (a third-party one, say)."""
+    """A saver whose commit is no round trip (InMemorySaver, a third-party one)."""
 
-
-class FoldingSaver:
-    """A saver that stores a step's last writes with its checkpoint (InMemorySaver)."""
-
-    batches_writes = True
+    batches = False
 
 
 class PairingSaver:
-    """A SQL saver: writes with a checkpoint, two checkpoints in one call, lease with a write."""
+    """A SQL saver: two checkpoints in one commit, the lease let go with a checkpoint."""
 
-    batches_writes = True
-    batches_checkpoints = True
+    batches = True
 
 
 CFG = RunConfig.parse({"configurable": {"thread_id": "t"}})
@@ -89,7 +84,7 @@ def test_saving_as_the_run_goes(durability: Durability) -> None:
     assert effects[0].writes == ()
     assert p.head == p.persisted == at("c1")
     # Every finished task's writes are saved at once, against the current checkpoint.
-    saved = p.task_finished("t1", W1, "p", hold=True)
+    saved = p.task_finished("t1", W1, "p", hold=False)
     assert saved == SaveWrites(at("c1"), W1, "t1", "p")
     effects, parent = drive(p.checkpoint_made(checkpoint("c2"), meta(0)))
     assert parent == at("c1")
@@ -97,7 +92,7 @@ def test_saving_as_the_run_goes(durability: Durability) -> None:
 
 
 def test_a_steps_last_writes_fold_into_its_checkpoint() -> None:
-    p = planner(FoldingSaver())
+    p = planner(PlainSaver())
     p.restored(at("c1"))
     assert p.task_finished("t1", W1, "p1", hold=False) == SaveWrites(at("c1"), W1, "t1", "p1")
     assert p.task_finished("t2", W2, "p2", hold=True) is None  # waits for the checkpoint
@@ -107,9 +102,9 @@ def test_a_steps_last_writes_fold_into_its_checkpoint() -> None:
     assert p.held is None
 
 
-@pytest.mark.parametrize("saver", [PlainSaver(), FoldingSaver()])
-def test_nothing_folds_while_streaming_or_without_the_capability(saver: Any) -> None:
-    p = planner(saver, streams=isinstance(saver, FoldingSaver))
+@pytest.mark.parametrize("saver", [PlainSaver(), PairingSaver()])
+def test_nothing_folds_while_streaming(saver: Any) -> None:
+    p = planner(saver, streams=True)
     p.restored(at("c1"))
     assert p.task_finished("t1", W1, "", hold=True) == SaveWrites(at("c1"), W1, "t1", "")
     effects, _ = drive(p.checkpoint_made(checkpoint("c2"), meta(1)))
@@ -117,7 +112,7 @@ def test_nothing_folds_while_streaming_or_without_the_capability(saver: Any) -> 
 
 
 def test_durability_exit_saves_only_the_end() -> None:
-    p = planner(FoldingSaver(), "exit")
+    p = planner(PlainSaver(), "exit")
     p.restored(at("c0"))
     assert drive(p.checkpoint_made(checkpoint("c1"), meta(0))) == ([], at("c0"))
     assert p.head == at("c1")
@@ -193,7 +188,7 @@ def test_the_lease_goes_with_the_last_checkpoint() -> None:
 
 
 def test_a_run_that_ends_otherwise_lets_the_lease_go_once() -> None:
-    p = planner(FoldingSaver(), lease=True)
+    p = planner(PlainSaver(), lease=True)
     p.lease_taken()
     assert not p.releases_with_step  # an in-process saver: a release call costs less
     effects, _ = drive(p.run_ended(nested=False))
@@ -212,7 +207,7 @@ def test_a_failure_flushes_what_waits() -> None:
 
 
 def test_a_step_that_fails_to_apply_saves_its_held_writes_alone() -> None:
-    p = planner(FoldingSaver())
+    p = planner(PlainSaver())
     p.restored(at("c1"))
     p.task_finished("t1", W1, "p", hold=True)
     effects, _ = drive(p.step_failed())

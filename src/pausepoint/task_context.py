@@ -20,7 +20,7 @@ from pausepoint.scratchpad import Scratchpad
 from pausepoint.types import Interrupt, TimedOut
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.checkpoint.base import SaverProtocol
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.calls import CallRequest, CallSite, Memo
     from pausepoint.loop.namespaces import Afresh, ReplayPoint
@@ -34,7 +34,7 @@ __all__ = ["NestInfo", "TaskContext"]
 class NestInfo:
     """What a graph run inside this task (a subgraph) inherits from its parent."""
 
-    saver: BaseCheckpointSaver | None
+    saver: SaverProtocol | None
     thread_id: str | None
     durability: Durability
     resume_map: Mapping[str, Any]

@@ -64,6 +64,40 @@ class TestThirdPartySaver(SaverConformance):
         return _ThirdParty()
 
 
+class PartsOnly(BaseCheckpointSaver):
+    """A third-party saver with LangGraph's methods only: its commits are
+    BaseCheckpointSaver's default, made of its put_writes and put calls."""
+
+    def __init__(self) -> None:
+        self.inner = InMemorySaver()
+        self.calls: list[str] = []
+
+    def get_tuple(self, config: Any) -> Any:
+        return self.inner.get_tuple(config)
+
+    def list(self, config: Any, **kwargs: Any) -> Any:
+        return self.inner.list(config, **kwargs)
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:  # type: ignore[override]
+        self.calls.append("put")
+        return self.inner.put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:  # type: ignore[override]
+        self.calls.append("put_writes")
+        self.inner.put_writes(config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+
+class TestPartsOnlySaver(SaverConformance):
+    atomic = False
+
+    @pytest.fixture
+    def saver(self) -> PartsOnly:
+        return PartsOnly()
+
+
 class TestSqliteFile(SaverConformance):
     @pytest.fixture
     def saver(self, tmp_path: Path) -> Iterator[SqliteSaver]:

@@ -20,6 +20,7 @@ from pausepoint.checkpoint.base import (
     CheckpointTuple,
     Lease,
     LeaseClaim,
+    StepCommit,
     TaskWrites,
 )
 from pausepoint.config import RunnableConfig
@@ -76,6 +77,10 @@ class AsyncOnlySaver(BaseCheckpointSaver):
     ) -> None:
         """Not available: use `aput_writes`, or the sync saver."""
         raise self._refuse("put_writes")
+
+    def commit(self, step: StepCommit) -> RunnableConfig:
+        """Not available: use `acommit`, or the sync saver."""
+        raise self._refuse("commit")
 
     def put_after_writes(
         self,

@@ -57,6 +57,7 @@ from pausepoint.serde import FORMAT, FRAMED, Serializer, SerializerProtocol
 from pausepoint.serde.frames import MAGIC
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint._commit import StepCommit
     from pausepoint.checkpoint._sql_leases import Guard
 
 T = TypeVar("T")
@@ -480,6 +481,45 @@ def put_after_writes_flow(
     else:
         yield from guard.store(dialect, _first_of_each_slot(rows), puts)
     return _config(thread, ns, checkpoint["id"])
+
+
+def commit_flow(
+    dialect: Dialect, codec: SqlCodec, step: StepCommit, guard: Guard | None = None
+) -> Flow[RunnableConfig]:
+    """Store a `StepCommit` in one transaction: the flow of the write it is.
+
+    Writes alone, a checkpoint alone, or writes then a checkpoint (and a checkpoint
+    before them): the statements ``put_writes``, ``put`` and ``put_after_writes``
+    make today, so one step still costs one transaction (PostgreSQL: one statement
+    when the writes fit one, see `one_statement_after_writes`).
+    """
+    config, writes, last = step.config, step.writes, step.checkpoint
+    if last is None:
+        if len(writes) == 1:
+            task = writes[0]
+            yield from put_writes_flow(
+                dialect, codec, config, task.writes, task_id=task.task_id,
+                task_path=task.task_path, guard=guard,
+            )  # fmt: skip
+            return config
+        rows = [r for t in writes for r in _write_rows(codec, config, *_args(t))]
+        rows = _first_of_each_slot(rows)
+        yield from (
+            store_rows(dialect, rows, []) if guard is None else guard.store(dialect, rows, [])
+        )
+        return config
+    checkpoint, metadata, _ = last
+    if step.first is None and not writes:
+        return (yield from put_flow(dialect, codec, config, checkpoint, metadata, guard))
+    return (
+        yield from put_after_writes_flow(
+            dialect, codec, config, writes, checkpoint, metadata, step.first, guard
+        )
+    )
+
+
+def _args(task: TaskWrites) -> tuple[Sequence[tuple[str, Any]], str, str]:
+    return (task.writes, task.task_id, task.task_path)
 
 
 def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Flow[None]:

@@ -20,19 +20,15 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
 - ``list`` yields newest first (by checkpoint id, which is time-ordered), filtered by
   config (thread, ns, checkpoint id), metadata ``filter`` (key equality), ``before``
   (ids strictly older than the given config's id) and ``limit``.
-- ``put_after_writes`` stores task writes against the config's checkpoint and then a
-  new checkpoint after it, as ``put_writes`` for each then ``put`` would, but all or
-  nothing: a value that cannot be stored changes nothing. The database savers do it
-  in one transaction (SQLite: one commit; PostgreSQL: one statement when the writes
-  fit one). The engine uses it, for a saver whose ``batches_writes`` is true, for the
-  last task of a step when nothing happens between that task's end and the step's
-  checkpoint (no stream is being read).
-- ``put_pair`` stores a checkpoint under the config (as ``put``), then task writes
-  against it and a second checkpoint after it (as ``put_after_writes`` with the config
-  that ``put`` returned), all or nothing; it returns the second checkpoint's config.
-  The engine uses it, for a saver whose ``batches_checkpoints`` is true, to store a
-  new run's input checkpoint with its start step's checkpoint (SQLite: one commit
-  instead of two; PostgreSQL: one statement).
+- ``commit(StepCommit)`` is the engine's one write: a checkpoint under the config
+  (``first``), then task writes against it (or against the config's checkpoint),
+  then a checkpoint after them, as ``put``/``put_writes`` calls in that order would
+  store them, and returns the last checkpoint's config (the config if none). The
+  default is made of the other write methods; a saver whose ``batches`` is true
+  stores it all or nothing, in one transaction (SQLite: one commit; PostgreSQL:
+  one statement when the writes fit one), and the engine then puts more in each.
+  ``put_after_writes`` (writes, then a checkpoint) and ``put_pair`` (a checkpoint,
+  writes, a checkpoint) are its older forms, kept for callers.
 - ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces,
   and its lease.
 - Values are stored so that later mutation of the caller's objects never changes
@@ -53,12 +49,12 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
 - ``renew_lease`` extends the owner's lease (expired or not, while nobody took it
   over); ``release_lease`` gives it up and says whether it was nudged while held;
   ``get_lease`` is the unexpired lease.
-- Fenced writes: ``put``, ``put_writes``, ``put_after_writes`` and ``put_pair`` given
-  ``lease=owner`` write only if ``owner`` still holds the thread's lease — expired
-  or not, as long as no other owner took it over — renewing
-  it by its ttl in the same atomic step; otherwise they write nothing and raise
+- Fenced writes: ``commit``, ``put``, ``put_writes``, ``put_after_writes`` and
+  ``put_pair`` given ``lease=owner`` write only if ``owner`` still holds the
+  thread's lease — expired or not, as long as no other owner took it over —
+  renewing it by its ttl in the same atomic step; otherwise they write nothing and raise
   [`LeaseLostError`][pausepoint.errors.LeaseLostError].
-- A fenced write given ``release=True`` (``put``, ``put_writes``, ``put_after_writes``)
+- A fenced write given ``release=True`` (``commit`` without ``first``, ``put``, ``put_writes``)
   also lets the lease go, in the same atomic step, once it has written: a run's last
   write, so ending a run costs no round trip of its own. Without ``lease=`` it is a
   ``ValueError``.
@@ -87,12 +83,14 @@ import dataclasses
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from typing_extensions import TypedDict
 
+from pausepoint.checkpoint._commit import StepCommit, arun_parts, commit_by_parts
 from pausepoint.checkpoint._keys import config_keys, guard_kwargs
 from pausepoint.checkpoint._pending import PendingListing
+from pausepoint.checkpoint._protocol import SaverProtocol
 from pausepoint.config import RunnableConfig
 
 if TYPE_CHECKING:
@@ -109,6 +107,7 @@ __all__ = [
     "LeaseClaim",
     "PendingWrite",
     "SaverProtocol",
+    "StepCommit",
     "TaskWrites",
     "Version",
     "config_keys",
@@ -249,50 +248,6 @@ def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
     }
 
 
-@runtime_checkable
-class SaverProtocol(Protocol):
-    """What the engine needs from a saver (sync methods; async ones are ``a``-prefixed)."""
-
-    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint the config names (or the newest), with pending writes."""
-        ...
-
-    def list(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[CheckpointTuple]:
-        """Stored checkpoints, newest first."""
-        ...
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        """Store a checkpoint whose parent is the config's ``checkpoint_id``."""
-        ...
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        """Store a task's writes against the config's checkpoint."""
-        ...
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of a thread."""
-        ...
-
-
 class BaseCheckpointSaver(PendingListing):
     """Base class of savers: sync methods to override, async ones defaulting to them.
 
@@ -374,9 +329,20 @@ class BaseCheckpointSaver(PendingListing):
         """See the module docstring (``lease``, ``release``, ``if_head``: guards)."""
         raise NotImplementedError
 
-    batches_writes: ClassVar[bool] = False
-    """Whether [`put_after_writes`][] saves a round trip or a commit over separate
-    calls; the engine uses it only for savers that say so (the database savers)."""
+    batches: ClassVar[bool] = False
+    """Whether one [`commit`][] costs about what one part of it would (a database
+    transaction or round trip): the engine then puts more in each, a new run's input
+    checkpoint with its first step's and a lease's release with a step's checkpoint."""
+
+    commit = commit_by_parts
+    """Store a [`StepCommit`][]; see the module docstring.
+
+    This default (a function of the module ``_commit``, bound as a method without a
+    call of its own: the engine calls it once a step) calls [`put_pair`][],
+    [`put_after_writes`][], ``put_writes`` or ``put``; the first two default to
+    ``put_writes`` for each task, then ``put``. Right for any saver, all or nothing
+    only where those are.
+    """
 
     def put_after_writes(
         self,
@@ -401,10 +367,6 @@ class BaseCheckpointSaver(PendingListing):
         last = guard_kwargs(lease, release=release)
         return self.put(config, checkpoint, metadata, new_versions, **last)
 
-    batches_checkpoints: ClassVar[bool] = False
-    """Whether [`put_pair`][] saves a commit or a round trip over ``put`` then
-    ``put_after_writes``; the engine uses it only for savers that say so."""
-
     def put_pair(
         self,
         config: RunnableConfig,
@@ -417,8 +379,8 @@ class BaseCheckpointSaver(PendingListing):
         """``put`` of ``first``, then ``put_after_writes`` of the rest under its config.
 
         Returns the second checkpoint's config. Like [`put_after_writes`][], this
-        default is not all-or-nothing; a saver whose ``batches_checkpoints`` is true
-        overrides it to be (the conformance suite checks).
+        default is not all-or-nothing; a saver whose ``batches`` is true overrides
+        it to be (the conformance suite checks).
         """
         guard = guard_kwargs(lease)
         saved = self.put(config, *first, **guard)
@@ -563,6 +525,16 @@ class BaseCheckpointSaver(PendingListing):
     ) -> RunnableConfig:
         """Async [`put_pair`][]."""
         return self.put_pair(config, first, writes, second, **guard_kwargs(lease))
+
+    async def acommit(self, step: StepCommit) -> RunnableConfig:
+        """Async [`commit`][].
+
+        The sync one when ``aput_writes`` is this class's (it calls the sync
+        methods); else ``aput_writes`` and ``aput`` calls, a saver's own async I/O.
+        """
+        if type(self).aput_writes is BaseCheckpointSaver.aput_writes:
+            return self.commit(step)
+        return await arun_parts(self, step)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async [`delete_thread`][]."""

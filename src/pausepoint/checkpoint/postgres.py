@@ -41,6 +41,7 @@ from pausepoint.checkpoint.base import (
     CheckpointTuple,
     Lease,
     LeaseClaim,
+    StepCommit,
     TaskWrites,
 )
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
@@ -100,6 +101,16 @@ def _flows_list(
     return _sql.list_flow(_D, codec, config, filter=filter, before=before, limit=limit)
 
 
+def _commit_flow(codec: _sql.SqlCodec, step: StepCommit) -> _sql.Flow[RunnableConfig]:
+    guard = _guard(step.config, step.lease, step.if_head, step.release)
+    return _sql.commit_flow(_D, codec, step, guard)
+
+
+def _in_transaction(step: StepCommit) -> bool:
+    """Whether a commit takes more than one statement (else it needs no BEGIN/COMMIT)."""
+    return not _sql.one_statement_after_writes(step.writes)
+
+
 def _scope(conn: Any) -> str:
     """The database a connection or pool reaches (no password), as a lease scope.
 
@@ -123,8 +134,7 @@ class PostgresSaver(BaseCheckpointSaver):
     Call [`setup`][] once (it is idempotent) before first use.
     """
 
-    batches_writes = True  # put_after_writes: one statement instead of two
-    batches_checkpoints = True  # put_pair: one statement instead of two
+    batches = True  # each commit() is one statement when its writes fit one
     supports_leases = True  # fenced writes fold the lease check into their statement
 
     @property
@@ -258,6 +268,10 @@ class PostgresSaver(BaseCheckpointSaver):
         )
         self._run(flow, write=not _sql.one_statement(writes))
 
+    def commit(self, step: StepCommit) -> RunnableConfig:
+        """See [`pausepoint.checkpoint.base`][]: one statement when the writes fit one."""
+        return self._run(_commit_flow(self._codec, step), write=_in_transaction(step))
+
     def put_after_writes(
         self,
         config: RunnableConfig,
@@ -269,17 +283,9 @@ class PostgresSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: one statement when the writes fit one."""
-        flow = _sql.put_after_writes_flow(
-            _D,
-            self._codec,
-            config,
-            writes,
-            checkpoint,
-            metadata,
-            guard=_guard(config, lease, release=release),
-        )
-        return self._run(flow, write=not _sql.one_statement_after_writes(writes))
+        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
+        last = CheckpointPut(checkpoint, metadata, new_versions)
+        return self.commit(StepCommit(config, writes, last, lease=lease, release=release))
 
     def put_pair(
         self,
@@ -290,12 +296,8 @@ class PostgresSaver(BaseCheckpointSaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: one statement when the writes fit one."""
-        checkpoint, metadata, _ = second
-        flow = _sql.put_after_writes_flow(
-            _D, self._codec, config, writes, checkpoint, metadata, first, _guard(config, lease)
-        )
-        return self._run(flow, write=not _sql.one_statement_after_writes(writes))
+        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
+        return self.commit(StepCommit(config, writes, second, first, lease=lease))
 
     def _pending_page(self, query: PendingQuery) -> PendingPage:
         return self._run(_sql.list_pending_flow(_D, self._codec, query))
@@ -351,8 +353,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     Call [`setup`][] once (it is idempotent) before first use.
     """
 
-    batches_writes = True  # aput_after_writes: one statement instead of two
-    batches_checkpoints = True  # aput_pair: one statement instead of two
+    batches = True  # each acommit() is one statement when its writes fit one
     supports_leases = True
     sync_twin = "PostgresSaver"
 
@@ -482,6 +483,10 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         )
         await self._run(flow, write=not _sql.one_statement(writes))
 
+    async def acommit(self, step: StepCommit) -> RunnableConfig:
+        """Async ``commit``; see [`pausepoint.checkpoint.base`][]."""
+        return await self._run(_commit_flow(self._codec, step), write=_in_transaction(step))
+
     async def aput_after_writes(
         self,
         config: RunnableConfig,
@@ -493,17 +498,9 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async ``put_after_writes``; see [`pausepoint.checkpoint.base`][]."""
-        flow = _sql.put_after_writes_flow(
-            _D,
-            self._codec,
-            config,
-            writes,
-            checkpoint,
-            metadata,
-            guard=_guard(config, lease, release=release),
-        )
-        return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
+        """Async ``put_after_writes``: an ``acommit``."""
+        last = CheckpointPut(checkpoint, metadata, new_versions)
+        return await self.acommit(StepCommit(config, writes, last, lease=lease, release=release))
 
     async def aput_pair(
         self,
@@ -514,12 +511,8 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """Async ``put_pair``; see [`pausepoint.checkpoint.base`][]."""
-        checkpoint, metadata, _ = second
-        flow = _sql.put_after_writes_flow(
-            _D, self._codec, config, writes, checkpoint, metadata, first, _guard(config, lease)
-        )
-        return await self._run(flow, write=not _sql.one_statement_after_writes(writes))
+        """Async ``put_pair``: an ``acommit``."""
+        return await self.acommit(StepCommit(config, writes, second, first, lease=lease))
 
     async def _apending_page(self, query: PendingQuery) -> PendingPage:
         return await self._run(_sql.list_pending_flow(_D, self._codec, query))

@@ -31,6 +31,7 @@ from pausepoint.checkpoint.base import (
     CheckpointTuple,
     Lease,
     LeaseClaim,
+    StepCommit,
     TaskWrites,
     guard_kwargs,
 )
@@ -62,8 +63,7 @@ class SqliteSaver(BaseCheckpointSaver):
     writes hold across processes: each is one transaction under SQLite's write lock.
     """
 
-    batches_writes = True  # put_after_writes: one commit instead of two
-    batches_checkpoints = True  # put_pair: one commit instead of two
+    batches = True  # each commit() is one transaction: one commit instead of two
     supports_leases = True
 
     def __init__(
@@ -237,6 +237,11 @@ class SqliteSaver(BaseCheckpointSaver):
         )
         self._run(flow, write=True)
 
+    def commit(self, step: StepCommit) -> RunnableConfig:
+        """See [`pausepoint.checkpoint.base`][]: one transaction, so one commit."""
+        guard = self._guard(step.config, step.lease, step.if_head, step.release)
+        return self._run(_sql.commit_flow(_sql.SQLITE, self._codec, step, guard), write=True)
+
     def put_after_writes(
         self,
         config: RunnableConfig,
@@ -248,12 +253,9 @@ class SqliteSaver(BaseCheckpointSaver):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: one transaction, so one commit."""
-        guard = self._guard(config, lease, release=release)
-        flow = _sql.put_after_writes_flow(
-            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, guard=guard
-        )
-        return self._run(flow, write=True)
+        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
+        last = CheckpointPut(checkpoint, metadata, new_versions)
+        return self.commit(StepCommit(config, writes, last, lease=lease, release=release))
 
     def put_pair(
         self,
@@ -264,13 +266,8 @@ class SqliteSaver(BaseCheckpointSaver):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: one transaction, so one commit."""
-        checkpoint, metadata, _ = second
-        guard = self._guard(config, lease)
-        flow = _sql.put_after_writes_flow(
-            _sql.SQLITE, self._codec, config, writes, checkpoint, metadata, first, guard
-        )
-        return self._run(flow, write=True)
+        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
+        return self.commit(StepCommit(config, writes, second, first, lease=lease))
 
     def _pending_page(self, query: PendingQuery) -> PendingPage:
         return self._run(_sql.list_pending_flow(_sql.SQLITE, self._codec, query))
@@ -403,6 +400,10 @@ class SqliteSaver(BaseCheckpointSaver):
         return await asyncio.to_thread(
             self.put_pair, config, first, writes, second, **guard_kwargs(lease)
         )
+
+    async def acommit(self, step: StepCommit) -> RunnableConfig:
+        """Async [`commit`][] (runs in a worker thread)."""
+        return await asyncio.to_thread(self.commit, step)
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async [`delete_thread`][] (runs in a worker thread)."""

@@ -10,18 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any, TypeVar
 
-from pausepoint.checkpoint.base import CheckpointPut
+from pausepoint.checkpoint.base import SaverProtocol, StepCommit
+from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import AsyncCalls, asettle, cancel_calls
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.stop import wind_down
-from pausepoint.drivers.sync import LeaseHeld
+from pausepoint.drivers.sync import LeaseHeld, commit_of
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
-    NO_KWARGS,
     Call,
     ClaimThread,
     Emit,
@@ -66,7 +66,7 @@ class AsyncSink:
 
 async def drive(
     loop: Generator[Any, Any, RunResult],
-    saver: Any,
+    saver: SaverProtocol,
     sink: AsyncSink,
     result: list[RunResult],
     max_concurrency: int | None = None,
@@ -119,18 +119,21 @@ async def drive(
                 await saver.arelease_lease(held.thread_id, held.owner)
 
 
-async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
+async def _carry_out(
+    saver: SaverProtocol, effect: Any, lease: LeaseHeld
+) -> tuple[Any, Exception | None]:
     """Perform a saver effect: its outcome, or the error to send into the loop."""
-    if type(effect) is ClaimThread:
+    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
+    if kind is ClaimThread:
         # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
         # claim may have gone through, so the driver lets it go when it stops.
         lease.held = effect
-    kw = lease.write_kwargs(effect)
+    step = lease.commit_of(effect) if kind is SaveCheckpoint or kind is SaveWrites else None
     try:
-        done = await perform(saver, effect, kw)
+        done = await perform(saver, effect, step)
     except Exception as exc:  # sent into the loop, which decides
         return None, exc
-    if (rest := lease.after_write(saver, effect, kw)) is not None:
+    if (rest := lease.after_write(saver, effect, step)) is not None:
         with contextlib.suppress(Exception):  # written; an unreleased lease expires
             await perform(saver, rest)
     lease.saw(effect, done)
@@ -140,7 +143,7 @@ async def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Ex
 async def _stop(
     loop: Generator[Any, Any, RunResult],
     effect: Any,
-    saver: Any,
+    saver: SaverProtocol,
     sink: AsyncSink,
     lease: LeaseHeld,
     running: set[asyncio.Task[None]],
@@ -179,7 +182,7 @@ async def _next_done(sink: AsyncSink) -> Outcome:
             return item
 
 
-async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
+async def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with an async saver; return its result.
 
     The async form of `pausepoint.drivers.sync.run_effects`.
@@ -197,47 +200,29 @@ async def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
         flow.close()
 
 
-async def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) -> Any:
-    """Carry out a saver effect with an async saver; ``kw``: a write's fencing (``lease=``)."""
+async def perform(saver: SaverProtocol, effect: Any, step: StepCommit | None = None) -> Any:
+    """Carry out a saver effect with an async saver; ``step``: a save's fenced commit."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-    if kind is SaveWrites:
-        if effect.if_head:
-            kw = {**kw, "if_head": True}
-        await saver.aput_writes(
-            effect.config, effect.writes, effect.task_id, effect.task_path, **kw
-        )
-        return None
     if kind is SaveCheckpoint:
-        if effect.first is not None:  # only for a saver whose batches_checkpoints is true
-            second = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
-            return await saver.aput_pair(effect.config, effect.first, effect.writes, second, **kw)
-        if effect.writes:  # only for a saver whose batches_writes is true
-            return await saver.aput_after_writes(
-                effect.config,
-                effect.writes,
-                effect.checkpoint,
-                effect.metadata,
-                effect.new_versions,
-                **kw,
-            )
-        return await saver.aput(
-            effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
-        )
+        return await saver.acommit(step or commit_of(effect))
+    if kind is SaveWrites:
+        await saver.acommit(step or commit_of(effect))
+        return None
     if kind is LoadCheckpoint:
         return await _load(saver, effect)
     return await _lease_effect(saver, effect)
 
 
-async def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+async def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> Any:
     if effect.before is None:
         return await saver.aget_tuple(effect.config)
-    before = {"configurable": {"checkpoint_id": effect.before}}
+    before: RunnableConfig = {"configurable": {"checkpoint_id": effect.before}}
     async for older in saver.alist(effect.config, before=before, limit=1):
         return older
     return None
 
 
-async def _lease_effect(saver: Any, effect: Any) -> Any:
+async def _lease_effect(saver: SaverProtocol, effect: Any) -> Any:
     if isinstance(effect, ClaimThread):
         return await _claim(saver, effect)
     if isinstance(effect, ReleaseThread):
@@ -249,7 +234,7 @@ async def _lease_effect(saver: Any, effect: Any) -> Any:
     raise TypeError(f"unknown effect {effect!r}")
 
 
-async def _claim(saver: Any, effect: ClaimThread) -> Any:
+async def _claim(saver: SaverProtocol, effect: ClaimThread) -> Any:
     """Take the thread for this run: in this process first, then the saver's lease."""
     args = (effect.thread_id, effect.owner, effect.ttl)
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.checkpoint.base import SaverProtocol, StepCommit, TaskWrites
 from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
@@ -254,10 +255,16 @@ def cancel_calls(site: CallSite | None) -> None:
         future.cancel()
 
 
+def _commit(req: CallRequest, writes: list[tuple[str, Any]]) -> StepCommit:
+    """A call's writes, saved against the checkpoint its task runs from."""
+    assert req.save_config is not None
+    return StepCommit(req.save_config, (TaskWrites(req.id, writes),))
+
+
 class SyncCalls:
     """Runs ``@task`` calls in a thread pool and saves their writes with a sync saver."""
 
-    def __init__(self, saver: Any) -> None:
+    def __init__(self, saver: SaverProtocol) -> None:
         self.saver = saver
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -281,7 +288,7 @@ class SyncCalls:
 
     def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
         if req.save_config is not None:
-            self.saver.put_writes(req.save_config, writes, req.id, "")
+            self.saver.commit(_commit(req, writes))
 
     def _run(self, req: CallRequest) -> Any:
         if req.new_answer:
@@ -324,7 +331,7 @@ class SyncCalls:
 class AsyncCalls:
     """Runs ``@task`` calls as asyncio tasks and saves their writes with an async saver."""
 
-    def __init__(self, saver: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, saver: SaverProtocol, loop: asyncio.AbstractEventLoop) -> None:
         self.saver = saver
         self.loop = loop
 
@@ -349,7 +356,7 @@ class AsyncCalls:
 
     async def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
         if req.save_config is not None:
-            await self.saver.aput_writes(req.save_config, writes, req.id, "")
+            await self.saver.acommit(_commit(req, writes))
 
     async def _run(self, req: CallRequest) -> Any:
         import asyncio

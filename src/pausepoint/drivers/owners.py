@@ -25,10 +25,8 @@ from pausepoint.checkpoint.base import Lease, LeaseClaim
 __all__ = [
     "LOCAL",
     "LocalRuns",
-    "fences_writes",
     "holder_is_gone",
     "process_owner",
-    "releases_with_writes",
 ]
 
 
@@ -101,42 +99,6 @@ def holder_is_gone(owner: str) -> bool:
     except PermissionError:  # alive, owned by another user
         return False
     return False
-
-
-_WRITES = ("put", "put_writes", "put_after_writes", "put_pair")
-_RELEASING = ("put", "put_writes", "put_after_writes")
-
-
-@functools.cache
-def _takes(saver_type: type[Any], keyword: str, methods: tuple[str, ...]) -> bool:
-    for name in methods + tuple("a" + n for n in methods):
-        method = getattr(saver_type, name, None)
-        if method is None:
-            continue
-        params = inspect.signature(method).parameters.values()
-        if not any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params):
-            return False
-    return True
-
-
-def fences_writes(saver: Any) -> bool:
-    """Whether the driver may pass ``lease=`` to the saver's writes.
-
-    The saver says it honours leases (``supports_leases``), and each of its write
-    methods takes the keyword: a subclass that overrides one without it (a
-    counting wrapper in a test, say) gets unfenced writes, not a ``TypeError``.
-    """
-    kind: type[Any] = type(saver)  # pyright: ignore[reportUnknownVariableType]
-    return bool(getattr(saver, "supports_leases", False)) and _takes(kind, "lease", _WRITES)
-
-
-def releases_with_writes(saver: Any) -> bool:
-    """Whether the driver may pass ``release=True`` with ``lease=`` (see ``fences_writes``).
-
-    Else a run's last write is followed by a ``release_lease`` call of its own.
-    """
-    kind: type[Any] = type(saver)  # pyright: ignore[reportUnknownVariableType]
-    return fences_writes(saver) and _takes(kind, "release", _RELEASING)
 
 
 def claim_kwargs(saver: Any, read: Any, method: str = "acquire_lease") -> dict[str, Any]:

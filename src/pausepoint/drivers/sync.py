@@ -15,24 +15,18 @@ import inspect
 import queue
 import threading
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from pausepoint.checkpoint.base import CheckpointPut
+from pausepoint.checkpoint.base import CheckpointPut, SaverProtocol, StepCommit, TaskWrites
+from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import SyncCalls, settle
-from pausepoint.drivers.owners import (
-    LOCAL,
-    claim_kwargs,
-    fences_writes,
-    holder_is_gone,
-    releases_with_writes,
-)
+from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.stop import wind_down
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
-    NO_KWARGS,
     Call,
     ClaimThread,
     Emit,
@@ -50,7 +44,7 @@ from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
 from pausepoint.running import TASK
 
-__all__ = ["Chunk", "LeaseHeld", "drive", "perform", "run_effects", "run_task"]
+__all__ = ["Chunk", "LeaseHeld", "commit_of", "drive", "perform", "run_effects", "run_task"]
 
 Chunk = tuple[tuple[str, ...], str, Any]
 _Event = tuple[str, Any]
@@ -59,7 +53,7 @@ T = TypeVar("T")
 
 def drive(
     loop: Generator[Any, Any, RunResult],
-    saver: Any,
+    saver: SaverProtocol,
     events: queue.SimpleQueue[_Event],
     max_workers: int | None = None,
 ) -> Generator[Chunk, None, RunResult]:
@@ -103,7 +97,7 @@ def drive(
 
 
 def _let_go(
-    saver: Any, lease: LeaseHeld, calls: SyncCalls, pool: ThreadPoolExecutor | None
+    saver: SaverProtocol, lease: LeaseHeld, calls: SyncCalls, pool: ThreadPoolExecutor | None
 ) -> None:
     """What a run holds when it ends, however it ends: its lease, its threads."""
     if (held := lease.held) is not None:  # closed or failed before the loop let it go
@@ -118,37 +112,41 @@ def _let_go(
 class LeaseHeld:
     """The thread lease a driven run holds, if any: its writes are fenced with it."""
 
-    __slots__ = ("fence", "fences", "folds", "held")
+    __slots__ = ("fence", "fences", "held")
 
-    def __init__(self, saver: Any) -> None:
+    def __init__(self, saver: SaverProtocol | None) -> None:
         self.held: ClaimThread | None = None
-        self.fence: Mapping[str, Any] = NO_KWARGS
-        self.fences = fences_writes(saver)
-        self.folds = self.fences and releases_with_writes(saver)
+        self.fence: str | None = None
+        """The owner that fences the run's writes (``StepCommit.lease``), if any."""
+        self.fences: bool = saver is not None and saver.supports_leases
 
-    def write_kwargs(self, effect: Any) -> Mapping[str, Any]:
-        """A write's fencing keywords: with ``release`` if it lets the lease go with it."""
+    def commit_of(self, effect: Any) -> StepCommit:
+        """The `StepCommit` of a save effect, fenced with the lease held.
+
+        A run's last write lets the lease go in the same commit, except one that
+        stores two checkpoints (a new run's input with its first step's).
+        """
         fence = self.fence
-        if (
-            self.folds
-            and fence
-            and getattr(effect, "release", False)
-            and getattr(effect, "first", None) is None  # put_pair takes no release
-        ):
-            return {**fence, "release": True}
-        return fence
+        release = fence is not None and effect.release
+        if type(effect) is SaveWrites:
+            task = TaskWrites(effect.task_id, effect.writes, effect.task_path)
+            return StepCommit(effect.config, (task,), None, None, fence, release, effect.if_head)
+        last = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
+        first = effect.first
+        release = release and first is None
+        return StepCommit(effect.config, effect.writes, last, first, fence, release)
 
-    def after_write(self, saver: Any, effect: Any, kw: Mapping[str, Any]) -> Any:
+    def after_write(self, saver: SaverProtocol, effect: Any, step: StepCommit | None) -> Any:
         """Note a write done; for the run's last, the release still to carry out, if any.
 
-        A write made with ``release=True`` let the lease go itself: only this
+        A commit made with ``release=True`` let the lease go itself: only this
         process's record of the run goes. Otherwise a `ReleaseThread` follows.
         """
         held = self.held
-        if held is None or not getattr(effect, "release", False):
+        if held is None or step is None or not effect.release:
             return None
-        self.held, self.fence = None, NO_KWARGS
-        if kw.get("release"):
+        self.held, self.fence = None, None
+        if step.release:
             LOCAL.drop(saver, held.thread_id, held.run)
             return None
         return ReleaseThread(held.thread_id, held.owner, held.run)
@@ -158,23 +156,28 @@ class LeaseHeld:
         kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
         if kind is ClaimThread:
             self.held = effect if outcome.acquired else None
-            self.fence = {"lease": effect.owner} if self.held and self.fences else NO_KWARGS
+            self.fence = effect.owner if self.held and self.fences else None
         elif kind is ReleaseThread:
-            self.held, self.fence = None, NO_KWARGS
+            self.held, self.fence = None, None
 
 
-def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
+_SAVES = (SaveWrites, SaveCheckpoint)
+_UNLEASED = LeaseHeld(None)
+
+
+def _carry_out(saver: SaverProtocol, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
     """Perform a saver effect: its outcome, or the error to send into the loop."""
-    if type(effect) is ClaimThread:
+    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
+    if kind is ClaimThread:
         # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
         # claim may have gone through, so the driver lets it go when it stops.
         lease.held = effect
-    kw = lease.write_kwargs(effect)
+    step = lease.commit_of(effect) if kind in _SAVES else None
     try:
-        done = perform(saver, effect, kw)
+        done = perform(saver, effect, step)
     except Exception as exc:  # sent into the loop, which decides
         return None, exc
-    if (rest := lease.after_write(saver, effect, kw)) is not None:
+    if (rest := lease.after_write(saver, effect, step)) is not None:
         with contextlib.suppress(Exception):  # written; an unreleased lease expires
             perform(saver, rest)
     lease.saw(effect, done)
@@ -183,7 +186,7 @@ def _carry_out(saver: Any, effect: Any, lease: LeaseHeld) -> tuple[Any, Exceptio
 
 def _stop(
     flow: Generator[Any, Any, None],
-    saver: Any,
+    saver: SaverProtocol,
     events: queue.SimpleQueue[_Event],
     lease: LeaseHeld,
 ) -> None:
@@ -209,7 +212,7 @@ def _next_done(events: queue.SimpleQueue[_Event]) -> Outcome:
             return item
 
 
-def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
+def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with a sync saver; return its result.
 
     For flows that only read and write the saver: state inspection and
@@ -229,43 +232,32 @@ def run_effects(flow: Generator[Any, Any, T], saver: Any) -> T:
         flow.close()
 
 
-def perform(saver: Any, effect: Any, kw: Mapping[str, Any] = NO_KWARGS) -> Any:
-    """Carry out a saver effect with a sync saver; ``kw``: a write's fencing (``lease=``)."""
+def perform(saver: SaverProtocol, effect: Any, step: StepCommit | None = None) -> Any:
+    """Carry out a saver effect with a sync saver; ``step``: a save's fenced commit."""
     kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-    if kind is SaveWrites:
-        if effect.if_head:
-            kw = {**kw, "if_head": True}
-        saver.put_writes(effect.config, effect.writes, effect.task_id, effect.task_path, **kw)
-        return None
     if kind is SaveCheckpoint:
-        if effect.first is not None:  # only for a saver whose batches_checkpoints is true
-            second = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
-            return saver.put_pair(effect.config, effect.first, effect.writes, second, **kw)
-        if effect.writes:  # only for a saver whose batches_writes is true
-            return saver.put_after_writes(
-                effect.config,
-                effect.writes,
-                effect.checkpoint,
-                effect.metadata,
-                effect.new_versions,
-                **kw,
-            )
-        return saver.put(
-            effect.config, effect.checkpoint, effect.metadata, effect.new_versions, **kw
-        )
+        return saver.commit(step or commit_of(effect))
+    if kind is SaveWrites:
+        saver.commit(step or commit_of(effect))
+        return None
     if kind is LoadCheckpoint:
         return _load(saver, effect)
     return _lease_effect(saver, effect)
 
 
-def _load(saver: Any, effect: LoadCheckpoint) -> Any:
+def commit_of(effect: SaveWrites | SaveCheckpoint) -> StepCommit:
+    """The `StepCommit` of a save effect made with no lease held."""
+    return _UNLEASED.commit_of(effect)
+
+
+def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> Any:
     if effect.before is None:
         return saver.get_tuple(effect.config)
-    before = {"configurable": {"checkpoint_id": effect.before}}
+    before: RunnableConfig = {"configurable": {"checkpoint_id": effect.before}}
     return next(iter(saver.list(effect.config, before=before, limit=1)), None)
 
 
-def _lease_effect(saver: Any, effect: Any) -> Any:
+def _lease_effect(saver: SaverProtocol, effect: Any) -> Any:
     if isinstance(effect, ClaimThread):
         return _claim(saver, effect)
     if isinstance(effect, ReleaseThread):
@@ -277,7 +269,7 @@ def _lease_effect(saver: Any, effect: Any) -> Any:
     raise TypeError(f"unknown effect {effect!r}")
 
 
-def _claim(saver: Any, effect: ClaimThread) -> Any:
+def _claim(saver: SaverProtocol, effect: ClaimThread) -> Any:
     """Take the thread for this run: in this process first, then the saver's lease."""
     args = (effect.thread_id, effect.owner, effect.ttl)
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)

@@ -16,6 +16,8 @@ import warnings
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
+from pausepoint.checkpoint._commit import committing
+from pausepoint.checkpoint.base import SaverProtocol
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
@@ -108,7 +110,7 @@ class CompiledStateGraph(RunnableMethods):
                 "keep its state across its parent's runs. Compile the graph you call "
                 "with a saver (checkpointer=InMemorySaver(), SqliteSaver, ...)"
             )
-        saver = self.checkpointer if self.checkpointer not in (None, False) else None
+        saver = committing(self.checkpointer) if self.checkpointer not in (None, False) else None
         if saver is None and durability is not None:
             warnings.warn(_NO_DURABILITY, stacklevel=4)
         if cfg.checkpoint_ns:
@@ -142,7 +144,7 @@ class CompiledStateGraph(RunnableMethods):
         )
         return opts, saver
 
-    def _lease(self, saver: Any, cfg: RunConfig) -> RunLease | None:
+    def _lease(self, saver: SaverProtocol | None, cfg: RunConfig) -> RunLease | None:
         """The lease a root run takes on its thread (single-writer threads)."""
         if saver is None or self.lease_ttl is None or not hasattr(saver, "acquire_lease"):
             return None
@@ -154,6 +156,7 @@ class CompiledStateGraph(RunnableMethods):
         self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any
     ) -> tuple[RunOptions, Any]:
         saver = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
+        saver = committing(saver)
         if self.checkpointer is True:  # stateful: one namespace across parent runs
             ns = stateful_ns(ns)
         inner = RunConfig.parse(
@@ -483,14 +486,14 @@ class CompiledStateGraph(RunnableMethods):
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def _require_saver(self) -> Any:
+    def _require_saver(self) -> SaverProtocol:
         saver = self.checkpointer
         if saver in (None, False, True):
             raise CheckpointerRequiredError(
                 "this graph has no checkpointer: compile it with "
                 "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
             )
-        return saver
+        return committing(saver)
 
 
 _NESTED = frozenset({"custom", "messages"})

@@ -15,12 +15,11 @@ from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.constants import START
 
 if TYPE_CHECKING:
+    from pausepoint.loop.effects import Effect
     from pausepoint.loop.persistence import Persistence
     from pausepoint.loop.state import RunSetup, RunState
 
 __all__ = ["leave_step", "start_step_follows"]
-
-Effect = Any
 
 
 def leave_step(

@@ -25,7 +25,7 @@ from pausepoint.errors import (
 from pausepoint.loop import emit as out
 from pausepoint.loop.advance import leave_step
 from pausepoint.loop.answers import check_schemas, drop_consumed, plan_answers
-from pausepoint.loop.effects import LoadCheckpoint
+from pausepoint.loop.effects import Effect, LoadCheckpoint
 from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
     from pausepoint.loop.state import RunSetup, RunState
 
 __all__ = ["check_answers", "check_no_saver_input", "first", "load", "root_read"]
-
-Effect = Any
 
 
 def first(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effect, Any, None]:

@@ -31,6 +31,7 @@ __all__ = [
     "NO_KWARGS",
     "Call",
     "ClaimThread",
+    "Effect",
     "Emit",
     "LoadCheckpoint",
     "NextOutcome",
@@ -39,6 +40,7 @@ __all__ = [
     "RunTasks",
     "SaveCheckpoint",
     "SaveWrites",
+    "SaverEffect",
     "Sleep",
     "Stopped",
 ]
@@ -61,13 +63,12 @@ class LoadCheckpoint:
 
 @dataclasses.dataclass(slots=True)
 class SaveCheckpoint:
-    """``saver.put(...)``; send back the returned config.
+    """Store this checkpoint under ``config`` (a ``saver.commit``); send back its config.
 
-    With ``writes``, ``saver.put_after_writes(...)``: those task writes are saved
-    against ``config``'s checkpoint first, in the same saver call (one commit).
-    With ``first``, ``saver.put_pair(config, first, writes, <this checkpoint>)``:
-    ``first`` is stored under ``config``, and the writes and this checkpoint after
-    it (a new run's input checkpoint with its start step's; ``batches_checkpoints``).
+    With ``writes``, those task writes are saved against ``config``'s checkpoint
+    first, in the same commit. With ``first``, ``first`` is stored under ``config``,
+    and the writes and this checkpoint after it (a new run's input checkpoint with
+    its start step's; a saver whose ``batches`` is true).
     """
 
     config: RunnableConfig
@@ -82,11 +83,11 @@ class SaveCheckpoint:
 
 @dataclasses.dataclass(slots=True)
 class SaveWrites:
-    """``saver.put_writes(config, writes, task_id, task_path)``.
+    """Store a task's writes against ``config``'s checkpoint: one ``saver.commit``.
 
     With ``if_head``, only if ``config``'s checkpoint is still the newest of its
-    thread (``put_writes(..., if_head=True)``; a saver whose ``supports_leases`` is
-    true): an answer stored while another run holds the thread.
+    thread (``StepCommit.if_head``; a saver whose ``supports_leases`` is true): an
+    answer stored while another run holds the thread.
     """
 
     config: RunnableConfig
@@ -96,7 +97,7 @@ class SaveWrites:
     if_head: bool = False
     release: bool = False
     """The run's last write: the driver lets the thread's lease go with it, in the same
-    saver call (``release=True``) where the saver fences writes, else right after it;
+    commit (``StepCommit.release``) where the saver fences writes, else right after it;
     the loop counts the lease as gone once the write is done."""
 
 
@@ -209,3 +210,10 @@ class Call:
     async_: Callable[..., Any] | None
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
+
+
+SaverEffect = LoadCheckpoint | SaveCheckpoint | SaveWrites | ClaimThread | ReleaseThread | Sleep
+"""What a driver carries out with its saver (or its clock): ``perform``'s input."""
+
+Effect = SaverEffect | RunTasks | NextOutcome | Emit
+"""Everything the loop yields to its driver."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.errors import ThreadBusyError
 from pausepoint.loop import begin
 from pausepoint.loop.breakpoints import pauses_at
-from pausepoint.loop.effects import ClaimThread, LoadCheckpoint, Sleep
+from pausepoint.loop.effects import ClaimThread, Effect, LoadCheckpoint, Sleep
 from pausepoint.loop.state import RunState, restore_saved
 from pausepoint.loop.tasks import Task, triggered_pulls
 from pausepoint.types import Command
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RunLease", "claim", "ends_with_step"]
 
-Effect = Any
 
 _FIRST_PAUSE = 0.005
 """Seconds of the first wait for a busy thread; each next one doubles, to 0.25 s."""

@@ -17,10 +17,12 @@ Durability:
   step's writes are saved when it pauses, fails or ends (a subgraph that ends
   saves nothing: its parent task's writes carry its result).
 
-The planner sniffs two optional saver capabilities once: ``batches_writes`` (a
-checkpoint may carry the writes saved before it: ``put_after_writes``) and
-``batches_checkpoints`` (two checkpoints in one call: ``put_pair``; a lease let
-go with a write).
+Each save is one ``StepCommit`` (`pausepoint.checkpoint.base`): a step's last
+writes go with its checkpoint for every saver (the default ``commit`` makes the
+same calls, in the same order, as saving them apart). Where one commit costs
+about what one of its parts would (the saver's ``batches``: a SQL saver, each
+commit a round trip) a new run's input checkpoint goes with its first step's,
+and a lease's release with a step's checkpoint.
 """
 
 from __future__ import annotations
@@ -29,17 +31,16 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.base import CheckpointPut, TaskWrites, copy_checkpoint
-from pausepoint.loop.effects import ReleaseThread, SaveCheckpoint, SaveWrites
+from pausepoint.loop.effects import Effect, ReleaseThread, SaveCheckpoint, SaveWrites
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata
+    from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata, SaverProtocol
     from pausepoint.config import RunConfig, RunnableConfig
     from pausepoint.loop.lease import RunLease
     from pausepoint.types import Durability
 
 __all__ = ["Persistence"]
 
-Effect = Any
 Writes = list[tuple[str, Any]]
 
 
@@ -48,7 +49,7 @@ class Persistence:
 
     Args:
         cfg: the run's parsed config (its thread and namespace).
-        saver: the run's checkpointer, or None; only its capabilities are read.
+        saver: the run's checkpointer, or None; only its ``batches`` is read.
         durability: ``"sync"``, ``"async"`` or ``"exit"``.
         streams: whether the run streams anything (then no write waits for a
             checkpoint: caller code runs between the two).
@@ -78,7 +79,7 @@ class Persistence:
     def __init__(
         self,
         cfg: RunConfig,
-        saver: Any,
+        saver: SaverProtocol | None,
         durability: Durability,
         *,
         streams: bool = False,
@@ -91,15 +92,13 @@ class Persistence:
         self.saves_now = self.has_saver and not self._exit
         """Whether checkpoints and writes are saved as the run goes (not at its exit)."""
         # The last task of a step may leave its writes to be saved with the step's
-        # checkpoint, in one saver call (a commit less per step on SQLite/PostgreSQL,
+        # checkpoint, in one commit (a transaction less per step on SQLite/PostgreSQL,
         # a call and a lock less on InMemorySaver), when nothing is streamed: then no
-        # caller code runs in between. Only for a saver that says it gains by it.
-        self.folds = (
-            self.saves_now and not streams and bool(getattr(saver, "batches_writes", False))
-        )
-        # A saver that stores two checkpoints in one call also lets a lease go with a
-        # write: a SQL saver, where each call is a round trip.
-        self._pairs_saver = bool(getattr(saver, "batches_checkpoints", False))
+        # caller code runs in between.
+        self.folds = self.saves_now and not streams
+        # Two checkpoints in one commit, a lease let go with a step's checkpoint: only
+        # where a commit is a round trip (the look-ahead and copy cost more elsewhere).
+        self._pairs_saver = saver is not None and saver.batches
         self._pairs = self._pairs_saver and self.folds
         self.head: RunnableConfig | None = None
         """The config of the run's current checkpoint: what its writes are saved against."""

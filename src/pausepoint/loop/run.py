@@ -14,6 +14,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from pausepoint._asking import keep_first_deadlines
+from pausepoint.checkpoint.base import SaverProtocol
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig
 from pausepoint.constants import ASKED, ERROR, INTERRUPT, NO_WRITES, START
@@ -22,7 +23,7 @@ from pausepoint.loop import begin, fork, lease, namespaces
 from pausepoint.loop import emit as out
 from pausepoint.loop.advance import leave_step
 from pausepoint.loop.breakpoints import pauses_at
-from pausepoint.loop.effects import NextOutcome, Outcome, RunTasks, SaveWrites, Stopped
+from pausepoint.loop.effects import Effect, NextOutcome, Outcome, RunTasks, SaveWrites, Stopped
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.node import input_outcome
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt, match_records, with_ids
@@ -36,8 +37,6 @@ from pausepoint.task_context import NestInfo
 from pausepoint.types import Durability, Interrupt
 
 __all__ = ["RunOptions", "RunResult", "run"]
-
-Effect = Any
 
 
 @dataclasses.dataclass(slots=True)
@@ -57,7 +56,7 @@ class RunOptions:
     interrupt_before: tuple[str, ...] | str
     interrupt_after: tuple[str, ...] | str
     sink: Callable[[tuple[str, ...], str, Any], None] | None
-    saver: Any
+    saver: SaverProtocol | None
     output_keys: tuple[str, ...] | None = None
     """Keys ``values``/``updates`` report (default: the output schema's; ``stream`` passes
     every state key, as LangGraph's does)."""

@@ -20,6 +20,7 @@ from pausepoint.checkpoint.base import (
     CheckpointTuple,
     Lease,
     LeaseClaim,
+    StepCommit,
     TaskWrites,
     guard_kwargs,
 )
@@ -84,6 +85,10 @@ class SaverOps:
         lease: str | None = None,
     ) -> RunnableConfig:
         """Store a checkpoint, then tasks' writes and a checkpoint after it."""
+        raise NotImplementedError
+
+    async def commit(self, step: StepCommit) -> RunnableConfig:
+        """Store a `StepCommit` (the engine's one write)."""
         raise NotImplementedError
 
     lease_method: str = "acquire_lease"
@@ -196,6 +201,10 @@ class SyncOps(SaverOps):
     ) -> RunnableConfig:
         """Call ``put_pair``."""
         return self.saver.put_pair(config, first, writes, second, **guard_kwargs(lease))
+
+    async def commit(self, step: StepCommit) -> RunnableConfig:
+        """Call ``commit``."""
+        return self.saver.commit(step)
 
     async def acquire_lease(
         self,
@@ -315,6 +324,10 @@ class AsyncOps(SaverOps):
     ) -> RunnableConfig:
         """Await ``aput_pair``."""
         return await self.saver.aput_pair(config, first, writes, second, **guard_kwargs(lease))
+
+    async def commit(self, step: StepCommit) -> RunnableConfig:
+        """Await ``acommit``."""
+        return await self.saver.acommit(step)
 
     async def acquire_lease(
         self,

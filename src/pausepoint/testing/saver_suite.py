@@ -21,7 +21,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pausepoint.checkpoint.base import BaseCheckpointSaver, CheckpointPut, PendingWrite, TaskWrites
+from pausepoint.checkpoint.base import (
+    BaseCheckpointSaver,
+    CheckpointPut,
+    PendingWrite,
+    StepCommit,
+    TaskWrites,
+)
 from pausepoint.checkpoint.ids import new_checkpoint_id
 from pausepoint.constants import ERROR, INTERRUPT, RESUME, SCHEDULED
 from pausepoint.testing._records import chain as _chain
@@ -58,6 +64,10 @@ class SaverConformance(LeaseConformance):
 
     modes: ClassVar[tuple[str, ...]] = ("sync", "async")
     """Which method families to test: ``"sync"``, ``"async"`` or both."""
+
+    atomic: ClassVar[bool] = True
+    """Whether a commit of several parts is all or nothing: false for a saver that
+    relies on ``BaseCheckpointSaver``'s ``commit``, made of ``put_writes`` and ``put``."""
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         """Run each test once per mode in [`modes`][]."""
@@ -293,6 +303,8 @@ class SaverConformance(LeaseConformance):
         self, ops: SaverOps, thread: str
     ) -> None:
         """A write or a checkpoint value that cannot be stored leaves the thread as it was."""
+        if not self.atomic:
+            pytest.skip("the saver's commits are not all or nothing")
         (config,) = await _chain(ops, thread, 1)
         many = [(f"c{n}", n) for n in range(1234)]
         for writes, checkpoint in (
@@ -341,6 +353,8 @@ class SaverConformance(LeaseConformance):
         self, ops: SaverOps, thread: str
     ) -> None:
         """One value that cannot be stored stores neither checkpoint, nor the writes."""
+        if not self.atomic:
+            pytest.skip("the saver's commits are not all or nothing")
         (config,) = await _chain(ops, thread, 1)
         good = [TaskWrites("task-1", [("a", 1)])]
         for first, writes, second in (
@@ -357,6 +371,63 @@ class SaverConformance(LeaseConformance):
                 )
             assert [_id(t.config) for t in await ops.list(_config(thread))] == [_id(config)]
             assert await ops.get_tuple(_config(thread, "", first["id"])) is None
+
+    @pytest.mark.asyncio
+    async def test_commit_stores_its_parts_in_order(self, ops: SaverOps, thread: str) -> None:
+        """``commit`` stores its parts in order and returns the last checkpoint's config.
+
+        Writes alone (their own config back), a checkpoint alone, writes then a
+        checkpoint with a checkpoint before them.
+        """
+        (config,) = await _chain(ops, thread, 1)
+        alone = StepCommit(config, (TaskWrites("task-1", [("a", 1), (ERROR, "x")], "p"),))
+        assert await ops.commit(alone) == config
+        c1, c2, c3 = (make_checkpoint({"a": n}, a=n) for n in (1, 2, 3))
+        one = await ops.commit(
+            StepCommit(config, checkpoint=CheckpointPut(c1, make_metadata(1), {}))
+        )
+        assert one == _config(thread, "", c1["id"])
+        both = StepCommit(
+            one,
+            (TaskWrites("task-2", [("b", 2)]),),
+            CheckpointPut(c3, make_metadata(3), {}),
+            CheckpointPut(c2, make_metadata(2, "input"), {}),
+        )
+        assert await ops.commit(both) == _config(thread, "", c3["id"])
+        got = await ops.get_tuple(config)
+        assert got is not None
+        assert [(w.task_id, w.channel) for w in got.pending_writes or []] == [
+            ("task-1", "a"),
+            ("task-1", ERROR),
+        ]
+        middle = await ops.get_tuple(_config(thread, "", c2["id"]))
+        assert middle is not None
+        assert middle.parent_config == one
+        assert middle.pending_writes == [PendingWrite("task-2", "b", 2)]
+        latest = await ops.get_tuple(_config(thread))
+        assert latest is not None
+        assert latest.checkpoint["id"] == c3["id"]
+        assert latest.parent_config == _config(thread, "", c2["id"])
+
+    @pytest.mark.asyncio
+    async def test_commit_refuses_a_bad_value_and_changes_nothing(
+        self, ops: SaverOps, thread: str
+    ) -> None:
+        """A commit with a value that cannot be stored stores none of its parts."""
+        if not self.atomic:
+            pytest.skip("the saver's commits are not all or nothing")
+        (config,) = await _chain(ops, thread, 1)
+        step = StepCommit(
+            config,
+            (TaskWrites("task-1", [("a", 1)]), TaskWrites("task-2", [("bad", object())])),
+            CheckpointPut(make_checkpoint({"a": 1}), make_metadata(1), {}),
+        )
+        with pytest.raises(Exception, match="bad"):
+            await ops.commit(step)
+        got = await ops.get_tuple(_config(thread))
+        assert got is not None
+        assert got.checkpoint["id"] == _id(config)
+        assert got.pending_writes == []
 
     @pytest.mark.asyncio
     async def test_writes_belong_to_their_checkpoint(self, ops: SaverOps, thread: str) -> None:
