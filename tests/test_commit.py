@@ -122,6 +122,18 @@ def test_the_default_commit_fences_each_call_and_releases_with_the_last() -> Non
     ]
 
 
+@pytest.mark.parametrize("with_checkpoint", [False, True])
+def test_a_release_without_a_lease_is_refused_and_nothing_is_called(
+    with_checkpoint: bool,
+) -> None:
+    """As ``put``/``put_writes`` refuse it: whose lease would it let go?"""
+    saver = Guarded()
+    step = StepCommit(CONFIG, TWO[:1], _step(1) if with_checkpoint else None, release=True)
+    with pytest.raises(ValueError, match="release=True needs lease=owner"):
+        saver.commit(step)
+    assert saver.calls == []
+
+
 @pytest.mark.asyncio
 async def test_the_default_acommit_uses_a_savers_own_async_writes() -> None:
     class AsyncOwn(Guarded):

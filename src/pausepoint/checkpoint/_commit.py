@@ -73,6 +73,8 @@ def commit_by_parts(saver: Any, step: StepCommit) -> RunnableConfig:
     Guard keywords are passed only when set, so a saver whose methods predate them
     (and never gets them: its ``supports_leases`` is false) keeps working.
     """
+    if step.release and step.lease is None:  # as the write methods refuse it
+        raise ValueError("a write with release=True needs lease=owner: whose lease to let go")
     config, writes, second = step.config, step.writes, step.checkpoint
     if second is None:
         if len(writes) != 1:
