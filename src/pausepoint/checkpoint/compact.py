@@ -285,7 +285,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
                     by_id = self._root[thread] = {}
             # A parent found shares its id string (its key) with this checkpoint.
             stored.parent_id = parent.id if parent is not None else parent_id
-            by_id[stored.id] = stored
+            _put_in(by_id, stored)
             if not ns and (asked := self._waiting.get(thread)) is not None and asked < stored.id:
                 del self._waiting[thread]  # a newer head: its questions no longer wait
             # Most recent thread last; the oldest leaves when full, compacted.
@@ -561,6 +561,14 @@ _SHARED_BLOB = 256
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     return all(metadata.get(k) == v for k, v in wanted.items())
+
+
+def _put_in(by_id: dict[str, Stored], stored: Stored) -> None:
+    """Store ``stored`` (locked); an id put again keeps the writes made against it."""
+    old = by_id.get(stored.id)
+    if old is not None and old.writes:
+        stored.writes = old.writes
+    by_id[stored.id] = stored
 
 
 def _keep_writes(

@@ -304,9 +304,16 @@ class InMemorySaver(BaseCheckpointSaver):
         return task.task_id, out
 
     def _store(self, put: _Put) -> None:
-        """Store an encoded checkpoint (locked); one with the same id is replaced."""
-        spaces = self._threads.setdefault(put.thread, {})
-        spaces.setdefault(put.ns, {})[put.checkpoint_id] = put.saved
+        """Store an encoded checkpoint (locked); one with the same id is replaced.
+
+        The replaced one's writes stay, as a database's table of writes keeps them.
+        """
+        by_id = self._threads.setdefault(put.thread, {}).setdefault(put.ns, {})
+        old = by_id.get(put.checkpoint_id)
+        saved = put.saved
+        if old is not None and old.writes:
+            saved = dataclasses.replace(saved, writes=old.writes)
+        by_id[put.checkpoint_id] = saved
 
     def _store_writes(
         self,

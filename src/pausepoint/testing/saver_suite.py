@@ -140,6 +140,22 @@ class SaverConformance(LeaseConformance):
         assert len(await ops.list(_config(thread))) == 1
 
     @pytest.mark.asyncio
+    async def test_put_same_id_keeps_its_pending_writes(self, ops: SaverOps, thread: str) -> None:
+        """The writes made against a checkpoint survive a put of the same id again.
+
+        As LangGraph's savers keep them (writes are stored apart from checkpoints).
+        """
+        checkpoint = make_checkpoint({"v": 1})
+        config = await ops.put(_config(thread), checkpoint, make_metadata(0))
+        await ops.put_writes(config, [("a", 1)], "task-1")
+        checkpoint["channel_values"] = {"v": 2}
+        await ops.put(_config(thread), checkpoint, make_metadata(0))
+        got = await ops.get_tuple(config)
+        assert got is not None
+        assert got.checkpoint["channel_values"] == {"v": 2}
+        assert got.pending_writes == [PendingWrite("task-1", "a", 1)]
+
+    @pytest.mark.asyncio
     async def test_list_newest_first_limit_before(self, ops: SaverOps, thread: str) -> None:
         """``list`` is newest first and honours ``limit``, ``before`` and a checkpoint id."""
         configs = await _chain(ops, thread, 5)
