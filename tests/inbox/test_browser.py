@@ -123,6 +123,29 @@ def test_the_list_updates_by_itself(graph: Any, base: str, context: Any) -> None
     expect(row(page, "late")).to_have_count(0)
 
 
+def test_the_list_keeps_its_table_while_its_questions_stay(
+    graph: Any, base: str, context: Any
+) -> None:
+    """Polls that find the same questions leave the table alone: a click is never lost.
+
+    (It was replaced on every poll, the countdowns and the server's clock making each
+    response differ from what the page showed; a click landing as it was replaced
+    did nothing, which failed test_two_tabs_answer_one_wins once on a loaded machine.)
+    """
+    from playwright.sync_api import expect
+
+    graphs.start(graph, "t1", rows=5)
+    page = open_inbox(context, base)
+    page.evaluate("document.querySelector('#questions table').dataset.marked = 'kept'")
+    for _ in range(3):  # three polls answered and handled
+        with page.expect_response(lambda r: "/rows" in r.url):
+            pass
+    expect(page.locator('#questions table[data-marked="kept"]')).to_have_count(1)
+    graphs.start(graph, "t2", rows=2)  # a new question: the table is replaced
+    expect(row(page, "t2")).to_be_visible()
+    expect(page.locator('#questions table[data-marked="kept"]')).to_have_count(0)
+
+
 def test_two_tabs_answer_one_wins(graph: Any, base: str, context: Any) -> None:
     from playwright.sync_api import expect
 

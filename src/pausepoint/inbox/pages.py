@@ -9,6 +9,7 @@ from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
+from xxhash import xxh3_64_hexdigest
 
 from pausepoint.checkpoint import PendingQuestion
 from pausepoint.errors import InvalidAnswerError
@@ -57,11 +58,17 @@ class Pages:
         ]
         base = {k: v for k, v in request.query_params.items() if k not in ("cursor",)}
         more = f"?{_query({**base, 'cursor': page.next_cursor})}" if page.next_cursor else None
+        unreadable = [str(e) for e in page.errors]
+        # What the polling page compares before it replaces the table: the questions
+        # listed, not the clock (replacing the table under a reader's click loses it).
+        shown = [q.question_id + "\0" + q.thread_id for q in page.items]
+        version = xxh3_64_hexdigest("\n".join([*shown, *unreadable, more or ""]).encode())
         return inbox.render(
             request,
             template,
             rows=rows,
-            unreadable=[str(e) for e in page.errors],
+            unreadable=unreadable,
+            version=version,
             more=more,
             first=f"?{_query(base)}" if listing.cursor else None,
             graph=listing.graph or "",
