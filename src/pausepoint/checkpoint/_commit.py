@@ -23,7 +23,6 @@ __all__ = [
     "StepCommit",
     "arun_parts",
     "commit_by_parts",
-    "commit_by_guarded_parts",
     "committing",
     "run_parts",
 ]
@@ -95,35 +94,6 @@ def commit_by_parts(saver: Any, step: StepCommit) -> RunnableConfig:
 
 
 _NONE: dict[str, Any] = {}
-
-
-def commit_by_guarded_parts(saver: Any, step: StepCommit) -> RunnableConfig:
-    """`commit_by_parts` for a saver whose write methods all take the guard keywords.
-
-    The in-process savers' ``commit``: each of their write methods stores its part
-    under one lock, all encoded first, so the one that fits ``step`` stores it whole;
-    the keywords go as they are, with no dict built per save.
-    """
-    config, writes, second = step.config, step.writes, step.checkpoint
-    if second is None:
-        if len(writes) != 1:
-            return run_parts(saver, step)
-        task = writes[0]
-        saver.put_writes(
-            config,
-            task.writes,
-            task.task_id,
-            task.task_path,
-            lease=step.lease,
-            release=step.release,
-            if_head=step.if_head,
-        )
-        return config
-    if step.first is not None:
-        if step.release:  # put_pair takes no release: the last put carries it
-            return run_parts(saver, step)
-        return saver.put_pair(config, step.first, writes, second, lease=step.lease)
-    return saver.put_after_writes(config, writes, *second, lease=step.lease, release=step.release)
 
 
 class PartsSaver:

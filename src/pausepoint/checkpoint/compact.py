@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import is_
 from typing import Any, cast
 
-from pausepoint.checkpoint._commit import commit_by_guarded_parts
 from pausepoint.checkpoint._kept import (
     EMPTY,
     FLAT_ITEMS,
@@ -80,9 +79,6 @@ class CompactingMemorySaver(BaseCheckpointSaver):
     share an in-memory saver; a fenced write checks and writes under one lock.
     """
 
-    commit = commit_by_guarded_parts
-    """See [`pausepoint.checkpoint.base`][]: the one write method that fits the commit
-    stores it, all or nothing (everything is encoded before the lock is taken)."""
     supports_leases = True
 
     def __init__(

@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pausepoint.checkpoint._commit import commit_by_guarded_parts
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint.base import (
@@ -92,9 +91,6 @@ class InMemorySaver(BaseCheckpointSaver):
     share an in-memory saver; a fenced write checks and writes under one lock.
     """
 
-    commit = commit_by_guarded_parts
-    """See [`pausepoint.checkpoint.base`][]: the one write method that fits the commit
-    stores it, all or nothing (everything is encoded before the lock is taken)."""
     supports_leases = True
 
     def __init__(
