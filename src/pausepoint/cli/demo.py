@@ -11,19 +11,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from pausepoint.types import Command, Interrupt
+
+if TYPE_CHECKING:
+    from pausepoint.cli.threads import Commands
+    from pausepoint.config import RunnableConfig
+    from pausepoint.graph.compiled import CompiledStateGraph
 
 __all__ = ["add_parser", "run"]
 
 DEFAULT_DB = "pausepoint-demo.sqlite"
 
 
-def add_parser(commands: Any) -> None:
+def add_parser(commands: Commands) -> None:
     """Register ``demo`` on the CLI's subcommands."""
-    p: argparse.ArgumentParser = commands.add_parser(
+    p = commands.add_parser(
         "demo",
         help="run the approval demo (pauses, exits, resumes on the next run)",
         description=__doc__,
@@ -48,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if answer is _INVALID:
         return 2
     db = Path(args.db)
-    config: Any = {"configurable": {"thread_id": args.thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": args.thread}}
     with SqliteSaver.from_conn_string(str(db)) as saver:
         if args.restart:
             saver.delete_thread(args.thread)
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return _start(graph, config, db, args.thread)
 
 
-def _start(graph: Any, config: Any, db: Path, thread: str) -> int:
+def _start(graph: CompiledStateGraph, config: RunnableConfig, db: Path, thread: str) -> int:
     request = "Clean up users who have not logged in since 2024."
     print(f"Agent request: {request}")
     out = graph.invoke({"request": request}, config)
@@ -78,7 +84,9 @@ def _start(graph: Any, config: Any, db: Path, thread: str) -> int:
     return 0
 
 
-def _resume(graph: Any, config: Any, pending: Interrupt, answer: Any, db: Path) -> int:
+def _resume(
+    graph: CompiledStateGraph, config: RunnableConfig, pending: Interrupt, answer: object, db: Path
+) -> int:
     print(f"Found a paused run in {db}.")
     _show(pending)
     if answer is None:
@@ -100,33 +108,32 @@ def _show(pending: Interrupt) -> None:
     print(f"  (interrupt id {pending.id})")
 
 
-def _result(values: Any) -> str:
+def _result(values: Mapping[str, object]) -> str:
     return str(values.get("result", "(none)"))
 
 
-_INVALID: Any = object()
+_INVALID = object()
 
 
-def _answer_from_flags(args: argparse.Namespace) -> Any:
+def _answer_from_flags(args: argparse.Namespace) -> object:
     if args.approve:
         return {"decision": "approve"}
     if args.reject is not None:
         return {"decision": "reject", "reason": args.reject}
     if args.edit is not None:
         try:
-            plan: Any = json.loads(args.edit)
+            plan = json.loads(args.edit)
         except json.JSONDecodeError as exc:
             print(f"--edit needs a JSON object, e.g. '{{\"rows\": 10}}': {exc}", file=sys.stderr)
             return _INVALID
         if not isinstance(plan, dict):
             print("--edit needs a JSON object, e.g. '{\"rows\": 10}'", file=sys.stderr)
             return _INVALID
-        changes: dict[str, Any] = plan  # pyright: ignore[reportUnknownVariableType]
-        return {"decision": "edit", "plan": changes}
+        return {"decision": "edit", "plan": cast(dict[str, object], plan)}
     return None
 
 
-def _ask() -> dict[str, Any]:
+def _ask() -> dict[str, object]:
     while True:
         choice = input("\n[a]pprove, [e]dit, [r]eject? ").strip().lower()
         if choice in ("a", "approve"):
@@ -141,6 +148,5 @@ def _ask() -> dict[str, Any]:
                 print("that is not JSON; try again")
                 continue
             if isinstance(plan, dict):
-                changes: dict[str, Any] = plan  # pyright: ignore[reportUnknownVariableType]
-                return {"decision": "edit", "plan": changes}
+                return {"decision": "edit", "plan": cast(dict[str, object], plan)}
             print("give a JSON object; try again")

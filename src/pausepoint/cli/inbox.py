@@ -14,10 +14,15 @@ import logging
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pausepoint.cli.threads import add_db_option, compile_graph, load_graph, open_saver
 from pausepoint.cli.views import CliError
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.cli.threads import Commands
+    from pausepoint.graph.compiled import CompiledStateGraph
 
 __all__ = ["RedactToken", "add_parser", "run"]
 
@@ -27,9 +32,9 @@ _EXTRA = "pip install 'pausepoint[inbox]'"
 _LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
-def add_parser(commands: Any) -> None:
+def add_parser(commands: Commands) -> None:
     """Register ``inbox`` on the CLI's subcommands."""
-    p: argparse.ArgumentParser = commands.add_parser(
+    p = commands.add_parser(
         "inbox",
         help="serve a web page (and JSON API) to answer the questions threads wait on",
         description=__doc__,
@@ -68,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
 
-def _serve(args: argparse.Namespace, saver: Any) -> int:
+def _serve(args: argparse.Namespace, saver: BaseCheckpointSaver) -> int:
     import uvicorn
 
     from pausepoint.inbox import create_app, new_token
@@ -100,7 +105,7 @@ def _missing_extra() -> str | None:
     return None
 
 
-def _graph(spec: str, saver: Any) -> Any:
+def _graph(spec: str, saver: BaseCheckpointSaver) -> CompiledStateGraph:
     """The graph ``--graph`` names, compiled with ``saver`` (as ``threads resume`` does).
 
     Besides a ``StateGraph`` or a compiled graph, the attribute may be a function of no
@@ -144,7 +149,7 @@ class RedactToken(logging.Filter):
             record.args = tuple(self._redact(a) for a in record.args)
         return True
 
-    def _redact(self, value: Any) -> Any:
+    def _redact(self, value: object) -> object:
         if isinstance(value, str) and "token=" in value:
             return self._TOKEN.sub(r"\1***", value)
         return value

@@ -7,7 +7,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from pausepoint.types import Interrupt
 
@@ -113,18 +113,18 @@ def _json_text(text: str) -> str:
 _JSON_RAW = re.compile("[\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]")
 
 
-def compact(value: Any) -> str:
+def compact(value: object) -> str:
     """A value as compact JSON (records and collections made JSON first)."""
     text = json.dumps(value, default=jsonable, ensure_ascii=False, separators=(", ", ": "))
     return _json_text(text)
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     """Print ``data`` as indented JSON (every control character escaped)."""
     print(_json_text(json.dumps(data, default=jsonable, ensure_ascii=False, indent=2)))
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> object:
     """JSON for values ``json`` cannot encode: records as dicts, collections as lists."""
     if isinstance(value, Interrupt):
         return {"id": value.id, "value": value.value}
@@ -134,5 +134,5 @@ def jsonable(value: Any) -> Any:
     if callable(dump):
         return dump(mode="json")
     if isinstance(value, (set, frozenset)):
-        return sorted(value, key=repr)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        return sorted(cast("set[object]", value), key=repr)
     return str(value)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pausepoint.cli.output import print_json, render_table
 from pausepoint.cli.threads import add_db_option, compile_graph, load_graph, open_saver
@@ -29,12 +29,15 @@ from pausepoint.cli.views import CliError
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.questions import SweepOutcome, sweep
 
+if TYPE_CHECKING:
+    from pausepoint.cli.threads import Commands
+
 __all__ = ["add_parser", "run"]
 
 
-def add_parser(commands: Any) -> None:
+def add_parser(commands: Commands) -> None:
     """Register ``sweep`` on the CLI's subcommands."""
-    p: argparse.ArgumentParser = commands.add_parser(
+    p = commands.add_parser(
         "sweep",
         help="answer or fail the questions whose deadline passed",
         description=__doc__,
@@ -91,7 +94,7 @@ def _print(outcomes: list[SweepOutcome], *, as_json: bool) -> None:
     print(render_table(head, rows))
 
 
-def _row(outcome: SweepOutcome) -> dict[str, Any]:
+def _row(outcome: SweepOutcome) -> dict[str, str]:
     return {
         "thread_id": outcome.thread_id,
         "question_id": outcome.question_id,

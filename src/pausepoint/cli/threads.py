@@ -45,9 +45,9 @@ import os
 import shlex
 import sqlite3
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from pausepoint.cli.output import (
     compact,
@@ -71,15 +71,45 @@ from pausepoint.cli.views import (
 from pausepoint.errors import AlreadyAnsweredError, CheckpointDecodeError, PausepointError
 from pausepoint.types import Command, Reanswer, StateSnapshot
 
-__all__ = ["ThreadView", "add_parser", "latest_checkpoints", "run", "thread_ids", "unreadable"]
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.checkpoint.questions import PendingQuestion
+    from pausepoint.config import RunnableConfig
+    from pausepoint.graph.compiled import CompiledStateGraph
+
+__all__ = [
+    "Commands",
+    "ThreadView",
+    "add_parser",
+    "latest_checkpoints",
+    "run",
+    "thread_ids",
+    "unreadable",
+]
 
 
 # --- the parser ---------------------------------------------------------------------------
 
 
-def add_parser(commands: Any) -> None:
+class Commands(Protocol):
+    """Where a command registers itself: what ``ArgumentParser.add_subparsers()`` returns."""
+
+    def add_parser(
+        self,
+        name: str,
+        *,
+        help: str | None = ...,
+        description: str | None = ...,
+        formatter_class: type[argparse.HelpFormatter] = ...,
+        parents: Sequence[argparse.ArgumentParser] = ...,
+    ) -> argparse.ArgumentParser:
+        """Add the subcommand ``name`` and return its parser."""
+        ...
+
+
+def add_parser(commands: Commands) -> None:
     """Register ``threads`` and its subcommands on the CLI's subcommands."""
-    p: argparse.ArgumentParser = commands.add_parser(
+    p = commands.add_parser(
         "threads",
         help="list, inspect and resume stored threads (SQLite or PostgreSQL)",
         description=__doc__,
@@ -112,7 +142,7 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _add_pending(sub: Any) -> None:
+def _add_pending(sub: Commands) -> None:
     pend = sub.add_parser("pending", help="questions waiting for an answer, across threads")
     add_db_option(pend)
     pend.add_argument("--graph", metavar="NAME", help="only threads whose graph_id is NAME")
@@ -150,21 +180,18 @@ def _options(*, graph_required: bool) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run a ``threads`` subcommand; return the exit status."""
-    commands = {
-        "list": _list,
-        "show": _show,
-        "history": _history,
-        "resume": _resume,
-        "retry": _retry,
-        "pending": _pending_questions,
-    }
+    readers = {"list": _list, "show": _show, "history": _history}
+    runners = {"resume": _resume, "retry": _retry}  # --graph is required for these
     writes = args.threads_command in ("resume", "retry")
     try:
         with open_saver(args.db, write=writes) as saver:
             if args.threads_command == "pending":  # --graph names a graph: nothing to load
                 return _pending_questions(args, saver, None)
             graph = compile_graph(load_graph(args.graph), saver) if args.graph else None
-            return commands[args.threads_command](args, saver, graph)
+            run_on = runners.get(args.threads_command)
+            if run_on is not None and graph is not None:
+                return run_on(args, saver, graph)
+            return readers[args.threads_command](args, saver, graph)
     except CliError as exc:
         print(f"pausepoint threads: error: {exc}", file=sys.stderr)
         return 2
@@ -183,7 +210,7 @@ def is_postgres_url(db: str) -> bool:
 
 
 @contextlib.contextmanager
-def open_saver(db: str, *, write: bool = False) -> Generator[Any]:
+def open_saver(db: str, *, write: bool = False) -> Generator[BaseCheckpointSaver]:
     """Open the saver for ``--db``; never creates a database or pausepoint's tables.
 
     A SQLite file is opened read-only unless ``write`` (``resume``, ``retry``), and
@@ -218,7 +245,7 @@ def open_saver(db: str, *, write: bool = False) -> Generator[Any]:
 
 
 @contextlib.contextmanager
-def _open_postgres(url: str) -> Generator[Any]:
+def _open_postgres(url: str) -> Generator[BaseCheckpointSaver]:
     try:
         import psycopg
 
@@ -236,7 +263,7 @@ def _open_postgres(url: str) -> Generator[Any]:
         raise CliError(f"cannot connect to the PostgreSQL server: {exc}".strip()) from None
 
 
-def load_graph(target: str) -> Any:
+def load_graph(target: str) -> object:
     """Import ``module:attribute`` (the attribute may be dotted) and return it.
 
     The current directory is importable, as with ``python -m``.
@@ -250,7 +277,7 @@ def load_graph(target: str) -> Any:
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: object = importlib.import_module(module_name)
     except ImportError as exc:
         raise CliError(f"cannot import module {module_name!r} (from --graph): {exc}") from None
     for part in attribute.split("."):
@@ -261,7 +288,7 @@ def load_graph(target: str) -> Any:
     return obj
 
 
-def compile_graph(obj: Any, saver: Any) -> Any:
+def compile_graph(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph:
     """A graph compiled with ``saver``, from a ``StateGraph`` or a compiled graph.
 
     A compiled graph is recompiled from its builder with the same static breakpoints.
@@ -284,7 +311,9 @@ def compile_graph(obj: Any, saver: Any) -> Any:
 # --- the subcommands --------------------------------------------------------------------
 
 
-def _list(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
+def _list(
+    args: argparse.Namespace, saver: BaseCheckpointSaver, graph: CompiledStateGraph | None
+) -> int:
     views: list[ThreadView] = []
     for thread in thread_ids(saver):
         try:  # one unreadable thread is a row of its own, never the end of the listing
@@ -305,7 +334,9 @@ def _list(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
     return status
 
 
-def _pending_questions(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
+def _pending_questions(
+    args: argparse.Namespace, saver: BaseCheckpointSaver, graph: CompiledStateGraph | None
+) -> int:
     try:
         page = saver.list_pending(graph=args.graph, limit=args.limit, cursor=args.cursor)
     except ValueError as exc:
@@ -335,11 +366,11 @@ def _pending_questions(args: argparse.Namespace, saver: Any, graph: Any | None) 
     return 1 if page.errors else 0
 
 
-def _question_json(q: Any) -> dict[str, Any]:
-    out = {f: getattr(q, f) for f in _QUESTION_FIELDS}
+def _question_json(q: PendingQuestion) -> dict[str, object]:
+    out: dict[str, object] = {f: getattr(q, f) for f in _QUESTION_FIELDS}
     out["question_id"] = q.question_id
-    for when in ("asked_at", "deadline"):
-        out[when] = out[when].isoformat() if out[when] is not None else None
+    out["asked_at"] = q.asked_at.isoformat()
+    out["deadline"] = q.deadline.isoformat() if q.deadline is not None else None
     return out
 
 
@@ -387,7 +418,9 @@ def _continue_hint(args: argparse.Namespace, view: ThreadView) -> str:
     return printable(f"\n{why}; to continue:\n  {line}")
 
 
-def _show(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
+def _show(
+    args: argparse.Namespace, saver: BaseCheckpointSaver, graph: CompiledStateGraph | None
+) -> int:
     view = view_of(latest(saver, args.thread), graph, latest=True)
     if args.json:
         print_json(view.to_json())
@@ -396,9 +429,11 @@ def _show(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
     return 0
 
 
-def _history(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
+def _history(
+    args: argparse.Namespace, saver: BaseCheckpointSaver, graph: CompiledStateGraph | None
+) -> int:
     latest(saver, args.thread)
-    config = {"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}}
+    config: RunnableConfig = {"configurable": {"thread_id": args.thread, "checkpoint_ns": ""}}
     views = [view_of(s, graph, latest=False) for s in saver.list(config, limit=args.limit)]
     if args.json:
         print_json([v.to_json() for v in views])
@@ -408,24 +443,26 @@ def _history(args: argparse.Namespace, saver: Any, graph: Any | None) -> int:
     return 0
 
 
-def _resume(args: argparse.Namespace, saver: Any, graph: Any) -> int:
-    answer: Any = _parse_json(args.value, "--value") if args.map is None else _parse_map(args.map)
-    if args.map is not None:
-        answer = _full_ids(answer, graph.get_state(thread_config(args.thread)))
-    if args.replace:
-        answer = (
-            Reanswer(answer)
-            if args.map is None
-            else {k: Reanswer(v) for k, v in cast(dict[str, Any], answer).items()}
-        )
+def _resume(args: argparse.Namespace, saver: BaseCheckpointSaver, graph: CompiledStateGraph) -> int:
+    if args.map is None:
+        value = _parse_json(args.value, "--value")
+        answer: object = Reanswer(value) if args.replace else value
+    else:
+        answers = _full_ids(_parse_map(args.map), graph.get_state(thread_config(args.thread)))
+        answer = {k: Reanswer(v) for k, v in answers.items()} if args.replace else answers
     return _run_on(args, saver, graph, Command(resume=answer))
 
 
-def _retry(args: argparse.Namespace, saver: Any, graph: Any) -> int:
+def _retry(args: argparse.Namespace, saver: BaseCheckpointSaver, graph: CompiledStateGraph) -> int:
     return _run_on(args, saver, graph, None)
 
 
-def _run_on(args: argparse.Namespace, saver: Any, graph: Any, given: Command[Any] | None) -> int:
+def _run_on(
+    args: argparse.Namespace,
+    saver: BaseCheckpointSaver,
+    graph: CompiledStateGraph,
+    given: Command[object] | None,
+) -> int:
     """Run the thread on with ``given`` (None: continue), then show it."""
     latest(saver, args.thread)
     config = thread_config(args.thread)
@@ -450,7 +487,7 @@ def _run_on(args: argparse.Namespace, saver: Any, graph: Any, given: Command[Any
     return 0
 
 
-def _parse_json(text: str, flag: str) -> Any:
+def _parse_json(text: str, flag: str) -> object:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -459,7 +496,7 @@ def _parse_json(text: str, flag: str) -> Any:
         ) from None
 
 
-def _full_ids(answers: dict[str, Any], snap: StateSnapshot) -> dict[str, Any]:
+def _full_ids(answers: dict[str, object], snap: StateSnapshot) -> dict[str, object]:
     """``answers`` keyed by full interrupt ids.
 
     A unique prefix (``list`` shows 8 characters) stands for the pending or answered
@@ -467,7 +504,7 @@ def _full_ids(answers: dict[str, Any], snap: StateSnapshot) -> dict[str, Any]:
     """
     known = [i.id for i in snap.interrupts]
     known += [a.interrupt.id for t in snap.tasks for a in t.answered if a.interrupt.id not in known]
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in answers.items():
         matches = [k for k in known if k.startswith(key)] if key not in known else [key]
         if len(matches) != 1:
@@ -478,8 +515,8 @@ def _full_ids(answers: dict[str, Any], snap: StateSnapshot) -> dict[str, Any]:
     return out
 
 
-def _parse_map(text: str) -> dict[str, Any]:
+def _parse_map(text: str) -> dict[str, object]:
     parsed = _parse_json(text, "--map")
     if not isinstance(parsed, dict) or not parsed:
         raise CliError('--map wants a non-empty JSON object: {"<interrupt id>": <answer>, ...}')
-    return parsed  # pyright: ignore[reportUnknownVariableType]
+    return cast(dict[str, object], parsed)

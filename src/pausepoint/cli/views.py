@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.cli.output import jsonable
@@ -21,6 +21,11 @@ from pausepoint.loop.pending import read_records
 from pausepoint.loop.restore import next_step
 from pausepoint.loop.tasks import task_id
 from pausepoint.types import Answer, Interrupt, Send, StateSnapshot
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.config import RunnableConfig
+    from pausepoint.graph.compiled import CompiledStateGraph
 
 __all__ = [
     "STATUSES",
@@ -49,7 +54,7 @@ class ThreadView:
     source: str
     next: tuple[str, ...]
     interrupts: tuple[Interrupt, ...]
-    values: dict[str, Any]
+    values: dict[str, object]
     checkpoint_id: str
     parent_checkpoint_id: str | None
     created_at: str
@@ -59,7 +64,7 @@ class ThreadView:
     paused_at: str = ""
     """The static breakpoint the thread is paused at (``before 'node'``), if any."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """A JSON-ready dict of the view."""
         return {
             "thread_id": self.thread_id,
@@ -86,15 +91,15 @@ class ThreadView:
         }
 
 
-def thread_ids(saver: Any) -> list[str]:
+def thread_ids(saver: BaseCheckpointSaver) -> list[str]:
     """Every thread's id, newest first, without decoding checkpoints where it can."""
     listed = getattr(saver, "thread_ids", None)
     if callable(listed):
-        return [str(t) for t in cast(list[Any], listed())]
+        return [str(t) for t in cast(list[object], listed())]
     return [_thread_of(saved) for saved in latest_checkpoints(saver)]
 
 
-def latest_checkpoints(saver: Any) -> list[CheckpointTuple]:
+def latest_checkpoints(saver: BaseCheckpointSaver) -> list[CheckpointTuple]:
     """The newest root checkpoint of every thread, newest thread first.
 
     Built on ``saver.list(None)`` (newest first across threads), so it reads every
@@ -112,10 +117,12 @@ def latest_checkpoints(saver: Any) -> list[CheckpointTuple]:
     return out
 
 
-def view_of(saved: CheckpointTuple, graph: Any | None, *, latest: bool) -> ThreadView:
+def view_of(
+    saved: CheckpointTuple, graph: CompiledStateGraph | None, *, latest: bool
+) -> ThreadView:
     """The view of one stored checkpoint, through the graph when there is one."""
     if graph is not None:
-        config: Any = saved.config if not latest else thread_config(_thread_of(saved))
+        config = saved.config if not latest else thread_config(_thread_of(saved))
         view = _view_of_snapshot(graph.get_state(config))
         if latest and view.status == "running" and (at := _breakpoint(graph, saved, view)):
             return dataclasses.replace(view, status="paused", paused_at=at)
@@ -140,15 +147,15 @@ def unreadable(thread: str, exc: BaseException) -> ThreadView:
     )
 
 
-def _breakpoint(graph: Any, saved: CheckpointTuple, view: ThreadView) -> str:
+def _breakpoint(graph: CompiledStateGraph, saved: CheckpointTuple, view: ThreadView) -> str:
     """``before 'x'``/``after 'y'`` if a static breakpoint of ``graph`` paused here."""
     if not changed_since_pause(saved.checkpoint):
         return ""
-    before: Any = graph.interrupt_before_nodes
+    before = graph.interrupt_before_nodes
     for node in view.next:
         if before == "*" or node in before:
             return f"before {node!r}"
-    after: Any = graph.interrupt_after_nodes
+    after = graph.interrupt_after_nodes
     if after and saved.parent_config is not None:
         ran = graph.get_state(saved.parent_config).next
         for node in ran:
@@ -158,7 +165,7 @@ def _breakpoint(graph: Any, saved: CheckpointTuple, view: ThreadView) -> str:
 
 
 def _view_of_snapshot(snap: StateSnapshot) -> ThreadView:
-    conf, parent = _conf(snap.config), _conf(snap.parent_config)
+    conf = _conf(snap.config)
     errors = tuple(str(t.error) for t in snap.tasks if t.error is not None)
     answered = tuple(a for t in snap.tasks for a in t.answered)
     return ThreadView(
@@ -170,19 +177,19 @@ def _view_of_snapshot(snap: StateSnapshot) -> ThreadView:
         interrupts=tuple(snap.interrupts),
         values=_as_dict(snap.values),
         checkpoint_id=str(conf.get("checkpoint_id")),
-        parent_checkpoint_id=parent.get("checkpoint_id"),
+        parent_checkpoint_id=_checkpoint_id(snap.parent_config),
         created_at=str(snap.created_at or ""),
         errors=errors,
         answered=answered,
     )
 
 
-def _as_dict(values: Any) -> dict[str, Any]:
+def _as_dict(values: object) -> dict[str, object]:
     # A state schema may be a dataclass or a Pydantic model: show its fields.
     if isinstance(values, dict):
-        return dict(cast(dict[str, Any], values))
-    found: Any = jsonable(values)
-    return cast(dict[str, Any], found) if isinstance(found, dict) else {"": values}
+        return dict(cast(dict[str, object], values))
+    found = jsonable(values)
+    return cast(dict[str, object], found) if isinstance(found, dict) else {"": values}
 
 
 def _view_of_raw(saved: CheckpointTuple, *, latest: bool) -> ThreadView:
@@ -197,7 +204,6 @@ def _view_of_raw(saved: CheckpointTuple, *, latest: bool) -> ThreadView:
     answered = tuple(a for r in records.values() for a in stored_answers(r))
     errors = tuple(str(r.error) for r in records.values() if r.error is not None and not r.done)
     channel_values = saved.checkpoint["channel_values"]
-    parent = _conf(saved.parent_config)
     return ThreadView(
         thread_id=_thread_of(saved),
         status=_status(interrupts, nxt, answered, errors),
@@ -207,7 +213,7 @@ def _view_of_raw(saved: CheckpointTuple, *, latest: bool) -> ThreadView:
         interrupts=interrupts,
         values={k: v for k, v in channel_values.items() if not _internal(k)},
         checkpoint_id=str(saved.checkpoint["id"]),
-        parent_checkpoint_id=parent.get("checkpoint_id"),
+        parent_checkpoint_id=_checkpoint_id(saved.parent_config),
         created_at=str(saved.checkpoint["ts"]),
         errors=errors,
         answered=answered,
@@ -221,8 +227,8 @@ def _raw_tasks(saved: CheckpointTuple) -> list[tuple[str, str]]:
     step = next_step(saved.metadata)
     ns = str(_conf(saved.config).get("checkpoint_ns", ""))
     out: list[tuple[str, str]] = []
-    sends: Any = values.get(TASKS)
-    for idx, send in enumerate(sends if isinstance(sends, list) else []):  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    sends: object = values.get(TASKS)
+    for idx, send in enumerate(cast(list[object], sends) if isinstance(sends, list) else []):
         if isinstance(send, Send):
             out.append((task_id(cp["id"], ns, step, send.node, PUSH, str(idx)), send.node))
     triggered: dict[str, None] = {}
@@ -235,7 +241,7 @@ def _raw_tasks(saved: CheckpointTuple) -> list[tuple[str, str]]:
     return out
 
 
-def _trigger_target(chan: str, values: dict[str, Any]) -> str | None:
+def _trigger_target(chan: str, values: dict[str, object]) -> str | None:
     """The node an available trigger channel starts, or None."""
     if chan not in values:
         return None
@@ -245,8 +251,8 @@ def _trigger_target(chan: str, values: dict[str, Any]) -> str | None:
         return chan[len(BRANCH_TO) :]
     if chan.startswith(JOIN):
         sources, _, node = chan[len(JOIN) :].rpartition(":")
-        arrived: Any = values[chan]
-        return node if set(sources.split("+")) == set(arrived) else None  # pyright: ignore[reportUnknownArgumentType]
+        arrived = cast(list[str], values[chan])  # a join channel holds its arrived sources
+        return node if set(sources.split("+")) == set(arrived) else None
     return None
 
 
@@ -277,20 +283,24 @@ def _thread_of(saved: CheckpointTuple) -> str:
     return str(_conf(saved.config).get("thread_id"))
 
 
-def _conf(config: Any) -> dict[str, Any]:
+def _conf(config: RunnableConfig | None) -> dict[str, object]:
     """The ``configurable`` dict of a config (empty for ``None``)."""
-    if not isinstance(config, dict):
+    if config is None:
         return {}
-    found = cast(dict[str, Any], config).get("configurable")
-    return cast(dict[str, Any], found) if isinstance(found, dict) else {}
+    return config.get("configurable") or {}
 
 
-def thread_config(thread: str) -> Any:
+def _checkpoint_id(config: RunnableConfig | None) -> str | None:
+    found = _conf(config).get("checkpoint_id")
+    return None if found is None else str(found)
+
+
+def thread_config(thread: str) -> RunnableConfig:
     """The config of a thread's newest root checkpoint."""
     return {"configurable": {"thread_id": thread}}
 
 
-def latest(saver: Any, thread: str) -> CheckpointTuple:
+def latest(saver: BaseCheckpointSaver, thread: str) -> CheckpointTuple:
     """The thread's newest root checkpoint; ``CliError`` if there is no such thread."""
     saved = saver.get_tuple(thread_config(thread))
     if saved is None:

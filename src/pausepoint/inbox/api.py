@@ -9,8 +9,7 @@ every problem). Examples are in docs/inbox.md.
 from __future__ import annotations
 
 import json
-import typing
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -19,6 +18,9 @@ from pausepoint.errors import InvalidAnswerError
 from pausepoint.inbox.context import Inbox
 from pausepoint.inbox.outcomes import CONFLICTS, conflict_message, run_failed_message
 from pausepoint.inbox.present import BadQuery, jsonable, listing_from, question_json
+
+if TYPE_CHECKING:
+    from pausepoint.serde.plain import Json
 
 __all__ = ["Api"]
 
@@ -81,18 +83,18 @@ class Api:
             }
         )
 
-    async def _body(self, request: Request) -> Any:
+    async def _body(self, request: Request) -> object:
         """The answer a POST sends, or the error response saying why it cannot be read."""
         if not self.inbox.guard.csrf_ok(request, request.headers.get("x-csrf-token")):
             why = "send 'Authorization: Bearer <token>' (or, from the inbox page, X-CSRF-Token)"
             return _error(403, "csrf", why)
         try:
-            body: Any = json.loads(await request.body())
+            body: Json = json.loads(await request.body())
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(400, "bad_body", f"the body is not JSON: {exc}")
         if not isinstance(body, dict) or "answer" not in body:
             return _error(400, "bad_body", 'send a JSON object {"answer": <value>}')
-        return typing.cast("dict[str, Any]", body)["answer"]
+        return body["answer"]
 
 
 def _ids(request: Request) -> tuple[str, str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -17,13 +17,16 @@ from pausepoint.inbox.security import AuthHook, Guard, GuardMiddleware, new_toke
 from pausepoint.inbox.source import Questions
 from pausepoint.questions import utc_now
 
+if TYPE_CHECKING:
+    from pausepoint.graph.compiled import CompiledStateGraph
+
 __all__ = ["create_app"]
 
 _QUESTION = "/threads/{thread_id:path}/questions/{question_id}"
 
 
 def create_app(
-    graph: Any,
+    graph: CompiledStateGraph,
     *,
     token: str | None = None,
     auth: AuthHook | None = None,

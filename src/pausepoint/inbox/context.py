@@ -7,7 +7,6 @@ import json
 import typing
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 import jinja2
 from starlette.requests import Request
@@ -31,7 +30,7 @@ def templates() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    shared = typing.cast("dict[str, Any]", env.globals)
+    shared = typing.cast("dict[str, object]", env.globals)
     shared["summary"] = summary
     shared["as_json"] = json.dumps
     return env
@@ -55,10 +54,10 @@ class Inbox:
         return str(request.scope.get("root_path") or "").rstrip("/")
 
     def render(
-        self, request: Request, name: str, status_code: int = 200, **values: Any
+        self, request: Request, name: str, status_code: int = 200, **values: object
     ) -> HTMLResponse:
         """A page from template ``name``, with what every page needs added."""
-        state: dict[str, Any] = request.scope.get("state") or {}
+        state: dict[str, object] = request.scope.get("state") or {}
         page = self.env.get_template(name).render(
             title=self.title,
             root=self.root(request),

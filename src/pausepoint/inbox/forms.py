@@ -23,17 +23,22 @@ select; the other properties are the details an edit or a rejection fills in.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import math
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypedDict
 
 from pausepoint._schema_dicts import resolve
 from pausepoint.response_schema import AnswerProblem
 
+if TYPE_CHECKING:
+    from pausepoint.serde.plain import Json
+
 __all__ = [
     "MAX_DEPTH",
+    "Choice",
     "Field",
     "Form",
     "form_for",
@@ -47,7 +52,26 @@ MAX_DEPTH = 3
 """Objects nested deeper than this are edited as JSON: a form that deep helps nobody."""
 
 _SCALAR_KINDS: dict[str, Kind] = {"string": "text", "number": "number", "integer": "integer"}
-_NO_VALUE: Any = object()  # a field left empty: the key is left out of the answer
+Choice: TypeAlias = "str | int | float | bool | None"
+"""A value a ``choice`` field offers: the scalars an ``enum`` or ``const`` may hold."""
+
+
+class _Left(enum.Enum):
+    OUT = "left out"
+
+
+_NO_VALUE: Final = _Left.OUT  # a field left empty: the key is left out of the answer
+
+
+class _Common(TypedDict):
+    """What every kind of field is built with."""
+
+    path: str
+    label: str
+    required: bool
+    nullable: bool
+    description: str
+    initial: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -62,7 +86,7 @@ class Field:
     nullable: bool = False
     """An empty input means ``null`` (the schema allows it) rather than "left out"."""
     description: str = ""
-    choices: tuple[Any, ...] = ()
+    choices: tuple[Choice, ...] = ()
     """For ``choice``/``choices``: the allowed values, in the schema's order."""
     item_kind: Kind = "text"
     """For ``list``: how each line is read."""
@@ -71,7 +95,7 @@ class Field:
     initial: str = ""
     """The input's text before anything is submitted (the schema's ``default``)."""
 
-    def choice_text(self, choice: Any) -> str:
+    def choice_text(self, choice: Choice) -> str:
         """How a choice is sent in the form: its JSON text, so types survive."""
         return json.dumps(choice)
 
@@ -93,7 +117,7 @@ class Form:
 # --------------------------------------------------------------------------- schema -> form
 
 
-def form_for(schema: Mapping[str, Any] | None) -> Form:
+def form_for(schema: Mapping[str, object] | None) -> Form:
     """The form for answers to ``schema`` (None: no schema, a JSON textarea)."""
     if schema is None:
         return Form(Field("$", "Answer (JSON)", "json", required=True))
@@ -114,11 +138,11 @@ def _decisions(root: Field) -> tuple[str, ...]:
 
 
 def _field(
-    schema: Any, path: str, label: str, required: bool, root: dict[str, Any], depth: int
+    schema: object, path: str, label: str, required: bool, root: dict[str, object], depth: int
 ) -> Field:
     node, nullable = _unwrap(schema, root)
     title = str(node.get("title") or label)
-    common: dict[str, Any] = {
+    common: _Common = {
         "path": path,
         "label": title,
         "required": required,
@@ -142,10 +166,10 @@ def _field(
     return Field(kind="json", **common)
 
 
-def _group(node: dict[str, Any], common: dict[str, Any], root: dict[str, Any], depth: int) -> Field:
-    required = {str(name) for name in node.get("required") or ()}
-    props: dict[str, Any] = node["properties"]
-    path = str(common["path"])
+def _group(node: dict[str, object], common: _Common, root: dict[str, object], depth: int) -> Field:
+    required = {str(name) for name in typing.cast("list[object]", node.get("required") or [])}
+    props = typing.cast("dict[str, object]", node["properties"])  # checked by _field
+    path = common["path"]
     children = tuple(
         _field(sub, f"{path}.{name}", name, name in required, root, depth + 1)
         for name, sub in props.items()
@@ -153,7 +177,7 @@ def _group(node: dict[str, Any], common: dict[str, Any], root: dict[str, Any], d
     return Field(kind="group", children=children, **common)
 
 
-def _list_field(node: dict[str, Any], common: dict[str, Any], root: dict[str, Any]) -> Field | None:
+def _list_field(node: dict[str, object], common: _Common, root: dict[str, object]) -> Field | None:
     if "prefixItems" in node or not isinstance(node.get("items"), dict):
         return None
     items, nullable = _unwrap(node["items"], root)
@@ -168,34 +192,34 @@ def _list_field(node: dict[str, Any], common: dict[str, Any], root: dict[str, An
     return Field(kind="list", item_kind=kind, **common)
 
 
-def _unwrap(schema: Any, root: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+def _unwrap(schema: object, root: dict[str, object]) -> tuple[dict[str, object], bool]:
     """The schema a field edits (``$ref`` followed), and whether ``null`` is allowed too."""
-    found: Any = schema
+    found = schema
     for _ in range(20):  # a $ref chain; a cycle is left to the JSON textarea
         if not (isinstance(found, dict) and "$ref" in found):
             break
-        found = resolve(typing.cast("dict[str, Any]", found)["$ref"], root, "$")
+        found = resolve(typing.cast("dict[str, object]", found)["$ref"], root, "$")
     if not isinstance(found, dict):
         return {}, False
-    node = dict(typing.cast("dict[str, Any]", found))
-    options: Any = node.get("anyOf") or node.get("oneOf")
+    node = dict(typing.cast("dict[str, object]", found))
+    options = node.get("anyOf") or node.get("oneOf")
     if isinstance(options, list):
-        rest = [o for o in typing.cast("list[Any]", options) if o != {"type": "null"}]
-        if len(rest) == 1 and len(typing.cast("list[Any]", options)) == 2:
+        rest = [o for o in typing.cast("list[object]", options) if o != {"type": "null"}]
+        if len(rest) == 1 and len(typing.cast("list[object]", options)) == 2:
             # Optional[X]: edit X; an empty input gives null
             inner, _ = _unwrap(rest[0], root)
             outer = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
             return {**outer, **inner}, True
-    kinds: Any = node.get("type")
+    kinds = node.get("type")
     if isinstance(kinds, list):
-        others = [k for k in typing.cast("list[Any]", kinds) if k != "null"]
-        if len(others) == 1 and len(typing.cast("list[Any]", kinds)) == 2:
+        others = [k for k in typing.cast("list[object]", kinds) if k != "null"]
+        if len(others) == 1 and len(typing.cast("list[object]", kinds)) == 2:
             node["type"] = others[0]
             return node, True
     return node, False
 
 
-def _type_of(node: dict[str, Any]) -> str | None:
+def _type_of(node: dict[str, object]) -> str | None:
     kind = node.get("type")
     if isinstance(kind, str):
         return kind
@@ -204,26 +228,25 @@ def _type_of(node: dict[str, Any]) -> str | None:
     return None
 
 
-def _scalar_kind(node: dict[str, Any]) -> Kind | None:
+def _scalar_kind(node: dict[str, object]) -> Kind | None:
     kind = _type_of(node)
     if kind == "boolean":
         return "boolean"
     return _SCALAR_KINDS.get(kind or "")
 
 
-def _scalar_choices(node: dict[str, Any]) -> tuple[Any, ...] | None:
+def _scalar_choices(node: dict[str, object]) -> tuple[Choice, ...] | None:
     if "const" in node:
-        values: Any = [node["const"]]
+        values = [node["const"]]
     elif isinstance(node.get("enum"), list):
-        values = node["enum"]
+        values = typing.cast("list[object]", node["enum"])
     else:
         return None
-    if all(v is None or isinstance(v, str | int | float | bool) for v in values):
-        return tuple(values)
-    return None
+    scalars = tuple(v for v in values if v is None or isinstance(v, str | int | float | bool))
+    return scalars if len(scalars) == len(values) else None
 
 
-def _initial(node: dict[str, Any]) -> str:
+def _initial(node: dict[str, object]) -> str:
     if "default" not in node:
         return ""
     default = node["default"]
@@ -235,7 +258,7 @@ def _initial(node: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- form -> answer
 
 
-def read_form(form: Form, data: Mapping[str, Sequence[str]]) -> tuple[Any, list[AnswerProblem]]:
+def read_form(form: Form, data: Mapping[str, Sequence[str]]) -> tuple[Json, list[AnswerProblem]]:
     """The answer a submitted form gives, and the inputs that could not be read.
 
     Args:
@@ -253,9 +276,11 @@ def read_form(form: Form, data: Mapping[str, Sequence[str]]) -> tuple[Any, list[
     return (None if value is _NO_VALUE else value), problems
 
 
-def _read(field: Field, data: Mapping[str, Sequence[str]], problems: list[AnswerProblem]) -> Any:
+def _read(
+    field: Field, data: Mapping[str, Sequence[str]], problems: list[AnswerProblem]
+) -> Json | _Left:
     if field.kind == "group":
-        out: dict[str, Any] = {}
+        out: dict[str, Json] = {}
         for child in field.children:
             got = _read(child, data, problems)
             if got is not _NO_VALUE:
@@ -274,7 +299,7 @@ def _read(field: Field, data: Mapping[str, Sequence[str]], problems: list[Answer
     return _read_text(field, text, problems)
 
 
-def _read_text(field: Field, text: str, problems: list[AnswerProblem]) -> Any:
+def _read_text(field: Field, text: str, problems: list[AnswerProblem]) -> Json:
     match field.kind:
         case "choice":
             return _choice(field, text, problems)
@@ -298,7 +323,7 @@ def _read_text(field: Field, text: str, problems: list[AnswerProblem]) -> Any:
             return _scalar(field, text, field.path, problems)
 
 
-def _scalar(field: Field, text: str, path: str, problems: list[AnswerProblem]) -> Any:
+def _scalar(field: Field, text: str, path: str, problems: list[AnswerProblem]) -> Json:
     if field.kind == "text":
         return text
     try:
@@ -319,7 +344,7 @@ def _scalar(field: Field, text: str, path: str, problems: list[AnswerProblem]) -
 _ARTICLE = {"number": "a number", "integer": "an integer"}
 
 
-def _choice(field: Field, text: str, problems: list[AnswerProblem]) -> Any:
+def _choice(field: Field, text: str, problems: list[AnswerProblem]) -> Choice:
     for choice in field.choices:
         if field.choice_text(choice) == text or choice == text:
             return choice

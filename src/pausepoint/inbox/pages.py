@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
@@ -25,6 +25,9 @@ from pausepoint.inbox.present import (
     remaining,
 )
 from pausepoint.response_schema import AnswerProblem
+
+if TYPE_CHECKING:
+    from pausepoint.types import StateSnapshot
 
 __all__ = ["Pages"]
 
@@ -163,8 +166,8 @@ class Pages:
         )
 
 
-def _step(snapshot: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = dict(snapshot.metadata or {})
+def _step(snapshot: StateSnapshot) -> dict[str, object]:
+    meta: dict[str, object] = dict(snapshot.metadata or {})
     return {
         "step": meta.get("step", ""),
         "source": meta.get("source", ""),
@@ -175,11 +178,11 @@ def _step(snapshot: Any) -> dict[str, Any]:
     }
 
 
-def _query(params: dict[str, Any]) -> str:
+def _query(params: Mapping[str, object]) -> str:
     return urlencode({k: v for k, v in params.items() if v not in (None, "")})
 
 
-def _on_timeout_text(policy: Any) -> str:
+def _on_timeout_text(policy: object) -> str:
     if policy is None:
         return ""
     if policy == "fail":

@@ -10,13 +10,16 @@ import enum
 import json
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import quote
 
 from starlette.datastructures import QueryParams
 
 from pausepoint.checkpoint import PendingQuestion
 from pausepoint.inbox.source import Listing
+
+if TYPE_CHECKING:
+    from pausepoint.serde.plain import Json
 
 __all__ = [
     "BadQuery",
@@ -36,19 +39,19 @@ class BadQuery(ValueError):
     """A list query the inbox cannot read (a malformed ``metadata`` or ``limit``)."""
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> Json:
     """``value`` as plain JSON data; anything without a JSON form as its ``repr``."""
     if value is None or isinstance(value, str | int | float | bool):
         return value
     if isinstance(value, Mapping):
-        items = cast("Mapping[Any, Any]", value).items()
+        items = cast("Mapping[object, object]", value).items()
         return {str(k): jsonable(v) for k, v in items}
     if isinstance(value, list | tuple):
-        return [jsonable(v) for v in cast("list[Any]", value)]
+        return [jsonable(v) for v in cast("list[object]", value)]
     return _jsonable_object(value)
 
 
-def _jsonable_object(value: Any) -> Any:
+def _jsonable_object(value: object) -> Json:
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, enum.Enum):
@@ -64,20 +67,25 @@ def _jsonable_object(value: Any) -> Any:
     return repr(cast("object", value))
 
 
-def pretty(value: Any) -> str:
+def pretty(value: object) -> str:
     """``value`` as indented JSON, for a ``<pre>``."""
     return json.dumps(jsonable(value), indent=2, ensure_ascii=False)
 
 
-def summary(value: Any, limit: int = 140) -> str:
+def summary(value: object, limit: int = 140) -> str:
     """One line about a question: its ``question`` text if it has one, else its JSON."""
-    if isinstance(value, Mapping):
-        text = cast("Mapping[str, Any]", value).get("question")
-        if isinstance(text, str):
-            return _cut(text, limit)
     if isinstance(value, str):
         return _cut(value, limit)
+    text = _question_text(value)
+    if isinstance(text, str):
+        return _cut(text, limit)
     return _cut(json.dumps(jsonable(value), ensure_ascii=False), limit)
+
+
+def _question_text(value: object) -> object:
+    if isinstance(value, Mapping):
+        return cast("Mapping[str, object]", value).get("question")
+    return None
 
 
 def _cut(text: str, limit: int) -> str:
@@ -114,7 +122,7 @@ def question_path(root: str, q: PendingQuestion) -> str:
     )
 
 
-def question_json(q: PendingQuestion, root: str) -> dict[str, Any]:
+def question_json(q: PendingQuestion, root: str) -> dict[str, Json]:
     """A question as the JSON API shows it (docs/inbox.md lists the fields)."""
     page = question_path(root, q)
     return {
@@ -140,7 +148,7 @@ def question_json(q: PendingQuestion, root: str) -> dict[str, Any]:
     }
 
 
-def _on_timeout(policy: Any) -> Any:
+def _on_timeout(policy: object) -> Json:
     if policy is None or isinstance(policy, str):
         return policy
     return {"answer": jsonable(getattr(policy, "value", policy))}
@@ -166,17 +174,17 @@ def listing_from(query: QueryParams, page_size: int) -> Listing:
     )
 
 
-def _metadata(text: str) -> dict[str, Any]:
+def _metadata(text: str) -> dict[str, Json]:
     text = text.strip()
     if text.startswith("{"):
         try:
-            parsed: Any = json.loads(text)
+            parsed: Json = json.loads(text)
         except json.JSONDecodeError as exc:
             raise BadQuery(f"metadata is not a JSON object: {exc.msg}") from None
         if not isinstance(parsed, dict):
             raise BadQuery("metadata must be a JSON object")
-        return cast("dict[str, Any]", parsed)
-    found: dict[str, Any] = {}
+        return cast("dict[str, Json]", parsed)
+    found: dict[str, Json] = {}
     for pair in text.replace(",", " ").split():
         key, eq, raw = pair.partition("=")
         if not eq or not key:
@@ -185,7 +193,7 @@ def _metadata(text: str) -> dict[str, Any]:
     return found
 
 
-def _json_or_text(raw: str) -> Any:
+def _json_or_text(raw: str) -> Json:
     try:
         return json.loads(raw)
     except json.JSONDecodeError:

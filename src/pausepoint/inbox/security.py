@@ -21,7 +21,6 @@ import hmac
 import inspect
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any
 from urllib.parse import urlencode
 
 from starlette.datastructures import MutableHeaders
@@ -133,7 +132,7 @@ class GuardMiddleware:
         fresh = cookie_nonce is None
         if cookie_nonce is None:
             cookie_nonce = secrets.token_urlsafe(24)
-        state: dict[str, Any] = scope.setdefault("state", {})
+        state: dict[str, object] = scope.setdefault("state", {})
         state["csrf"] = self.guard.csrf_for(cookie_nonce)
         state["nonce"] = nonce
         cookie = _cookie(self.guard.csrf_cookie, cookie_nonce, scope) if fresh else None

@@ -10,21 +10,38 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
 from pausepoint.checkpoint import PendingPage, PendingQuestion
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
-from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from pausepoint.checkpoint.questions import questions_of_head
 from pausepoint.config import RunnableConfig
 from pausepoint.questions import aanswer, answer
 from pausepoint.types import StateSnapshot
 
-__all__ = ["Listing", "Questions", "question_in"]
+if TYPE_CHECKING:
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.serde.plain import Json
+
+__all__ = ["Listing", "PendingArguments", "Questions", "question_in"]
 
 T = TypeVar("T")
+
+
+def _no_metadata() -> dict[str, Json]:
+    return {}
+
+
+class PendingArguments(TypedDict):
+    """The keyword arguments of ``list_pending`` that a `Listing` gives."""
+
+    graph: str | None
+    metadata: dict[str, Json] | None
+    cursor: str | None
+    limit: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -32,11 +49,11 @@ class Listing:
     """What the list shows: which graph, which metadata, from where, how many."""
 
     graph: str | None = None
-    metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict[str, Any])
+    metadata: Mapping[str, Json] = dataclasses.field(default_factory=_no_metadata)
     cursor: str | None = None
     limit: int = 50
 
-    def arguments(self) -> dict[str, Any]:
+    def arguments(self) -> PendingArguments:
         """The keyword arguments of ``list_pending`` for this listing."""
         return {
             "graph": self.graph,
@@ -53,7 +70,7 @@ class Questions:
         graph: A compiled graph with a checkpointer: the graph whose threads wait.
     """
 
-    def __init__(self, graph: Any) -> None:
+    def __init__(self, graph: CompiledStateGraph) -> None:
         saver = getattr(graph, "checkpointer", None)
         if saver is None or isinstance(saver, bool):
             raise ValueError(
@@ -61,7 +78,7 @@ class Questions:
                 "PostgresSaver, ...): the questions it lists are stored there"
             )
         self.graph = graph
-        self.saver: Any = saver
+        self.saver: BaseCheckpointSaver = saver
         self._async = isinstance(saver, AsyncOnlySaver)
 
     async def page(self, listing: Listing) -> PendingPage:
@@ -86,7 +103,7 @@ class Questions:
             return [s async for s in self.graph.aget_state_history(config, limit=limit)]
         return await _in_thread(lambda: list(self.graph.get_state_history(config, limit=limit)))
 
-    async def answer(self, question: PendingQuestion, value: Any) -> Any:
+    async def answer(self, question: PendingQuestion, value: object) -> object:
         """Resume the question's thread with ``value`` (see `pausepoint.questions.answer`).
 
         Raises:

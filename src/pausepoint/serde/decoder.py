@@ -16,7 +16,7 @@ import uuid
 import zoneinfo
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde.encoder import TAG
@@ -54,16 +54,16 @@ def _float(p: str) -> float:
     return float(p)
 
 
-def _command(p: list[Any]) -> Command[Any]:
+def _command(p: list[Any]) -> Command[object]:
     graph, update, resume, goto = p
     return Command(graph=graph, update=update, resume=resume, goto=goto)
 
 
-def _dict(pairs: list[list[Any]]) -> dict[Any, Any]:
+def _dict(pairs: list[list[object]]) -> dict[object, object]:
     return {k: v for k, v in pairs}  # a pair of the wrong size must fail
 
 
-def _interrupt(p: list[Any]) -> Interrupt:
+def _interrupt(p: list[object]) -> Interrupt:
     if len(p) == 2:  # LangGraph's form: a question with no terms
         return Interrupt(value=p[0], id=str(p[1]))
     value, iid, terms = p
@@ -72,14 +72,14 @@ def _interrupt(p: list[Any]) -> Interrupt:
             f"stored interrupt {iid!r} has malformed terms {terms!r}: expected an object "
             f"with some of the keys {sorted(_TERMS)!r}"
         )
-    known = cast(dict[str, Any], terms)
+    known = cast(dict[str, object], terms)
     schema = known.get("schema")
     if schema is not None and not isinstance(schema, dict):
         raise CheckpointDecodeError(f"stored interrupt {iid!r} has a schema that is not an object")
     return Interrupt(
         value=value,
         id=str(iid),
-        response_schema=cast(dict[str, Any] | None, schema),
+        response_schema=cast(dict[str, object] | None, schema),
         deadline=_utc(known.get("deadline"), iid),
         on_timeout=_policy(known.get("on_timeout"), iid),
     )
@@ -88,7 +88,7 @@ def _interrupt(p: list[Any]) -> Interrupt:
 _TERMS = frozenset({"schema", "deadline", "on_timeout"})
 
 
-def _utc(stored: Any, iid: Any) -> datetime.datetime | None:
+def _utc(stored: Any, iid: object) -> datetime.datetime | None:
     if stored is None:
         return None
     try:
@@ -102,11 +102,11 @@ def _utc(stored: Any, iid: Any) -> datetime.datetime | None:
     return moment.astimezone(datetime.UTC)
 
 
-def _policy(stored: Any, iid: Any) -> Any:
+def _policy(stored: Any, iid: object) -> Literal["fail"] | TimeoutAnswer | None:
     if stored is None or stored == "fail":
         return stored
     if isinstance(stored, dict) and set(stored) == {"answer"}:  # pyright: ignore[reportUnknownArgumentType]
-        return TimeoutAnswer(cast(dict[str, Any], stored)["answer"])
+        return TimeoutAnswer(cast(dict[str, object], stored)["answer"])
     raise CheckpointDecodeError(
         f"stored interrupt {iid!r} has on_timeout {stored!r}: expected 'fail' or "
         '{"answer": value}'
@@ -127,11 +127,13 @@ def _missing(what: str) -> datetime.datetime:
     raise CheckpointDecodeError(f"a stored timed-out answer lacks its {what}")
 
 
-def _error(p: list[Any]) -> StoredError:
+def _error(p: list[object]) -> StoredError:
     return StoredError(str(p[0]), str(p[1]))
 
 
-_BUILTINS: dict[str, Callable[[Any], Any]] = {
+# Any: each function takes the payload its tag was written with; a payload of another
+# shape fails inside it, and `Serializer.loads` reports that as a decode error.
+_BUILTINS: dict[str, Callable[[Any], object]] = {
     "tuple": tuple,
     "set": set,
     "frozenset": frozenset,
@@ -163,14 +165,14 @@ _BUILTINS: dict[str, Callable[[Any], Any]] = {
 _CLASS_KINDS = frozenset({"enum", "dataclass", "namedtuple", "pydantic"})
 
 
-def _build_dataclass(codec: ClassCodec, values: dict[str, Any]) -> Any:
+def _build_dataclass(codec: ClassCodec, values: dict[str, object]) -> object:
     extra = set(values) - set(codec.fields)
     if extra:
         raise CheckpointDecodeError(
             f"stored {codec.name!r} has fields {sorted(extra)!r} that the registered class "
             "does not have; the class changed since the value was saved"
         )
-    obj: Any = object.__new__(codec.cls)
+    obj = object.__new__(codec.cls)
     for name in codec.fields:
         if name in values:
             value = values[name]
@@ -185,23 +187,23 @@ def _build_dataclass(codec: ClassCodec, values: dict[str, Any]) -> Any:
     return obj
 
 
-def _build(codec: ClassCodec, payload: Any) -> Any:
+def _build(codec: ClassCodec, payload: object) -> object:
     kind = codec.kind
     if kind == "enum":
         return codec.cls(payload)
     if kind == "namedtuple":
-        make = cast(Callable[[Any], Any], getattr(codec.cls, "_make"))  # noqa: B009
+        make = cast(Callable[[object], object], getattr(codec.cls, "_make"))  # noqa: B009
         return make(payload)
     if not isinstance(payload, dict):
         raise CheckpointDecodeError(f"stored {codec.name!r} fields are not an object")
-    values = cast(dict[str, Any], payload)
+    values = cast(dict[str, object], payload)
     if kind == "dataclass":
         return _build_dataclass(codec, values)
-    construct = cast(Callable[..., Any], getattr(codec.cls, "model_construct"))  # noqa: B009
+    construct = cast(Callable[..., object], getattr(codec.cls, "model_construct"))  # noqa: B009
     return construct(**values)
 
 
-def _class_value(registry: TypeRegistry, kind: str, payload: Any) -> Any:
+def _class_value(registry: TypeRegistry, kind: str, payload: Any) -> object:
     name, data = payload
     codec = registry.for_name(name) if isinstance(name, str) else None
     if codec is None or codec.kind != kind:
@@ -209,7 +211,7 @@ def _class_value(registry: TypeRegistry, kind: str, payload: Any) -> Any:
     return _build(codec, data)
 
 
-def _not_allowed(registry: TypeRegistry, kind: str, name: Any) -> CheckpointDecodeError:
+def _not_allowed(registry: TypeRegistry, kind: str, name: object) -> CheckpointDecodeError:
     """The error for a stored class name the allowlist lacks, with the call that fixes it."""
     known = ", ".join(registry.names()) or "none"
     cls = name.rpartition(".")[2] if isinstance(name, str) else "YourClass"
@@ -222,10 +224,10 @@ def _not_allowed(registry: TypeRegistry, kind: str, name: Any) -> CheckpointDeco
     )
 
 
-def make_object_hook(registry: TypeRegistry) -> Callable[[dict[str, Any]], Any]:
+def make_object_hook(registry: TypeRegistry) -> Callable[[dict[str, object]], object]:
     """Return the JSON ``object_hook`` that rebuilds tagged nodes using ``registry``."""
 
-    def hook(obj: dict[str, Any]) -> Any:
+    def hook(obj: dict[str, object]) -> object:
         if TAG not in obj:
             return obj
         if len(obj) != 2 or "v" not in obj:

@@ -16,13 +16,16 @@ import uuid
 import zoneinfo
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.serde.frames import BLOB_FROM, Ranges
 from pausepoint.serde.plain import PLAIN_FROM, TAG, is_plain_json
 from pausepoint.serde.registry import ClassCodec, TypeRegistry, type_name
 from pausepoint.serde.stored_error import StoredError
 from pausepoint.types import Command, Interrupt, Overwrite, Send, TimedOut, TimeoutAnswer
+
+if TYPE_CHECKING:
+    from pausepoint.serde.plain import Json
 
 __all__ = ["TAG", "Encoder", "NeedsFrame", "Unencodable"]
 
@@ -35,41 +38,43 @@ class Unencodable(Exception):
         self.value = value
 
 
-def _tagged(tag: str, payload: Any) -> dict[str, Any]:
+def _tagged(tag: str, payload: Json) -> dict[str, Json]:
     return {TAG: tag, "v": payload}
 
 
-def _timedelta(td: datetime.timedelta) -> list[int]:
+def _timedelta(td: datetime.timedelta) -> list[Json]:
     return [td.days, td.seconds, td.microseconds]
 
 
-def _tzinfo(tz: datetime.tzinfo | None, utcoffset: datetime.timedelta | None) -> Any:
+def _tzinfo(
+    tz: datetime.tzinfo | None, utcoffset: datetime.timedelta | None
+) -> datetime.tzinfo | None:
     if tz is None or type(tz) in (datetime.timezone, zoneinfo.ZoneInfo):
         return tz
     # Other tzinfo classes (pytz, dateutil) are stored as their fixed offset.
     return datetime.timezone(utcoffset or datetime.timedelta())
 
 
-def _datetime(e: Encoder, dt: datetime.datetime) -> dict[str, Any]:
+def _datetime(e: Encoder, dt: datetime.datetime) -> dict[str, Json]:
     # Wall time, fold and the tzinfo itself: an offset alone would lose the zone.
     tz = e.encode(_tzinfo(dt.tzinfo, dt.utcoffset()))
     return _tagged("datetime", [dt.replace(tzinfo=None).isoformat(), dt.fold, tz])
 
 
-def _time(e: Encoder, t: datetime.time) -> dict[str, Any]:
+def _time(e: Encoder, t: datetime.time) -> dict[str, Json]:
     tz = e.encode(_tzinfo(t.tzinfo, t.utcoffset()))
     return _tagged("time", [t.replace(tzinfo=None).isoformat(), t.fold, tz])
 
 
-def _timezone(_e: Encoder, tz: datetime.timezone) -> dict[str, Any]:
+def _timezone(_e: Encoder, tz: datetime.timezone) -> dict[str, Json]:
     return _tagged("timezone", [_timedelta(tz.utcoffset(None)), tz.tzname(None)])
 
 
-def _interrupt(e: Encoder, x: Interrupt) -> dict[str, Any]:
+def _interrupt(e: Encoder, x: Interrupt) -> dict[str, Json]:
     """``[value, id]``, and a third element with the question's terms when it has any."""
     if x.response_schema is None and x.deadline is None and x.on_timeout is None:
         return _tagged("interrupt", [e.encode(x.value), x.id])  # LangGraph's form
-    terms: dict[str, Any] = {}
+    terms: dict[str, Json] = {}
     if x.response_schema is not None:
         terms["schema"] = e.encode(x.response_schema)  # JSON: itself, unless a key is TAG
     if x.deadline is not None:
@@ -83,7 +88,7 @@ def _utc_iso(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).isoformat()
 
 
-def _on_timeout(e: Encoder, policy: Any) -> Any:
+def _on_timeout(e: Encoder, policy: object) -> Json:
     if isinstance(policy, TimeoutAnswer):
         return {"answer": e.encode(policy.value)}
     if policy != "fail":
@@ -91,18 +96,18 @@ def _on_timeout(e: Encoder, policy: Any) -> Any:
     return "fail"
 
 
-def _timed_out(e: Encoder, x: TimedOut) -> dict[str, Any]:
+def _timed_out(e: Encoder, x: TimedOut) -> dict[str, Json]:
     policy = _on_timeout(e, x.on_timeout)
     return _tagged("timedout", [_utc_iso(x.deadline), policy, _utc_iso(x.swept_at), x.sweep_id])
 
 
-def _exception(exc: BaseException) -> dict[str, Any]:
+def _exception(exc: BaseException) -> dict[str, Json]:
     if isinstance(exc, StoredError):
         return _tagged("error", [exc.type_name, exc.message])
     return _tagged("error", [type_name(type(exc)), str(exc)])
 
 
-def _bytes(e: Encoder, data: bytes | bytearray) -> dict[str, Any]:
+def _bytes(e: Encoder, data: bytes | bytearray) -> dict[str, Json]:
     # Large ones go raw after the JSON when the payload is framed (serde/frames.py).
     if e.frames and len(data) >= BLOB_FROM:
         if e.ranges is None:
@@ -113,7 +118,8 @@ def _bytes(e: Encoder, data: bytes | bytearray) -> dict[str, Any]:
     return _tagged(tag, base64.b64encode(data).decode("ascii"))
 
 
-_Builtin = Callable[["Encoder", Any], Any]
+# Any: each function takes the one type it is filed under (``type(x)`` picks it).
+_Builtin = Callable[["Encoder", Any], "Json"]
 
 _BUILTINS: dict[type, _Builtin] = {
     tuple: lambda e, x: _tagged("tuple", [e.encode(v) for v in x]),
@@ -143,11 +149,11 @@ _BUILTINS: dict[type, _Builtin] = {
 }
 
 
-_PLAIN: frozenset[type[Any]] = frozenset({str, int, bool, type(None)})
+_PLAIN: frozenset[type[object]] = frozenset({str, int, bool, type(None)})
 """Types stored as themselves, with no tag and no further walk."""
 
 # Attributes of pausepoint's own types that may hold user values (for error paths).
-_OWN_FIELDS: dict[type[Any], tuple[str, ...]] = {
+_OWN_FIELDS: dict[type[object], tuple[str, ...]] = {
     Interrupt: ("value",),
     Overwrite: ("value",),
     Send: ("arg",),
@@ -177,7 +183,7 @@ class Encoder:
         self.frames = frames
         self.ranges = ranges
 
-    def encode(self, x: Any) -> Any:
+    def encode(self, x: Any) -> Json:
         """Return the tagged JSON-native tree of ``x``.
 
         Raises:
@@ -202,13 +208,13 @@ class Encoder:
             return builtin(self, x)
         return self._custom(x)
 
-    def _dict(self, d: dict[Any, Any]) -> Any:
+    def _dict(self, d: dict[Any, Any]) -> Json:
         if len(d) >= PLAIN_FROM and is_plain_json(d, finite=True):
             # Plain JSON is its own tree: a large part is checked whole, in C loops,
             # not copied item by item (50 MB of records: the walk took ~3x longer).
             return d
         encode = self.encode
-        out: dict[str, Any] = {}
+        out: dict[str, Json] = {}
         for k, v in d.items():
             if type(k) is not str or k == TAG:
                 return _tagged("dict", [[encode(k2), encode(v2)] for k2, v2 in d.items()])
@@ -216,15 +222,15 @@ class Encoder:
             out[k] = v if type(v) in _PLAIN else encode(v)
         return out
 
-    def _custom(self, x: Any) -> Any:
-        codec = self._registry.for_type(type(x))  # pyright: ignore[reportUnknownArgumentType]
+    def _custom(self, x: object) -> Json:
+        codec = self._registry.for_type(type(x))
         if codec is not None:
             return _tagged(codec.kind, [codec.name, self._class_payload(codec, x)])
         if isinstance(x, BaseException):
             return _exception(x)
         raise Unencodable(x)
 
-    def _class_payload(self, codec: ClassCodec, x: Any) -> Any:
+    def _class_payload(self, codec: ClassCodec, x: Any) -> Json:
         if codec.kind == "enum":
             return self.encode(x.value)
         if codec.kind == "namedtuple":
@@ -235,7 +241,7 @@ class Encoder:
             values.update(extra)
         return self._dict(values)
 
-    def locate(self, x: Any, path: str = "") -> tuple[str, Any] | None:
+    def locate(self, x: object, path: str = "") -> tuple[str, object] | None:
         """Find the first unsupported value in ``x``: ``(path, value)``, or ``None``.
 
         The slow twin of `encode`, used only to explain a failure.
@@ -253,7 +259,7 @@ class Encoder:
                 return found
         return None
 
-    def _children(self, x: Any) -> Iterator[tuple[str, Any]] | None:
+    def _children(self, x: Any) -> Iterator[tuple[str, object]] | None:
         t: type[Any] = type(x)  # pyright: ignore[reportUnknownVariableType]
         if t is dict:
             return (pair for k, v in x.items() for pair in ((f" (key {k!r})", k), (f"[{k!r}]", v)))

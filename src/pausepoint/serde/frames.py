@@ -31,9 +31,12 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Generator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from pausepoint.errors import CheckpointDecodeError
+
+if TYPE_CHECKING:
+    from pausepoint.serde.plain import Json
 
 __all__ = [
     "BLOB_FROM",
@@ -69,9 +72,9 @@ class Ranges:
         self.parts: list[bytes | bytearray] = []
         self.size = 0
 
-    def add(self, data: bytes | bytearray) -> list[int]:
+    def add(self, data: bytes | bytearray) -> list[Json]:
         """Set ``data`` aside; its ``[offset, length]`` in the payload's tail."""
-        where = [self.size, len(data)]
+        where: list[Json] = [self.size, len(data)]
         self.parts.append(data)
         self.size += len(data)
         return where
@@ -121,15 +124,15 @@ def reading(tail: memoryview) -> Generator[None]:
         _READING.reset(token)
 
 
-def _range(tag: str, where: Any) -> tuple[int, int]:
-    if type(where) is list and len(cast(list[Any], where)) == 2:
-        offset, length = cast(list[Any], where)
+def _range(tag: str, where: object) -> tuple[int, int]:
+    if type(where) is list and len(cast(list[object], where)) == 2:
+        offset, length = cast(list[object], where)
         if type(offset) is int and type(length) is int and offset >= 0 and length >= 0:
             return offset, length
     raise CheckpointDecodeError(f"a {tag!r} node's range {where!r} is not [offset, length]")
 
 
-def read_blob(tag: str, where: Any) -> bytes | bytearray:
+def read_blob(tag: str, where: object) -> bytes | bytearray:
     """The bytes a ``blob``/``blobarray`` node names, checked against the payload's tail.
 
     Raises:

@@ -16,7 +16,7 @@ TypedDicts, so plain dicts: they need no entry.
 from __future__ import annotations
 
 import sys
-from typing import Any, Final
+from typing import Final
 
 from pausepoint.errors import CheckpointDecodeError
 
@@ -47,7 +47,7 @@ MESSAGE_CLASSES: Final = frozenset(
 _MODULE = "langchain_core.messages"
 
 
-def known_name(cls: type[Any]) -> str | None:
+def known_name(cls: type[object]) -> str | None:
     """The stable name of ``cls`` if it is one of the allowed LangChain classes."""
     if not cls.__module__.startswith(_MODULE):
         return None
@@ -58,7 +58,7 @@ def known_name(cls: type[Any]) -> str | None:
     return PREFIX + name
 
 
-def message_class(name: str) -> type[Any] | None:
+def message_class(name: str) -> type[object] | None:
     """The allowed LangChain class stored as ``name``, or ``None`` if it is not one.
 
     Raises:
@@ -74,5 +74,5 @@ def message_class(name: str) -> type[Any] | None:
             f"the stored value holds a LangChain message ({name!r}), and langchain-core "
             "is not installed: install it (pip install 'pausepoint[messages]') to read it"
         ) from None
-    cls: type[Any] = getattr(module, short)
+    cls: type[object] = getattr(module, short)
     return cls

@@ -20,10 +20,11 @@ import sys
 from collections.abc import Callable, Iterable
 from itertools import chain, compress, repeat
 from operator import is_
-from typing import Any
+from typing import Any, TypeAlias
 
 __all__ = [
     "FLAT_VALUES",
+    "Json",
     "PLAIN_FROM",
     "TAG",
     "MAX_LEVELS",
@@ -32,6 +33,10 @@ __all__ = [
     "is_plain_json",
     "load_bytes",
 ]
+
+Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
+"""A JSON value as the ``json`` module reads and writes it: the serializer's trees are
+made of these, and so are the inbox API's and the CLI's outputs."""
 
 TAG = "__pp__"
 """The key marking a tagged node. Part of the stored format (docs/format.md).
@@ -49,7 +54,7 @@ MAX_LEVELS = 64
 FLAT_VALUES = frozenset({str, int, bool, type(None)})
 
 
-def is_flat_json(d: dict[Any, Any]) -> bool:
+def is_flat_json(d: dict[object, object]) -> bool:
     """A small str-keyed dict of str/int/bool/None or empty dicts: JSON as it is.
 
     Checkpoint metadata and small states look like this; for them the typed tree
@@ -62,7 +67,7 @@ def is_flat_json(d: dict[Any, Any]) -> bool:
     for k, v in d.items():
         if type(k) is not str or k == TAG:
             return False
-        kind: type[Any] = type(v)  # pyright: ignore[reportUnknownVariableType]
+        kind = type(v)
         if kind not in FLAT_VALUES and not (kind is dict and not v):
             return False
     return True
@@ -72,8 +77,8 @@ _LEAVES = frozenset({str, int, float, bool, type(None)})
 _ITEMS = _LEAVES | {dict, list}
 
 # The unbound methods, typed: the loops below call them in C, once per container.
-_values: Callable[[dict[Any, Any]], Iterable[Any]] = dict[Any, Any].values
-_has: Callable[[dict[Any, Any], object], bool] = dict[Any, Any].__contains__
+_values: Callable[[dict[object, object]], Iterable[object]] = dict[object, object].values
+_has: Callable[[dict[object, object], object], bool] = dict[object, object].__contains__
 
 _BYTES_HEAD = b'{"' + TAG.encode("ascii") + b'":"bytes","v":"'
 _BYTES_TAIL = b'"}'
@@ -96,12 +101,13 @@ def is_plain_json(value: Any, *, ints: bool = False, finite: bool = False) -> bo
     with ``finite``, if a float is nan or infinite (so the value is its own tree).
     """
     kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
-    dicts: list[dict[Any, Any]] = [value] if kind is dict else []
-    lists: list[list[Any]] = [value] if kind is list else []
+    dicts: list[dict[object, object]] = [value] if kind is dict else []
+    lists: list[list[object]] = [value] if kind is list else []
     for _ in range(MAX_LEVELS):
         if not _plain_keys(dicts):
             return False
-        items = list(chain(chain.from_iterable(map(_values, dicts)), *lists))
+        # Any: the containers among the items are picked out by type below (no casts here).
+        items: list[Any] = list(chain(chain.from_iterable(map(_values, dicts)), *lists))
         kinds = list(map(type, items))
         found = set(kinds)
         if not _leaves_ok(items, kinds, found, ints=ints, finite=finite):
@@ -118,7 +124,12 @@ def is_plain_json(value: Any, *, ints: bool = False, finite: bool = False) -> bo
 
 
 def _leaves_ok(
-    items: list[Any], kinds: list[type[Any]], found: set[type[Any]], *, ints: bool, finite: bool
+    items: list[object],
+    kinds: list[type[object]],
+    found: set[type[object]],
+    *,
+    ints: bool,
+    finite: bool,
 ) -> bool:
     if not _ITEMS.issuperset(found):
         return False
@@ -127,11 +138,11 @@ def _leaves_ok(
     return not (finite and float in found and not _finite(items, kinds))
 
 
-def _finite(items: list[Any], kinds: list[type[Any]]) -> bool:
+def _finite(items: list[Any], kinds: list[type[object]]) -> bool:
     return all(map(math.isfinite, compress(items, map(is_, kinds, repeat(float)))))
 
 
-def _ints_fit(items: list[Any], kinds: list[type[Any]]) -> bool:
+def _ints_fit(items: list[Any], kinds: list[type[object]]) -> bool:
     """Whether every int among ``items`` has few enough digits to be written as text."""
     limit = sys.get_int_max_str_digits()
     if not limit:
@@ -142,13 +153,13 @@ def _ints_fit(items: list[Any], kinds: list[type[Any]]) -> bool:
     return widest <= 3 * (limit - 1)
 
 
-def _distinct(dicts: list[dict[Any, Any]], lists: list[list[Any]]) -> bool:
+def _distinct(dicts: list[dict[object, object]], lists: list[list[object]]) -> bool:
     if len(dicts) + len(lists) == 1:
         return True
     return len(set(map(id, chain(dicts, lists)))) == len(dicts) + len(lists)
 
 
-def _plain_keys(dicts: list[dict[Any, Any]]) -> bool:
+def _plain_keys(dicts: list[dict[object, object]]) -> bool:
     if not dicts:
         return True
     if any(map(_has, dicts, repeat(TAG))):

@@ -16,11 +16,11 @@ import functools
 import keyword
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pausepoint.serde import messages
+from pausepoint.serde.messages import known_name, message_class
 
 __all__ = ["ClassCodec", "Kind", "TypeRegistry", "stable_name", "type_name"]
 
@@ -81,14 +81,14 @@ class ClassCodec:
     name: str
     kind: Kind
     fields: tuple[str, ...]
-    defaults: dict[str, Any]
+    defaults: dict[str, Callable[[], object]]
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> object:
     return value
 
 
-def _is_pydantic_model(cls: type[Any]) -> bool:
+def _is_pydantic_model(cls: type[object]) -> bool:
     pydantic = sys.modules.get("pydantic")
     if pydantic is None:
         return False
@@ -96,7 +96,7 @@ def _is_pydantic_model(cls: type[Any]) -> bool:
     return issubclass(cls, base)
 
 
-def _kind_of(cls: type[Any]) -> Kind | None:
+def _kind_of(cls: type[object]) -> Kind | None:
     if issubclass(cls, enum.Enum):
         return "enum"
     if dataclasses.is_dataclass(cls):
@@ -115,15 +115,15 @@ def _fields_of(cls: type, kind: Kind) -> tuple[str, ...]:
         names: tuple[str, ...] = getattr(cls, "_fields")  # noqa: B009
         return names
     if kind == "pydantic":
-        model_fields: dict[str, Any] = getattr(cls, "model_fields")  # noqa: B009
+        model_fields: dict[str, object] = getattr(cls, "model_fields")  # noqa: B009
         return tuple(model_fields)
     return ()
 
 
-def _defaults_of(cls: type, kind: Kind) -> dict[str, Any]:
+def _defaults_of(cls: type, kind: Kind) -> dict[str, Callable[[], object]]:
     if kind != "dataclass":
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, Callable[[], object]] = {}
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
             out[f.name] = functools.partial(_same, f.default)
@@ -162,7 +162,7 @@ class TypeRegistry:
                 "NamedTuples and Pydantic v2 models can be registered; convert other "
                 "values to one of these or to plain data before storing them"
             )
-        name = name or messages.known_name(cls) or stable_name(cls)
+        name = name or known_name(cls) or stable_name(cls)
         codec = ClassCodec(cls, name, kind, _fields_of(cls, kind), _defaults_of(cls, kind))
         with self._lock:
             taken = self._by_name.get(codec.name)
@@ -187,7 +187,7 @@ class TypeRegistry:
         LangChain's message classes need no registration (`pausepoint.serde.messages`).
         """
         codec = self._by_type.get(cls)
-        if codec is None and messages.known_name(cls) is not None:
+        if codec is None and known_name(cls) is not None:
             codec = self.register(cls)
         return codec
 
@@ -199,7 +199,7 @@ class TypeRegistry:
                 is not installed.
         """
         codec = self._by_name.get(name)
-        if codec is None and (cls := messages.message_class(name)) is not None:
+        if codec is None and (cls := message_class(name)) is not None:
             codec = self.register(cls)
         if codec is None and name.startswith("__main__."):
             codec = self._script_class(name.removeprefix("__main__."))

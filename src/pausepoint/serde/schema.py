@@ -12,14 +12,13 @@ import dataclasses
 import enum
 import sys
 import typing
-from typing import Any
 
 import typing_extensions
 
 __all__ = ["types_in_schema"]
 
 
-def _is_registrable(tp: type[Any]) -> bool:
+def _is_registrable(tp: type[object]) -> bool:
     if issubclass(tp, enum.Enum) or dataclasses.is_dataclass(tp):
         return True
     if getattr(tp, "_fields", None) is not None and issubclass(tp, tuple):
@@ -28,15 +27,15 @@ def _is_registrable(tp: type[Any]) -> bool:
     return pydantic is not None and issubclass(tp, pydantic.BaseModel)
 
 
-def _hints(tp: type[Any]) -> list[Any]:
+def _hints(tp: type[object]) -> list[object]:
     try:
         return list(typing.get_type_hints(tp, include_extras=True).values())
     except Exception:  # unresolvable forward references: keep what we can read
-        annotations: dict[str, Any] = getattr(tp, "__annotations__", {})
+        annotations: dict[str, object] = getattr(tp, "__annotations__", {})
         return [a for a in annotations.values() if not isinstance(a, str)]
 
 
-def types_in_schema(schema: Any) -> list[type[Any]]:
+def types_in_schema(schema: object) -> list[type[object]]:
     """Return the Enum, dataclass, NamedTuple and Pydantic classes ``schema`` refers to.
 
     Args:
@@ -46,9 +45,9 @@ def types_in_schema(schema: Any) -> list[type[Any]]:
     Returns:
         The classes found, each once, in discovery order.
     """
-    found: list[type[Any]] = []
+    found: list[type[object]] = []
     seen: set[int] = set()
-    stack: list[Any] = [schema]
+    stack: list[object] = [schema]
     while stack:
         tp = stack.pop()
         if id(tp) in seen:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde.decoder import make_object_hook
@@ -25,6 +25,9 @@ from pausepoint.serde.plain import (
 )
 from pausepoint.serde.registry import TypeRegistry, type_name
 from pausepoint.serde.schema import types_in_schema
+
+if TYPE_CHECKING:
+    from pausepoint.serde.plain import Json
 
 __all__ = ["FORMAT", "FRAMED", "Serializer", "SerializerProtocol", "dumps", "loads"]
 
@@ -70,7 +73,7 @@ def _dumps_bytes(data: bytes) -> bytes:
     return frame(_TOP_BLOB % len(data), ranges)
 
 
-def _text_encoder(settings: json.JSONEncoder) -> Callable[[Any], str]:
+def _text_encoder(settings: json.JSONEncoder) -> Callable[[Json], str]:
     """``settings.encode`` for a JSON-native tree, made once.
 
     ``JSONEncoder.encode`` builds its C encoder again on every call, which was half
@@ -93,7 +96,7 @@ def _text_encoder(settings: json.JSONEncoder) -> Callable[[Any], str]:
         settings.allow_nan,
     )
 
-    def encode(tree: Any) -> str:
+    def encode(tree: Json) -> str:
         return "".join(one(tree, 0))
 
     return encode
@@ -103,7 +106,7 @@ def _text_encoder(settings: json.JSONEncoder) -> Callable[[Any], str]:
 class SerializerProtocol(Protocol):
     """What a saver needs from a serializer (LangGraph's method names)."""
 
-    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+    def dumps_typed(self, obj: object) -> tuple[str, bytes]:
         """Encode ``obj`` as ``(type string, bytes)``."""
         ...
 
@@ -154,8 +157,8 @@ class Serializer:
         self._text = _text_encoder(self._json)
         self._decoder = json.JSONDecoder(object_hook=make_object_hook(self.registry))
         # Set by JSONDecoder.__init__ (the C scanner when available); not in its stubs.
-        self._scan: Callable[[str, int], tuple[Any, int]] = getattr(self._decoder, "scan_once")  # noqa: B009
-        self._plain_scan: Callable[[str, int], tuple[Any, int]] = getattr(  # noqa: B009
+        self._scan: Callable[[str, int], tuple[object, int]] = getattr(self._decoder, "scan_once")  # noqa: B009
+        self._plain_scan: Callable[[str, int], tuple[object, int]] = getattr(  # noqa: B009
             json.JSONDecoder(), "scan_once"
         )
 
@@ -177,7 +180,7 @@ class Serializer:
         self.registry.register(cls, name=name)
         return cls
 
-    def register_schema(self, schema: Any) -> list[type[Any]]:
+    def register_schema(self, schema: object) -> list[type[object]]:
         """Allow every Enum, dataclass, NamedTuple and Pydantic class ``schema`` declares.
 
         The engine calls this with a graph's state, input and output schemas, so the
@@ -192,7 +195,7 @@ class Serializer:
                 self.registry.register(cls)
         return found
 
-    def to_tree(self, obj: Any, *, label: str = "value") -> Any:
+    def to_tree(self, obj: object, *, label: str = "value") -> Json:
         """Return the JSON-native tagged tree of ``obj`` (what [`dumps`][] writes as JSON).
 
         Raises:
@@ -201,7 +204,7 @@ class Serializer:
         """
         return self._tree(self._encoder, obj, label)
 
-    def _tree(self, encoder: Encoder, obj: Any, label: str) -> Any:
+    def _tree(self, encoder: Encoder, obj: object, label: str) -> Json:
         try:
             return encoder.encode(obj)
         except Unencodable:
@@ -212,10 +215,10 @@ class Serializer:
                 "reference to itself; store a flatter value"
             ) from None
 
-    def _explain(self, obj: Any, label: str) -> SerializationError:
+    def _explain(self, obj: object, label: str) -> SerializationError:
         found = self._encoder.locate(obj)
         path, bad = found if found is not None else ("", obj)
-        bad_type: type[Any] = type(bad)  # pyright: ignore[reportUnknownVariableType]
+        bad_type = type(bad)
         name, cls = type_name(bad_type), bad_type.__qualname__
         at = f", at {path}" if path else ""
         return SerializationError(
@@ -247,13 +250,13 @@ class Serializer:
             where = self._failing_part(obj, label)
             raise SerializationError(f"{where} cannot be stored: {exc}") from None
 
-    def _failing_part(self, obj: Any, label: str) -> str:
+    def _failing_part(self, obj: object, label: str) -> str:
         """The path (``label['key'][0]``) of the innermost part that fails to encode."""
-        parts: list[tuple[Any, Any]] = []
+        parts: list[tuple[object, object]] = []
         if isinstance(obj, dict):
-            parts = list(cast(dict[Any, Any], obj).items())
+            parts = list(cast(dict[object, object], obj).items())
         elif isinstance(obj, list | tuple):
-            parts = list(enumerate(cast(Sequence[Any], obj)))
+            parts = list(enumerate(cast(Sequence[object], obj)))
         for key, value in parts:
             try:
                 self._dumps(value, label)
@@ -277,7 +280,7 @@ class Serializer:
             return _dumps_bytes(obj)
         return self._dumps_tree(obj, kind, label)
 
-    def _dumps_tree(self, obj: Any, kind: type[Any], label: str) -> bytes:
+    def _dumps_tree(self, obj: Any, kind: type[object], label: str) -> bytes:
         # A flat dict, or a list of str/int/bool/None (checked in C), is JSON as it is:
         # encoded directly, a quarter cheaper than through the tree walk (README.md of
         # benchmarks/, "Figures behind the comments").
@@ -309,7 +312,7 @@ class Serializer:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             # The scanner directly: JSONDecoder.decode adds two regex matches and
             # two calls around it (a third of decoding a small value).
-            value: Any = None
+            value: object = None
             big = len(data) >= _UNTAGGED_FROM  # small ones: not worth looking
             scan = self._plain_scan if big and _untagged(data) else self._scan
             try:
@@ -332,7 +335,7 @@ class Serializer:
                 "corrupt or was not written by this version of pausepoint"
             ) from exc
 
-    def _load_framed(self, data: bytes) -> Any:
+    def _load_framed(self, data: bytes) -> object:
         text, tail = unframe(data)
         with reading(tail):
             value, end = self._scan(text, 0)
@@ -342,7 +345,7 @@ class Serializer:
             )
         return value
 
-    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+    def dumps_typed(self, obj: object) -> tuple[str, bytes]:
         """Encode ``obj`` as ``(type, bytes)``, the pair savers store.
 
         The type is [`FORMAT`][], or [`FRAMED`][] when large bytes follow the JSON.
@@ -371,7 +374,7 @@ class Serializer:
             )
         return self.loads(payload)
 
-    def dumps_mapping(self, mapping: Mapping[str, Any], *, label: str = "metadata") -> str:
+    def dumps_mapping(self, mapping: Mapping[str, object], *, label: str = "metadata") -> str:
         """Encode a str-keyed mapping as a JSON object text whose keys stay plain.
 
         Used for checkpoint metadata, so databases can filter on its top-level keys.
@@ -395,7 +398,7 @@ class Serializer:
 _DEFAULT = Serializer()
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: object) -> bytes:
     """Encode ``obj`` with a serializer that allows only built-in types."""
     return _DEFAULT.dumps(obj)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata, empty_checkpoint
 from pausepoint.checkpoint.ids import new_checkpoint_id, now_iso
@@ -12,7 +12,7 @@ from pausepoint.testing.ops import SaverOps
 __all__ = ["chain", "config_for", "id_of", "make_checkpoint", "make_metadata"]
 
 
-def make_checkpoint(values: dict[str, Any] | None = None, **versions: int) -> Checkpoint:
+def make_checkpoint(values: Mapping[str, object] | None = None, **versions: int) -> Checkpoint:
     """A new checkpoint with a fresh, time-ordered id."""
     checkpoint = empty_checkpoint(new_checkpoint_id(), now_iso())
     checkpoint["channel_values"] = dict(values or {})
@@ -21,15 +21,15 @@ def make_checkpoint(values: dict[str, Any] | None = None, **versions: int) -> Ch
     return checkpoint
 
 
-def make_metadata(step: int, source: str = "loop", **extra: Any) -> CheckpointMetadata:
+def make_metadata(step: int, source: str = "loop", **extra: object) -> CheckpointMetadata:
     """Metadata as the engine writes it, plus ``extra`` keys."""
-    metadata: dict[str, Any] = {"source": source, "step": step, "parents": {}, **extra}
+    metadata: dict[str, object] = {"source": source, "step": step, "parents": {}, **extra}
     return metadata  # type: ignore[return-value]
 
 
 def config_for(thread: str, ns: str = "", checkpoint_id: str | None = None) -> RunnableConfig:
     """The config of a thread (and namespace, and checkpoint)."""
-    conf: dict[str, Any] = {"thread_id": thread, "checkpoint_ns": ns}
+    conf: dict[str, str] = {"thread_id": thread, "checkpoint_ns": ns}
     if checkpoint_id is not None:
         conf["checkpoint_id"] = checkpoint_id
     return {"configurable": conf}

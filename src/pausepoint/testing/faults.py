@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
 
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
@@ -127,7 +126,7 @@ class FaultySaver(BaseCheckpointSaver):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, object] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
@@ -153,7 +152,7 @@ class FaultySaver(BaseCheckpointSaver):
     def put_writes(
         self,
         config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         task_path: str = "",
         *,
@@ -209,7 +208,7 @@ class FaultySaver(BaseCheckpointSaver):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, object] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
@@ -236,7 +235,7 @@ class FaultySaver(BaseCheckpointSaver):
     async def aput_writes(
         self,
         config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         task_path: str = "",
         *,

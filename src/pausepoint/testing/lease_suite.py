@@ -13,21 +13,36 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, ClassVar, Literal, TypedDict
 
 import pytest
 
-from pausepoint.checkpoint.base import BaseCheckpointSaver, CheckpointPut, PendingWrite, TaskWrites
+from pausepoint.checkpoint.base import (
+    BaseCheckpointSaver,
+    CheckpointPut,
+    LeaseClaim,
+    PendingWrite,
+    TaskWrites,
+)
+from pausepoint.config import RunnableConfig
 from pausepoint.drivers.owners import claim_kwargs
 from pausepoint.errors import LeaseLostError, StaleCheckpointError
 from pausepoint.testing._records import chain, config_for, id_of, make_checkpoint, make_metadata
-from pausepoint.testing.ops import SaverOps
+from pausepoint.testing.ops import Job, SaverOps
 
 __all__ = ["LeaseConformance", "LeaseTime"]
 
 LONG = 60.0
 """A ttl no test outlives."""
+
+
+class _Releasing(TypedDict):
+    """The guard keywords of a write that releases the lease it holds."""
+
+    lease: str
+    release: bool
+
 
 MANY = [(f"c{n}", n) for n in range(1234)]
 """More writes than one statement of the PostgreSQL saver takes."""
@@ -219,9 +234,9 @@ class LeaseConformance:
     @pytest.mark.asyncio
     async def test_concurrent_acquires_have_one_winner(self, ops: SaverOps, thread: str) -> None:
         """Eight callers at once: exactly one gets the lease, all see the same holder."""
-        claims: list[Any] = []
+        claims: list[LeaseClaim] = []
 
-        def job(n: int) -> Any:
+        def job(n: int) -> Job:
             async def run() -> None:
                 claims.append(await ops.acquire_lease(thread, f"w{n}", LONG))
 
@@ -316,9 +331,9 @@ class LeaseConformance:
         """``release=True``: the write is stored and the lease is gone, by each method."""
         (root,) = await chain(ops, thread, 1)
         step = [TaskWrites("task-9", [("c", 3)])]
-        kw: dict[str, Any] = {"lease": "A", "release": True}
+        kw: _Releasing = {"lease": "A", "release": True}
         new, after = make_checkpoint({"n": 1}), make_checkpoint({"n": 2})
-        writes: list[Callable[[], Awaitable[Any]]] = [
+        writes: list[Callable[[], Awaitable[object]]] = [
             lambda: ops.put(root, new, make_metadata(1), **kw),
             lambda: ops.put_writes(root, [("b", 2)], "task-2", **kw),
             lambda: ops.put_writes(root, MANY, "task-3", **kw),
@@ -458,15 +473,17 @@ class LeaseConformance:
             assert await ops.get_lease(thread) is None
 
 
-def _every_write(ops: SaverOps, root: Any, owner: str) -> list[Any]:
+def _every_write(
+    ops: SaverOps, root: RunnableConfig, owner: str
+) -> list[Callable[[], Awaitable[object]]]:
     """Each write method called with ``lease=owner`` on ``root``, as thunks."""
 
-    def put_pair() -> Any:
+    def put_pair() -> Awaitable[RunnableConfig]:
         first = CheckpointPut(make_checkpoint({"n": 1}), make_metadata(1, "input"), {})
         second = CheckpointPut(make_checkpoint({"n": 2}), make_metadata(2), {})
         return ops.put_pair(root, first, [TaskWrites("t", [("d", 4)])], second, lease=owner)
 
-    def after(writes: list[tuple[str, Any]]) -> Any:
+    def after(writes: Sequence[tuple[str, object]]) -> Callable[[], Awaitable[RunnableConfig]]:
         step = [TaskWrites("task-9", writes)]
         return lambda: ops.put_after_writes(
             root, step, make_checkpoint({"n": 1}), make_metadata(1), lease=owner

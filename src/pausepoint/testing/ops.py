@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
@@ -26,7 +25,7 @@ from pausepoint.checkpoint.base import (
 )
 from pausepoint.config import RunnableConfig
 
-__all__ = ["AsyncOps", "SaverOps", "SyncOps"]
+__all__ = ["AsyncOps", "Job", "SaverOps", "SyncOps"]
 
 Job = Callable[[], Awaitable[None]]
 
@@ -52,7 +51,7 @@ class SaverOps:
     async def put_writes(
         self,
         config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         *,
         lease: str | None = None,
@@ -130,7 +129,7 @@ class SaverOps:
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, object] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> list[CheckpointTuple]:
@@ -166,7 +165,7 @@ class SyncOps(SaverOps):
     async def put_writes(
         self,
         config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         *,
         lease: str | None = None,
@@ -243,7 +242,7 @@ class SyncOps(SaverOps):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, object] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> list[CheckpointTuple]:
@@ -287,7 +286,7 @@ class AsyncOps(SaverOps):
     async def put_writes(
         self,
         config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         *,
         lease: str | None = None,
@@ -366,7 +365,7 @@ class AsyncOps(SaverOps):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, object] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> list[CheckpointTuple]:

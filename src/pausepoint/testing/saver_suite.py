@@ -35,13 +35,13 @@ from pausepoint.testing._records import config_for as _config
 from pausepoint.testing._records import id_of as _id
 from pausepoint.testing._records import make_checkpoint, make_metadata
 from pausepoint.testing.lease_suite import LeaseConformance
-from pausepoint.testing.ops import AsyncOps, SaverOps, SyncOps
+from pausepoint.testing.ops import AsyncOps, Job, SaverOps, SyncOps
 from pausepoint.types import Interrupt, Send
 
 __all__ = ["SaverConformance", "make_checkpoint", "make_metadata"]
 
 
-RICH_VALUES: dict[str, Any] = {
+RICH_VALUES: dict[str, object] = {
     "text": "héllo ✓",
     "tuple": (1, (2, 3)),
     "set": {1, 2},
@@ -178,7 +178,7 @@ class SaverConformance(LeaseConformance):
             parent = await ops.put(parent, make_checkpoint(), meta)
         conf = _config(thread)
 
-        async def steps(**filter: Any) -> list[int | None]:
+        async def steps(**filter: object) -> list[int | None]:
             rows = await ops.list(conf, filter=filter)
             return [t.metadata.get("step") for t in rows]
 
@@ -491,7 +491,7 @@ class SaverConformance(LeaseConformance):
         (shared,) = await _chain(ops, thread, 1)
         workers, steps = 6, 4
 
-        def job(n: int) -> Any:
+        def job(n: int) -> Job:
             async def run() -> None:
                 await _chain(ops, f"{thread}-w{n}", steps)
                 for step in range(steps):
@@ -515,7 +515,7 @@ class SaverConformance(LeaseConformance):
         items: list[Any] = [1, {"k": [2]}]
         checkpoint = make_checkpoint({"items": items})
         config = await ops.put(_config(thread), checkpoint, make_metadata(0))
-        write_value: dict[str, Any] = {"w": [1]}
+        write_value: dict[str, list[int]] = {"w": [1]}
         await ops.put_writes(config, [("c", write_value)], "task-1")
         items.append(3)
         items[1]["k"].append(4)
