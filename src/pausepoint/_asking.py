@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
 
 from pausepoint._clock import as_utc, utc_now
 from pausepoint.errors import DeadlineExpiredError, InvalidAnswerError
@@ -21,7 +21,7 @@ from pausepoint.types import Interrupt, Reanswer, TimedOut, TimeoutAnswer
 __all__ = ["ask", "check_answer", "keep_first_deadlines", "timed_out"]
 
 
-def ask(question: Interrupt, schema: Any, deadline: Any, on_timeout: Any) -> Interrupt:
+def ask(question: Interrupt, schema: object, deadline: object, on_timeout: object) -> Interrupt:
     """``question`` with the terms ``interrupt()`` was given, checked and resolved.
 
     A ``timedelta`` deadline is resolved against the clock (`utc_now`) now.
@@ -34,16 +34,16 @@ def ask(question: Interrupt, schema: Any, deadline: Any, on_timeout: Any) -> Int
     """
     json_schema = None if schema is None else json_schema_of(schema)
     when = _deadline(deadline)
-    _check_on_timeout(on_timeout, when, json_schema)
-    return question.with_terms(json_schema, when, on_timeout)
+    policy = _on_timeout(on_timeout, when, json_schema)
+    return question.with_terms(json_schema, when, policy)
 
 
-def _deadline(given: Any) -> datetime.datetime | None:
+def _deadline(given: object) -> datetime.datetime | None:
     if given is None:
         return None
     if isinstance(given, datetime.datetime):
         return as_utc(given, "interrupt(deadline=...)")
-    if isinstance(given, datetime.timedelta):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(given, datetime.timedelta):
         return utc_now() + given
     raise TypeError(
         f"interrupt(deadline=...) takes a timedelta or an aware datetime, got "
@@ -51,11 +51,12 @@ def _deadline(given: Any) -> datetime.datetime | None:
     )
 
 
-def _check_on_timeout(
-    on_timeout: Any, deadline: datetime.datetime | None, schema: JsonSchema | None
-) -> None:
+def _on_timeout(
+    on_timeout: object, deadline: datetime.datetime | None, schema: JsonSchema | None
+) -> Literal["fail"] | TimeoutAnswer | None:
+    """``on_timeout`` checked: None, ``"fail"`` or a `TimeoutAnswer` the schema accepts."""
     if on_timeout is None:
-        return
+        return None
     if on_timeout != "fail" and not isinstance(on_timeout, TimeoutAnswer):
         raise ValueError(
             f"interrupt(on_timeout={on_timeout!r}) is neither 'fail' nor a "
@@ -77,6 +78,7 @@ def _check_on_timeout(
                 f"answer does not match the question's response_schema ({listed}); give "
                 "a default the question accepts"
             )
+    return on_timeout if isinstance(on_timeout, TimeoutAnswer) else "fail"
 
 
 def keep_first_deadlines(
@@ -116,7 +118,7 @@ def _same_question(old: Interrupt, new: Interrupt) -> bool:
         return False
 
 
-def check_answer(question: Interrupt, given: Any) -> None:
+def check_answer(question: Interrupt, given: object) -> None:
     """Refuse an answer that does not match its question's schema.
 
     A `Reanswer` is checked by its value, a sweeper's `TimedOut` by the default it
@@ -138,7 +140,7 @@ def check_answer(question: Interrupt, given: Any) -> None:
         raise InvalidAnswerError(question, value, problems)
 
 
-def timed_out(answer: TimedOut) -> Any:
+def timed_out(answer: TimedOut) -> object:
     """What ``interrupt()`` returns for the sweeper's answer: the default it gave.
 
     Raises:

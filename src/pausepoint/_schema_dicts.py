@@ -9,11 +9,25 @@ from __future__ import annotations
 import re
 import typing
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeAlias
 
-__all__ = ["BOUNDED", "KEYWORDS", "NOTES", "TYPES", "check_schema", "copy_json", "resolve"]
+__all__ = [
+    "BOUNDED",
+    "KEYWORDS",
+    "NOTES",
+    "TYPES",
+    "JsonObject",
+    "JsonValue",
+    "check_schema",
+    "copy_json",
+    "copy_json_object",
+    "resolve",
+]
 
-JsonSchema = dict[str, Any]
+JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
+"""A JSON value as `json.loads` makes it (lists, dicts with string keys, scalars)."""
+JsonObject: TypeAlias = "dict[str, JsonValue]"
+"""A JSON object: a schema dict before it is checked, or the root a ``$ref`` points into."""
 
 # Keywords that only describe: kept, never checked.
 NOTES = frozenset(
@@ -38,15 +52,10 @@ KEYWORDS = (
 TYPES = frozenset({"string", "integer", "number", "boolean", "null", "array", "object"})
 
 
-def copy_json(value: Any, where: str) -> Any:
+def copy_json(value: object, where: str) -> JsonValue:
     """A deep copy of a JSON value; ``ValueError`` naming where it is not one."""
     if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in value.items():  # pyright: ignore[reportUnknownVariableType]
-            if not isinstance(k, str):
-                raise ValueError(f"JSON Schema keys are strings; {k!r} at {where} is not")
-            out[k] = copy_json(v, f"{where}.{k}")
-        return out
+        return copy_json_object(typing.cast("Mapping[object, object]", value), where)
     if isinstance(value, list | tuple):
         return [copy_json(v, f"{where}[{i}]") for i, v in enumerate(value)]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
     if value is None or isinstance(value, str | int | float | bool):
@@ -54,13 +63,23 @@ def copy_json(value: Any, where: str) -> Any:
     raise ValueError(f"{value!r} at {where} is not a JSON value")
 
 
-def check_schema(schema: Any, where: str, root: JsonSchema) -> None:
+def copy_json_object(value: Mapping[object, object], where: str) -> JsonObject:
+    """A deep copy of a JSON object; ``ValueError`` naming where it is not one."""
+    out: JsonObject = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            raise ValueError(f"JSON Schema keys are strings; {k!r} at {where} is not")
+        out[k] = copy_json(v, f"{where}.{k}")
+    return out
+
+
+def check_schema(schema: object, where: str, root: JsonObject) -> None:
     """Raise ``ValueError`` naming where ``schema`` is malformed or uses an unknown keyword."""
     if isinstance(schema, bool):
         return  # true: anything; false: nothing
     if not isinstance(schema, dict):
         raise ValueError(f"a JSON Schema is an object or a boolean; {schema!r} at {where} is not")
-    for key, sub in typing.cast("dict[str, Any]", schema).items():
+    for key, sub in typing.cast("dict[str, object]", schema).items():
         if key in NOTES:
             continue
         if key not in KEYWORDS:
@@ -73,7 +92,7 @@ def check_schema(schema: Any, where: str, root: JsonSchema) -> None:
         _check_value(key, sub, where, root)
 
 
-def _subschemas(key: str, sub: Any, where: str) -> list[tuple[str, Any]]:
+def _subschemas(key: str, sub: object, where: str) -> list[tuple[str, object]]:
     """The schemas that keyword ``key`` holds, with where each is."""
     here = f"{where}.{key}"
     if key in _ONE_SCHEMA:
@@ -81,39 +100,39 @@ def _subschemas(key: str, sub: Any, where: str) -> list[tuple[str, Any]]:
     if key in _SCHEMA_LISTS:
         if not isinstance(sub, list) or not sub:
             raise ValueError(f"{key} (at {where}) takes a non-empty list of schemas")
-        return [(f"{here}[{i}]", item) for i, item in enumerate(typing.cast("list[Any]", sub))]
+        return [(f"{here}[{i}]", item) for i, item in enumerate(typing.cast("list[object]", sub))]
     if key in _SCHEMA_MAPS:
         if not isinstance(sub, dict):
             raise ValueError(f"{key} (at {where}) takes an object of schemas")
-        return [(f"{here}.{n}", item) for n, item in typing.cast("dict[str, Any]", sub).items()]
+        return [(f"{here}.{n}", item) for n, item in typing.cast("dict[str, object]", sub).items()]
     return []
 
 
-def _check_value(key: str, sub: Any, where: str, root: JsonSchema) -> None:
+def _check_value(key: str, sub: object, where: str, root: JsonObject) -> None:
     """Raise ``ValueError`` unless keyword ``key``'s own value has the right form."""
     problem: str | None = None
     if key == "type":
-        names: list[Any] = typing.cast("list[Any]", sub) if isinstance(sub, list) else [sub]
+        names: list[object] = typing.cast("list[object]", sub) if isinstance(sub, list) else [sub]
         if not names or any(n not in TYPES for n in names):
             problem = f"must name JSON types: {sorted(TYPES)}"
+    elif key == "pattern":  # before the branches that narrow ``sub`` to a list
+        problem = _pattern_problem(sub)
     elif key == "$ref":
         resolve(sub, root, where)
     elif key == "required":
         if not isinstance(sub, list) or not all(
-            isinstance(k, str) for k in typing.cast("list[Any]", sub)
+            isinstance(k, str) for k in typing.cast("list[object]", sub)
         ):
             problem = "takes a list of key names"
     elif key == "enum" and not isinstance(sub, list):
         problem = "takes a list of values"
     elif key in BOUNDED and (isinstance(sub, bool) or not isinstance(sub, int | float)):
         problem = "takes a number"
-    elif key == "pattern":
-        problem = _pattern_problem(sub)
     if problem is not None:
         raise ValueError(f"{key} (at {where}) {problem}")
 
 
-def _pattern_problem(sub: Any) -> str | None:
+def _pattern_problem(sub: object) -> str | None:
     if not isinstance(sub, str):
         return "takes a regular expression as text"
     try:
@@ -123,14 +142,14 @@ def _pattern_problem(sub: Any) -> str | None:
     return None
 
 
-def resolve(ref: Any, root: JsonSchema, where: str) -> Any:
+def resolve(ref: object, root: JsonObject, where: str) -> JsonValue:
     """The schema a local ``$ref`` (``#/$defs/Name``, ``#/definitions/Name``) points at."""
     if not isinstance(ref, str) or not ref.startswith("#"):
         raise ValueError(f"$ref (at {where}) must point inside the schema (#/...); got {ref!r}")
-    node: Any = root
+    node: JsonValue = root
     for raw in ref[1:].split("/")[1:] if ref != "#" else []:
         part = raw.replace("~1", "/").replace("~0", "~")
         if not isinstance(node, dict) or part not in node:
             raise ValueError(f"$ref {ref!r} (at {where}) points at nothing")
-        node = typing.cast("dict[str, Any]", node)[part]
+        node = node[part]
     return node

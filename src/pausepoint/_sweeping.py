@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import uuid
-from collections.abc import Generator, Iterable
-from typing import Any, Literal, Protocol
+from collections.abc import Generator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, cast
 
 from pausepoint._clock import as_utc
 from pausepoint.errors import (
@@ -23,6 +23,12 @@ from pausepoint.errors import (
     UnknownInterruptIdError,
 )
 from pausepoint.types import Command, Interrupt, TimedOut, TimeoutAnswer
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import SaverProtocol
+    from pausepoint.checkpoint.questions import PendingPage
+    from pausepoint.config import RunnableConfig
+    from pausepoint.types import StateSnapshot
 
 __all__ = ["SweepOutcome", "sweep_flow"]
 
@@ -64,7 +70,34 @@ class Due(Protocol):
     @property
     def deadline(self) -> datetime.datetime | None: ...
     @property
-    def on_timeout(self) -> Any: ...
+    def on_timeout(self) -> Literal["fail"] | TimeoutAnswer | None: ...
+
+
+class SweptGraph(Protocol):
+    """What the sweeper needs of a compiled graph: read a thread, resume it."""
+
+    def get_state(self, config: RunnableConfig) -> StateSnapshot: ...
+    async def aget_state(self, config: RunnableConfig) -> StateSnapshot: ...
+    def invoke(self, input: Command[str], config: RunnableConfig) -> object: ...
+    async def ainvoke(self, input: Command[str], config: RunnableConfig) -> object: ...
+
+
+class _PageArgs(TypedDict):
+    due_by: datetime.datetime
+    limit: int
+    graph: str | None
+    cursor: str | None
+
+
+class PendingSource(Protocol):
+    """A saver that lists waiting questions (every `BaseCheckpointSaver` does)."""
+
+    def list_pending(
+        self, *, due_by: datetime.datetime | None, limit: int, graph: str | None, cursor: str | None
+    ) -> PendingPage: ...
+    async def alist_pending(
+        self, *, due_by: datetime.datetime | None, limit: int, graph: str | None, cursor: str | None
+    ) -> PendingPage: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -74,7 +107,7 @@ class _Scanned:
     thread_id: str
     question_id: str
     deadline: datetime.datetime | None
-    on_timeout: Any
+    on_timeout: Literal["fail"] | TimeoutAnswer | None
 
 
 # --- effects: each does its I/O on either driver -----------------------------------------
@@ -84,13 +117,13 @@ class _Scanned:
 class ListDue:
     """One page of due questions from ``saver.list_pending(due_by=...)``."""
 
-    saver: Any
+    saver: PendingSource
     now: datetime.datetime
     limit: int
     graph_id: str | None
     cursor: str | None
 
-    def _args(self) -> dict[str, Any]:
+    def _args(self) -> _PageArgs:
         return {
             "due_by": self.now,
             "limit": self.limit,
@@ -98,11 +131,11 @@ class ListDue:
             "cursor": self.cursor,
         }
 
-    def run(self, graph: Any) -> Any:
+    def run(self, graph: SweptGraph) -> PendingPage:
         """The page (``items``, ``next_cursor``)."""
         return self.saver.list_pending(**self._args())
 
-    async def arun(self, graph: Any) -> Any:
+    async def arun(self, graph: SweptGraph) -> PendingPage:
         """The page, from ``alist_pending``."""
         return await self.saver.alist_pending(**self._args())
 
@@ -111,13 +144,13 @@ class ListDue:
 class ListThreads:
     """Every thread's id, for a saver without ``list_pending`` (the slow fallback)."""
 
-    saver: Any
+    saver: SaverProtocol
 
-    def run(self, graph: Any) -> list[str]:
+    def run(self, graph: SweptGraph) -> list[str]:
         """The thread ids, in first-seen order."""
         return _ids(t.config for t in self.saver.list(None))
 
-    async def arun(self, graph: Any) -> list[str]:
+    async def arun(self, graph: SweptGraph) -> list[str]:
         """The thread ids, from ``alist``."""
         return _ids([t.config async for t in self.saver.alist(None)])
 
@@ -128,11 +161,11 @@ class ReadState:
 
     thread_id: str
 
-    def run(self, graph: Any) -> Any:
+    def run(self, graph: SweptGraph) -> StateSnapshot:
         """``graph.get_state`` of the thread."""
         return graph.get_state(_config(self.thread_id))
 
-    async def arun(self, graph: Any) -> Any:
+    async def arun(self, graph: SweptGraph) -> StateSnapshot:
         """``graph.aget_state`` of the thread."""
         return await graph.aget_state(_config(self.thread_id))
 
@@ -142,9 +175,9 @@ class Expire:
     """Resume one thread with a timed-out answer; the error it raised, or None."""
 
     thread_id: str
-    command: Command[Any]
+    command: Command[str]
 
-    def run(self, graph: Any) -> Exception | None:
+    def run(self, graph: SweptGraph) -> Exception | None:
         """Run ``graph.invoke``; an exception is returned, not raised."""
         try:
             graph.invoke(self.command, _config(self.thread_id))
@@ -152,7 +185,7 @@ class Expire:
             return exc
         return None
 
-    async def arun(self, graph: Any) -> Exception | None:
+    async def arun(self, graph: SweptGraph) -> Exception | None:
         """Run ``graph.ainvoke``; an exception is returned, not raised."""
         try:
             await graph.ainvoke(self.command, _config(self.thread_id))
@@ -161,7 +194,7 @@ class Expire:
         return None
 
 
-def _config(thread_id: str) -> Any:
+def _config(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id}}
 
 
@@ -180,14 +213,14 @@ Effect = ListDue | ListThreads | ReadState | Expire
 
 
 def sweep_flow(
-    saver: Any, now: datetime.datetime, limit: int, graph_id: str | None
+    saver: SaverProtocol, now: datetime.datetime, limit: int, graph_id: str | None
 ) -> Generator[Effect, Any, list[SweepOutcome]]:
     """Find up to ``limit`` expired questions with an ``on_timeout`` and expire each."""
     now = as_utc(now, "sweep(now=...)")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"sweep(limit=...) must be a positive int, not {limit!r}")
-    if hasattr(saver, "list_pending"):
-        due = yield from _listed(saver, now, limit, graph_id)
+    if hasattr(saver, "list_pending"):  # every BaseCheckpointSaver; a third party's may not
+        due = yield from _listed(cast("PendingSource", saver), now, limit, graph_id)
     else:
         due = yield from _scanned(saver, now, limit, graph_id)
     outcomes: list[SweepOutcome] = []
@@ -203,12 +236,12 @@ def _acts(question: Due, now: datetime.datetime) -> bool:
 
 
 def _listed(
-    saver: Any, now: datetime.datetime, limit: int, graph_id: str | None
+    saver: PendingSource, now: datetime.datetime, limit: int, graph_id: str | None
 ) -> Generator[Effect, Any, list[Due]]:
     due: list[Due] = []
     cursor: str | None = None
     while len(due) < limit:
-        page = yield ListDue(saver, now, limit, graph_id, cursor)
+        page: PendingPage = yield ListDue(saver, now, limit, graph_id, cursor)
         due.extend(q for q in page.items if _acts(q, now))
         cursor = page.next_cursor
         if cursor is None:
@@ -217,13 +250,13 @@ def _listed(
 
 
 def _scanned(
-    saver: Any, now: datetime.datetime, limit: int, graph_id: str | None
+    saver: SaverProtocol, now: datetime.datetime, limit: int, graph_id: str | None
 ) -> Generator[Effect, Any, list[Due]]:
     due: list[Due] = []
     threads: list[str] = yield ListThreads(saver)
     for thread_id in threads:
-        snapshot = yield ReadState(thread_id)
-        meta: dict[str, Any] = snapshot.metadata or {}
+        snapshot: StateSnapshot = yield ReadState(thread_id)
+        meta: Mapping[str, object] = snapshot.metadata or {}
         if graph_id is not None and meta.get("graph_id") != graph_id:
             continue
         found = (_scan_item(thread_id, i) for i in snapshot.interrupts)
@@ -238,14 +271,18 @@ def _scan_item(thread_id: str, question: Interrupt) -> _Scanned:
 
 
 def _expire(question: Due, now: datetime.datetime) -> Generator[Effect, Any, SweepOutcome]:
+    on_timeout = question.on_timeout
     assert question.deadline is not None  # _acts checked it
-    stored = TimedOut(question.deadline, question.on_timeout, now, uuid.uuid4().hex)
+    assert on_timeout is not None  # and this
+    stored = TimedOut(question.deadline, on_timeout, now, uuid.uuid4().hex)
     error = yield Expire(question.thread_id, Command(resume={question.question_id: stored}))
-    status, detail = _status(question.on_timeout, error)
+    status, detail = _status(on_timeout, error)
     return SweepOutcome(question.thread_id, question.question_id, question.deadline, status, detail)
 
 
-def _status(on_timeout: Any, error: Exception | None) -> tuple[Status, str]:
+def _status(
+    on_timeout: Literal["fail"] | TimeoutAnswer, error: Exception | None
+) -> tuple[Status, str]:
     acted: Status = "answered" if isinstance(on_timeout, TimeoutAnswer) else "failed"
     match error:
         case None:

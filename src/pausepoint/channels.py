@@ -61,7 +61,7 @@ class Channel:
         self.key = key
         self.value: Any = MISSING
 
-    def spawn(self, stored: Any = MISSING) -> Channel:
+    def spawn(self, stored: object = MISSING) -> Channel:
         """A new channel of this kind holding ``stored`` (as saved by ``checkpoint``)."""
         # Every run spawns every channel of its graph: setting the slots here is ~2x
         # cheaper than going through the __init__ chain again.
@@ -70,7 +70,7 @@ class Channel:
         new.value = stored
         return new
 
-    def get(self) -> Any:
+    def get(self) -> object:
         """The current value; raises ``EmptyChannelError`` when there is none."""
         if self.value is MISSING:
             raise EmptyChannelError(self.key)
@@ -80,11 +80,11 @@ class Channel:
         """Whether ``get`` would return a value."""
         return self.value is not MISSING
 
-    def checkpoint(self) -> Any:
+    def checkpoint(self) -> object:
         """The value to store (``MISSING`` stores nothing)."""
         return self.value
 
-    def update(self, values: Sequence[Any]) -> bool:
+    def update(self, values: Sequence[object]) -> bool:
         """Apply one superstep's writes; return whether the channel changed."""
         raise NotImplementedError
 
@@ -98,7 +98,7 @@ class LastValue(Channel):
 
     __slots__ = ()
 
-    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+    def update(self, values: Sequence[object]) -> bool:  # noqa: D102
         if not values:
             return False
         if len(values) > 1:
@@ -120,14 +120,14 @@ class EphemeralValue(Channel):
         super().__init__(key)
         self.guard = guard
 
-    def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
+    def spawn(self, stored: object = MISSING) -> Channel:  # noqa: D102
         new = object.__new__(EphemeralValue)
         new.key = self.key
         new.value = stored
         new.guard = self.guard
         return new
 
-    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+    def update(self, values: Sequence[object]) -> bool:  # noqa: D102
         if not values:
             if self.value is MISSING:
                 return False
@@ -150,19 +150,19 @@ class BinaryOperatorAggregate(Channel):
 
     __slots__ = ("reducer", "typ")
 
-    def __init__(self, key: str, reducer: Callable[[Any, Any], Any], typ: Any = None) -> None:
+    def __init__(self, key: str, reducer: Callable[[Any, Any], Any], typ: object = None) -> None:
         super().__init__(key)
         self.reducer = reducer
         self.typ = typ
         self.value = _initial(typ)
 
-    def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
+    def spawn(self, stored: object = MISSING) -> Channel:  # noqa: D102
         new = BinaryOperatorAggregate(self.key, self.reducer, self.typ)
         if stored is not MISSING:
             new.value = stored
         return new
 
-    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+    def update(self, values: Sequence[object]) -> bool:  # noqa: D102
         if not values:
             return False
         seen_overwrite = False
@@ -186,29 +186,31 @@ class BinaryOperatorAggregate(Channel):
         return True
 
 
-def overwrite_of(value: Any) -> tuple[bool, Any]:
+def overwrite_of(value: object) -> tuple[bool, object]:
     """``(True, v)`` for ``Overwrite(v)`` or its JSON form ``{"__overwrite__": v}``."""
     if isinstance(value, Overwrite):
         return True, value.value
     if type(value) is dict:
-        written = cast("dict[Any, Any]", value)
+        written = cast("dict[object, object]", value)
         if len(written) == 1 and OVERWRITE in written:
             return True, written[OVERWRITE]
     return False, None
 
 
-def _initial(typ: Any) -> Any:
-    origin: Any = getattr(typ, "__origin__", typ)
+def _initial(typ: object) -> object:
+    origin: object = getattr(typ, "__origin__", typ)
     # An abstract collection starts as its concrete kind, as in LangGraph: a reducer
     # (add_messages on Annotated[Sequence[...], ...]) then sees the very first write too.
     origin = _CONCRETE.get(origin, origin)
-    if origin in (list, dict, set, tuple, frozenset, int, float, str, bool):
-        empty: Any = origin()  # pyright: ignore[reportUnknownVariableType]
-        return empty
-    return MISSING
+    empty = _EMPTY.get(origin)
+    return MISSING if empty is None else empty()
 
 
-_CONCRETE: dict[Any, type[Any]] = {
+# The kinds a reducer channel starts empty as (``typ()``), by the annotated type.
+_EMPTY: dict[object, Callable[[], object]] = {
+    t: t for t in (list, dict, set, tuple, frozenset, int, float, str, bool)
+}
+_CONCRETE: dict[object, type] = {
     collections.abc.Sequence: list,
     collections.abc.MutableSequence: list,
     collections.abc.Set: set,
@@ -225,7 +227,7 @@ class Topic(Channel):
 
     plain = False
 
-    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+    def update(self, values: Sequence[object]) -> bool:  # noqa: D102
         had = self.value is not MISSING and bool(self.value)
         if not values:
             self.value = MISSING
@@ -250,24 +252,25 @@ class NamedBarrierValue(Channel):
         self.names = names
         self.value = set()
 
+    # ``stored`` is what ``checkpoint`` saved (the sorted names), as read back: typed by
+    # that contract, not checked again (every run spawns every channel).
     def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
         new = NamedBarrierValue(self.key, self.names)
         if stored is not MISSING:
             new.value = set(stored)
         return new
 
-    def get(self) -> Any:  # noqa: D102
+    def get(self) -> None:  # noqa: D102
         if self.value != self.names:
             raise EmptyChannelError(self.key)
-        return None
 
     def is_available(self) -> bool:  # noqa: D102
         return self.value == self.names
 
-    def checkpoint(self) -> Any:  # noqa: D102
+    def checkpoint(self) -> object:  # noqa: D102
         return sorted(self.value) if self.value else MISSING
 
-    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+    def update(self, values: Sequence[object]) -> bool:  # noqa: D102
         changed = False
         for name in values:
             if name not in self.names:
@@ -303,6 +306,7 @@ class AfterFinish(Channel):
         self.inner = inner
         self.finished = False
 
+    # ``stored`` is what ``checkpoint`` saved (``[inner's value, finished]``), as read back.
     def spawn(self, stored: Any = MISSING) -> Channel:  # noqa: D102
         new = AfterFinish(self.inner.spawn())
         if stored is not MISSING:
@@ -310,7 +314,7 @@ class AfterFinish(Channel):
             new.finished = bool(stored[1])
         return new
 
-    def get(self) -> Any:  # noqa: D102
+    def get(self) -> object:  # noqa: D102
         if not self.finished:
             raise EmptyChannelError(self.key)
         return self.inner.get()
@@ -318,11 +322,11 @@ class AfterFinish(Channel):
     def is_available(self) -> bool:  # noqa: D102
         return self.finished and self.inner.is_available()
 
-    def checkpoint(self) -> Any:  # noqa: D102
+    def checkpoint(self) -> object:  # noqa: D102
         stored = self.inner.checkpoint()
         return MISSING if stored is MISSING else [stored, self.finished]
 
-    def update(self, values: Sequence[Any]) -> bool:  # noqa: D102
+    def update(self, values: Sequence[object]) -> bool:  # noqa: D102
         # No write, no change: the value waits across steps (an edge trigger's inner
         # channel would clear itself on an empty update).
         if not values or not self.inner.update(values):

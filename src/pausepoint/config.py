@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import TypedDict
 
 from pausepoint.running import TASK, outside_run
+
+if TYPE_CHECKING:
+    from pausepoint.types import StreamWriter
 
 __all__ = [
     "MAX_ID_BYTES",
@@ -35,9 +38,9 @@ class RunnableConfig(TypedDict, total=False):
     tags: list[str]
     metadata: dict[str, Any]
     run_name: str
-    run_id: Any
+    run_id: object
     max_concurrency: int | None
-    callbacks: Any
+    callbacks: object
 
 
 DEFAULT_RECURSION_LIMIT = 10007
@@ -60,7 +63,7 @@ def normalized(config: RunnableConfig | None) -> RunnableConfig:
     extra = {k: v for k, v in config.items() if k not in CONFIG_KEYS and v is not None}
     if not extra:
         return config
-    out: dict[str, Any] = {k: v for k, v in config.items() if k in CONFIG_KEYS}
+    out: dict[str, object] = {k: v for k, v in config.items() if k in CONFIG_KEYS}
     out["configurable"] = {**(config.get("configurable") or {}), **extra}
     return out  # type: ignore[return-value]
 
@@ -126,8 +129,8 @@ class RunConfig:
     checkpoint_id: str | None
     recursion_limit: int
     tags: tuple[str, ...]
-    metadata: Mapping[str, Any]
-    configurable: Mapping[str, Any]
+    metadata: Mapping[str, object]
+    configurable: Mapping[str, object]
     max_concurrency: int | None
     raw: RunnableConfig
 
@@ -158,7 +161,7 @@ class RunConfig:
             raw=cfg,
         )
 
-    def run_metadata(self) -> dict[str, Any]:
+    def run_metadata(self) -> dict[str, object]:
         """What a run adds to its checkpoints' metadata (as LangGraph does).
 
         The config's ``metadata``, then ``configurable`` keys with plain values
@@ -183,7 +186,7 @@ class RunConfig:
 
     def with_checkpoint(self, checkpoint_id: str | None) -> RunnableConfig:
         """The public config dict pointing at ``checkpoint_id`` in this thread and namespace."""
-        conf: dict[str, Any] = {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}
+        conf: dict[str, object] = {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns}
         if checkpoint_id is not None:
             conf["checkpoint_id"] = checkpoint_id
         return {"configurable": conf}
@@ -205,7 +208,7 @@ def get_config() -> RunnableConfig:
     return task.config
 
 
-def get_stream_writer() -> Callable[[Any], None]:
+def get_stream_writer() -> StreamWriter:
     """A function that sends a value to ``stream_mode="custom"`` from the running node.
 
     When nobody streams ``custom`` it is a no-op.

@@ -220,7 +220,7 @@ class AlreadyAnsweredError(ResumeError):
         given: The answer that was refused.
     """
 
-    def __init__(self, interrupt: Interrupt, position: int, stored: Any, given: Any) -> None:
+    def __init__(self, interrupt: Interrupt, position: int, stored: object, given: object) -> None:
         self.interrupt = interrupt
         self.position = position
         self.stored = stored
@@ -249,7 +249,9 @@ class InvalidAnswerError(ResumeError):
             (``$.items[0].qty``), ``expected`` and ``got``.
     """
 
-    def __init__(self, interrupt: Interrupt, given: Any, problems: Sequence[AnswerProblem]) -> None:
+    def __init__(
+        self, interrupt: Interrupt, given: object, problems: Sequence[AnswerProblem]
+    ) -> None:
         self.interrupt = interrupt
         self.given = given
         self.problems = list(problems)

@@ -20,10 +20,13 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from pausepoint.running import current_task
 from pausepoint.types import CachePolicy, RetryPolicy
+
+if TYPE_CHECKING:
+    from pausepoint.graph.compiled import CompiledStateGraph
 
 __all__ = ["entrypoint", "task"]
 
@@ -35,7 +38,7 @@ class _TaskFunction:
     """A ``@task``-decorated function: calling it inside a node returns a future."""
 
     def __init__(
-        self, fn: Callable[..., Any], retry: tuple[RetryPolicy, ...], name: str | None
+        self, fn: Callable[..., object], retry: tuple[RetryPolicy, ...], name: str | None
     ) -> None:
         self.func = fn
         self.retry = retry
@@ -44,42 +47,59 @@ class _TaskFunction:
         self._run = _with_runtime(fn, self.is_async) if _takes_runtime(fn) else fn
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    # Any: a future, sync or async (``.result()`` or ``await``), as LangGraph's task call.
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         ctx = current_task(f"task {self.name!r}")
         return ctx.call(self.name, self._run, args, kwargs, self.is_async, self.retry)
 
 
-def _takes_runtime(fn: Callable[..., Any]) -> bool:
+def _takes_runtime(fn: Callable[..., object]) -> bool:
     try:
         return "runtime" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 
 
-def _with_runtime(fn: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+def _with_runtime(fn: Callable[..., Any], is_async: bool) -> Callable[..., object]:
     """``fn`` given the call's runtime as ``runtime=`` (read when the call runs)."""
     from pausepoint.runtime import get_runtime
 
     if is_async:
 
-        async def arun(*args: Any, **kwargs: Any) -> Any:
+        async def arun(*args: object, **kwargs: object) -> object:
             return await fn(*args, **{"runtime": get_runtime(), **kwargs})
 
         return arun
 
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def run(*args: object, **kwargs: object) -> object:
         return fn(*args, **{"runtime": get_runtime(), **kwargs})
 
     return run
 
 
+@overload
 def task(
-    __func_or_none__: Callable[..., Any] | None = None,
+    __func_or_none__: Callable[..., object],
     *,
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: CachePolicy | None = None,
-) -> Any:
+) -> _TaskFunction: ...
+@overload
+def task(
+    __func_or_none__: None = None,
+    *,
+    name: str | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: CachePolicy | None = None,
+) -> Callable[[Callable[..., object]], _TaskFunction]: ...
+def task(
+    __func_or_none__: Callable[..., object] | None = None,
+    *,
+    name: str | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: CachePolicy | None = None,
+) -> _TaskFunction | Callable[[Callable[..., object]], _TaskFunction]:
     """Make a function a durable task (usable as ``@task`` or ``@task(retry_policy=...)``).
 
     Calling it inside an entrypoint or a graph node starts it and returns a future:
@@ -100,7 +120,7 @@ def task(
     else:
         retry = tuple(retry_policy or ())
 
-    def wrap(fn: Callable[..., Any]) -> _TaskFunction:
+    def wrap(fn: Callable[..., object]) -> _TaskFunction:
         return _TaskFunction(fn, retry, name)
 
     return wrap(__func_or_none__) if __func_or_none__ is not None else wrap
@@ -135,11 +155,11 @@ class entrypoint:
 
     def __init__(
         self,
-        checkpointer: Any = None,
-        store: Any = None,
-        cache: Any = None,
-        context_schema: Any = None,
-        cache_policy: Any = None,
+        checkpointer: object = None,
+        store: object = None,
+        cache: object = None,
+        context_schema: object = None,
+        cache_policy: object = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     ) -> None:
         from pausepoint.graph.validate import check_cache, check_checkpointer, check_store
@@ -155,7 +175,7 @@ class entrypoint:
         else:
             self.retry = tuple(retry_policy or ())
 
-    def __call__(self, func: Callable[..., Any]) -> Any:
+    def __call__(self, func: Callable[..., object]) -> CompiledStateGraph:
         """Build the graph of ``func``."""
         from pausepoint.graph.entry import build_entrypoint
 

@@ -16,7 +16,7 @@ starts a new count), so an agent loop can stop itself cleanly instead of raising
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 __all__ = [
     "IsLastStep",
@@ -35,7 +35,7 @@ class ManagedValue:
     """
 
     @staticmethod
-    def value(steps_left: int) -> Any:
+    def value(steps_left: int) -> object:
         """The value in a step with ``steps_left`` steps left, this one included."""
         raise NotImplementedError
 

@@ -29,11 +29,12 @@ import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pausepoint._clock import use_clock, utc_now
-from pausepoint._sweeping import SweepOutcome, sweep_flow
+from pausepoint._sweeping import SweepOutcome, SweptGraph, sweep_flow
 from pausepoint.errors import AlreadyAnsweredError, NothingToResumeError, UnknownInterruptIdError
 from pausepoint.types import Command
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import SaverProtocol
     from pausepoint.config import RunnableConfig
 
 __all__ = [
@@ -72,7 +73,7 @@ class Question(Protocol):
 
 
 def answer(
-    graph: Any, question: Question, value: Any, *, config: RunnableConfig | None = None
+    graph: SweptGraph, question: Question, value: object, *, config: RunnableConfig | None = None
 ) -> Any:
     """Answer ``question`` with ``value`` and run its thread on: ``graph.invoke``'s result.
 
@@ -96,24 +97,24 @@ def answer(
 
 
 async def aanswer(
-    graph: Any, question: Question, value: Any, *, config: RunnableConfig | None = None
+    graph: SweptGraph, question: Question, value: object, *, config: RunnableConfig | None = None
 ) -> Any:
     """`answer`, on the async driver (``graph.ainvoke``)."""
     return await graph.ainvoke(*answer_call(question, value, config))
 
 
 def answer_call(
-    question: Question, value: Any, config: RunnableConfig | None
-) -> tuple[Command[Any], RunnableConfig]:
+    question: Question, value: object, config: RunnableConfig | None
+) -> tuple[Command[str], RunnableConfig]:
     """The input and config that answer ``question`` with ``value``."""
-    base: dict[str, Any] = dict(config or {})
+    base: RunnableConfig = config or {}
     configurable = {**base.get("configurable", {}), "thread_id": question.thread_id}
-    run: Any = {**base, "configurable": configurable}
+    run: RunnableConfig = {**base, "configurable": configurable}
     return Command(resume={question.question_id: value}), run
 
 
 def sweep(
-    graph: Any,
+    graph: SweptGraph,
     *,
     now: datetime.datetime | None = None,
     limit: int = 100,
@@ -141,7 +142,7 @@ def sweep(
         One `SweepOutcome` per due question acted on or skipped.
     """
     flow = sweep_flow(_saver(graph), now or utc_now(), limit, graph_id)
-    reply: Any = None
+    reply: object = None
     try:
         while True:
             reply = flow.send(reply).run(graph)
@@ -151,7 +152,7 @@ def sweep(
 
 
 async def asweep(
-    graph: Any,
+    graph: SweptGraph,
     *,
     now: datetime.datetime | None = None,
     limit: int = 100,
@@ -159,7 +160,7 @@ async def asweep(
 ) -> list[SweepOutcome]:
     """`sweep`, on the async driver and the async saver methods."""
     flow = sweep_flow(_saver(graph), now or utc_now(), limit, graph_id)
-    reply: Any = None
+    reply: object = None
     try:
         while True:
             reply = await flow.send(reply).arun(graph)
@@ -168,7 +169,7 @@ async def asweep(
         return outcomes
 
 
-def _saver(graph: Any) -> Any:
+def _saver(graph: SweptGraph) -> SaverProtocol:
     saver = getattr(graph, "checkpointer", None)
     if saver in (None, True, False):
         raise ValueError(

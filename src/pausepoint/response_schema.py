@@ -25,9 +25,9 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from typing_extensions import is_typeddict
+from typing_extensions import TypeIs, is_typeddict
 
-from pausepoint._schema_dicts import check_schema, copy_json, resolve
+from pausepoint._schema_dicts import JsonValue, check_schema, copy_json_object, resolve
 
 __all__ = ["AnswerProblem", "JsonSchema", "answer_problems", "json_schema_of"]
 
@@ -56,7 +56,7 @@ class AnswerProblem:
 # --------------------------------------------------------------------------- schemas
 
 
-def json_schema_of(schema: Any) -> JsonSchema:
+def json_schema_of(schema: object) -> JsonSchema:
     """The JSON Schema of a response schema: a class or a JSON Schema dict.
 
     Args:
@@ -78,7 +78,7 @@ def json_schema_of(schema: Any) -> JsonSchema:
     if isinstance(schema, bool):  # JSON Schema's own: true takes anything, false nothing
         return {} if schema else {"not": {}}
     if isinstance(schema, Mapping):
-        copied = copy_json(schema, "$")
+        copied = copy_json_object(typing.cast("Mapping[object, object]", schema), "$")
         check_schema(copied, "$", copied)
         return copied
     pydantic_schema = _pydantic_schema(schema)
@@ -88,15 +88,15 @@ def json_schema_of(schema: Any) -> JsonSchema:
     return _of_hint(schema, "$", ())
 
 
-def _pydantic_schema(schema: Any) -> JsonSchema | None:
+def _pydantic_schema(schema: object) -> JsonSchema | None:
     method = getattr(schema, "model_json_schema", None) if isinstance(schema, type) else None
     if not callable(method):
         return None
-    made: Any = method()
-    return copy_json(made, "$")
+    made = typing.cast("Mapping[object, object]", method())  # pydantic's: a dict[str, Any]
+    return copy_json_object(made, "$")
 
 
-def _of_hint(hint: Any, where: str, seen: tuple[Any, ...]) -> JsonSchema:
+def _of_hint(hint: object, where: str, seen: tuple[type[object], ...]) -> JsonSchema:
     if hint is Any or hint is object:
         return {}
     simple = _SIMPLE.get(hint)
@@ -109,7 +109,7 @@ def _of_hint(hint: Any, where: str, seen: tuple[Any, ...]) -> JsonSchema:
         made = _of_container(hint, origin, args, where, seen)
     if made is not None:
         return made
-    if isinstance(hint, type) and (is_typeddict(hint) or dataclasses.is_dataclass(hint)):
+    if _is_record_class(hint):
         if hint in seen:
             raise TypeError(
                 f"{hint.__qualname__} refers to itself (at {where}): describe a recursive "
@@ -124,8 +124,17 @@ def _of_hint(hint: Any, where: str, seen: tuple[Any, ...]) -> JsonSchema:
     raise TypeError(f"{hint!r} (at {where}) has no JSON form an answer could take")
 
 
+def _is_record_class(hint: object) -> TypeIs[type[object]]:
+    """A TypedDict or dataclass class (not an instance)."""
+    return isinstance(hint, type) and (is_typeddict(hint) or dataclasses.is_dataclass(hint))
+
+
 def _of_special(
-    hint: Any, origin: Any, args: tuple[Any, ...], where: str, seen: tuple[Any, ...]
+    hint: object,
+    origin: object,
+    args: tuple[object, ...],
+    where: str,
+    seen: tuple[type[object], ...],
 ) -> JsonSchema | None:
     """An Annotated, Literal, union or Enum hint's schema; None for any other hint."""
     if origin is typing.Annotated:
@@ -140,21 +149,27 @@ def _of_special(
 
 
 def _of_container(
-    hint: Any, origin: Any, args: tuple[Any, ...], where: str, seen: tuple[Any, ...]
+    hint: object,
+    origin: object,
+    args: tuple[object, ...],
+    where: str,
+    seen: tuple[type[object], ...],
 ) -> JsonSchema | None:
     """A list, tuple or dict hint's schema; None for any other hint."""
-    if origin in (list, Sequence) or hint in (list, Sequence):
+    if origin in _LISTS or hint in _LISTS:
         if not args:
             return {"type": "array"}
         return {"type": "array", "items": _of_hint(args[0], f"{where}[]", seen)}
     if origin is tuple or hint is tuple:
         return _of_tuple(args, where, seen)
-    if origin in (dict, Mapping) or hint in (dict, Mapping):
+    if origin in _MAPPINGS or hint in _MAPPINGS:
         return _of_mapping(args, where, seen)
     return None
 
 
-_SIMPLE: dict[Any, JsonSchema] = {
+_LISTS: tuple[object, ...] = (list, Sequence)
+_MAPPINGS: tuple[object, ...] = (dict, Mapping)
+_SIMPLE: dict[object, JsonSchema] = {
     str: {"type": "string"},
     int: {"type": "integer"},
     float: {"type": "number"},
@@ -164,13 +179,13 @@ _SIMPLE: dict[Any, JsonSchema] = {
 }
 
 
-def _json_literal(value: Any, where: str) -> Any:
+def _json_literal(value: object, where: str) -> JsonValue:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     raise TypeError(f"the choice {value!r} (at {where}) is not a JSON value")
 
 
-def _of_tuple(args: tuple[Any, ...], where: str, seen: tuple[Any, ...]) -> JsonSchema:
+def _of_tuple(args: tuple[object, ...], where: str, seen: tuple[type[object], ...]) -> JsonSchema:
     if not args:
         return {"type": "array"}
     if len(args) == 2 and args[1] is Ellipsis:
@@ -179,7 +194,7 @@ def _of_tuple(args: tuple[Any, ...], where: str, seen: tuple[Any, ...]) -> JsonS
     return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
 
 
-def _of_mapping(args: tuple[Any, ...], where: str, seen: tuple[Any, ...]) -> JsonSchema:
+def _of_mapping(args: tuple[object, ...], where: str, seen: tuple[type[object], ...]) -> JsonSchema:
     if not args:
         return {"type": "object"}
     if args[0] is not str:
@@ -187,7 +202,7 @@ def _of_mapping(args: tuple[Any, ...], where: str, seen: tuple[Any, ...]) -> Jso
     return {"type": "object", "additionalProperties": _of_hint(args[1], f"{where}.*", seen)}
 
 
-def _of_record(cls: type[Any], where: str, seen: tuple[Any, ...]) -> JsonSchema:
+def _of_record(cls: type[object], where: str, seen: tuple[type[object], ...]) -> JsonSchema:
     hints = typing.get_type_hints(cls, include_extras=True)
     if dataclasses.is_dataclass(cls):
         fields = [f for f in dataclasses.fields(cls) if f.init]
@@ -213,7 +228,7 @@ def _of_record(cls: type[Any], where: str, seen: tuple[Any, ...]) -> JsonSchema:
     return out
 
 
-def _required_key(cls: type[Any], key: str, hint: Any) -> bool:
+def _required_key(cls: type[object], key: str, hint: object) -> bool:
     """Whether a TypedDict needs ``key``: ``Required``/``NotRequired`` first, then ``total``.
 
     Read from the evaluated hint too: under ``from __future__ import annotations`` the
@@ -227,7 +242,7 @@ def _required_key(cls: type[Any], key: str, hint: Any) -> bool:
     return key in getattr(cls, "__required_keys__", (key,))
 
 
-def _unwrap_required(hint: Any) -> Any:
+def _unwrap_required(hint: object) -> object:
     # Required[X] / NotRequired[X] / ReadOnly[X]: the key's presence is in __required_keys__.
     origin = typing.get_origin(hint)
     if origin is not None and getattr(origin, "_name", None) in (
@@ -242,7 +257,7 @@ def _unwrap_required(hint: Any) -> Any:
 # --------------------------------------------------------------------------- answers
 
 
-def answer_problems(answer: Any, schema: JsonSchema) -> list[AnswerProblem]:
+def answer_problems(answer: object, schema: JsonSchema) -> list[AnswerProblem]:
     """Every way ``answer`` misses ``schema`` (at most 100); empty when it fits.
 
     Args:
@@ -256,20 +271,28 @@ def answer_problems(answer: Any, schema: JsonSchema) -> list[AnswerProblem]:
     return found[:_MAX_PROBLEMS]
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """A model or dataclass instance as its fields, an Enum member as its value."""
     dump = getattr(value, "model_dump", None)
-    if callable(dump) and not isinstance(value, type):
+    if callable(dump) and _is_instance(value):
         return dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if dataclasses.is_dataclass(value) and _is_instance(value):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, enum.Enum):
         return value.value
-    return typing.cast("Any", value)
+    return value
+
+
+def _is_instance(value: object) -> bool:
+    return not isinstance(value, type)  # a class has model_dump or fields too
 
 
 def _problems(
-    value: Any, schema: Any, path: str, root: JsonSchema, found: list[AnswerProblem]
+    value: object,
+    schema: JsonSchema | bool,
+    path: str,
+    root: JsonSchema,
+    found: list[AnswerProblem],
 ) -> None:
     if len(found) >= _MAX_PROBLEMS or schema is True:
         return
@@ -277,15 +300,18 @@ def _problems(
         found.append(AnswerProblem(path, _NOTHING, _shown(value)))
         return
     if "$ref" in schema:
-        _problems(value, resolve(schema["$ref"], root, path), path, root, found)
+        # check_schema resolved the pointer; what it points at is a schema in every
+        # schema json_schema_of makes ($defs, properties, the root).
+        target = typing.cast("JsonSchema | bool", resolve(schema["$ref"], root, path))
+        _problems(value, target, path, root, found)
     if "type" in schema and not _has_type(value, schema["type"]):
         found.append(AnswerProblem(path, _describe(schema, root), _shown(value)))
         return  # the type's own keywords would only repeat it
     _value_problems(value, schema, path, root, found)
     if isinstance(value, dict):
-        _object_problems(typing.cast("dict[Any, Any]", value), schema, path, root, found)
+        _object_problems(typing.cast("dict[object, object]", value), schema, path, root, found)
     elif isinstance(value, list | tuple):
-        _array_problems(list(typing.cast("Sequence[Any]", value)), schema, path, root, found)
+        _array_problems(list(typing.cast("Sequence[object]", value)), schema, path, root, found)
     elif isinstance(value, str):
         _string_problems(value, schema, path, found)
     elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -293,7 +319,7 @@ def _problems(
 
 
 def _value_problems(
-    value: Any, schema: JsonSchema, path: str, root: JsonSchema, found: list[AnswerProblem]
+    value: object, schema: JsonSchema, path: str, root: JsonSchema, found: list[AnswerProblem]
 ) -> None:
     """The keywords that hold for a value of any type: const, enum, the combinations."""
     if "const" in schema and not _same(value, schema["const"]):
@@ -312,7 +338,7 @@ def _value_problems(
 
 
 def _choices(
-    value: Any,
+    value: object,
     schema: JsonSchema,
     key: str,
     path: str,
@@ -328,13 +354,13 @@ def _choices(
 
 
 def _object_problems(
-    value: dict[Any, Any],
+    value: dict[object, object],
     schema: JsonSchema,
     path: str,
     root: JsonSchema,
     found: list[AnswerProblem],
 ) -> None:
-    props: dict[str, Any] = schema.get("properties", {})
+    props: dict[str, JsonSchema | bool] = schema.get("properties", {})
     for key in schema.get("required", ()):
         if key not in value:
             found.append(
@@ -356,9 +382,9 @@ def _object_problems(
 
 
 def _array_problems(
-    value: list[Any], schema: JsonSchema, path: str, root: JsonSchema, found: list[AnswerProblem]
+    value: list[object], schema: JsonSchema, path: str, root: JsonSchema, found: list[AnswerProblem]
 ) -> None:
-    prefix: list[Any] = schema.get("prefixItems", [])
+    prefix: list[JsonSchema | bool] = schema.get("prefixItems", [])
     for i, item in enumerate(value):
         sub = prefix[i] if i < len(prefix) else schema.get("items", True)
         _problems(item, sub, f"{path}[{i}]", root, found)
@@ -405,27 +431,27 @@ def _count(
         found.append(AnswerProblem(path, f"at most {_plural(high, unit)}", _plural(n, unit)))
 
 
-def _fits(value: Any, schema: Any, root: JsonSchema) -> bool:
+def _fits(value: object, schema: JsonSchema | bool, root: JsonSchema) -> bool:
     probe: list[AnswerProblem] = []
     _problems(value, schema, "$", root, probe)
     return not probe
 
 
-def _has_type(value: Any, wanted: str | list[str]) -> bool:
+def _has_type(value: object, wanted: str | list[str]) -> bool:
     return any(_is_type(value, name) for name in ([wanted] if isinstance(wanted, str) else wanted))
 
 
-def _is_type(value: Any, name: str) -> bool:
+def _is_type(value: object, name: str) -> bool:
     return _IS_TYPE[name](value)
 
 
-def _is_integer(value: Any) -> bool:
+def _is_integer(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value) and value.is_integer()
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-_IS_TYPE: dict[str, Callable[[Any], bool]] = {
+_IS_TYPE: dict[str, Callable[[object], bool]] = {
     "null": lambda v: v is None,
     "boolean": lambda v: isinstance(v, bool),
     "integer": _is_integer,
@@ -436,7 +462,7 @@ _IS_TYPE: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     """JSON equality: ``1 == 1.0`` but ``True != 1``; lists and objects compared deeply."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
@@ -458,13 +484,13 @@ def _is_multiple(value: float, step: float) -> bool:
     return value % step == 0
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     import json
 
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = _json(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 80 else f"{text[:77]}..."
 
@@ -473,7 +499,7 @@ def _plural(n: int, unit: str) -> str:
     return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
 
 
-def _one_of(values: list[Any]) -> str:
+def _one_of(values: list[JsonValue]) -> str:
     return "one of " + ", ".join(_json(v) for v in values)
 
 
@@ -483,7 +509,7 @@ _ARTICLES = {
 }  # fmt: skip
 
 
-def _describe(schema: Any, root: JsonSchema) -> str:
+def _describe(schema: JsonSchema | bool, root: JsonSchema) -> str:
     """A schema in a few words, for an ``expected`` text."""
     if isinstance(schema, bool):
         return "any value" if schema else "nothing"

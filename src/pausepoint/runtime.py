@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import typing
 from collections.abc import Callable
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import TypeVar
 
 from pausepoint.running import TASK, outside_run
+
+if TYPE_CHECKING:
+    from pausepoint.types import StreamWriter
 
 __all__ = ["ExecutionInfo", "Runtime", "get_runtime"]
 
@@ -47,7 +51,7 @@ class ExecutionInfo:
     node_first_attempt_time: float | None = None
     """When the first attempt started (``time.time()``)."""
 
-    def patch(self, **overrides: Any) -> ExecutionInfo:
+    def patch(self, **overrides: object) -> ExecutionInfo:
         """A copy with the given fields replaced."""
         return dataclasses.replace(self, **overrides)
 
@@ -60,7 +64,7 @@ def wall_clock() -> float:
     return time.time()
 
 
-def _no_op_writer(_value: Any) -> None:
+def _no_op_writer(_value: object) -> None:
     return None
 
 
@@ -83,10 +87,10 @@ class Runtime(Generic[ContextT]):
 
     context: ContextT = dataclasses.field(default=None)  # type: ignore[assignment]
     store: None = None
-    stream_writer: Callable[[Any], None] = _no_op_writer
+    stream_writer: StreamWriter = _no_op_writer
     previous: Any = None
     execution_info: ExecutionInfo | None = None
-    server_info: Any = None
+    server_info: None = None
 
     def merge(self, other: Runtime[ContextT]) -> Runtime[ContextT]:
         """``other``'s fields where it sets them, this runtime's elsewhere."""
@@ -100,7 +104,7 @@ class Runtime(Generic[ContextT]):
             server_info=other.server_info or self.server_info,
         )
 
-    def override(self, **overrides: Any) -> Runtime[ContextT]:
+    def override(self, **overrides: object) -> Runtime[ContextT]:
         """A copy with the given fields replaced."""
         return dataclasses.replace(self, **overrides)
 
@@ -121,7 +125,7 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     return task.runtime
 
 
-def coerce_context(schema: Any, context: Any) -> Any:
+def coerce_context(schema: Callable[..., object] | None, context: object) -> object:
     """``context`` as the graph's ``context_schema`` when a dict was given for a class.
 
     A dict given for a dataclass or pydantic model schema is turned into one (as
@@ -130,11 +134,9 @@ def coerce_context(schema: Any, context: Any) -> Any:
     """
     if context is None or schema is None or not isinstance(context, dict):
         return context
-    if _is_class_schema(schema):
-        make: Callable[..., Any] = schema
-        return make(**context)
-    return context  # pyright: ignore[reportUnknownVariableType]
+    given = typing.cast("dict[str, object]", context)  # once per invoke, not per step
+    return schema(**given) if _is_class_schema(schema) else given
 
 
-def _is_class_schema(schema: Any) -> bool:
+def _is_class_schema(schema: object) -> bool:
     return dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields")

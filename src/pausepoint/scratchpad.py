@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
 
 from pausepoint.running import TASK, current_task
 
@@ -25,8 +24,8 @@ class Scratchpad:
 
     __slots__ = ("_calls", "_counter", "resume")
 
-    def __init__(self, resume: list[Any] | None = None) -> None:
-        self.resume: list[Any] = resume if resume is not None else []
+    def __init__(self, resume: list[object] | None = None) -> None:
+        self.resume: list[object] = resume if resume is not None else []
         self._counter: Callable[[], int] | None = None
         self._calls: Callable[[], int] | None = None
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.calls import CallRequest, CallSite, Memo
     from pausepoint.loop.namespaces import Afresh, ReplayPoint
     from pausepoint.runtime import Runtime
-    from pausepoint.types import Durability, RetryPolicy
+    from pausepoint.types import Durability, RetryPolicy, StreamWriter
 
 __all__ = ["NestInfo", "TaskContext"]
 
@@ -37,13 +37,13 @@ class NestInfo:
     saver: SaverProtocol | None
     thread_id: str | None
     durability: Durability
-    resume_map: Mapping[str, Any]
+    resume_map: Mapping[str, object]
     resume_positions: Mapping[str, int]
     """Which question of its task each answer sent by question id answers."""
     resume_plain: bool
     """The answer was sent as a plain value (see ``pending.nested_resume``)."""
     resuming: bool
-    sink: Callable[[tuple[str, ...], str, Any], None] | None
+    sink: Callable[[tuple[str, ...], str, object], None] | None
     stream_modes: frozenset[str]
     stream_subgraphs: bool
     parents: Mapping[str, str]
@@ -83,13 +83,13 @@ class TaskContext:
         task_id: str,
         checkpoint_ns: str,
         scratchpad: Scratchpad | None,
-        stream_writer: Callable[[Any], None],
+        stream_writer: StreamWriter,
         *,
-        resume: Sequence[Any] = (),
+        resume: Sequence[object] = (),
         config: RunnableConfig | None = None,
         nest: NestInfo | None = None,
         calls: CallSite | None = None,
-        spawn: Callable[[CallRequest | Memo], Any] | None = None,
+        spawn: Callable[[CallRequest | Memo], object] | None = None,
         runtime: Runtime[Any] | None = None,
     ) -> None:
         self.name = name
@@ -155,12 +155,12 @@ class TaskContext:
     def call(
         self,
         name: str,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
+        fn: Callable[..., object],
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
         is_async: bool,
         retry: tuple[RetryPolicy, ...],
-    ) -> Any:
+    ) -> object:
         """Run a ``@task`` call for this task: a saved result, or a new run (a future).
 
         The future comes from ``spawn``, the factory the driver running the task
@@ -171,7 +171,7 @@ class TaskContext:
         index = self.scratchpad.next_call_index()
         return self.spawn(self.calls.request(index, name, fn, args, kwargs, is_async, retry))
 
-    def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
+    def carried_answer(self, value: object, position: int) -> tuple[object] | None:
         """An answer given for this question before it was asked, as a 1-tuple, or None.
 
         None here; a loop task may hold one (`pausepoint.loop.fork.take_afresh`).
@@ -179,8 +179,12 @@ class TaskContext:
         return None
 
     def interrupt(
-        self, value: Any, schema: Any = None, deadline: Any = None, on_timeout: Any = None
-    ) -> Any:
+        self,
+        value: object,
+        schema: object = None,
+        deadline: object = None,
+        on_timeout: object = None,
+    ) -> object:
         """``interrupt(value, ...)`` for this task; see `pausepoint.types.interrupt`."""
         idx = self.scratchpad.next_interrupt_index()
         resume = self.scratchpad.resume

@@ -102,7 +102,9 @@ class Interrupt:
     ``response_schema``)."""
     deadline: datetime.datetime | None = dataclasses.field(default=None, compare=False, repr=False)
     """pausepoint's own: when the question expires (aware, UTC), or None."""
-    on_timeout: Any = dataclasses.field(default=None, compare=False, repr=False)
+    on_timeout: Literal["fail"] | TimeoutAnswer | None = dataclasses.field(
+        default=None, compare=False, repr=False
+    )
     """pausepoint's own: what the sweeper does once the deadline passed: ``"fail"``, a
     `TimeoutAnswer`, or None (nothing)."""
 
@@ -115,7 +117,7 @@ class Interrupt:
         ns: Sequence[str] | None = None,
         response_schema: dict[str, Any] | None = None,
         deadline: datetime.datetime | None = None,
-        on_timeout: Any = None,
+        on_timeout: Literal["fail"] | TimeoutAnswer | None = None,
     ) -> None:
         self.value = value
         # ``ns`` is LangGraph's deprecated way to give the task namespace's parts: the
@@ -145,7 +147,10 @@ class Interrupt:
         )
 
     def with_terms(
-        self, schema: dict[str, Any] | None, deadline: datetime.datetime | None, on_timeout: Any
+        self,
+        schema: dict[str, Any] | None,
+        deadline: datetime.datetime | None,
+        on_timeout: Literal["fail"] | TimeoutAnswer | None,
     ) -> Interrupt:
         """A copy of this question with the given schema, deadline and timeout policy."""
         return Interrupt(
@@ -195,7 +200,7 @@ class Reanswer:
     ``Command(resume={interrupt_id: Reanswer(value)})``.
     """
 
-    value: Any
+    value: object
 
 
 @final
@@ -207,7 +212,7 @@ class TimeoutAnswer:
     so a default that the question would refuse fails at once, not at expiry.
     """
 
-    value: Any
+    value: object
 
 
 @final
@@ -230,7 +235,7 @@ class TimedOut:
     """
 
     deadline: datetime.datetime
-    on_timeout: Any
+    on_timeout: Literal["fail"] | TimeoutAnswer
     swept_at: datetime.datetime
     sweep_id: str
 
@@ -408,7 +413,7 @@ class PregelTask(NamedTuple):
 
     id: str
     name: str
-    path: tuple[Any, ...]
+    path: tuple[str | int | tuple[object, ...], ...]
     error: Exception | None = None
     interrupts: tuple[Interrupt, ...] = ()
     state: RunnableConfig | StateSnapshot | None = None
@@ -534,7 +539,7 @@ StreamPart = (
 def interrupt(
     value: Any,
     *,
-    response_schema: Any = None,
+    response_schema: object = None,
     deadline: datetime.timedelta | datetime.datetime | None = None,
     on_timeout: Literal["fail"] | TimeoutAnswer | None = None,
 ) -> Any:
