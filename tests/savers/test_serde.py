@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde import FORMAT, Serializer, StoredError, dumps, loads
-from pausepoint.types import Command, Interrupt, Overwrite, Send
+from pausepoint.types import Command, Interrupt, Overwrite, Send, TimedOut
 
 
 class Color(enum.Enum):
@@ -254,6 +254,14 @@ def test_dataclass_fields_missing_from_old_payloads_take_defaults() -> None:
         ser.loads(payload.replace(b'"x":5', b'"y":5'))
     with pytest.raises(CheckpointDecodeError, match="'z'"):
         ser.loads(payload.replace(b'"x":5', b'"x":5,"z":1'))
+
+
+def test_a_timed_out_answer_without_its_policy_is_refused() -> None:
+    now = datetime.datetime(2026, 12, 2, tzinfo=datetime.UTC)
+    payload = dumps(TimedOut(now, "fail", now, "s1"))
+    assert loads(payload) == TimedOut(now, "fail", now, "s1")
+    with pytest.raises(CheckpointDecodeError, match="lacks its on_timeout"):
+        loads(payload.replace(b'"fail"', b"null"))
 
 
 def test_module_level_dumps_loads_and_typed_format() -> None:

@@ -30,7 +30,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypedDict
 
-from pausepoint._schema_dicts import resolve
+from pausepoint._schema_dicts import JsonObject, resolve
 from pausepoint.response_schema import AnswerProblem
 
 if TYPE_CHECKING:
@@ -198,7 +198,9 @@ def _unwrap(schema: object, root: dict[str, object]) -> tuple[dict[str, object],
     for _ in range(20):  # a $ref chain; a cycle is left to the JSON textarea
         if not (isinstance(found, dict) and "$ref" in found):
             break
-        found = resolve(typing.cast("dict[str, object]", found)["$ref"], root, "$")
+        ref = typing.cast("dict[str, object]", found)["$ref"]
+        # the schema is JSON (it was checked when the question was asked)
+        found = resolve(ref, typing.cast("JsonObject", root), "$")
     if not isinstance(found, dict):
         return {}, False
     node = dict(typing.cast("dict[str, object]", found))

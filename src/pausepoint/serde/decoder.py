@@ -16,7 +16,7 @@ import uuid
 import zoneinfo
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde.encoder import TAG
@@ -117,13 +117,13 @@ def _timed_out(p: list[Any]) -> TimedOut:
     deadline, policy, swept_at, sweep_id = p
     return TimedOut(
         deadline=_utc(deadline, "(timed out)") or _missing("deadline"),
-        on_timeout=_policy(policy, "(timed out)"),
+        on_timeout=_policy(policy, "(timed out)") or _missing("on_timeout"),
         swept_at=_utc(swept_at, "(timed out)") or _missing("swept_at"),
         sweep_id=str(sweep_id),
     )
 
 
-def _missing(what: str) -> datetime.datetime:
+def _missing(what: str) -> NoReturn:
     raise CheckpointDecodeError(f"a stored timed-out answer lacks its {what}")
 
 

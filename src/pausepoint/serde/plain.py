@@ -22,6 +22,8 @@ from itertools import chain, compress, repeat
 from operator import is_
 from typing import Any, TypeAlias
 
+from pausepoint._schema_dicts import JsonValue
+
 __all__ = [
     "FLAT_VALUES",
     "Json",
@@ -34,9 +36,10 @@ __all__ = [
     "load_bytes",
 ]
 
-Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
+Json: TypeAlias = JsonValue
 """A JSON value as the ``json`` module reads and writes it: the serializer's trees are
-made of these, and so are the inbox API's and the CLI's outputs."""
+made of these, and so are the inbox API's and the CLI's outputs (one type with
+`pausepoint._schema_dicts.JsonValue`, which JSON Schemas are made of)."""
 
 TAG = "__pp__"
 """The key marking a tagged node. Part of the stored format (docs/format.md).
