@@ -190,7 +190,7 @@ class RunnableMethods:
             xray: Draw subgraphs' insides too: ``True`` at every depth, an int to that
                 many levels.
         """
-        from pausepoint.graph.drawing import graph_of
+        from pausepoint.graph.topology import graph_of
 
         return graph_of(self, xray)  # type: ignore[arg-type]
 

@@ -12,6 +12,10 @@ time it runs — every target it declares. A node that becomes triggered gets an
 edge from each node whose write triggered it. This reproduces what LangGraph
 1.1.6's ``get_graph()`` shows (joins, deferred nodes and loops included), so the
 nodes and edges match; see docs/differences.md for the drawing's own text.
+
+`graph_of` is what ``get_graph(xray=...)`` returns: that picture, with subgraph nodes
+replaced by their own pictures. The picture's types (`pausepoint.graph.drawing`) know
+nothing of compiled graphs: this module imports them, never the other way round.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pausepoint.constants import BRANCH_TO, END, START
-from pausepoint.graph.drawing import Graph
+from pausepoint.graph.drawing import Edge, Graph, Node
 from pausepoint.types import Command
 
 if TYPE_CHECKING:
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
     from pausepoint.loop.spec import GraphSpec, NodeProc
 
-__all__ = ["declared_targets", "discover"]
+__all__ = ["declared_targets", "discover", "graph_of"]
 
 _STEP_LIMIT = 250
 """Steps of the dry run at most (a loop repeats its steps; the limit ends it)."""
@@ -158,6 +162,39 @@ class _DryRun:
 def _finish(channel: Channel) -> bool:
     finish = getattr(channel, "finish", None)
     return bool(finish()) if finish is not None else False
+
+
+def graph_of(compiled: CompiledStateGraph, xray: int | bool) -> Graph:
+    """The picture of ``compiled``; subgraphs drawn inside it ``xray`` levels deep."""
+    picture = discover(compiled)
+    if not xray:
+        return picture
+    deeper = xray if isinstance(xray, bool) or xray <= 0 else xray - 1
+    for name, sub in compiled.get_subgraphs():
+        _inline(picture, name, graph_of(sub, deeper))
+    return picture
+
+
+def _inline(picture: Graph, name: str, sub: Graph) -> None:
+    """Replace node ``name`` with the inside of ``sub`` (its start and end trimmed)."""
+    if len(sub.nodes) <= 1 or name not in picture.nodes:
+        return
+    if sub.first_node() is None or sub.last_node() is None:
+        return
+    sub.trim_first_node()
+    sub.trim_last_node()
+    picture.nodes.pop(name)
+    first, last = picture.extend(sub, prefix=name)
+    # Edges into the subgraph node now enter its first node; edges out leave its last.
+    picture.edges = [_rewired(e, name, first, last) for e in picture.edges]
+
+
+def _rewired(edge: Edge, name: str, first: Node | None, last: Node | None) -> Edge:
+    if edge.source == name and last is not None:
+        edge = edge.copy(source=last.id)
+    if edge.target == name and first is not None:
+        edge = edge.copy(target=first.id)
+    return edge
 
 
 def discover(compiled: CompiledStateGraph) -> Graph:
