@@ -13,8 +13,8 @@ import dataclasses
 import queue
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._commit import committing
 from pausepoint.checkpoint.base import SaverProtocol
@@ -32,7 +32,7 @@ from pausepoint.graph.output import (
     message_tap,
     queue_sink,
 )
-from pausepoint.graph.runnable import RunnableMethods, check_run_kwargs
+from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
@@ -42,16 +42,12 @@ from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.running import TASK
 from pausepoint.runtime import coerce_context
 from pausepoint.task_context import NestInfo
-from pausepoint.types import All, Durability, StateSnapshot, StateUpdate
+from pausepoint.types import Durability, StateSnapshot, StateUpdate
 
 if TYPE_CHECKING:
-    from pausepoint.graph.state import StateGraph
     from pausepoint.loop.effects import Effect
 
 __all__ = ["CompiledStateGraph"]
-
-Nodes = All | Sequence[str] | None
-"""``interrupt_before=``/``interrupt_after=`` as a caller gives them: ``"*"`` or names."""
 
 _Loop = Generator["Effect", object, RunResult]
 """One run's loop, as `pausepoint.loop.run.run` makes it."""
@@ -67,7 +63,7 @@ class CompiledStateGraph(RunnableMethods):
         self,
         spec: GraphSpec,
         *,
-        builder: StateGraph | None,
+        builder: Any,  # a StateGraph, or None for an @entrypoint (cli/threads.py reads it)
         checkpointer: Any,
         interrupt_before: tuple[str, ...] | str,
         interrupt_after: tuple[str, ...] | str,
@@ -203,7 +199,7 @@ class CompiledStateGraph(RunnableMethods):
         return opts, saver
 
     def _begin(
-        self, input: object, config: RunnableConfig | None, args: _RunArgs, sink: Sink | None
+        self, input: object, config: RunnableConfig | None, args: RunArgs, sink: Sink | None
     ) -> tuple[_Loop, RunOptions, Any]:
         """The loop of one run, its options and its saver: shared by every run method."""
         opts, saver = self._options(
@@ -248,7 +244,7 @@ class CompiledStateGraph(RunnableMethods):
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.stream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
             interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
@@ -285,7 +281,7 @@ class CompiledStateGraph(RunnableMethods):
         Raises:
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.invoke, kwargs, frozenset(), False, durability, interrupt_before,
             interrupt_after, output_keys, context,
         )  # fmt: skip
@@ -412,7 +408,7 @@ class CompiledStateGraph(RunnableMethods):
     ) -> AsyncIterator[Any]:
         """Async [`stream`][]."""
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
             interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
@@ -441,7 +437,7 @@ class CompiledStateGraph(RunnableMethods):
         **kwargs: object,
     ) -> Any:
         """Async [`invoke`][]."""
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.ainvoke, kwargs, frozenset(), False, durability, interrupt_before,
             interrupt_after, output_keys, context,
         )  # fmt: skip
@@ -527,65 +523,6 @@ def _key_tuple(output_keys: str | Sequence[str] | None) -> tuple[str, ...] | Non
     if output_keys is None:
         return None
     return (output_keys,) if isinstance(output_keys, str) else tuple(output_keys)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _RunArgs:
-    """The run options a caller passes to invoke/stream and their async forms."""
-
-    modes: frozenset[str]
-    subgraphs: bool
-    durability: Durability | None
-    interrupt_before: Nodes
-    interrupt_after: Nodes
-    output_keys: str | Sequence[str] | None
-    context: object = None
-
-    @classmethod
-    def checked(
-        cls,
-        method: Callable[..., object],
-        kwargs: dict[str, object],
-        modes: frozenset[str],
-        subgraphs: bool,
-        durability: Durability | None,
-        interrupt_before: Nodes,
-        interrupt_after: Nodes,
-        output_keys: str | Sequence[str] | None,
-        context: object,
-    ) -> _RunArgs:
-        """The options of a call to ``method``, its stray keywords checked first."""
-        durability = check_run_kwargs(method, kwargs, durability)
-        return cls(
-            modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys, context
-        )
-
-    def passed(self, spec: GraphSpec, version: str) -> _Passed:
-        """The keyword arguments an ``invoke`` hands on to ``stream``/``astream``.
-
-        Its chunks report the output schema's keys unless told others (``stream``'s
-        default is every state key), and come in the ``version`` asked for: as
-        LangGraph's ``invoke(stream_mode=...)`` does.
-        """
-        return _Passed(
-            durability=self.durability,
-            interrupt_before=self.interrupt_before,
-            interrupt_after=self.interrupt_after,
-            output_keys=spec.output_keys if self.output_keys is None else self.output_keys,
-            context=self.context,
-            version=version,
-        )
-
-
-class _Passed(TypedDict):
-    """What an ``invoke`` with another ``stream_mode`` hands on to ``stream``."""
-
-    durability: Durability | None
-    interrupt_before: Nodes
-    interrupt_after: Nodes
-    output_keys: str | Sequence[str]
-    context: object
-    version: str
 
 
 def _streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> str | Sequence[str]:

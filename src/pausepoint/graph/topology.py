@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import typing
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pausepoint.constants import BRANCH_TO, END, START
@@ -55,7 +55,7 @@ class _Edge(NamedTuple):
     label: str | None
 
 
-def _order(item: tuple[Any, ...]) -> tuple[Any, ...]:
+def _order(item: tuple[str | bool | None, ...]) -> tuple[str | bool | None, ...]:
     """A sort key for tuples whose last field is a label or ``None``."""
     return (*item[:-1], item[-1] or "")
 
@@ -85,7 +85,7 @@ class _DryRun:
             self.step_sources = {n: w for n, (w, _) in writes.items()}
             self.sources.update(self.step_sources)
             by_trigger = self.by_trigger()
-            sent: dict[str, list[Any]] = defaultdict(list)
+            sent: dict[str, list[str | None]] = defaultdict(list)
             for _, values in writes.values():
                 for chan, value in values:
                     sent[chan].append(value)
@@ -95,10 +95,10 @@ class _DryRun:
             tasks = nxt
         return first
 
-    def writes_of(self, name: str) -> tuple[set[_Write], list[tuple[str, Any]]]:
+    def writes_of(self, name: str) -> tuple[set[_Write], list[tuple[str, str | None]]]:
         """The triggers ``name`` writes this step (as drawn, and as channel writes)."""
         proc = self.spec.nodes[name]
-        sent: list[tuple[str, Any]] = [(c, None) for c in proc.edges]
+        sent: list[tuple[str, str | None]] = [(c, None) for c in proc.edges]
         sent += [(c, name) for c in proc.joins]
         labels: dict[str, str | None] = {}
         if name not in self.routed:  # declared routes are written the first time only
@@ -141,7 +141,7 @@ class _DryRun:
             for src in self.step_sources:
                 self.edges.add(_Edge(src, name, True, None))
 
-    def apply(self, ran: Iterable[str], sent: Mapping[str, list[Any]]) -> list[str]:
+    def apply(self, ran: Iterable[str], sent: Mapping[str, list[str | None]]) -> list[str]:
         """Apply one step's writes to the channels; return the nodes triggered next."""
         for name in ran:
             for chan in self.spec.nodes[name].triggers:
@@ -236,7 +236,7 @@ def _edge(picture: Graph, src: str, dst: str, label: str | None, cond: bool) -> 
     picture.add_edge(src, dst, label, cond)
 
 
-def _data(proc: NodeProc) -> Any:
+def _data(proc: NodeProc) -> object:
     return proc.subgraph if proc.subgraph is not None else proc.fn
 
 
@@ -282,7 +282,7 @@ def _goto_targets(
     return [(t, None) for t in _command_literal(proc.fn)] if proc.fn is not None else []
 
 
-def _hints(fn: Any) -> dict[str, Any]:
+def _hints(fn: object) -> dict[str, object]:
     """``fn``'s type hints (those of ``__call__`` for a callable object), or none."""
     target = fn if callable(fn) and hasattr(fn, "__code__") else getattr(fn, "__call__", fn)  # noqa: B004
     try:
@@ -291,7 +291,7 @@ def _hints(fn: Any) -> dict[str, Any]:
         return {}
 
 
-def _literal_map(path: Any) -> dict[Any, str] | None:
+def _literal_map(path: object) -> dict[Hashable, str] | None:
     """``{name: name}`` from a branch function's ``-> Literal[...]`` annotation."""
     ret = _hints(path).get("return")
     if typing.get_origin(ret) is not typing.Literal:
@@ -299,7 +299,7 @@ def _literal_map(path: Any) -> dict[Any, str] | None:
     return {value: value for value in typing.get_args(ret)}
 
 
-def _command_literal(fn: Any) -> tuple[str, ...]:
+def _command_literal(fn: object) -> tuple[str, ...]:
     """The targets of a ``-> Command[Literal[...]]`` annotation (also inside a union)."""
     ret = _hints(fn).get("return")
     options = typing.get_args(ret) if typing.get_origin(ret) in (typing.Union, _UNION) else (ret,)
@@ -310,9 +310,9 @@ def _command_literal(fn: Any) -> tuple[str, ...]:
     return ()
 
 
-def _is_literal(hint: Any) -> bool:
+def _is_literal(hint: object) -> bool:
     return typing.get_origin(hint) is typing.Literal
 
 
-_UNION: Any = type(int | str)
+_UNION: type[object] = type(int | str)
 """``X | Y`` unions (``types.UnionType``), which ``typing.Union`` does not cover."""
