@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pausepoint.channels import (
     AfterFinish,
@@ -23,6 +23,7 @@ from pausepoint.graph.schema import SchemaInfo
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
 
 if TYPE_CHECKING:
+    from pausepoint.graph.compiled import CompiledStateGraph
     from pausepoint.graph.state import NodeSpec, StateGraph
 
 __all__ = ["build_spec"]
@@ -166,7 +167,7 @@ def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc
     )
 
 
-def _called_graph(fn: Any, kind: type[Any]) -> Any | None:
+def _called_graph(fn: object, kind: type[CompiledStateGraph]) -> CompiledStateGraph | None:
     """A compiled graph ``fn`` refers to (a closure variable or a global it names), if any.
 
     So a node that runs a subgraph from inside its function (``sub.invoke(...)``) shows
@@ -176,7 +177,7 @@ def _called_graph(fn: Any, kind: type[Any]) -> Any | None:
     code = getattr(fn, "__code__", None)
     if code is None:
         return None
-    found: list[Any] = []
+    found: list[object] = []
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             found.append(cell.cell_contents)
@@ -188,28 +189,30 @@ def _called_graph(fn: Any, kind: type[Any]) -> Any | None:
         current = codes.pop()
         names.update(current.co_names)
         codes.extend(c for c in current.co_consts if inspect.iscode(c))
-    scope: dict[str, Any] = getattr(fn, "__globals__", None) or {}
+    scope: dict[str, object] = getattr(fn, "__globals__", None) or {}
     found.extend(scope[n] for n in sorted(names) if n in scope)
     return next((g for g in found if isinstance(g, kind) and g.checkpointer is not False), None)
 
 
-def _is_async(fn: Any) -> bool:
+def _is_async(fn: object) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004
     )
 
 
-def _accepts_config(fn: Any) -> bool:
+def _accepts_config(fn: object) -> bool:
     # As in LangGraph, only a parameter named ``config`` receives the config.
     return takes(fn, "config")
 
 
-def _injected(fn: Any) -> frozenset[str]:
+def _injected(fn: object) -> frozenset[str]:
     return frozenset(k for k in ("writer", "runtime") if takes(fn, k))
 
 
-def takes(fn: Any, name: str) -> bool:
+def takes(fn: object, name: str) -> bool:
     """Whether ``fn`` has a parameter called ``name`` (injected by keyword)."""
+    if not callable(fn):  # no signature: inspect.signature raises TypeError for it
+        return False
     try:
         return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):

@@ -14,7 +14,7 @@ import queue
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._commit import committing
 from pausepoint.checkpoint.base import SaverProtocol
@@ -25,25 +25,32 @@ from pausepoint.drivers.owners import process_owner
 from pausepoint.errors import CheckpointerRequiredError
 from pausepoint.graph.output import (
     ChunkShape,
+    Sink,
     async_sink,
     deliver,
     invoke_output,
     message_tap,
     queue_sink,
 )
-from pausepoint.graph.runnable import RunnableMethods, check_run_kwargs
+from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.namespaces import addressed, stateful_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
-from pausepoint.loop.spec import GraphSpec
+from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.running import TASK
 from pausepoint.runtime import coerce_context
 from pausepoint.task_context import NestInfo
-from pausepoint.types import StateSnapshot, StateUpdate
+from pausepoint.types import Durability, StateSnapshot, StateUpdate
+
+if TYPE_CHECKING:
+    from pausepoint.loop.effects import Effect
 
 __all__ = ["CompiledStateGraph"]
+
+_Loop = Generator["Effect", object, RunResult]
+"""One run's loop, as `pausepoint.loop.run.run` makes it."""
 
 
 class CompiledStateGraph(RunnableMethods):
@@ -56,14 +63,14 @@ class CompiledStateGraph(RunnableMethods):
         self,
         spec: GraphSpec,
         *,
-        builder: Any,
+        builder: Any,  # a StateGraph, or None for an @entrypoint (cli/threads.py reads it)
         checkpointer: Any,
         interrupt_before: tuple[str, ...] | str,
         interrupt_after: tuple[str, ...] | str,
         debug: bool,
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
-        context_schema: Any = None,
+        context_schema: object = None,
     ) -> None:
         self.spec = spec
         self.builder = builder
@@ -77,7 +84,7 @@ class CompiledStateGraph(RunnableMethods):
         self.context_schema = context_schema
 
     @property
-    def nodes(self) -> dict[str, Any]:
+    def nodes(self) -> dict[str, NodeProc]:
         """The graph's nodes by name (``__start__`` included)."""
         return dict(self.spec.nodes)
 
@@ -89,13 +96,13 @@ class CompiledStateGraph(RunnableMethods):
         modes: frozenset[str],
         *,
         subgraphs: bool,
-        durability: Any,
-        interrupt_before: Any,
-        interrupt_after: Any,
-        sink: Any,
+        durability: Durability | None,
+        interrupt_before: Nodes,
+        interrupt_after: Nodes,
+        sink: Sink | None,
         output_keys: str | Sequence[str] | None = None,
-        context: Any = None,
-    ) -> tuple[RunOptions, Any]:
+        context: object = None,
+    ) -> tuple[RunOptions, SaverProtocol | None]:
         parent = TASK.get()
         cfg = RunConfig.parse(self._merged(config))
         context = coerce_context(self.context_schema, context)
@@ -110,7 +117,9 @@ class CompiledStateGraph(RunnableMethods):
                 "keep its state across its parent's runs. Compile the graph you call "
                 "with a saver (checkpointer=InMemorySaver(), SqliteSaver, ...)"
             )
-        saver = committing(self.checkpointer) if self.checkpointer not in (None, False) else None
+        saver: SaverProtocol | None = (
+            committing(self.checkpointer) if self.checkpointer not in (None, False) else None
+        )
         if saver is None and durability is not None:
             warnings.warn(_NO_DURABILITY, stacklevel=4)
         if cfg.checkpoint_ns:
@@ -153,10 +162,10 @@ class CompiledStateGraph(RunnableMethods):
         )
 
     def _nested_options(
-        self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Any
-    ) -> tuple[RunOptions, Any]:
-        saver = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
-        saver = committing(saver)
+        self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Sink | None
+    ) -> tuple[RunOptions, SaverProtocol | None]:
+        given = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
+        saver: SaverProtocol | None = committing(given)
         if self.checkpointer is True:  # stateful: one namespace across parent runs
             ns = stateful_ns(ns)
         inner = RunConfig.parse(
@@ -190,8 +199,8 @@ class CompiledStateGraph(RunnableMethods):
         return opts, saver
 
     def _begin(
-        self, input: Any, config: RunnableConfig | None, args: _RunArgs, sink: Any
-    ) -> tuple[Generator[Any, Any, RunResult], RunOptions, Any]:
+        self, input: object, config: RunnableConfig | None, args: RunArgs, sink: Sink | None
+    ) -> tuple[_Loop, RunOptions, Any]:
         """The loop of one run, its options and its saver: shared by every run method."""
         opts, saver = self._options(
             config,
@@ -210,19 +219,19 @@ class CompiledStateGraph(RunnableMethods):
 
     def stream(
         self,
-        input: Any,
+        input: object,
         config: RunnableConfig | None = None,
         *,
         stream_mode: str | Sequence[str] | None = None,
         output_keys: str | Sequence[str] | None = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: Any = None,
+        interrupt_before: Nodes = None,
+        interrupt_after: Nodes = None,
+        durability: Durability | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
         version: str = "v1",
-        context: Any = None,
-        **kwargs: Any,
+        context: object = None,
+        **kwargs: object,
     ) -> Iterator[Any]:
         """Run the graph, yielding what ``stream_mode`` asks for after each step.
 
@@ -235,7 +244,7 @@ class CompiledStateGraph(RunnableMethods):
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.stream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
             interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
@@ -252,17 +261,17 @@ class CompiledStateGraph(RunnableMethods):
 
     def invoke(
         self,
-        input: Any,
+        input: object,
         config: RunnableConfig | None = None,
         *,
         stream_mode: str = "values",
         output_keys: str | Sequence[str] | None = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: Any = None,
+        interrupt_before: Nodes = None,
+        interrupt_after: Nodes = None,
+        durability: Durability | None = None,
         version: str = "v1",
-        context: Any = None,
-        **kwargs: Any,
+        context: object = None,
+        **kwargs: object,
     ) -> Any:
         """Run the graph to its end (or to a pause) and return the output state.
 
@@ -272,7 +281,7 @@ class CompiledStateGraph(RunnableMethods):
         Raises:
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.invoke, kwargs, frozenset(), False, durability, interrupt_before,
             interrupt_after, output_keys, context,
         )  # fmt: skip
@@ -383,23 +392,23 @@ class CompiledStateGraph(RunnableMethods):
 
     async def astream(
         self,
-        input: Any,
+        input: object,
         config: RunnableConfig | None = None,
         *,
         stream_mode: str | Sequence[str] | None = None,
         output_keys: str | Sequence[str] | None = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: Any = None,
+        interrupt_before: Nodes = None,
+        interrupt_after: Nodes = None,
+        durability: Durability | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
         version: str = "v1",
-        context: Any = None,
-        **kwargs: Any,
+        context: object = None,
+        **kwargs: object,
     ) -> AsyncIterator[Any]:
         """Async [`stream`][]."""
         shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
             interrupt_after, _streamed_keys(self.spec, output_keys), context,
         )  # fmt: skip
@@ -415,20 +424,20 @@ class CompiledStateGraph(RunnableMethods):
 
     async def ainvoke(
         self,
-        input: Any,
+        input: object,
         config: RunnableConfig | None = None,
         *,
         stream_mode: str = "values",
         output_keys: str | Sequence[str] | None = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
-        durability: Any = None,
+        interrupt_before: Nodes = None,
+        interrupt_after: Nodes = None,
+        durability: Durability | None = None,
         version: str = "v1",
-        context: Any = None,
-        **kwargs: Any,
+        context: object = None,
+        **kwargs: object,
     ) -> Any:
         """Async [`invoke`][]."""
-        args = _RunArgs.checked(
+        args = RunArgs.checked(
             self.ainvoke, kwargs, frozenset(), False, durability, interrupt_before,
             interrupt_after, output_keys, context,
         )  # fmt: skip
@@ -502,7 +511,7 @@ _NESTED = frozenset({"custom", "messages"})
 _NO_DURABILITY = "`durability` has no effect when no checkpointer is present."
 
 
-def _nodes(given: Any, default: tuple[str, ...] | str) -> tuple[str, ...] | str:
+def _nodes(given: Nodes, default: tuple[str, ...] | str) -> tuple[str, ...] | str:
     if given is None:
         return default
     if given == "*":
@@ -514,54 +523,6 @@ def _key_tuple(output_keys: str | Sequence[str] | None) -> tuple[str, ...] | Non
     if output_keys is None:
         return None
     return (output_keys,) if isinstance(output_keys, str) else tuple(output_keys)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _RunArgs:
-    """The run options a caller passes to invoke/stream and their async forms."""
-
-    modes: frozenset[str]
-    subgraphs: bool
-    durability: Any
-    interrupt_before: Any
-    interrupt_after: Any
-    output_keys: str | Sequence[str] | None
-    context: Any = None
-
-    @classmethod
-    def checked(
-        cls,
-        method: Any,
-        kwargs: dict[str, Any],
-        modes: frozenset[str],
-        subgraphs: bool,
-        durability: Any,
-        interrupt_before: Any,
-        interrupt_after: Any,
-        output_keys: str | Sequence[str] | None,
-        context: Any,
-    ) -> _RunArgs:
-        """The options of a call to ``method``, its stray keywords checked first."""
-        durability = check_run_kwargs(method, kwargs, durability)
-        return cls(
-            modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys, context
-        )
-
-    def passed(self, spec: GraphSpec, version: str) -> dict[str, Any]:
-        """The keyword arguments an ``invoke`` hands on to ``stream``/``astream``.
-
-        Its chunks report the output schema's keys unless told others (``stream``'s
-        default is every state key), and come in the ``version`` asked for: as
-        LangGraph's ``invoke(stream_mode=...)`` does.
-        """
-        return {
-            "durability": self.durability,
-            "interrupt_before": self.interrupt_before,
-            "interrupt_after": self.interrupt_after,
-            "output_keys": spec.output_keys if self.output_keys is None else self.output_keys,
-            "context": self.context,
-            "version": version,
-        }
 
 
 def _streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> str | Sequence[str]:

@@ -7,7 +7,9 @@ changing imports. It draws itself as Mermaid text (`pausepoint.graph.mermaid`)
 or ASCII art (`pausepoint.graph.ascii_art`) with no dependency; a PNG needs the
 Mermaid command-line renderer (``mmdc``) installed.
 
-Which edges the picture has is worked out by `pausepoint.graph.topology`.
+Which nodes and edges a compiled graph's picture has is worked out by
+`pausepoint.graph.topology`, which builds it from these types (this module knows
+nothing of compiled graphs).
 """
 
 from __future__ import annotations
@@ -17,12 +19,9 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-if TYPE_CHECKING:
-    from pausepoint.graph.compiled import CompiledStateGraph
-
-__all__ = ["Edge", "Graph", "Node", "graph_of"]
+__all__ = ["Edge", "Graph", "Node"]
 
 
 class Node(NamedTuple):
@@ -204,38 +203,3 @@ def _render_png(mmdc: str, text: str, output_file_path: str | None) -> bytes:
         with open(output_file_path, "wb") as f:
             f.write(png)
     return png
-
-
-def graph_of(compiled: CompiledStateGraph, xray: int | bool) -> Graph:
-    """The picture of ``compiled``; subgraphs drawn inside it ``xray`` levels deep."""
-    from pausepoint.graph.topology import discover
-
-    picture = discover(compiled)
-    if not xray:
-        return picture
-    deeper = xray if isinstance(xray, bool) or xray <= 0 else xray - 1
-    for name, sub in compiled.get_subgraphs():
-        _inline(picture, name, graph_of(sub, deeper))
-    return picture
-
-
-def _inline(picture: Graph, name: str, sub: Graph) -> None:
-    """Replace node ``name`` with the inside of ``sub`` (its start and end trimmed)."""
-    if len(sub.nodes) <= 1 or name not in picture.nodes:
-        return
-    if sub.first_node() is None or sub.last_node() is None:
-        return
-    sub.trim_first_node()
-    sub.trim_last_node()
-    picture.nodes.pop(name)
-    first, last = picture.extend(sub, prefix=name)
-    # Edges into the subgraph node now enter its first node; edges out leave its last.
-    picture.edges = [_rewired(e, name, first, last) for e in picture.edges]
-
-
-def _rewired(edge: Edge, name: str, first: Node | None, last: Node | None) -> Edge:
-    if edge.source == name and last is not None:
-        edge = edge.copy(source=last.id)
-    if edge.target == name and first is not None:
-        edge = edge.copy(target=first.id)
-    return edge

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
 from typing_extensions import TypedDict
 
 from pausepoint.graph.state import StateGraph
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 __all__ = ["REMOVE_ALL_MESSAGES", "MessageGraph", "MessagesState", "add_messages"]
 
@@ -36,13 +39,19 @@ REMOVE_ALL_MESSAGES = "__remove_all__"
 
 Format = Literal["langchain-openai", "dict"] | None
 
+_DictMessage = dict[str, object]
+"""A plain dict message: ``{"role": ..., "content": ..., "id": ...}``."""
+
+_M = TypeVar("_M")
+"""One message representation: `_DictMessage` or LangChain's ``BaseMessage``."""
+
 _ROLES = frozenset(
     {"human", "user", "ai", "assistant", "function", "tool", "system", "developer", "remove"}
 )
 _EXTRA_HINT = "install langchain-core (pip install 'pausepoint[messages]')"
 
 
-def add_messages(left: Any = None, right: Any = None, *, format: Format = None) -> Any:
+def add_messages(left: object = None, right: object = None, *, format: Format = None) -> Any:
     """Merge ``right`` into ``left``: append new messages, replace or remove by id.
 
     Use it as a reducer, ``Annotated[list, add_messages]``, or call it with only
@@ -118,37 +127,30 @@ def __getattr__(name: str) -> Any:
 # --- merging ----------------------------------------------------------------------------
 
 
-def _merge(left: Any, right: Any, format: Format = None) -> list[Any]:
+def _merge(
+    left: object, right: object, format: Format = None
+) -> list[_DictMessage] | list[BaseMessage]:
     if format not in (None, "langchain-openai", "dict"):
         raise ValueError(
             f"Unrecognized format={format!r}. Expected one of 'langchain-openai', 'dict', None."
         )
     form = _DICTS if format == "dict" or (format is None and not _has_langchain()) else _langchain()
-    old = form.coerce(_as_list(left))
-    new = form.coerce(_as_list(right))
-    import uuid  # here, not at the top: ``import pausepoint`` stays quick
-
-    for m in (*old, *new):
-        if form.id_of(m) is None:
-            form.set_id(m, str(uuid.uuid4()))
-    cut = max((i for i, m in enumerate(new) if _removes_all(form, m)), default=None)
-    merged = new[cut + 1 :] if cut is not None else _by_id(form, old, new)
-    return form.openai(merged) if format == "langchain-openai" else merged
+    return form.merge(left, right, openai=format == "langchain-openai")
 
 
-def _as_list(value: Any) -> list[Any]:
+def _as_list(value: object) -> list[object]:
     return list(value) if isinstance(value, list) else [value]  # pyright: ignore[reportUnknownArgumentType]
 
 
-def _removes_all(form: _Form, message: Any) -> bool:
+def _removes_all(form: _Form[_M], message: _M) -> bool:
     return form.is_removal(message) and form.id_of(message) == REMOVE_ALL_MESSAGES
 
 
-def _by_id(form: _Form, old: list[Any], new: list[Any]) -> list[Any]:
+def _by_id(form: _Form[_M], old: list[_M], new: list[_M]) -> list[_M]:
     """``old`` with ``new`` applied: same id replaces (in place), removal drops, else appends."""
     merged = list(old)
     index = {form.id_of(m): i for i, m in enumerate(merged)}
-    removed: set[Any] = set()
+    removed: set[object] = set()
     for m in new:
         mid = form.id_of(m)
         at = index.get(mid)
@@ -167,74 +169,87 @@ def _by_id(form: _Form, old: list[Any], new: list[Any]) -> list[Any]:
     return [m for m in merged if form.id_of(m) not in removed]
 
 
-class _Form:
+class _Form(Generic[_M]):
     """One message representation: coercion, ids and removals."""
 
-    def coerce(self, values: list[Any]) -> list[Any]:
+    def merge(self, left: object, right: object, *, openai: bool) -> list[_M]:
+        """``right`` merged into ``left`` (see `add_messages`), both coerced to this form."""
+        old = self.coerce(_as_list(left))
+        new = self.coerce(_as_list(right))
+        import uuid  # here, not at the top: ``import pausepoint`` stays quick
+
+        for m in (*old, *new):
+            if self.id_of(m) is None:
+                self.set_id(m, str(uuid.uuid4()))
+        cut = max((i for i, m in enumerate(new) if _removes_all(self, m)), default=None)
+        merged = new[cut + 1 :] if cut is not None else _by_id(self, old, new)
+        return self.openai(merged) if openai else merged
+
+    def coerce(self, values: list[object]) -> list[_M]:
         raise NotImplementedError
 
-    def openai(self, values: list[Any]) -> list[Any]:
+    def openai(self, values: list[_M]) -> list[_M]:
         raise NotImplementedError
 
-    def id_of(self, message: Any) -> Any:
+    def id_of(self, message: _M) -> object:
         raise NotImplementedError
 
-    def set_id(self, message: Any, mid: str) -> None:
+    def set_id(self, message: _M, mid: str) -> None:
         raise NotImplementedError
 
-    def is_removal(self, message: Any) -> bool:
+    def is_removal(self, message: _M) -> bool:
         raise NotImplementedError
 
 
-class _Dicts(_Form):
-    def coerce(self, values: list[Any]) -> list[Any]:
+class _Dicts(_Form[_DictMessage]):
+    def coerce(self, values: list[object]) -> list[_DictMessage]:
         return [_dict_message(v) for v in values]
 
-    def id_of(self, message: Any) -> Any:
+    def id_of(self, message: _DictMessage) -> object:
         return message.get("id")
 
-    def set_id(self, message: Any, mid: str) -> None:
+    def set_id(self, message: _DictMessage, mid: str) -> None:
         message["id"] = mid
 
-    def is_removal(self, message: Any) -> bool:
+    def is_removal(self, message: _DictMessage) -> bool:
         return message.get("role", message.get("type")) == "remove"
 
 
-class _LangChain(_Form):
+class _LangChain(_Form["BaseMessage"]):
     def __init__(self, messages: Any) -> None:
-        self._m = messages
+        self._m = messages  # langchain_core.messages, imported on first use
 
-    def coerce(self, values: list[Any]) -> list[Any]:
+    def coerce(self, values: list[object]) -> list[BaseMessage]:
         m = self._m
         return [m.message_chunk_to_message(x) for x in m.convert_to_messages(values)]
 
-    def openai(self, values: list[Any]) -> list[Any]:
+    def openai(self, values: list[BaseMessage]) -> list[BaseMessage]:
         return self._m.convert_to_messages(self._m.convert_to_openai_messages(values))
 
-    def id_of(self, message: Any) -> Any:
+    def id_of(self, message: BaseMessage) -> str | None:
         return message.id
 
-    def set_id(self, message: Any, mid: str) -> None:
+    def set_id(self, message: BaseMessage, mid: str) -> None:
         message.id = mid  # in place, as LangGraph does
 
-    def is_removal(self, message: Any) -> bool:
+    def is_removal(self, message: BaseMessage) -> bool:
         return isinstance(message, self._m.RemoveMessage)
 
 
 _DICTS = _Dicts()
 
 
-def _dict_message(value: Any) -> dict[str, Any]:
+def _dict_message(value: object) -> _DictMessage:
     """A copy of ``value`` as a dict message (a string is a user message)."""
     if isinstance(value, str):
         return {"role": "user", "content": value}
     if isinstance(value, tuple) and len(value) == 2:  # pyright: ignore[reportUnknownArgumentType]
         role, content = value  # pyright: ignore[reportUnknownVariableType]
-        message: dict[str, Any] = {"role": role, "content": content}
+        message: _DictMessage = {"role": role, "content": content}
     elif isinstance(value, dict):
         message = dict(value)  # pyright: ignore[reportUnknownArgumentType]
     else:
-        kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        kind: type[object] = type(value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
         raise TypeError(
             f"cannot use {kind.__name__} {value!r} as a message: with plain dict "
             "messages use a dict ({'role': ..., 'content': ...}), a (role, content) tuple "
@@ -244,7 +259,7 @@ def _dict_message(value: Any) -> dict[str, Any]:
     return message
 
 
-def _check_dict(message: dict[str, Any]) -> None:
+def _check_dict(message: _DictMessage) -> None:
     role = message.get("role", message.get("type"))
     if role is None or ("content" not in message and role != "remove"):
         raise ValueError(f"Message dict must contain 'role' and 'content' keys, got {message!r}")

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, LLMResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, GenerationChunk, LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
 try:  # what makes a chat model's invoke() stream its tokens to the handler
@@ -37,11 +37,12 @@ from pausepoint.loop.tasks import task_input
 from pausepoint.running import TASK
 
 if TYPE_CHECKING:
+    from pausepoint.graph.output import Sink
     from pausepoint.loop.node import Body
 
 __all__ = ["MessageTap"]
 
-Sink = Callable[[tuple[str, ...], str, Any], None]
+T = TypeVar("T")
 
 NOSTREAM = "nostream"
 """A chat model tagged so is not streamed (``model.with_config(tags=["nostream"])``)."""
@@ -119,7 +120,7 @@ class _TokenHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # pyright:
     def __init__(self, sink: Sink, ns: tuple[str, ...], outer: _TokenHandler | None) -> None:
         self.sink = sink
         self.ns = ns
-        self.runs: dict[uuid.UUID, dict[str, Any]] = {}
+        self.runs: dict[uuid.UUID, dict[str, object]] = {}
         # One set of seen ids (and its lock) per streamed run, its subgraphs' included.
         self.seen: set[str] = set() if outer is None else outer.seen
         self.lock = threading.Lock() if outer is None else outer.lock
@@ -128,7 +129,7 @@ class _TokenHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # pyright:
         with self.lock:
             self.seen.update(m.id for m in messages if m.id is not None)
 
-    def emit(self, message: BaseMessage, metadata: dict[str, Any], *, new: bool = False) -> None:
+    def emit(self, message: BaseMessage, metadata: dict[str, object], *, new: bool = False) -> None:
         """Stream ``message``; with ``new``, only if no message with its id was streamed."""
         with self.lock:
             if new and message.id in self.seen:
@@ -138,25 +139,25 @@ class _TokenHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # pyright:
             self.seen.add(message.id)
         self.sink(self.ns, "messages", (message, metadata))
 
-    def emit_new(self, messages: Sequence[BaseMessage], metadata: dict[str, Any]) -> None:
+    def emit_new(self, messages: Sequence[BaseMessage], metadata: dict[str, object]) -> None:
         for message in messages:
             self.emit(message, metadata, new=True)
 
-    def tap_output_iter(self, run_id: uuid.UUID, output: Iterator[Any]) -> Iterator[Any]:
+    def tap_output_iter(self, run_id: uuid.UUID, output: Iterator[T]) -> Iterator[T]:
         return output
 
-    def tap_output_aiter(self, run_id: uuid.UUID, output: Any) -> Any:
+    def tap_output_aiter(self, run_id: uuid.UUID, output: AsyncIterator[T]) -> AsyncIterator[T]:
         return output
 
     def on_chat_model_start(
         self,
-        serialized: dict[str, Any],
+        serialized: dict[str, object],
         messages: list[list[BaseMessage]],
         *,
         run_id: uuid.UUID,
         tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
+        metadata: dict[str, object] | None = None,
+        **kwargs: object,
     ) -> None:
         if not metadata or (tags and NOSTREAM in tags) or not isinstance(TASK.get(), ExecTask):
             # Not in a node: a @task call's namespace is its caller's child, and LangGraph
@@ -168,12 +169,17 @@ class _TokenHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # pyright:
         self.runs[run_id] = shown
 
     def on_llm_new_token(
-        self, token: Any, *, chunk: Any = None, run_id: uuid.UUID, **kwargs: Any
+        self,
+        token: object,
+        *,
+        chunk: GenerationChunk | ChatGenerationChunk | None = None,
+        run_id: uuid.UUID,
+        **kwargs: object,
     ) -> None:
         if isinstance(chunk, ChatGenerationChunk) and (meta := self.runs.get(run_id)):
             self.emit(chunk.message, meta)
 
-    def on_llm_end(self, response: LLMResult, *, run_id: uuid.UUID, **kwargs: Any) -> None:
+    def on_llm_end(self, response: LLMResult, *, run_id: uuid.UUID, **kwargs: object) -> None:
         meta = self.runs.pop(run_id, None)
         if meta is None or not response.generations or not response.generations[0]:
             return
@@ -181,17 +187,17 @@ class _TokenHandler(BaseCallbackHandler, _StreamingCallbackHandler):  # pyright:
         if isinstance(first, ChatGeneration):  # not streamed token by token: whole
             self.emit(first.message, meta, new=True)
 
-    def on_llm_error(self, error: BaseException, *, run_id: uuid.UUID, **kwargs: Any) -> None:
+    def on_llm_error(self, error: BaseException, *, run_id: uuid.UUID, **kwargs: object) -> None:
         self.runs.pop(run_id, None)
 
 
-def _metadata(task: ExecTask) -> dict[str, Any]:
+def _metadata(task: ExecTask) -> dict[str, object]:
     """What a task's messages are streamed with (LangGraph's run metadata).
 
     The node's config metadata, and the caller's configurable keys with plain values,
     but none whose name suggests a secret.
     """
-    shown = {
+    shown: dict[str, object] = {
         k: v
         for k, v in task.frame.run.cfg.configurable.items()
         if isinstance(v, str | int | float | bool)
@@ -202,7 +208,7 @@ def _metadata(task: ExecTask) -> dict[str, Any]:
     return shown
 
 
-def _node_metadata(task: ExecTask) -> dict[str, Any]:
+def _node_metadata(task: ExecTask) -> dict[str, object]:
     """The metadata of the messages a node returns (LangGraph marks them so)."""
     return {**_metadata(task), "ls_integration": "langgraph"}
 
@@ -210,7 +216,7 @@ def _node_metadata(task: ExecTask) -> dict[str, Any]:
 _SECRET = ("key", "token", "secret", "password", "auth")
 
 
-def _returned(task: ExecTask, writes: Sequence[tuple[str, Any]]) -> list[BaseMessage]:
+def _returned(task: ExecTask, writes: Sequence[tuple[str, object]]) -> list[BaseMessage]:
     """The messages a node returned: in its state writes, or an entrypoint's value."""
     returns = task.task.node.returns
     if returns is None:
@@ -219,27 +225,28 @@ def _returned(task: ExecTask, writes: Sequence[tuple[str, Any]]) -> list[BaseMes
     if isinstance(value, BaseMessage):
         return [value]
     if isinstance(value, list | tuple):
-        return _messages_in([value])
+        returned: list[object] = [value]  # one list of them: the messages in it
+        return _messages_in(returned)
     return _messages_in(_values(value))
 
 
-def _values(given: Any) -> list[Any]:
+def _values(given: object) -> list[object]:
     """A node input's top-level values (a dict's, a model's or a dataclass's)."""
     if isinstance(given, dict):
-        values: dict[str, Any] = given  # pyright: ignore[reportUnknownVariableType]
+        values: dict[str, object] = given  # pyright: ignore[reportUnknownVariableType]
         return list(values.values())
-    kind: Any = getattr(given, "__class__", None)
+    kind: object = getattr(given, "__class__", None)
     fields: Any = getattr(kind, "model_fields", None) or getattr(kind, "__dataclass_fields__", None)
     return [getattr(given, k) for k in fields] if fields else []
 
 
-def _messages_in(values: Any) -> list[BaseMessage]:
+def _messages_in(values: Iterable[object]) -> list[BaseMessage]:
     """The LangChain messages among ``values``, and in the lists among them."""
     found: list[BaseMessage] = []
     for value in values:
         if isinstance(value, BaseMessage):
             found.append(value)
         elif isinstance(value, list | tuple):
-            items = cast("Sequence[Any]", value)
+            items = cast("Sequence[object]", value)
             found += [item for item in items if isinstance(item, BaseMessage)]
     return found

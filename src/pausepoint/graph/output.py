@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import queue
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.run import RunOptions, RunResult
 
+if TYPE_CHECKING:
+    from pausepoint.drivers.async_ import AsyncSink
+    from pausepoint.graph.message_stream import MessageTap
+
 __all__ = [
     "MESSAGES_EXTRA",
+    "Chunk",
     "ChunkShape",
+    "Sink",
     "async_sink",
     "deliver",
     "forward",
@@ -20,6 +26,12 @@ __all__ = [
     "message_tap",
     "queue_sink",
 ]
+
+Chunk = tuple[tuple[str, ...], str, object]
+"""One stream chunk as a run reports it: ``(namespace, mode, payload)``."""
+
+Sink = Callable[[tuple[str, ...], str, object], None]
+"""What a run reports its chunks to: ``sink(namespace, mode, payload)``."""
 
 _MODES = frozenset({"values", "updates", "checkpoints", "tasks", "debug", "messages", "custom"})
 
@@ -55,7 +67,7 @@ class ChunkShape:
         single_key = keys if isinstance(keys, str) else None
         return cls(frozenset(modes), isinstance(given, str), subgraphs, version == "v2", single_key)
 
-    def shape(self, chunk: tuple[tuple[str, ...], str, Any]) -> Any:
+    def shape(self, chunk: Chunk) -> object:
         """The caller's form of one chunk, or ``None`` to drop it."""
         ns, mode, payload = chunk
         if mode not in self.modes:
@@ -68,7 +80,7 @@ class ChunkShape:
         if ns and not self.subgraphs and mode != "custom":
             return None
         if self.v2:
-            part: dict[str, Any] = {"type": mode, "ns": ns, "data": payload}
+            part: dict[str, object] = {"type": mode, "ns": ns, "data": payload}
             if mode == "values":
                 data, interrupts = _split_interrupts(payload)
                 part["data"] = data
@@ -80,40 +92,40 @@ class ChunkShape:
         return body
 
 
-def _pick(payload: Any, key: str) -> Any:
+def _pick(payload: object, key: str) -> object:
     if not isinstance(payload, dict):
         return payload
-    values: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+    values: dict[str, object] = payload  # pyright: ignore[reportUnknownVariableType]
     return values.get(key)
 
 
-def _bare_updates(payload: Any, key: str) -> Any:
+def _bare_updates(payload: object, key: str) -> object:
     """``updates`` with ``output_keys="x"``: each node's value of ``x`` alone.
 
     A list of them when it wrote ``x`` several times, as LangGraph shows them.
     """
     if not isinstance(payload, dict):
         return payload
-    chunk: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
+    chunk: dict[str, object] = payload  # pyright: ignore[reportUnknownVariableType]
     return {
         node: upd if node.startswith("__") else _bare_update(upd, key)
         for node, upd in chunk.items()
     }
 
 
-def _bare_update(update: Any, key: str) -> Any:
+def _bare_update(update: object, key: str) -> object:
     if isinstance(update, list):
-        writes: list[dict[str, Any]] = update  # pyright: ignore[reportUnknownVariableType]
+        writes: list[dict[str, object]] = update  # pyright: ignore[reportUnknownVariableType]
         return [w[key] for w in writes]
     return _pick(update, key) if update is not None else None
 
 
-def _split_interrupts(payload: Any) -> tuple[Any, tuple[Any, ...]]:
+def _split_interrupts(payload: object) -> tuple[object, tuple[object, ...]]:
     if not isinstance(payload, dict) or INTERRUPT not in payload:
         return payload, ()  # pyright: ignore[reportUnknownVariableType]
     chunk: dict[str, Any] = payload  # pyright: ignore[reportUnknownVariableType]
     data = {k: v for k, v in chunk.items() if k != INTERRUPT}
-    found: tuple[Any, ...] = tuple(chunk[INTERRUPT])
+    found: tuple[object, ...] = tuple(chunk[INTERRUPT])
     return data, found
 
 
@@ -128,7 +140,7 @@ def invoke_output(
     if version == "v2":
         from pausepoint.types import GraphOutput
 
-        output: GraphOutput[Any] = GraphOutput(
+        output: GraphOutput[object] = GraphOutput(
             value=_select(values, output_keys), interrupts=result.interrupts
         )
         return output
@@ -143,11 +155,11 @@ def _select(values: Any, output_keys: Sequence[str] | str | None) -> Any:
     return values
 
 
-def _with_interrupts(values: Any, result: RunResult) -> Any:
+def _with_interrupts(values: object, result: RunResult) -> object:
     if not result.interrupts:
         return values
     if isinstance(values, dict):
-        state: dict[str, Any] = dict(values)  # pyright: ignore[reportUnknownArgumentType]
+        state: dict[str, object] = dict(values)  # pyright: ignore[reportUnknownArgumentType]
         state[INTERRUPT] = list(result.interrupts)
         return state
     # An entrypoint paused before returning, or a graph whose state is one value (a
@@ -163,8 +175,8 @@ MESSAGES_EXTRA = (
 
 
 def message_tap(
-    sink: Any, ns: tuple[str, ...], modes: frozenset[str], *, muted: bool = False
-) -> Any:
+    sink: Sink | None, ns: tuple[str, ...], modes: frozenset[str], *, muted: bool = False
+) -> MessageTap | None:
     """What a run streaming ``messages`` reports through; None when it does not.
 
     Raises:
@@ -181,27 +193,25 @@ def message_tap(
     return MessageTap(sink, ns, muted=muted)
 
 
-def queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Any:
+def queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Sink:
     """The sink a sync run streams through: its chunks go to the caller's queue."""
 
-    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
+    def put(ns: tuple[str, ...], mode: str, payload: object) -> None:
         events.put(("chunk", (ns, mode, payload)))
 
     return put
 
 
-def async_sink(sink: Any) -> Any:
+def async_sink(sink: AsyncSink) -> Sink:
     """The sink an async run streams through: its chunks go to the driver's sink."""
 
-    def put(ns: tuple[str, ...], mode: str, payload: Any) -> None:
+    def put(ns: tuple[str, ...], mode: str, payload: object) -> None:
         sink.put(("chunk", (ns, mode, payload)))
 
     return put
 
 
-def deliver(
-    opts: RunOptions, shape: ChunkShape | None, chunk: tuple[tuple[str, ...], str, Any]
-) -> Any:
+def deliver(opts: RunOptions, shape: ChunkShape | None, chunk: Chunk) -> object:
     """A nested run passes chunks up to its parent; a root run shapes them for the caller."""
     if opts.nest is not None:
         forward(opts, chunk)
@@ -209,7 +219,7 @@ def deliver(
     return shape.shape(chunk) if shape is not None else None
 
 
-def forward(opts: RunOptions, chunk: tuple[tuple[str, ...], str, Any]) -> None:
+def forward(opts: RunOptions, chunk: Chunk) -> None:
     """A nested run hands its chunks to the parent's stream."""
     if opts.sink is not None and opts.nest is not None:
         opts.sink(*chunk)

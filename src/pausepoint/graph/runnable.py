@@ -12,21 +12,29 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
+import dataclasses
 import difflib
 import inspect
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, TypedDict, TypeVar
 
 from pausepoint.config import RunnableConfig, merge_configs, normalized
+from pausepoint.types import All, Durability
 
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
     from pausepoint.graph.drawing import Graph
     from pausepoint.loop.spec import GraphSpec
 
-__all__ = ["RunnableMethods", "check_run_kwargs"]
+__all__ = ["Nodes", "RunArgs", "RunPassed", "RunnableMethods", "check_run_kwargs"]
+
+Nodes = All | Sequence[str] | None
+"""``interrupt_before=``/``interrupt_after=`` as a caller gives them: ``"*"`` or names."""
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 _TOLERATED: frozenset[str] = frozenset()
 """Keywords LangGraph's run methods take that pausepoint accepts without a parameter."""
@@ -36,7 +44,9 @@ _CHECKPOINT_DURING = (
 )
 
 
-def check_run_kwargs(method: Callable[..., Any], kwargs: dict[str, Any], durability: Any) -> Any:
+def check_run_kwargs(
+    method: Callable[..., object], kwargs: Mapping[str, object], durability: Durability | None
+) -> Durability | None:
     """Refuse keyword arguments ``method`` does not take; return the durability to use.
 
     LangGraph's deprecated ``checkpoint_during=`` is honoured (with its warning):
@@ -61,7 +71,7 @@ def check_run_kwargs(method: Callable[..., Any], kwargs: dict[str, Any], durabil
     return "async" if during else "exit"
 
 
-def _unexpected(method: Callable[..., Any], name: str) -> TypeError:
+def _unexpected(method: Callable[..., object], name: str) -> TypeError:
     params = inspect.signature(method).parameters
     valid = [
         p.name
@@ -72,6 +82,65 @@ def _unexpected(method: Callable[..., Any], name: str) -> TypeError:
     close = difflib.get_close_matches(name, [*valid, *_TOLERATED], n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else f"; it takes {', '.join(valid)}"
     return TypeError(f"{method.__name__}() got an unexpected keyword argument {name!r}{hint}")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunArgs:
+    """The run options a caller passes to invoke/stream and their async forms."""
+
+    modes: frozenset[str]
+    subgraphs: bool
+    durability: Durability | None
+    interrupt_before: Nodes
+    interrupt_after: Nodes
+    output_keys: str | Sequence[str] | None
+    context: object = None
+
+    @classmethod
+    def checked(
+        cls,
+        method: Callable[..., object],
+        kwargs: dict[str, object],
+        modes: frozenset[str],
+        subgraphs: bool,
+        durability: Durability | None,
+        interrupt_before: Nodes,
+        interrupt_after: Nodes,
+        output_keys: str | Sequence[str] | None,
+        context: object,
+    ) -> RunArgs:
+        """The options of a call to ``method``, its stray keywords checked first."""
+        durability = check_run_kwargs(method, kwargs, durability)
+        return cls(
+            modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys, context
+        )
+
+    def passed(self, spec: GraphSpec, version: str) -> RunPassed:
+        """The keyword arguments an ``invoke`` hands on to ``stream``/``astream``.
+
+        Its chunks report the output schema's keys unless told others (``stream``'s
+        default is every state key), and come in the ``version`` asked for: as
+        LangGraph's ``invoke(stream_mode=...)`` does.
+        """
+        return RunPassed(
+            durability=self.durability,
+            interrupt_before=self.interrupt_before,
+            interrupt_after=self.interrupt_after,
+            output_keys=spec.output_keys if self.output_keys is None else self.output_keys,
+            context=self.context,
+            version=version,
+        )
+
+
+class RunPassed(TypedDict):
+    """What an ``invoke`` with another ``stream_mode`` hands on to ``stream``."""
+
+    durability: Durability | None
+    interrupt_before: Nodes
+    interrupt_after: Nodes
+    output_keys: str | Sequence[str]
+    context: object
+    version: str
 
 
 class RunnableMethods:
@@ -85,7 +154,7 @@ class RunnableMethods:
         """The caller's config over the graph's default, top-level keys normalised."""
         return merge_configs(self.config, config) if self.config else normalized(config)
 
-    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Self:
         """A copy of this graph whose calls use ``config`` (and ``kwargs``) by default.
 
         ``g.with_config(recursion_limit=5)`` or
@@ -98,11 +167,11 @@ class RunnableMethods:
 
     def batch(
         self,
-        inputs: Sequence[Any],
+        inputs: Sequence[object],
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         *,
         return_exceptions: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> list[Any]:
         """``invoke`` each input (in threads, at most ``max_concurrency`` at once).
 
@@ -117,7 +186,7 @@ class RunnableMethods:
         # Each run sees the caller's context (a batch inside a node runs as its child).
         contexts = [contextvars.copy_context() for _ in inputs]
 
-        def one(pair: tuple[Any, RunnableConfig | None]) -> Any:
+        def one(pair: tuple[object, RunnableConfig | None]) -> object:
             try:
                 return graph.invoke(pair[0], pair[1], **kwargs)
             except Exception as exc:
@@ -134,18 +203,18 @@ class RunnableMethods:
 
     async def abatch(
         self,
-        inputs: Sequence[Any],
+        inputs: Sequence[object],
         config: RunnableConfig | Sequence[RunnableConfig] | None = None,
         *,
         return_exceptions: bool = False,
-        **kwargs: Any,
+        **kwargs: object,
     ) -> list[Any]:
         """Async [`batch`][]: ``ainvoke`` each input, at most ``max_concurrency`` at once."""
         configs = [self._merged(c) for c in _configs_for(inputs, config)]
         limit = asyncio.Semaphore(_workers(configs, max(len(inputs), 1)))
         graph: Any = self
 
-        async def one(item: Any, cfg: RunnableConfig | None) -> Any:
+        async def one(item: object, cfg: RunnableConfig | None) -> object:
             async with limit:
                 return await graph.ainvoke(item, cfg, **kwargs)
 
@@ -190,7 +259,7 @@ class RunnableMethods:
             xray: Draw subgraphs' insides too: ``True`` at every depth, an int to that
                 many levels.
         """
-        from pausepoint.graph.drawing import graph_of
+        from pausepoint.graph.topology import graph_of
 
         return graph_of(self, xray)  # type: ignore[arg-type]
 
@@ -201,12 +270,12 @@ class RunnableMethods:
         return self.get_graph(config, xray=xray)
 
 
-def _run_in(ctx: contextvars.Context, fn: Callable[[Any], Any], arg: Any) -> Any:
+def _run_in(ctx: contextvars.Context, fn: Callable[[A], R], arg: A) -> R:
     return ctx.run(fn, arg)
 
 
 def _configs_for(
-    inputs: Sequence[Any], config: RunnableConfig | Sequence[RunnableConfig] | None
+    inputs: Sequence[object], config: RunnableConfig | Sequence[RunnableConfig] | None
 ) -> list[RunnableConfig | None]:
     """One config per input: the one given, or the list given (of the same length)."""
     if config is None or isinstance(config, dict):

@@ -51,7 +51,7 @@ class SchemaInfo:
         object.__setattr__(self, "is_dict", self.kind in ("typeddict", "dict"))
 
     @classmethod
-    def of(cls, schema: Any) -> SchemaInfo:
+    def of(cls, schema: object) -> SchemaInfo:
         """Analyse ``schema``; raise ``TypeError`` for a type that is not a schema."""
         kind = _kind(schema)
         if kind == "root":
@@ -62,14 +62,14 @@ class SchemaInfo:
         channels = {key: _channel_for(key, hints[key]) for key in keys}
         return cls(schema, keys, channels, kind, managed)
 
-    def with_managed(self, values: dict[str, Any], steps_left: int | None) -> dict[str, Any]:
+    def with_managed(self, values: dict[str, object], steps_left: int | None) -> dict[str, object]:
         """``values`` plus this schema's managed values for a step (when it is known)."""
         if self.managed and steps_left is not None:
             for key, manager in self.managed.items():
                 values[key] = manager.value(steps_left)
         return values
 
-    def coerce(self, values: Mapping[str, Any]) -> Any:
+    def coerce(self, values: Mapping[str, object]) -> Any:
         """Build the value a node receives: the schema's type filled with ``values``.
 
         Raises:
@@ -90,7 +90,7 @@ class SchemaInfo:
             )
             raise
 
-    def input_pairs(self, value: Any) -> list[tuple[str, Any]]:
+    def input_pairs(self, value: object) -> list[tuple[str, Any]]:
         """The ``(key, value)`` writes of a graph input given as dict or schema object."""
         if self.kind == "root":
             return [] if value is None else [(ROOT, value)]
@@ -100,7 +100,7 @@ class SchemaInfo:
         return [(k, v) for k, v in pairs if k in self.channels]
 
 
-def _kind(schema: Any) -> str:
+def _kind(schema: object) -> str:
     if schema is None:  # the functional API's state: any keys, as written
         return "dict"
     if typing_extensions.is_typeddict(schema):
@@ -119,14 +119,14 @@ def _kind(schema: Any) -> str:
     )
 
 
-def _is_value_type(schema: Any) -> bool:
+def _is_value_type(schema: object) -> bool:
     """A type without keys: a class with no annotations, a generic alias, ``Annotated``."""
     if typing.get_origin(schema) is not None:  # list[str], Annotated[list, add], ...
         return True
     return isinstance(schema, type) and not getattr(schema, "__annotations__", None)
 
 
-def _hints(schema: Any) -> dict[str, Any]:
+def _hints(schema: Any) -> dict[str, object]:
     if _is_pydantic_class(schema):
         return {name: f.rebuild_annotation() for name, f in schema.model_fields.items()}
     hints = get_type_hints(schema, include_extras=True)
@@ -136,7 +136,7 @@ def _hints(schema: Any) -> dict[str, Any]:
     return {k: v for k, v in hints.items() if not k.startswith("__")}
 
 
-def refuse_managed_io(schema: Any, state_schema: Any) -> None:
+def refuse_managed_io(schema: object, state_schema: object) -> None:
     """Refuse managed keys in an input or output schema (as LangGraph does).
 
     A managed value is computed by the run for each step: it can be neither given
@@ -158,7 +158,7 @@ def refuse_managed_io(schema: Any, state_schema: Any) -> None:
         )
 
 
-def _channel_for(key: str, hint: Any) -> Channel:
+def _channel_for(key: str, hint: object) -> Channel:
     reducer = _reducer(hint)
     if reducer is None:
         return LastValue(key)
@@ -188,7 +188,7 @@ def _reducer(hint: Any) -> Callable[[Any, Any], Any] | None:
     return None
 
 
-def _takes_two(fn: Callable[..., Any]) -> bool:
+def _takes_two(fn: Callable[..., object]) -> bool:
     import inspect
 
     try:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, END, RESERVED_NAMES, START
 from pausepoint.graph.schema import SchemaInfo, refuse_managed_io
-from pausepoint.types import CachePolicy, RetryPolicy
+from pausepoint.types import All, CachePolicy, RetryPolicy
+
+if TYPE_CHECKING:
+    from pausepoint.graph.compiled import CompiledStateGraph
 
 __all__ = ["StateGraph"]
 
@@ -26,8 +29,8 @@ class NodeSpec:
     name: str
     action: Any
     retry: tuple[RetryPolicy, ...]
-    metadata: Mapping[str, Any]
-    input_schema: Any
+    metadata: Mapping[str, object]
+    input_schema: object
     defer: bool = False
     """Run only when nothing else is left to run (``add_node(..., defer=True)``)."""
     destinations: tuple[tuple[str, str | None], ...] | None = None
@@ -39,7 +42,7 @@ class BranchSpec:
     """A conditional edge as declared."""
 
     source: str
-    path: Callable[..., Any]
+    path: Callable[..., object]
     path_map: Mapping[Hashable, str] | None
 
 
@@ -64,13 +67,13 @@ class StateGraph:
 
     def __init__(
         self,
-        state_schema: Any = None,
-        context_schema: Any = None,
+        state_schema: object = None,
+        context_schema: object = None,
         *,
-        input_schema: Any = None,
-        output_schema: Any = None,
+        input_schema: object = None,
+        output_schema: object = None,
     ) -> None:
-        self.state_schema = state_schema if state_schema is not None else dict
+        self.state_schema: object = state_schema if state_schema is not None else dict
         self.context_schema = context_schema
         self.input_schema = input_schema if input_schema is not None else self.state_schema
         self.output_schema = output_schema if output_schema is not None else self.state_schema
@@ -87,15 +90,15 @@ class StateGraph:
 
     def add_node(
         self,
-        node: str | Any,
-        action: Any = None,
+        node: object,
+        action: object = None,
         *,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        input_schema: Any = None,
+        metadata: Mapping[str, object] | None = None,
+        input_schema: object = None,
         cache_policy: CachePolicy | None = None,
         defer: bool = False,
-        destinations: Any = None,
+        destinations: Mapping[str, str | None] | Sequence[str] | None = None,
     ) -> StateGraph:
         """Add a node: ``add_node("name", fn)`` or ``add_node(fn)`` (named after ``fn``).
 
@@ -142,7 +145,7 @@ class StateGraph:
         )
         return self
 
-    def add_sequence(self, nodes: Sequence[Any]) -> StateGraph:
+    def add_sequence(self, nodes: Sequence[object]) -> StateGraph:
         """Add nodes (functions or ``(name, fn)`` pairs) chained by edges in order."""
         if not nodes:
             self.problems.append("add_sequence() needs at least one node")
@@ -172,7 +175,7 @@ class StateGraph:
     def add_conditional_edges(
         self,
         source: str,
-        path: Callable[..., Any],
+        path: Callable[..., object],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
         """After ``source``, ``path(state)`` names the next node(s), ``Send``s or ``END``."""
@@ -192,7 +195,7 @@ class StateGraph:
 
     def set_conditional_entry_point(
         self,
-        path: Callable[..., Any],
+        path: Callable[..., object],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
         """Same as ``add_conditional_edges(START, path, path_map)``."""
@@ -214,15 +217,15 @@ class StateGraph:
         self,
         checkpointer: Any = None,
         *,
-        cache: Any = None,
-        store: Any = None,
-        interrupt_before: Any = None,
-        interrupt_after: Any = None,
+        cache: object = None,
+        store: object = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
         debug: bool = False,
         name: str | None = None,
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
-    ) -> Any:
+    ) -> CompiledStateGraph:
         """Validate the graph and build its runnable form.
 
         Args:
@@ -285,7 +288,7 @@ class StateGraph:
         )
 
 
-def _register_types(checkpointer: Any, graph: StateGraph) -> None:
+def _register_types(checkpointer: object, graph: StateGraph) -> None:
     """Allow the saver's serializer to store the types this graph declares (DESIGN §4.7)."""
     serde = getattr(checkpointer, "serde", None)
     register = getattr(serde, "register_schema", None)
@@ -295,7 +298,7 @@ def _register_types(checkpointer: Any, graph: StateGraph) -> None:
         register(schema)
 
 
-def _declared_schemas(graph: StateGraph) -> list[Any]:
+def _declared_schemas(graph: StateGraph) -> list[object]:
     """The schemas of a graph and of its subgraphs (which store through its saver)."""
     found = [graph.state_schema, graph.input_schema, graph.output_schema]
     for node in graph.nodes.values():
@@ -307,17 +310,18 @@ def _declared_schemas(graph: StateGraph) -> list[Any]:
     return [s for s in found if s is not dict]
 
 
-def _destinations(given: Any) -> tuple[tuple[str, str | None], ...] | None:
+def _destinations(
+    given: Mapping[str, str | None] | Sequence[str] | None,
+) -> tuple[tuple[str, str | None], ...] | None:
     """``destinations=`` as ``(node, label)`` pairs: names or a ``{name: label}`` dict."""
     if given is None:
         return None
     if isinstance(given, Mapping):
-        pairs: Mapping[Any, Any] = given  # pyright: ignore[reportUnknownVariableType]
-        return tuple((str(k), None if v is None else str(v)) for k, v in pairs.items())
+        return tuple((str(k), None if v is None else str(v)) for k, v in given.items())
     return tuple((str(name), None) for name in given)
 
 
-def _node_list(value: Any) -> tuple[str, ...] | str:
+def _node_list(value: All | Sequence[str] | None) -> tuple[str, ...] | str:
     if value is None:
         return ()
     if value == "*":
@@ -327,6 +331,6 @@ def _node_list(value: Any) -> tuple[str, ...] | str:
     return tuple(value)
 
 
-def _name_of(fn: Any) -> str:
+def _name_of(fn: object) -> str:
     name = getattr(fn, "name", None) if not inspect.isfunction(fn) else None
     return str(name or getattr(fn, "__name__", None) or type(fn).__name__)

@@ -12,17 +12,21 @@ time it runs — every target it declares. A node that becomes triggered gets an
 edge from each node whose write triggered it. This reproduces what LangGraph
 1.1.6's ``get_graph()`` shows (joins, deferred nodes and loops included), so the
 nodes and edges match; see docs/differences.md for the drawing's own text.
+
+`graph_of` is what ``get_graph(xray=...)`` returns: that picture, with subgraph nodes
+replaced by their own pictures. The picture's types (`pausepoint.graph.drawing`) know
+nothing of compiled graphs: this module imports them, never the other way round.
 """
 
 from __future__ import annotations
 
 import typing
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pausepoint.constants import BRANCH_TO, END, START
-from pausepoint.graph.drawing import Graph
+from pausepoint.graph.drawing import Edge, Graph, Node
 from pausepoint.types import Command
 
 if TYPE_CHECKING:
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
     from pausepoint.loop.spec import GraphSpec, NodeProc
 
-__all__ = ["declared_targets", "discover"]
+__all__ = ["declared_targets", "discover", "graph_of"]
 
 _STEP_LIMIT = 250
 """Steps of the dry run at most (a loop repeats its steps; the limit ends it)."""
@@ -51,7 +55,7 @@ class _Edge(NamedTuple):
     label: str | None
 
 
-def _order(item: tuple[Any, ...]) -> tuple[Any, ...]:
+def _order(item: tuple[str | bool | None, ...]) -> tuple[str | bool | None, ...]:
     """A sort key for tuples whose last field is a label or ``None``."""
     return (*item[:-1], item[-1] or "")
 
@@ -81,7 +85,7 @@ class _DryRun:
             self.step_sources = {n: w for n, (w, _) in writes.items()}
             self.sources.update(self.step_sources)
             by_trigger = self.by_trigger()
-            sent: dict[str, list[Any]] = defaultdict(list)
+            sent: dict[str, list[str | None]] = defaultdict(list)
             for _, values in writes.values():
                 for chan, value in values:
                     sent[chan].append(value)
@@ -91,10 +95,10 @@ class _DryRun:
             tasks = nxt
         return first
 
-    def writes_of(self, name: str) -> tuple[set[_Write], list[tuple[str, Any]]]:
+    def writes_of(self, name: str) -> tuple[set[_Write], list[tuple[str, str | None]]]:
         """The triggers ``name`` writes this step (as drawn, and as channel writes)."""
         proc = self.spec.nodes[name]
-        sent: list[tuple[str, Any]] = [(c, None) for c in proc.edges]
+        sent: list[tuple[str, str | None]] = [(c, None) for c in proc.edges]
         sent += [(c, name) for c in proc.joins]
         labels: dict[str, str | None] = {}
         if name not in self.routed:  # declared routes are written the first time only
@@ -137,7 +141,7 @@ class _DryRun:
             for src in self.step_sources:
                 self.edges.add(_Edge(src, name, True, None))
 
-    def apply(self, ran: Iterable[str], sent: Mapping[str, list[Any]]) -> list[str]:
+    def apply(self, ran: Iterable[str], sent: Mapping[str, list[str | None]]) -> list[str]:
         """Apply one step's writes to the channels; return the nodes triggered next."""
         for name in ran:
             for chan in self.spec.nodes[name].triggers:
@@ -158,6 +162,39 @@ class _DryRun:
 def _finish(channel: Channel) -> bool:
     finish = getattr(channel, "finish", None)
     return bool(finish()) if finish is not None else False
+
+
+def graph_of(compiled: CompiledStateGraph, xray: int | bool) -> Graph:
+    """The picture of ``compiled``; subgraphs drawn inside it ``xray`` levels deep."""
+    picture = discover(compiled)
+    if not xray:
+        return picture
+    deeper = xray if isinstance(xray, bool) or xray <= 0 else xray - 1
+    for name, sub in compiled.get_subgraphs():
+        _inline(picture, name, graph_of(sub, deeper))
+    return picture
+
+
+def _inline(picture: Graph, name: str, sub: Graph) -> None:
+    """Replace node ``name`` with the inside of ``sub`` (its start and end trimmed)."""
+    if len(sub.nodes) <= 1 or name not in picture.nodes:
+        return
+    if sub.first_node() is None or sub.last_node() is None:
+        return
+    sub.trim_first_node()
+    sub.trim_last_node()
+    picture.nodes.pop(name)
+    first, last = picture.extend(sub, prefix=name)
+    # Edges into the subgraph node now enter its first node; edges out leave its last.
+    picture.edges = [_rewired(e, name, first, last) for e in picture.edges]
+
+
+def _rewired(edge: Edge, name: str, first: Node | None, last: Node | None) -> Edge:
+    if edge.source == name and last is not None:
+        edge = edge.copy(source=last.id)
+    if edge.target == name and first is not None:
+        edge = edge.copy(target=first.id)
+    return edge
 
 
 def discover(compiled: CompiledStateGraph) -> Graph:
@@ -199,7 +236,7 @@ def _edge(picture: Graph, src: str, dst: str, label: str | None, cond: bool) -> 
     picture.add_edge(src, dst, label, cond)
 
 
-def _data(proc: NodeProc) -> Any:
+def _data(proc: NodeProc) -> object:
     return proc.subgraph if proc.subgraph is not None else proc.fn
 
 
@@ -245,7 +282,7 @@ def _goto_targets(
     return [(t, None) for t in _command_literal(proc.fn)] if proc.fn is not None else []
 
 
-def _hints(fn: Any) -> dict[str, Any]:
+def _hints(fn: object) -> dict[str, object]:
     """``fn``'s type hints (those of ``__call__`` for a callable object), or none."""
     target = fn if callable(fn) and hasattr(fn, "__code__") else getattr(fn, "__call__", fn)  # noqa: B004
     try:
@@ -254,7 +291,7 @@ def _hints(fn: Any) -> dict[str, Any]:
         return {}
 
 
-def _literal_map(path: Any) -> dict[Any, str] | None:
+def _literal_map(path: object) -> dict[Hashable, str] | None:
     """``{name: name}`` from a branch function's ``-> Literal[...]`` annotation."""
     ret = _hints(path).get("return")
     if typing.get_origin(ret) is not typing.Literal:
@@ -262,7 +299,7 @@ def _literal_map(path: Any) -> dict[Any, str] | None:
     return {value: value for value in typing.get_args(ret)}
 
 
-def _command_literal(fn: Any) -> tuple[str, ...]:
+def _command_literal(fn: object) -> tuple[str, ...]:
     """The targets of a ``-> Command[Literal[...]]`` annotation (also inside a union)."""
     ret = _hints(fn).get("return")
     options = typing.get_args(ret) if typing.get_origin(ret) in (typing.Union, _UNION) else (ret,)
@@ -273,9 +310,9 @@ def _command_literal(fn: Any) -> tuple[str, ...]:
     return ()
 
 
-def _is_literal(hint: Any) -> bool:
+def _is_literal(hint: object) -> bool:
     return typing.get_origin(hint) is typing.Literal
 
 
-_UNION: Any = type(int | str)
+_UNION: type[object] = type(int | str)
 """``X | Y`` unions (``types.UnionType``), which ``typing.Union`` does not cover."""

@@ -53,7 +53,7 @@ from pausepoint.types import StateUpdate
 
 __all__ = ["update_effects"]
 
-Carried = list[tuple[str, list[tuple[str, Any]]]]
+Carried = list[tuple[str, list[tuple[str, object]]]]
 """``(task_id, writes)`` of the interrupts kept pending on a new checkpoint."""
 
 Pending = Literal["none", "done", "all"]
@@ -103,7 +103,7 @@ class _Planned:
 
 def update_effects(
     spec: GraphSpec, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
-) -> Generator[Any, Any, RunnableConfig]:
+) -> Generator[LoadCheckpoint | SaveCheckpoint | SaveWrites, Any, RunnableConfig]:
     """The effects of ``bulk_update_state``; returns the last new checkpoint's config.
 
     Every superstep is worked out (and its values checked against the channels)
@@ -148,7 +148,7 @@ def _with_map(config: RunnableConfig, metadata: CheckpointMetadata | None) -> Ru
 def _plan(
     spec: GraphSpec,
     saved: CheckpointTuple | None,
-    conf: dict[str, Any],
+    conf: dict[str, object],
     step: Superstep,
     head: bool,
 ) -> _Planned:
@@ -184,7 +184,7 @@ def _input(spec: GraphSpec, base: _Base, step: Superstep) -> _Planned:
     return _finish(spec, base, "input", set(), step=base.step if base.exists else -1)
 
 
-def _check_input(spec: GraphSpec, values: Any, where: str) -> None:
+def _check_input(spec: GraphSpec, values: object, where: str) -> None:
     """Refuse what ``invoke`` would refuse as input (a dict-typed state takes a dict)."""
     if spec.input.kind != "typeddict" or isinstance(values, dict):
         return
@@ -197,7 +197,7 @@ def _check_input(spec: GraphSpec, values: Any, where: str) -> None:
     )
 
 
-def _copy(saved: CheckpointTuple | None, conf: dict[str, Any], where: str) -> _Planned:
+def _copy(saved: CheckpointTuple | None, conf: dict[str, object], where: str) -> _Planned:
     """``"__copy__"``: the checkpoint again, as its sibling, without its tasks' writes.
 
     So its tasks run again from the copy (LangGraph: the copy's step is one more).
@@ -339,7 +339,7 @@ def _pick_node(spec: GraphSpec, checkpoint: Checkpoint, as_node: str | None) -> 
     return ranked[0][1]
 
 
-def _node_writes(spec: GraphSpec, node: str, values: Any, base: _Base) -> list[tuple[str, Any]]:
+def _node_writes(spec: GraphSpec, node: str, values: object, base: _Base) -> list[tuple[str, Any]]:
     proc = spec.nodes[node]
     conf = dict(base.config.get("configurable") or {})
     ns = str(conf.get("checkpoint_ns", ""))
@@ -386,7 +386,7 @@ def _carry_paused(spec: GraphSpec, base: _Base, updated: set[str], step: int) ->
             continue
         own = xxh3_128_hexdigest(new.ns.encode())
         interrupts = tuple(i.moved(own) for i in rec.interrupts)
-        writes: list[tuple[str, Any]] = [(INTERRUPT, interrupts)]
+        writes: list[tuple[str, object]] = [(INTERRUPT, interrupts)]
         if rec.asked is not None:  # the question keeps its position (loop/answers.py)
             writes.append((ASKED, rec.asked))
         if rec.resume:
@@ -398,8 +398,8 @@ def _carry_paused(spec: GraphSpec, base: _Base, updated: set[str], step: int) ->
 class _Const:
     __slots__ = ("value",)
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: object) -> None:
         self.value = value
 
-    def __call__(self, *_: Any) -> Any:
+    def __call__(self, *_: object) -> object:
         return self.value
