@@ -13,7 +13,7 @@ import dataclasses
 import queue
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._commit import committing
@@ -70,7 +70,7 @@ class CompiledStateGraph(RunnableMethods):
         debug: bool,
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
-        context_schema: object = None,
+        context_schema: Callable[..., object] | None = None,
     ) -> None:
         self.spec = spec
         self.builder = builder

@@ -68,7 +68,7 @@ class StateGraph:
     def __init__(
         self,
         state_schema: object = None,
-        context_schema: object = None,
+        context_schema: Callable[..., object] | None = None,
         *,
         input_schema: object = None,
         output_schema: object = None,
