@@ -16,10 +16,11 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     TaskWrites,
     empty_checkpoint,
 )
-from pausepoint.config import RunConfig, RunnableConfig
+from pausepoint.config import RunConfig
 from pausepoint.loop.effects import ReleaseThread, SaveCheckpoint, SaveWrites
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.persistence import Persistence
@@ -44,8 +45,11 @@ W1: list[tuple[str, Any]] = [("a", 1)]
 W2: list[tuple[str, Any]] = [("b", 2)]
 
 
-def at(checkpoint_id: str) -> RunnableConfig:
-    return CFG.with_checkpoint(checkpoint_id)
+THREAD = CheckpointRef("t")  # the run's thread, no checkpoint yet
+
+
+def at(checkpoint_id: str) -> CheckpointRef:
+    return THREAD.at(checkpoint_id)
 
 
 def checkpoint(checkpoint_id: str) -> Checkpoint:
@@ -57,7 +61,7 @@ def meta(step: int) -> CheckpointMetadata:
 
 
 def drive(gen: Generator[Any, Any, Any]) -> tuple[list[Any], Any]:
-    """Run a planner generator as a driver would; a saved checkpoint answers its config."""
+    """Run a planner generator as a driver would; a saved checkpoint answers its ref."""
     effects: list[Any] = []
     reply: Any = None
     try:
@@ -80,7 +84,7 @@ def test_saving_as_the_run_goes(durability: Durability) -> None:
     p = planner(PlainSaver(), durability)
     effects, parent = drive(p.checkpoint_made(checkpoint("c1"), meta(-1)))
     assert [type(e) for e in effects] == [SaveCheckpoint]
-    assert effects[0].config == CFG.with_checkpoint(None) == parent
+    assert effects[0].config == THREAD == parent
     assert effects[0].writes == ()
     assert p.head == p.persisted == at("c1")
     # Every finished task's writes are saved at once, against the current checkpoint.
@@ -153,7 +157,7 @@ def test_an_input_checkpoint_waits_for_the_start_steps() -> None:
     c0["channel_values"]["x"] = 1  # the start step changes the run's dicts: a copy waits
     effects, _ = drive(p.checkpoint_made(checkpoint("c1"), meta(0)))
     (pair,) = effects
-    assert pair.config == CFG.with_checkpoint(None)
+    assert pair.config == THREAD
     assert pair.first == CheckpointPut(checkpoint("c0"), meta(-1), {})
 
 
@@ -225,7 +229,7 @@ def test_a_fork_is_saved_at_once_and_becomes_the_head() -> None:
 def test_without_a_saver_nothing_is_saved() -> None:
     p = planner(None)
     assert p.task_finished("t1", W1, "", hold=True) is None
-    assert drive(p.checkpoint_made(checkpoint("c1"), meta(0))) == ([], CFG.with_checkpoint(None))
+    assert drive(p.checkpoint_made(checkpoint("c1"), meta(0))) == ([], THREAD)
     assert p.head == at("c1")
     assert not p.dirty
     assert drive(p.save_writes("t1", W1)) == ([], None)

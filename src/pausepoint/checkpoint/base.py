@@ -23,7 +23,8 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
 - ``commit(StepCommit)`` is the engine's one write: a checkpoint under the config
   (``first``), then task writes against it (or against the config's checkpoint),
   then a checkpoint after them, as ``put``/``put_writes`` calls in that order would
-  store them, and returns the last checkpoint's config (the config if none). The
+  store them, and returns the last checkpoint's config (the config if none), in the
+  form the commit's config has: a [`CheckpointRef`][] (the engine's), or a dict. The
   default is made of the other write methods; a saver whose ``batches`` is true
   stores it all or nothing, in one transaction (SQLite: one commit; PostgreSQL:
   one statement when the writes fit one), and the engine then puts more in each.
@@ -87,7 +88,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from typing_extensions import TypedDict
 
-from pausepoint.checkpoint._commit import StepCommit, arun_parts, commit_by_parts
+from pausepoint.checkpoint._commit import (
+    At,
+    CheckpointRef,
+    StepCommit,
+    arun_parts,
+    as_config,
+    commit_by_parts,
+    in_form,
+    ref_of,
+)
 from pausepoint.checkpoint._keys import config_keys, guard_kwargs
 from pausepoint.checkpoint._pending import PendingListing
 from pausepoint.checkpoint._protocol import SaverProtocol
@@ -97,11 +107,13 @@ if TYPE_CHECKING:
     from pausepoint.checkpoint._leases import LocalLeases
 
 __all__ = [
+    "At",
     "BaseCheckpointSaver",
     "ChannelVersions",
     "Checkpoint",
     "CheckpointMetadata",
     "CheckpointPut",
+    "CheckpointRef",
     "CheckpointTuple",
     "Lease",
     "LeaseClaim",
@@ -110,9 +122,12 @@ __all__ = [
     "StepCommit",
     "TaskWrites",
     "Version",
+    "as_config",
     "config_keys",
     "empty_checkpoint",
     "guard_kwargs",
+    "in_form",
+    "ref_of",
 ]
 
 Version = int
@@ -526,7 +541,7 @@ class BaseCheckpointSaver(PendingListing):
         """Async [`put_pair`][]."""
         return self.put_pair(config, first, writes, second, **guard_kwargs(lease))
 
-    async def acommit(self, step: StepCommit) -> RunnableConfig:
+    async def acommit(self, step: StepCommit[At]) -> At:
         """Async [`commit`][].
 
         The sync one when ``aput_writes`` is this class's (it calls the sync

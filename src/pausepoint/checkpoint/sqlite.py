@@ -23,11 +23,13 @@ from typing import Any, Generic, Self, TypeVar
 
 from pausepoint.checkpoint import _sql, _sql_leases
 from pausepoint.checkpoint.base import (
+    At,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
@@ -191,7 +193,7 @@ class SqliteSaver(BaseCheckpointSaver):
 
     def _guard(
         self,
-        config: RunnableConfig,
+        config: CheckpointRef | RunnableConfig,
         lease: str | None,
         if_head: bool = False,
         release: bool = False,
@@ -237,7 +239,7 @@ class SqliteSaver(BaseCheckpointSaver):
         )
         self._run(flow, write=True)
 
-    def commit(self, step: StepCommit) -> RunnableConfig:
+    def commit(self, step: StepCommit[At]) -> At:
         """See [`pausepoint.checkpoint.base`][]: one transaction, so one commit."""
         guard = self._guard(step.config, step.lease, step.if_head, step.release)
         return self._run(_sql.commit_flow(_sql.SQLITE, self._codec, step, guard), write=True)
@@ -401,7 +403,7 @@ class SqliteSaver(BaseCheckpointSaver):
             self.put_pair, config, first, writes, second, **guard_kwargs(lease)
         )
 
-    async def acommit(self, step: StepCommit) -> RunnableConfig:
+    async def acommit(self, step: StepCommit[At]) -> At:
         """Async [`commit`][] (runs in a worker thread)."""
         return await asyncio.to_thread(self.commit, step)
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.base import SaverProtocol, StepCommit, TaskWrites
+from pausepoint.checkpoint.base import CheckpointRef, SaverProtocol, StepCommit, TaskWrites
 from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
@@ -184,7 +184,7 @@ def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
         req.site.step,
         req.site.records,
         req.site.answers,
-        req.site.save_config,
+        req.site.save_at,
     )
     site.events = req.site.events
     return TaskContext(
@@ -255,10 +255,10 @@ def cancel_calls(site: CallSite | None) -> None:
         future.cancel()
 
 
-def _commit(req: CallRequest, writes: list[tuple[str, Any]]) -> StepCommit:
+def _commit(req: CallRequest, writes: list[tuple[str, Any]]) -> StepCommit[CheckpointRef]:
     """A call's writes, saved against the checkpoint its task runs from."""
-    assert req.save_config is not None
-    return StepCommit(req.save_config, (TaskWrites(req.id, writes),))
+    assert req.save_at is not None
+    return StepCommit(req.save_at, (TaskWrites(req.id, writes),))
 
 
 class SyncCalls:
@@ -287,7 +287,7 @@ class SyncCalls:
             self._pool.shutdown(wait=False)
 
     def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
-        if req.save_config is not None:
+        if req.save_at is not None:
             self.saver.commit(_commit(req, writes))
 
     def _run(self, req: CallRequest) -> Any:
@@ -355,7 +355,7 @@ class AsyncCalls:
         """Nothing to release: calls are asyncio tasks."""
 
     async def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
-        if req.save_config is not None:
+        if req.save_at is not None:
             await self.saver.acommit(_commit(req, writes))
 
     async def _run(self, req: CallRequest) -> Any:

@@ -20,7 +20,8 @@ import time
 import uuid
 from typing import Any
 
-from pausepoint.checkpoint.base import Lease, LeaseClaim
+from pausepoint.checkpoint.base import CheckpointRef, Lease, LeaseClaim, as_config
+from pausepoint.config import RunnableConfig
 
 __all__ = [
     "LOCAL",
@@ -101,15 +102,18 @@ def holder_is_gone(owner: str) -> bool:
     return False
 
 
-def claim_kwargs(saver: Any, read: Any, method: str = "acquire_lease") -> dict[str, Any]:
+def claim_kwargs(
+    saver: object, read: CheckpointRef | RunnableConfig | None, method: str = "acquire_lease"
+) -> dict[str, RunnableConfig]:
     """The keywords of a ``method`` call for a claim that wants ``read`` read too.
 
-    ``read=`` goes only to a saver whose ``method`` (``acquire_lease`` or
-    ``aacquire_lease``) takes it; any other reads with a ``get_tuple`` of its own.
+    ``read=`` (a config dict, as ``get_tuple`` takes) goes only to a saver whose
+    ``method`` (``acquire_lease`` or ``aacquire_lease``) takes it; any other reads
+    with a ``get_tuple`` of its own.
     """
-    if read is None or not _method_takes(type(saver), method, "read"):  # pyright: ignore[reportUnknownArgumentType]
+    if read is None or not _method_takes(type(saver), method, "read"):
         return {}
-    return {"read": read}
+    return {"read": as_config(read)}
 
 
 @functools.cache

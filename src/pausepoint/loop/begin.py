@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.config import RunnableConfig
+from pausepoint.checkpoint.base import CheckpointRef
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import (
     CheckpointerRequiredError,
@@ -106,24 +106,25 @@ def load(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effe
     reads its namespace's newest checkpoint older than the replay point.
     """
     cfg, nest = run.cfg, run.opts.nest
-    conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
+    thread = str(cfg.thread_id)  # a run with a saver has one (graph/compiled.py)
+    where = CheckpointRef(thread, cfg.checkpoint_ns)
     source, target = (cfg.checkpoint_ns, None)
     if nest is not None and nest.replay is not None:
         source, target = nest.replay.source(cfg.checkpoint_ns)
     if target is not None:  # a subgraph checkpoint the caller's config named
-        conf["checkpoint_ns"], conf["checkpoint_id"] = source, target
+        where = CheckpointRef(thread, source, target)
         state.historical = True  # its tasks run again, asking their questions again
         state.source_ns = source if source != cfg.checkpoint_ns else None
     else:
         state.replayed = replay_before(nest, cfg.checkpoint_ns)
         if cfg.checkpoint_id and nest is None:
-            conf["checkpoint_id"] = cfg.checkpoint_id
-    saved = yield from _read(state, LoadCheckpoint({"configurable": conf}, state.replayed))
+            where = where.at(cfg.checkpoint_id)
+    saved = yield from _read(state, LoadCheckpoint(where, state.replayed))
     if saved is not None:
         restore_saved(run, state, saved)
-        persist.restored(saved.config)
+        persist.restored(CheckpointRef.of(saved.config))
     if saved is not None and cfg.checkpoint_id and nest is None:
-        newest = yield LoadCheckpoint(cfg.with_checkpoint(None))
+        newest = yield LoadCheckpoint(CheckpointRef(thread, cfg.checkpoint_ns))
         state.historical = newest is not None and newest.checkpoint["id"] != state.checkpoint["id"]
         if state.historical:  # its subgraphs start from where they were then
             state.replay = ReplayPoint(state.checkpoint["id"], addressed(cfg.configurable))
@@ -139,17 +140,14 @@ def check_no_saver_input(run: RunSetup) -> None:
         )
 
 
-def root_read(run: RunSetup) -> RunnableConfig:
+def root_read(run: RunSetup) -> CheckpointRef:
     """What a root run reads first (``load``): its config's checkpoint, or the newest.
 
     A leased run asks for it with its claim (``ClaimThread.read``), one round trip
     for both where the saver can.
     """
     cfg = run.cfg
-    conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
-    if cfg.checkpoint_id:
-        conf["checkpoint_id"] = cfg.checkpoint_id
-    return {"configurable": conf}
+    return CheckpointRef(str(cfg.thread_id), cfg.checkpoint_ns, cfg.checkpoint_id or None)
 
 
 def _read(

@@ -18,8 +18,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pausepoint.checkpoint.base import CheckpointRef
 from pausepoint.checkpoint.ids import now_iso
-from pausepoint.config import RunnableConfig
 from pausepoint.constants import PUSH, RETURN
 from pausepoint.errors import GraphInterrupt, NondeterministicTaskError
 from pausepoint.loop.answers import bind_answer
@@ -44,7 +44,7 @@ class CallRequest:
     retry: tuple[RetryPolicy, ...]
     resume: tuple[Any, ...]
     new_answer: bool
-    save_config: RunnableConfig | None
+    save_at: CheckpointRef | None
     site: CallSite
 
 
@@ -143,7 +143,7 @@ class CallSite:
         step: int,
         records: Mapping[str, TaskRecord],
         answers: Mapping[str, Any],
-        save_config: RunnableConfig | None,
+        save_at: CheckpointRef | None,
     ) -> None:
         self.parent_id = parent_id
         self.checkpoint_id = checkpoint_id
@@ -151,7 +151,7 @@ class CallSite:
         self.step = step
         self.records = records
         self.answers = answers
-        self.save_config = save_config
+        self.save_at = save_at
         # Outcomes reached in this invocation: a retried parent reuses them too.
         # Written by the threads that run calls: single dict operations, which
         # need no lock.
@@ -209,7 +209,7 @@ class CallSite:
             retry,
             resume,
             new_answer,
-            self.save_config,
+            self.save_at,
             self,
         )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.checkpoint.base import as_config
 from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
@@ -18,6 +19,7 @@ from pausepoint.loop.writes import preview_writes
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import CheckpointRef
     from pausepoint.config import RunnableConfig
     from pausepoint.errors import GraphInterrupt
     from pausepoint.loop.pending import TaskRecord
@@ -160,7 +162,7 @@ def _checkpoint_event(
     run: RunSetup,
     state: RunState,
     persist: Persistence,
-    parent: RunnableConfig | None,
+    parent: CheckpointRef | RunnableConfig | None,
     tasks: list[dict[str, Any]],
     step: int,
 ) -> Generator[Emit, Any, None]:
@@ -183,14 +185,14 @@ def _checkpoint_event(
         yield run.emit("debug", {**event, "payload": payload})
 
 
-def _public(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
+def _public(at: CheckpointRef | RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
     """A checkpoint's config as events show it: a subgraph's adds ``checkpoint_map``.
 
     The map names the checkpoint of every graph above (``parents``, from the
     checkpoint's metadata) and this one, as a snapshot's config does, so that a
     config taken from an event addresses the same checkpoint as history's.
     """
-    conf = dict(config.get("configurable") or {})
+    conf = dict(as_config(at).get("configurable") or {})
     if parents:
         conf["checkpoint_map"] = {**parents, conf.get("checkpoint_ns", ""): conf["checkpoint_id"]}
     return {"configurable": conf}
@@ -211,8 +213,8 @@ def _task_item(run: RunSetup, task: Task, rec: TaskRecord | None) -> dict[str, A
     return item
 
 
-def _has_id(config: RunnableConfig) -> bool:
-    return bool((config.get("configurable") or {}).get("checkpoint_id"))
+def _has_id(at: CheckpointRef | RunnableConfig) -> bool:
+    return bool((as_config(at).get("configurable") or {}).get("checkpoint_id"))
 
 
 def interrupted(run: RunSetup, state: RunState, exc: GraphInterrupt) -> Generator[Emit, Any, None]:

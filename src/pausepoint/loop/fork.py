@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from xxhash import xxh3_128_hexdigest
 
+from pausepoint.checkpoint.base import CheckpointRef
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.constants import ASKED, INTERRUPT, RESUME
 from pausepoint.loop.namespaces import Afresh
@@ -63,8 +64,8 @@ def fork(
     old_tasks = prepare_tasks(run.spec, state.checkpoint, state.channels, step, old_ns)
     old_records = state.records
     moved = source_ns is not None and source_ns != ns
-    parent = run.cfg.with_checkpoint(None) if moved else persist.head
-    parent = parent or run.cfg.with_checkpoint(None)
+    first = CheckpointRef(str(run.cfg.thread_id), ns)  # the new namespace's first
+    parent = (None if moved else persist.head) or first
     state.checkpoint["id"], state.checkpoint["ts"] = new_stamp()
     state.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
         "source": "fork",

@@ -30,12 +30,12 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.base import CheckpointPut, TaskWrites, copy_checkpoint
+from pausepoint.checkpoint.base import CheckpointPut, CheckpointRef, TaskWrites, copy_checkpoint
 from pausepoint.loop.effects import Effect, ReleaseThread, SaveCheckpoint, SaveWrites
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata, SaverProtocol
-    from pausepoint.config import RunConfig, RunnableConfig
+    from pausepoint.config import RunConfig
     from pausepoint.loop.lease import RunLease
     from pausepoint.types import Durability
 
@@ -57,13 +57,13 @@ class Persistence:
     """
 
     __slots__ = (
-        "_cfg",
         "_checkpoint",
         "_exit",
         "_lease",
         "_metadata",
         "_pairs",
         "_pairs_saver",
+        "_thread",
         "dirty",
         "folds",
         "has_saver",
@@ -85,7 +85,9 @@ class Persistence:
         streams: bool = False,
         lease: RunLease | None = None,
     ) -> None:
-        self._cfg = cfg
+        # Where the run's checkpoints go: its thread and namespace (a thread is
+        # required with a saver, graph/compiled.py checks it; "" without one).
+        self._thread = CheckpointRef(cfg.thread_id or "", cfg.checkpoint_ns)
         self._lease = lease
         self.has_saver = saver is not None
         self._exit = durability == "exit"
@@ -100,9 +102,9 @@ class Persistence:
         # where a commit is a round trip (the look-ahead and copy cost more elsewhere).
         self._pairs_saver = saver is not None and saver.batches
         self._pairs = self._pairs_saver and self.folds
-        self.head: RunnableConfig | None = None
-        """The config of the run's current checkpoint: what its writes are saved against."""
-        self.persisted: RunnableConfig | None = None
+        self.head: CheckpointRef | None = None
+        """The run's current checkpoint: what its writes are saved against."""
+        self.persisted: CheckpointRef | None = None
         """The newest checkpoint that is in the saver (``head`` may not be yet: "exit")."""
         self.dirty = False  # the current checkpoint is not saved yet ("exit")
         self.unsaved: list[tuple[str, Writes]] = []  # writes kept for the exit ("exit")
@@ -131,11 +133,11 @@ class Persistence:
         """
         return self.leased and self.saves_now and self._pairs_saver
 
-    def calls_config(self) -> RunnableConfig | None:
+    def calls_config(self) -> CheckpointRef | None:
         """Where a task's ``@task`` call results are saved as they finish (None: not now)."""
         return self.head if self.saves_now else None
 
-    def shown_parent(self, parent: RunnableConfig) -> RunnableConfig | None:
+    def shown_parent(self, parent: CheckpointRef) -> CheckpointRef | None:
         """The parent a checkpoint just made shows in events; ``parent``: its saved parent.
 
         With durability ``"exit"`` nothing was saved yet: the event names the last
@@ -146,10 +148,10 @@ class Persistence:
 
     # --- events ----------------------------------------------------------------------
 
-    def restored(self, config: RunnableConfig) -> None:
-        """The run continues from the saved checkpoint ``config``."""
-        self.head = config
-        self.persisted = config
+    def restored(self, at: CheckpointRef) -> None:
+        """The run continues from the saved checkpoint ``at``."""
+        self.head = at
+        self.persisted = at
 
     def lease_taken(self) -> None:
         """The run took its thread's lease (`pausepoint.loop.lease.claim`)."""
@@ -201,7 +203,7 @@ class Persistence:
         *,
         input_waits: bool = False,
         last: bool = False,
-    ) -> Generator[Effect, Any, RunnableConfig]:
+    ) -> Generator[Effect, Any, CheckpointRef]:
         """A new checkpoint was made (input, or a step applied): save it if due.
 
         ``input_waits``: an input checkpoint the start step follows alone, with no
@@ -213,9 +215,9 @@ class Persistence:
         """
         if self.unsaved:
             self.unsaved = []
-        parent = self.head or self._cfg.with_checkpoint(None)
+        parent = self.head or self._thread
         if not self.saves_now:
-            self.head = self._cfg.with_checkpoint(checkpoint["id"])
+            self.head = self._thread.at(checkpoint["id"])
             self.dirty = self.has_saver
             self._checkpoint, self._metadata = checkpoint, metadata
             return parent
@@ -226,7 +228,7 @@ class Persistence:
         if input_waits and self._pairs:
             # The start step changes the run's checkpoint dicts in place: a copy waits.
             self.waiting = SaveCheckpoint(parent, copy_checkpoint(checkpoint), metadata, {})
-            self.head = self._cfg.with_checkpoint(checkpoint["id"])
+            self.head = self._thread.at(checkpoint["id"])
         else:
             if (waiting := self.waiting) is not None:
                 self.waiting = None
@@ -239,7 +241,7 @@ class Persistence:
         return parent
 
     def forked(
-        self, parent: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self, parent: CheckpointRef, checkpoint: Checkpoint, metadata: CheckpointMetadata
     ) -> Generator[Effect, Any, None]:
         """An old checkpoint was copied into a fork (`pausepoint.loop.fork`): saved now."""
         self.head = yield SaveCheckpoint(parent, checkpoint, metadata, {})
@@ -293,7 +295,7 @@ class Persistence:
         """Durability "exit": write the last checkpoint (if new) and its writes now."""
         config = self.head
         if self.dirty and self._checkpoint is not None and self._metadata is not None:
-            parent = self.persisted or self._cfg.with_checkpoint(None)
+            parent = self.persisted or self._thread
             config = yield SaveCheckpoint(parent, self._checkpoint, self._metadata, {})
             self.persisted = config
             self.dirty = False

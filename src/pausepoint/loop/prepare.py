@@ -48,7 +48,7 @@ class StepFrame:
         "records",
         "resuming",
         "run",
-        "save_config",
+        "save_at",
         "spec",
         "state",
         "step",
@@ -66,7 +66,7 @@ class StepFrame:
         self.records: Mapping[str, TaskRecord] = state.records
         self.answers: Mapping[str, Any] = state.resume.values if state.resume else {}
         self.resuming = state.resuming
-        self.save_config = persist.calls_config()
+        self.save_at = persist.calls_config()
         self.writer = run.custom_writer
         self.live = streams_live(run.opts, run.spec.eager)
         self._nest: NestInfo | None = None
@@ -182,7 +182,7 @@ class ExecTask(TaskContext):
             frame.step,
             frame.records,
             frame.answers,
-            frame.save_config,
+            frame.save_at,
         )
         opts = frame.run.opts
         site.events = CallEvents.wanted(opts.sink, opts.ns, opts.stream_modes, frame.step)

@@ -21,7 +21,12 @@ from pausepoint.loop.writes import VersionClock
 
 if TYPE_CHECKING:
     from pausepoint.channels import Channel
-    from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
+    from pausepoint.checkpoint.base import (
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointRef,
+        CheckpointTuple,
+    )
     from pausepoint.config import RunConfig, RunnableConfig
     from pausepoint.loop.namespaces import Afresh, ReplayPoint
     from pausepoint.loop.pending import ResumeMap, TaskRecord
@@ -134,7 +139,7 @@ class RunState:
         # --- where it was read from
         self.historical = False  # a root run given an old checkpoint: a replay or a fork
         # The checkpoint read with the lease's claim: (what was read, what it found).
-        self.read_ahead: tuple[RunnableConfig, CheckpointTuple | None] | None = None
+        self.read_ahead: tuple[CheckpointRef, CheckpointTuple | None] | None = None
         # A replay: the point its subgraphs read their state before (namespaces.py);
         # for a subgraph run, the id it read its state before, if it did.
         self.replay = replay
@@ -143,7 +148,8 @@ class RunState:
         self.restarted = False  # an update made its paused node ask again (fork.py)
         self.afresh = afresh  # an answer a fork carries (fork.answer_afresh)
         # --- checkpoint events
-        self.parent_config: RunnableConfig | None = None
+        # The current checkpoint's parent: the saver's config, or the run's own ref.
+        self.parent_config: CheckpointRef | RunnableConfig | None = None
         self.unreported = False  # a checkpoint made, its event not yet streamed
 
 
