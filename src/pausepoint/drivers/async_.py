@@ -225,6 +225,8 @@ async def perform(saver: SaverProtocol, effect: SaverEffect) -> Reply:
         return None
     if type(effect) is LoadCheckpoint:
         return await _load(saver, effect)
+    if type(effect) is ClaimThread:
+        return await _claim(saver, effect)
     return await _lease_effect(saver, effect)
 
 
@@ -238,9 +240,7 @@ async def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> CheckpointTuple
     return None
 
 
-async def _lease_effect(saver: SaverProtocol, effect: ClaimThread | ReleaseThread | Sleep) -> Reply:
-    if type(effect) is ClaimThread:
-        return await _claim(saver, effect)
+async def _lease_effect(saver: SaverProtocol, effect: ReleaseThread | Sleep) -> Reply:
     if type(effect) is ReleaseThread:
         LOCAL.drop(saver, effect.thread_id, effect.run)
         return await saver.arelease_lease(effect.thread_id, effect.owner)

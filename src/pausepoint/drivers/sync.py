@@ -271,6 +271,8 @@ def perform(saver: SaverProtocol, effect: SaverEffect) -> Reply:
         return None
     if type(effect) is LoadCheckpoint:
         return _load(saver, effect)
+    if type(effect) is ClaimThread:
+        return _claim(saver, effect)
     return _lease_effect(saver, effect)
 
 
@@ -287,9 +289,7 @@ def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> CheckpointTuple | Non
     return next(iter(saver.list(config, before=before, limit=1)), None)
 
 
-def _lease_effect(saver: SaverProtocol, effect: ClaimThread | ReleaseThread | Sleep) -> Reply:
-    if type(effect) is ClaimThread:
-        return _claim(saver, effect)
+def _lease_effect(saver: SaverProtocol, effect: ReleaseThread | Sleep) -> Reply:
     if type(effect) is ReleaseThread:
         LOCAL.drop(saver, effect.thread_id, effect.run)
         return saver.release_lease(effect.thread_id, effect.owner)

@@ -50,9 +50,9 @@ def _checkpoint(
         **run.run_metadata,  # type: ignore[typeddict-item]
     }
     waits = source == "input" and persist.pairs_input and start_step_follows(run, state)
-    parent = yield from persist.checkpoint_made(
-        checkpoint, state.metadata, input_waits=waits, last=last
-    )
+    parent, save = persist.checkpoint_made(checkpoint, state.metadata, input_waits=waits, last=last)
+    if save is not None:
+        persist.saved(save, (yield save))
     if run.streams_checkpoints:  # reported as the next step starts
         state.parent_config, state.unreported = persist.shown_parent(parent), True
 

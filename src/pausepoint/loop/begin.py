@@ -122,7 +122,7 @@ def load(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effe
     saved = yield from _read(state, LoadCheckpoint(where, state.replayed))
     if saved is not None:
         restore_saved(run, state, saved)
-        persist.restored(CheckpointRef.of(saved.config))
+        persist.restored(where.at(saved.checkpoint["id"]))  # where it was read
     if saved is not None and cfg.checkpoint_id and nest is None:
         newest = yield LoadCheckpoint(CheckpointRef(thread, cfg.checkpoint_ns))
         state.historical = newest is not None and newest.checkpoint["id"] != state.checkpoint["id"]

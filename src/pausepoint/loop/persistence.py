@@ -203,15 +203,19 @@ class Persistence:
         *,
         input_waits: bool = False,
         last: bool = False,
-    ) -> Generator[Effect, Any, CheckpointRef]:
+    ) -> tuple[CheckpointRef, SaveCheckpoint | None]:
         """A new checkpoint was made (input, or a step applied): save it if due.
 
         ``input_waits``: an input checkpoint the start step follows alone, with no
         caller code in between (`pausepoint.loop.begin.start_step_follows`); it
         waits to be saved with that step's, in one call, where the saver can
         (`pairs_input`). ``last``: no step follows, the lease goes with it.
-        Returns the parent the checkpoint was saved under. Writes kept for the exit
-        are dropped: they were the old checkpoint's, and the new one holds their effect.
+        Returns the parent the checkpoint is saved under, and the `SaveCheckpoint`
+        to yield now (its reply goes to `saved`), or None when the save waits.
+        A plain method, as `task_finished` is: the loop yields the effect itself,
+        without a generator made (and a frame on the save's stack) for it once a
+        step. Writes kept for the exit are dropped: they were the old checkpoint's,
+        and the new one holds their effect.
         """
         if self.unsaved:
             self.unsaved = []
@@ -220,7 +224,7 @@ class Persistence:
             self.head = self._thread.at(checkpoint["id"])
             self.dirty = self.has_saver
             self._checkpoint, self._metadata = checkpoint, metadata
-            return parent
+            return parent, None
         # The saver copies what it keeps (its contract), so no copy is made here.
         held, self.held = self.held, None
         save = SaveCheckpoint(parent, checkpoint, metadata, {}, () if held is None else (held,))
@@ -228,17 +232,20 @@ class Persistence:
         if input_waits and self._pairs:
             # The start step changes the run's checkpoint dicts in place: a copy waits.
             self.waiting = SaveCheckpoint(parent, copy_checkpoint(checkpoint), metadata, {})
-            self.head = self._thread.at(checkpoint["id"])
-        else:
-            if (waiting := self.waiting) is not None:
-                self.waiting = None
-                save.config = waiting.config
-                save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
-            self.head = yield save
-            self.leased = self.leased and not save.release  # done: let go with it
-        self.persisted = self.head
+            self.head = self.persisted = self._thread.at(checkpoint["id"])
+            self.dirty = False
+            return parent, None
+        if (waiting := self.waiting) is not None:
+            self.waiting = None
+            save.config = waiting.config
+            save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
+        return parent, save
+
+    def saved(self, save: SaveCheckpoint, at: CheckpointRef) -> None:
+        """The checkpoint `checkpoint_made` gave to save is stored, at ``at``."""
+        self.head = self.persisted = at
+        self.leased = self.leased and not save.release  # done: let go with it
         self.dirty = False
-        return parent
 
     def forked(
         self, parent: CheckpointRef, checkpoint: Checkpoint, metadata: CheckpointMetadata
