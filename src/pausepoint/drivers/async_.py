@@ -322,7 +322,7 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
         await asyncio.sleep(delay)
 
 
-async def _run_body(body: Body) -> list[tuple[str, Any]]:
+async def _run_body(body: Body) -> list[tuple[str, object]]:
     try:
         call = next(body)
         while isinstance(call, Call):

@@ -56,7 +56,7 @@ class LocalRuns:
         self._runs: dict[tuple[str, str], str] = {}
 
     def take(
-        self, saver: Any, thread_id: str, run: str, owner: str, ttl: float
+        self, saver: object, thread_id: str, run: str, owner: str, ttl: float
     ) -> LeaseClaim | None:
         """None if ``run`` may go on to the saver's lease, else a refusal to send back."""
         key = (_scope(saver), thread_id)
@@ -67,7 +67,7 @@ class LocalRuns:
         # Another run of this process has it: not expired while this process lives.
         return LeaseClaim(False, Lease(thread_id, owner, time.time() + ttl))
 
-    def drop(self, saver: Any, thread_id: str, run: str) -> None:
+    def drop(self, saver: object, thread_id: str, run: str) -> None:
         """Forget that ``run`` holds the thread (if it does)."""
         key = (_scope(saver), thread_id)
         with self._lock:
@@ -79,7 +79,7 @@ LOCAL = LocalRuns()
 """The runs of this process that hold a thread (shared by both drivers)."""
 
 
-def _scope(saver: Any) -> str:
+def _scope(saver: object) -> str:
     scope = getattr(saver, "lease_scope", None)
     return scope if isinstance(scope, str) else f"{id(saver):x}"
 

@@ -15,7 +15,7 @@ import inspect
 import queue
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -29,7 +29,6 @@ from pausepoint.checkpoint.base import (
     TaskWrites,
     as_config,
     in_form,
-    ref_of,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import SyncCalls, settle
@@ -143,7 +142,9 @@ class LeaseHeld:
         """
         fence = self.fence
         release = fence is not None and effect.release
-        at = ref_of(effect.config)
+        at = effect.config  # a ref from the run; a caller's dict is read (ref_of, in line)
+        if type(at) is not CheckpointRef:
+            at = CheckpointRef.of(at)
         if type(effect) is SaveWrites:
             task = TaskWrites(effect.task_id, effect.writes, effect.task_path)
             return StepCommit(at, (task,), None, None, fence, release, effect.if_head)
@@ -406,7 +407,7 @@ def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
 _PLAIN_RESULTS = frozenset({dict, type(None), str, list, tuple, int, bool})
 
 
-def _run_body(body: Body) -> list[tuple[str, Any]]:
+def _run_body(body: Body) -> list[tuple[str, object]]:
     try:
         call = next(body)
         while isinstance(call, Call):
@@ -427,5 +428,5 @@ def _run_body(body: Body) -> list[tuple[str, Any]]:
         body.close()
 
 
-async def _await(awaitable: Any) -> Any:
+async def _await(awaitable: Awaitable[object]) -> object:
     return await awaitable

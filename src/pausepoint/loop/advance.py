@@ -24,7 +24,7 @@ __all__ = ["leave_step", "start_step_follows"]
 
 def leave_step(
     run: RunSetup, state: RunState, persist: Persistence, source: str, last: bool = False
-) -> Generator[Effect, Any, None] | None:
+) -> Generator[Effect, object, None] | None:
     """Move past the current checkpoint; return the generator that saves the next.
 
     ``last``: no step follows (the lease goes with the checkpoint). None when nobody

@@ -49,7 +49,7 @@ __all__ = [
     "Stopped",
 ]
 
-NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
+NO_KWARGS: Mapping[str, object] = MappingProxyType({})
 """The ``kwargs`` of a `Call` that passes none (shared, read-only)."""
 
 
@@ -158,7 +158,7 @@ class Emit:
 
     ns: tuple[str, ...]
     mode: str
-    payload: Any
+    payload: object
 
 
 @final
@@ -189,7 +189,7 @@ class Outcome:
     """A finished task: its writes, or the exception it ended with (never both)."""
 
     task: Task
-    writes: Sequence[tuple[str, Any]] = ()
+    writes: Sequence[tuple[str, object]] = ()
     error: BaseException | None = None
 
 
@@ -228,8 +228,8 @@ class Call:
 
     sync: Callable[..., Any]
     async_: Callable[..., Any] | None
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
+    args: tuple[object, ...]
+    kwargs: Mapping[str, object]
 
 
 SaverEffect = LoadCheckpoint | SaveCheckpoint | SaveWrites | ClaimThread | ReleaseThread | Sleep

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Persistence"]
 
-Writes = list[tuple[str, Any]]
+Writes = list[tuple[str, object]]
 
 
 class Persistence:
@@ -63,7 +63,6 @@ class Persistence:
         "_metadata",
         "_pairs",
         "_pairs_saver",
-        "_thread",
         "dirty",
         "folds",
         "has_saver",
@@ -72,6 +71,7 @@ class Persistence:
         "leased",
         "persisted",
         "saves_now",
+        "thread",
         "unsaved",
         "waiting",
     )
@@ -87,7 +87,7 @@ class Persistence:
     ) -> None:
         # Where the run's checkpoints go: its thread and namespace (a thread is
         # required with a saver, graph/compiled.py checks it; "" without one).
-        self._thread = CheckpointRef(cfg.thread_id or "", cfg.checkpoint_ns)
+        self.thread = CheckpointRef(cfg.thread_id or "", cfg.checkpoint_ns)
         self._lease = lease
         self.has_saver = saver is not None
         self._exit = durability == "exit"
@@ -182,7 +182,7 @@ class Persistence:
 
     def save_writes(
         self, task_id: str, writes: Writes, path: str = "", last: bool = False
-    ) -> Generator[Effect, Any, None]:
+    ) -> Generator[Effect, object, None]:
         """Writes to keep now (an interrupt, an error, an answer, a command's update).
 
         ``last``: the run's last write: the lease goes with it.
@@ -219,9 +219,9 @@ class Persistence:
         """
         if self.unsaved:
             self.unsaved = []
-        parent = self.head or self._thread
+        parent = self.head or self.thread
         if not self.saves_now:
-            self.head = self._thread.at(checkpoint["id"])
+            self.head = self.thread.at(checkpoint["id"])
             self.dirty = self.has_saver
             self._checkpoint, self._metadata = checkpoint, metadata
             return parent, None
@@ -232,7 +232,7 @@ class Persistence:
         if input_waits and self._pairs:
             # The start step changes the run's checkpoint dicts in place: a copy waits.
             self.waiting = SaveCheckpoint(parent, copy_checkpoint(checkpoint), metadata, {})
-            self.head = self.persisted = self._thread.at(checkpoint["id"])
+            self.head = self.persisted = self.thread.at(checkpoint["id"])
             self.dirty = False
             return parent, None
         if (waiting := self.waiting) is not None:
@@ -243,9 +243,9 @@ class Persistence:
 
     def saved(self, save: SaveCheckpoint, at: CheckpointRef) -> None:
         """The checkpoint `checkpoint_made` gave to save is stored, at ``at``."""
-        self.head = self.persisted = at
-        self.leased = self.leased and not save.release  # done: let go with it
-        self.dirty = False
+        self.head = self.persisted = at  # (``dirty`` is never set while saving as it goes)
+        if save.release:
+            self.leased = False  # done: let go with it
 
     def forked(
         self, parent: CheckpointRef, checkpoint: Checkpoint, metadata: CheckpointMetadata
@@ -253,27 +253,27 @@ class Persistence:
         """An old checkpoint was copied into a fork (`pausepoint.loop.fork`): saved now."""
         self.head = yield SaveCheckpoint(parent, checkpoint, metadata, {})
 
-    def step_failed(self) -> Generator[Effect, Any, None]:
+    def step_failed(self) -> Generator[Effect, object, None]:
         """Applying a step failed: writes left for its checkpoint are saved on their own."""
         yield from self.flush_waiting()
         held, self.held = self.held, None
         if held is not None and self.head is not None:
             yield SaveWrites(self.head, held.writes, held.task_id, held.task_path)
 
-    def run_paused(self) -> Generator[Effect, Any, None]:
+    def run_paused(self) -> Generator[Effect, object, None]:
         """An interrupt paused the run: save what waits (all of it, with ``"exit"``)."""
         yield from self.flush_waiting()
         if self._exit:
             yield from self._flush_exit()
 
-    def run_failed(self) -> Generator[Effect, Any, None]:
+    def run_failed(self) -> Generator[Effect, object, None]:
         """The run failed: save what it still owes (waiting input, held writes, "exit")."""
         yield from self.step_failed()
         if self._exit:
             yield from self._flush_exit()
         yield from self.release()
 
-    def run_ended(self, nested: bool) -> Generator[Effect, Any, None]:
+    def run_ended(self, nested: bool) -> Generator[Effect, object, None]:
         """The run ran out of tasks: with ``"exit"``, a root run saves its end now.
 
         A nested run that finishes saves nothing: its parent's task writes carry the
@@ -283,7 +283,7 @@ class Persistence:
             yield from self._flush_exit()
         yield from self.release()
 
-    def release(self) -> Generator[Effect, Any, None]:
+    def release(self) -> Generator[Effect, object, None]:
         """Let the thread's lease go (once), if the run holds it."""
         if self.leased and self._lease is not None:
             self.leased = False
@@ -292,7 +292,7 @@ class Persistence:
 
     # --- flushing ----------------------------------------------------------------------
 
-    def flush_waiting(self) -> Generator[Effect, Any, None]:
+    def flush_waiting(self) -> Generator[Effect, object, None]:
         """Save the input checkpoint on its own: the start step's will not follow it now."""
         waiting, self.waiting = self.waiting, None
         if waiting is not None:
@@ -302,7 +302,7 @@ class Persistence:
         """Durability "exit": write the last checkpoint (if new) and its writes now."""
         config = self.head
         if self.dirty and self._checkpoint is not None and self._metadata is not None:
-            parent = self.persisted or self._thread
+            parent = self.persisted or self.thread
             config = yield SaveCheckpoint(parent, self._checkpoint, self._metadata, {})
             self.persisted = config
             self.dirty = False

@@ -51,7 +51,7 @@ class RunSetup:
     """Keys ``values``/``updates`` report."""
     parents: Mapping[str, str]
     """The ``parents`` of the run's checkpoints' metadata (`namespaces.parents_of`)."""
-    run_metadata: dict[str, Any]
+    run_metadata: dict[str, object]
     """What checkpoints' metadata adds from the config (none is made if none is seen)."""
     custom_writer: Callable[[Any], None]
     # Read on every step: looked up once.
@@ -62,7 +62,7 @@ class RunSetup:
     """Checkpoint events describe what history holds: none without a saver (as in
     LangGraph), so only a saver makes the run's checkpoints visible."""
 
-    def emit(self, mode: str, payload: Any) -> Emit:
+    def emit(self, mode: str, payload: object) -> Emit:
         """A stream chunk of this run's namespace."""
         return Emit(self.opts.ns, mode, payload)
 
@@ -113,7 +113,7 @@ class RunState:
         self.metadata: CheckpointMetadata = {"source": "input", "step": -2, "parents": {}}
         self.channels: dict[str, Channel] = {}
         self.records: dict[str, TaskRecord] = {}
-        self.null_writes: list[tuple[str, Any]] = []
+        self.null_writes: list[tuple[str, object]] = []
         self.step = -1
         self.stop = 0  # the first step past the recursion limit
         self.tasks: list[Task] = []
@@ -132,7 +132,7 @@ class RunState:
         # (pending.interrupt_owners); and the tasks this run's resume answers, with
         # their new answer lists (answers.plan_answers).
         self.owners: dict[str, list[str]] | None = None
-        self.answered: dict[str, list[Any] | None] = {}
+        self.answered: dict[str, list[object] | None] = {}
         self.resuming = False
         self.pausing = False  # a task of the step paused
         self.stopping = False  # the driver stopped the run (effects.Stopped): its step ends it
@@ -186,7 +186,7 @@ def current_tasks(run: RunSetup, state: RunState) -> list[Task]:
     return prepared[1]
 
 
-def output(run: RunSetup, state: RunState, keys: tuple[str, ...] | None = None) -> Any:
+def output(run: RunSetup, state: RunState, keys: tuple[str, ...] | None = None) -> object:
     """The values of ``keys`` (default: the output keys), or the output channel's."""
     if run.spec.output_channel is not None:
         chan = state.channels[run.spec.output_channel]
