@@ -16,10 +16,11 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     TaskWrites,
     empty_checkpoint,
 )
-from pausepoint.config import RunConfig, RunnableConfig
+from pausepoint.config import RunConfig
 from pausepoint.loop.effects import ReleaseThread, SaveCheckpoint, SaveWrites
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.persistence import Persistence
@@ -44,8 +45,11 @@ W1: list[tuple[str, Any]] = [("a", 1)]
 W2: list[tuple[str, Any]] = [("b", 2)]
 
 
-def at(checkpoint_id: str) -> RunnableConfig:
-    return CFG.with_checkpoint(checkpoint_id)
+THREAD = CheckpointRef("t")  # the run's thread, no checkpoint yet
+
+
+def at(checkpoint_id: str) -> CheckpointRef:
+    return THREAD.at(checkpoint_id)
 
 
 def checkpoint(checkpoint_id: str) -> Checkpoint:
@@ -57,7 +61,7 @@ def meta(step: int) -> CheckpointMetadata:
 
 
 def drive(gen: Generator[Any, Any, Any]) -> tuple[list[Any], Any]:
-    """Run a planner generator as a driver would; a saved checkpoint answers its config."""
+    """Run a planner generator as a driver would; a saved checkpoint answers its ref."""
     effects: list[Any] = []
     reply: Any = None
     try:
@@ -69,6 +73,15 @@ def drive(gen: Generator[Any, Any, Any]) -> tuple[list[Any], Any]:
         return effects, stop.value
 
 
+def made(p: Persistence, c: Checkpoint, m: CheckpointMetadata, **kw: bool) -> tuple[list[Any], Any]:
+    """Tell ``p`` a checkpoint was made; save it as a driver would: (effects, parent)."""
+    parent, save = p.checkpoint_made(c, m, **kw)
+    if save is None:
+        return [], parent
+    p.saved(save, at(save.checkpoint["id"]))
+    return [save], parent
+
+
 def planner(
     saver: Any, durability: Durability = "sync", *, streams: bool = False, lease: bool = False
 ) -> Persistence:
@@ -78,15 +91,15 @@ def planner(
 @pytest.mark.parametrize("durability", ["sync", "async"])
 def test_saving_as_the_run_goes(durability: Durability) -> None:
     p = planner(PlainSaver(), durability)
-    effects, parent = drive(p.checkpoint_made(checkpoint("c1"), meta(-1)))
+    effects, parent = made(p, checkpoint("c1"), meta(-1))
     assert [type(e) for e in effects] == [SaveCheckpoint]
-    assert effects[0].config == CFG.with_checkpoint(None) == parent
+    assert effects[0].config == THREAD == parent
     assert effects[0].writes == ()
     assert p.head == p.persisted == at("c1")
     # Every finished task's writes are saved at once, against the current checkpoint.
     saved = p.task_finished("t1", W1, "p", hold=False)
     assert saved == SaveWrites(at("c1"), W1, "t1", "p")
-    effects, parent = drive(p.checkpoint_made(checkpoint("c2"), meta(0)))
+    effects, parent = made(p, checkpoint("c2"), meta(0))
     assert parent == at("c1")
     assert effects[0].config == at("c1")
 
@@ -96,7 +109,7 @@ def test_a_steps_last_writes_fold_into_its_checkpoint() -> None:
     p.restored(at("c1"))
     assert p.task_finished("t1", W1, "p1", hold=False) == SaveWrites(at("c1"), W1, "t1", "p1")
     assert p.task_finished("t2", W2, "p2", hold=True) is None  # waits for the checkpoint
-    effects, _ = drive(p.checkpoint_made(checkpoint("c2"), meta(1)))
+    effects, _ = made(p, checkpoint("c2"), meta(1))
     assert len(effects) == 1
     assert effects[0].writes == (TaskWrites("t2", W2, "p2"),)
     assert p.held is None
@@ -107,18 +120,18 @@ def test_nothing_folds_while_streaming(saver: Any) -> None:
     p = planner(saver, streams=True)
     p.restored(at("c1"))
     assert p.task_finished("t1", W1, "", hold=True) == SaveWrites(at("c1"), W1, "t1", "")
-    effects, _ = drive(p.checkpoint_made(checkpoint("c2"), meta(1)))
+    effects, _ = made(p, checkpoint("c2"), meta(1))
     assert effects[0].writes == ()
 
 
 def test_durability_exit_saves_only_the_end() -> None:
     p = planner(PlainSaver(), "exit")
     p.restored(at("c0"))
-    assert drive(p.checkpoint_made(checkpoint("c1"), meta(0))) == ([], at("c0"))
+    assert made(p, checkpoint("c1"), meta(0)) == ([], at("c0"))
     assert p.head == at("c1")
     assert p.persisted == at("c0")
     assert p.task_finished("t1", W1, "", hold=True) is None
-    drive(p.checkpoint_made(checkpoint("c2"), meta(1)))  # it supersedes the step's writes
+    made(p, checkpoint("c2"), meta(1))  # it supersedes the step's writes
     assert p.writes_effect("t2", W2) is None
     effects, _ = drive(p.run_ended(nested=False))
     assert effects == [
@@ -131,14 +144,14 @@ def test_durability_exit_saves_only_the_end() -> None:
 
 def test_durability_exit_a_nested_run_that_ends_saves_nothing() -> None:
     p = planner(PlainSaver(), "exit")
-    drive(p.checkpoint_made(checkpoint("c1"), meta(0)))
+    made(p, checkpoint("c1"), meta(0))
     assert drive(p.run_ended(nested=True)) == ([], None)
 
 
 def test_durability_exit_a_pause_or_a_failure_saves_the_end() -> None:
     for end in ("paused", "failed"):
         p = planner(PlainSaver(), "exit")
-        drive(p.checkpoint_made(checkpoint("c1"), meta(0)))
+        made(p, checkpoint("c1"), meta(0))
         p.writes_effect("t1", W1)
         effects, _ = drive(p.run_paused() if end == "paused" else p.run_failed())
         assert [type(e) for e in effects] == [SaveCheckpoint, SaveWrites], end
@@ -148,18 +161,18 @@ def test_an_input_checkpoint_waits_for_the_start_steps() -> None:
     p = planner(PairingSaver())
     assert p.pairs_input
     c0 = checkpoint("c0")
-    assert drive(p.checkpoint_made(c0, meta(-1), input_waits=True))[0] == []
+    assert made(p, c0, meta(-1), input_waits=True)[0] == []
     assert p.head == at("c0")  # writes can name it already
     c0["channel_values"]["x"] = 1  # the start step changes the run's dicts: a copy waits
-    effects, _ = drive(p.checkpoint_made(checkpoint("c1"), meta(0)))
+    effects, _ = made(p, checkpoint("c1"), meta(0))
     (pair,) = effects
-    assert pair.config == CFG.with_checkpoint(None)
+    assert pair.config == THREAD
     assert pair.first == CheckpointPut(checkpoint("c0"), meta(-1), {})
 
 
 def test_a_paused_task_writes_after_the_waiting_input_checkpoint() -> None:
     p = planner(PairingSaver())
-    drive(p.checkpoint_made(checkpoint("c0"), meta(-1), input_waits=True))
+    made(p, checkpoint("c0"), meta(-1), input_waits=True)
     effects, _ = drive(p.save_writes("t1", W1, "p"))
     assert [type(e) for e in effects] == [SaveCheckpoint, SaveWrites]
     assert effects[1].config == at("c0")
@@ -181,7 +194,7 @@ def test_the_lease_goes_with_the_last_write() -> None:
 def test_the_lease_goes_with_the_last_checkpoint() -> None:
     p = planner(PairingSaver(), lease=True)
     p.lease_taken()
-    effects, _ = drive(p.checkpoint_made(checkpoint("c1"), meta(0), last=True))
+    effects, _ = made(p, checkpoint("c1"), meta(0), last=True)
     assert effects[0].release
     assert not p.leased
     assert drive(p.run_ended(nested=False)) == ([], None)
@@ -199,7 +212,7 @@ def test_a_run_that_ends_otherwise_lets_the_lease_go_once() -> None:
 def test_a_failure_flushes_what_waits() -> None:
     p = planner(PairingSaver(), lease=True)
     p.lease_taken()
-    drive(p.checkpoint_made(checkpoint("c0"), meta(-1), input_waits=True))
+    made(p, checkpoint("c0"), meta(-1), input_waits=True)
     assert p.task_finished("t1", W1, "p", hold=True) is None
     effects, _ = drive(p.run_failed())
     assert [type(e) for e in effects] == [SaveCheckpoint, SaveWrites, ReleaseThread]
@@ -225,7 +238,7 @@ def test_a_fork_is_saved_at_once_and_becomes_the_head() -> None:
 def test_without_a_saver_nothing_is_saved() -> None:
     p = planner(None)
     assert p.task_finished("t1", W1, "", hold=True) is None
-    assert drive(p.checkpoint_made(checkpoint("c1"), meta(0))) == ([], CFG.with_checkpoint(None))
+    assert made(p, checkpoint("c1"), meta(0)) == ([], THREAD)
     assert p.head == at("c1")
     assert not p.dirty
     assert drive(p.save_writes("t1", W1)) == ([], None)

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pausepoint.checkpoint.base import (
+    At,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -78,7 +79,7 @@ class AsyncOnlySaver(BaseCheckpointSaver):
         """Not available: use `aput_writes`, or the sync saver."""
         raise self._refuse("put_writes")
 
-    def commit(self, step: StepCommit) -> RunnableConfig:
+    def commit(self, step: StepCommit[At]) -> At:
         """Not available: use `acommit`, or the sync saver."""
         raise self._refuse("commit")
 

@@ -1,34 +1,125 @@
-"""One save of the engine: `StepCommit`, and how a saver without ``commit`` stores one.
+"""One save of the engine: `StepCommit`, the `CheckpointRef` it goes under, the default.
 
 The engine writes to a saver through one method, ``commit(StepCommit)``
 (``acommit``): a task's writes, a step's last writes with the step's checkpoint,
-a new run's input checkpoint with its first step's. Kept out of
+a new run's input checkpoint with its first step's. Inside the engine a
+checkpoint's place travels as a `CheckpointRef`, not as a config dict; config
+dicts are built only where LangGraph's methods take them (``put``, ``put_writes``,
+``get_tuple``, ``list``) and at the public API. Kept out of
 `pausepoint.checkpoint.base` (which re-exports the public names) so that module
-stays the contract.
+stays the contract. A saver without ``commit`` gets one made of its other writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, final, overload
 
-from pausepoint.checkpoint._keys import guard_kwargs
+from typing_extensions import TypeVar
+
+from pausepoint.checkpoint._keys import config_keys, guard_kwargs
+from pausepoint.config import RunnableConfig
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint.base import CheckpointPut, TaskWrites
-    from pausepoint.config import RunnableConfig
+    from pausepoint.checkpoint.base import (
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointPut,
+        TaskWrites,
+    )
 
 __all__ = [
+    "At",
+    "CheckpointRef",
     "PartsSaver",
     "StepCommit",
     "arun_parts",
+    "as_config",
     "commit_by_parts",
     "committing",
+    "in_form",
+    "ref_of",
     "run_parts",
 ]
 
 
-class StepCommit(NamedTuple):
+@final
+class CheckpointRef(NamedTuple):
+    """Where a checkpoint is (or goes): a thread, a namespace, a checkpoint id.
+
+    The engine's form of a config's three keys, from the run's config to the
+    saver's ``commit`` and back: a SQL saver reads them without parsing a dict, and
+    a config dict is built (`config`) only where LangGraph's methods take one. A
+    named tuple, as ``TaskWrites`` is: immutable, slotted, and one is made per saved
+    step (a frozen dataclass took ~5x as long to make). Unpacks as
+    ``config_keys`` returns.
+
+    Attributes:
+        thread_id: The thread.
+        checkpoint_ns: The namespace ("" for the root graph).
+        checkpoint_id: The checkpoint; None: the newest (a read), or none yet (a
+            first checkpoint's parent).
+    """
+
+    thread_id: str
+    checkpoint_ns: str = ""
+    checkpoint_id: str | None = None
+
+    @classmethod
+    def of(cls, config: RunnableConfig) -> CheckpointRef:
+        """The ref a config names (its keys checked as every saver checks them)."""
+        return _new(cls, config_keys(config))
+
+    def at(self, checkpoint_id: str | None) -> CheckpointRef:
+        """The checkpoint ``checkpoint_id`` of the same thread and namespace."""
+        return _new(CheckpointRef, (self[0], self[1], checkpoint_id))
+
+    def config(self) -> RunnableConfig:
+        """The config dict naming this checkpoint, as LangGraph's methods take it."""
+        conf: dict[str, str] = {"thread_id": self[0], "checkpoint_ns": self[1]}
+        if (checkpoint_id := self[2]) is not None:
+            conf["checkpoint_id"] = checkpoint_id
+        return {"configurable": conf}
+
+
+# A ref made by ``tuple.__new__`` itself, without the named tuple's own ``__new__``
+# (a Python frame, twice the cost): one is made per saved step.
+if TYPE_CHECKING:
+
+    def _new(cls: type[CheckpointRef], keys: tuple[str, str, str | None], /) -> CheckpointRef:
+        """``tuple.__new__``, as the type checker should see it here."""
+        ...
+
+else:
+    _new = tuple.__new__
+
+At = TypeVar("At", CheckpointRef, RunnableConfig, default=RunnableConfig)
+"""What a `StepCommit` goes under: a ref (the engine) or a config dict (a caller)."""
+
+
+@overload
+def in_form(given: CheckpointRef, ref: CheckpointRef) -> CheckpointRef: ...
+@overload
+def in_form(given: RunnableConfig, ref: CheckpointRef) -> RunnableConfig: ...
+def in_form(
+    given: CheckpointRef | RunnableConfig, ref: CheckpointRef
+) -> CheckpointRef | RunnableConfig:
+    """``ref`` in the form ``given`` has: itself, or its config dict."""
+    return ref if type(given) is CheckpointRef else ref.config()
+
+
+def as_config(at: CheckpointRef | RunnableConfig) -> RunnableConfig:
+    """The config dict of ``at`` (a ref, or a config already)."""
+    return at.config() if type(at) is CheckpointRef else at
+
+
+def ref_of(at: CheckpointRef | RunnableConfig) -> CheckpointRef:
+    """The ref of ``at`` (a config dict's keys checked, as ``config_keys`` does)."""
+    return at if type(at) is CheckpointRef else CheckpointRef.of(at)
+
+
+class StepCommit(NamedTuple, Generic[At]):
     """What one save stores, in this order, all or nothing where the saver can.
 
     1. ``first``: a checkpoint stored under ``config`` (as ``put`` would: its
@@ -37,13 +128,15 @@ class StepCommit(NamedTuple):
        against ``first`` when given (as ``put_writes`` for each would);
     3. ``checkpoint``: a checkpoint after them, whose parent is that checkpoint.
 
-    A saver's ``commit`` returns the config of the last checkpoint stored, or
-    ``config`` when the commit stores none. A named tuple, as ``TaskWrites`` and
+    A saver's ``commit`` returns the last checkpoint stored, or ``config`` when the
+    commit stores none, in ``config``'s form: a `CheckpointRef` for a ref (the
+    engine's), a config dict for a config dict. A named tuple, as ``TaskWrites`` and
     ``CheckpointPut`` are: one is made per save, and a frozen dataclass took ~4x as
     long to make (each field set through ``object.__setattr__``).
 
     Attributes:
-        config: The checkpoint the writes (or ``first``) go under.
+        config: The checkpoint the writes (or ``first``) go under: a
+            `CheckpointRef`, or a config dict.
         writes: Tasks' writes, each a [`TaskWrites`][pausepoint.checkpoint.base.TaskWrites].
         checkpoint: The checkpoint stored after the writes, if any.
         first: The checkpoint stored before the writes, if any (needs ``checkpoint``).
@@ -54,7 +147,7 @@ class StepCommit(NamedTuple):
             checkpoint is the newest of its thread; else raise ``StaleCheckpointError``.
     """
 
-    config: RunnableConfig
+    config: At
     writes: Sequence[TaskWrites] = ()
     checkpoint: CheckpointPut | None = None
     first: CheckpointPut | None = None
@@ -63,37 +156,125 @@ class StepCommit(NamedTuple):
     if_head: bool = False
 
 
-def commit_by_parts(saver: Any, step: StepCommit) -> RunnableConfig:
+class _PartsSaver(Protocol):
+    """The write methods `commit_by_parts` is made of (``BaseCheckpointSaver``'s)."""
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
+        release: bool = False,
+    ) -> RunnableConfig: ...
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, object]],
+        task_id: str,
+        task_path: str = "",
+        *,
+        lease: str | None = None,
+        release: bool = False,
+        if_head: bool = False,
+    ) -> None: ...
+
+    def put_after_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[TaskWrites],
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        lease: str | None = None,
+        release: bool = False,
+    ) -> RunnableConfig: ...
+
+    def put_pair(
+        self,
+        config: RunnableConfig,
+        first: CheckpointPut,
+        writes: Sequence[TaskWrites],
+        second: CheckpointPut,
+        *,
+        lease: str | None = None,
+    ) -> RunnableConfig: ...
+
+
+def commit_by_parts(saver: _PartsSaver, step: StepCommit[At]) -> At:
     """Store ``step`` with ``saver``'s other write methods, in the order it states.
 
     ``put_pair``/``put_after_writes`` where a checkpoint follows writes (their
     defaults are ``put_writes`` for each task, then ``put``; a saver that overrides
     them batches), ``put_writes`` for writes alone, ``put`` for a checkpoint alone.
     Guard keywords are passed only when set, so a saver whose methods predate them
-    (and never gets them: its ``supports_leases`` is false) keeps working.
+    (and never gets them: its ``supports_leases`` is false) keeps working. A ref's
+    config dict is built here: those methods are LangGraph's, and take one.
     """
     if step.release and step.lease is None:  # as the write methods refuse it
         raise ValueError("a write with release=True needs lease=owner: whose lease to let go")
-    config, writes, second = step.config, step.writes, step.checkpoint
+    at, writes, second = step.config, step.writes, step.checkpoint
+    if type(at) is not CheckpointRef:
+        config = at
+    elif at is (last := _last_put)[0]:
+        config = last[1]  # the config put returned for this ref: not built again
+    else:
+        config = at.config()
     if second is None:
         if len(writes) != 1:
             return run_parts(saver, step)
         task = writes[0]
         guard = guard_kwargs(step.lease, step.if_head, step.release)
         saver.put_writes(config, task.writes, task.task_id, task.task_path, **guard)
-        return config
+        return at
     if step.first is not None:
         if step.release:  # put_pair takes no release: the last put carries it
             return run_parts(saver, step)
-        return saver.put_pair(config, step.first, writes, second, **guard_kwargs(step.lease))
-    # No keywords to build without a lease: the common case, once a step.
-    guard = _NONE if step.lease is None else guard_kwargs(step.lease, release=step.release)
-    if writes:
-        return saver.put_after_writes(config, writes, *second, **guard)
-    return saver.put(config, *second, **guard)
+        done = saver.put_pair(config, step.first, writes, second, **guard_kwargs(step.lease))
+    else:
+        # No keywords to build without a lease: the common case, once a step.
+        guard = _NONE if step.lease is None else guard_kwargs(step.lease, release=step.release)
+        if writes:
+            done = saver.put_after_writes(config, writes, *second, **guard)
+        else:
+            done = saver.put(config, *second, **guard)
+    return _stored(at, done, second)
 
 
 _NONE: dict[str, Any] = {}
+
+
+@overload
+def _stored(at: CheckpointRef, done: RunnableConfig, last: CheckpointPut) -> CheckpointRef: ...
+@overload
+def _stored(at: RunnableConfig, done: RunnableConfig, last: CheckpointPut) -> RunnableConfig: ...
+def _stored(
+    at: CheckpointRef | RunnableConfig, done: RunnableConfig, last: CheckpointPut
+) -> CheckpointRef | RunnableConfig:
+    """What ``commit`` returns for the config ``put`` returned: in ``at``'s form.
+
+    ``put`` returns the config of the checkpoint it stored: its thread, namespace
+    and ``checkpoint["id"]`` (the contract), so a ref of it is made from ``at``,
+    and the config is kept for the commit under it (the engine's next, as a rule).
+    """
+    global _last_put
+    if type(at) is CheckpointRef:
+        ref = _new(CheckpointRef, (at[0], at[1], last.checkpoint["id"]))
+        _last_put = (ref, done)
+        return ref
+    return done
+
+
+# The last ref `commit_by_parts` returned and the config ``put`` returned with it: the
+# engine's next commit goes under that ref, and its dict is then passed on instead of
+# built again (the engine passed the dict itself before it carried refs; ~1 % of a
+# step on InMemorySaver). Compared by identity, so a stale pair (another thread's,
+# another saver's) is only a miss; replaced whole, so it is never half-written.
+_last_put: tuple[CheckpointRef | None, RunnableConfig] = (None, {})
 
 
 class PartsSaver:
@@ -107,17 +288,17 @@ class PartsSaver:
     batches = False
     supports_leases = False
 
-    def __init__(self, saver: Any) -> None:
+    def __init__(self, saver: object) -> None:
         self.saver = saver
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.saver, name)
 
-    def commit(self, step: StepCommit) -> RunnableConfig:
+    def commit(self, step: StepCommit[At]) -> At:
         """Store ``step`` with ``put_writes`` and ``put`` calls."""
         return run_parts(self.saver, step)
 
-    async def acommit(self, step: StepCommit) -> RunnableConfig:
+    async def acommit(self, step: StepCommit[At]) -> At:
         """Store ``step`` with ``aput_writes`` and ``aput`` calls."""
         return await arun_parts(self.saver, step)
 
@@ -130,48 +311,53 @@ def committing(saver: Any) -> Any:
     return PartsSaver(saver)
 
 
-_Part = tuple[str, tuple[Any, ...], dict[str, Any]]
+_Part = tuple[str, tuple[object, ...], dict[str, Any]]
 
 
-def _parts(step: StepCommit) -> Generator[_Part, Any, RunnableConfig]:
+def _parts(step: StepCommit[At]) -> Generator[_Part, RunnableConfig | None, At]:
     """The ``put``/``put_writes`` calls that store ``step``, one at a time.
 
     Each call is fenced by the step's lease; its release goes with the last call.
+    Sent back: what each call returned (``put``: its checkpoint's config).
     """
-    config, last = step.config, step.checkpoint
+    at, last = step.config, step.checkpoint
+    config = as_config(at)
     guard = guard_kwargs(step.lease)
     if step.first is not None:
         config = yield ("put", (config, *step.first), guard)
+        assert config is not None  # put returns its checkpoint's config
     final = len(step.writes) - 1
     for n, task in enumerate(step.writes):
         kw = guard_kwargs(step.lease, step.if_head, step.release and last is None and n == final)
         yield ("put_writes", (config, task.writes, task.task_id, task.task_path), kw)
-    if last is not None:
-        config = yield ("put", (config, *last), guard_kwargs(step.lease, release=step.release))
-    return config
+    if last is None:
+        return at if step.first is None else _stored(at, config, step.first)
+    done = yield ("put", (config, *last), guard_kwargs(step.lease, release=step.release))
+    assert done is not None  # put returns its checkpoint's config
+    return _stored(at, done, last)
 
 
-def run_parts(saver: Any, step: StepCommit) -> RunnableConfig:
+def run_parts(saver: object, step: StepCommit[At]) -> At:
     """Store ``step`` with ``saver``'s ``put_writes`` and ``put``."""
     calls = _parts(step)
-    done: Any = None
+    done: RunnableConfig | None = None
     try:
         while True:
             name, args, kw = calls.send(done)
             done = getattr(saver, name)(*args, **kw)
     except StopIteration as stop:
-        config: RunnableConfig = stop.value
-        return config
+        stored: At = stop.value
+        return stored
 
 
-async def arun_parts(saver: Any, step: StepCommit) -> RunnableConfig:
+async def arun_parts(saver: object, step: StepCommit[At]) -> At:
     """Store ``step`` with ``saver``'s ``aput_writes`` and ``aput``."""
     calls = _parts(step)
-    done: Any = None
+    done: RunnableConfig | None = None
     try:
         while True:
             name, args, kw = calls.send(done)
             done = await getattr(saver, "a" + name)(*args, **kw)
     except StopIteration as stop:
-        config: RunnableConfig = stop.value
-        return config
+        stored: At = stop.value
+        return stored

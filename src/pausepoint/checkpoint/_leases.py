@@ -1,4 +1,7 @@
-"""Leases kept in process memory, and the checks every saver makes of lease arguments.
+"""Leases: what one is, the table kept in process memory, the checks of lease arguments.
+
+`Lease` and `LeaseClaim` live here (``base`` re-exports them) so that ``base`` can
+import this module without it importing ``base`` back.
 
 `LocalLeases` is the lease table of ``InMemorySaver`` (sharing the saver's
 lock, so a fenced write checks and writes in one step) and the default of
@@ -9,16 +12,56 @@ conformance suite holds both to them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.base import Lease, LeaseClaim
 from pausepoint.errors import LeaseLostError, StaleCheckpointError
 
-__all__ = ["LocalLeases", "check_head", "check_lease_args", "check_release"]
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import CheckpointTuple
+
+__all__ = ["Lease", "LeaseClaim", "LocalLeases", "check_head", "check_lease_args", "check_release"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lease:
+    """Who may write to a thread, and until when.
+
+    Attributes:
+        thread_id: The thread the lease is on.
+        owner: The token of the run holding it (any string the run chose).
+        expires_at: When it runs out, in seconds since the epoch by the saver's clock
+            (the database's, for PostgreSQL).
+    """
+
+    thread_id: str
+    owner: str
+    expires_at: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LeaseClaim:
+    """What ``acquire_lease`` did.
+
+    Attributes:
+        acquired: Whether the caller holds the lease now (taken, or renewed).
+        holder: The lease in force afterwards: the caller's when ``acquired``, else
+            the live lease of the run that holds the thread.
+        checkpoint: With ``read=config`` and ``acquired``: what ``get_tuple(config)``
+            returns once the lease is held (None: no such checkpoint).
+        read: Whether ``checkpoint`` holds that read (a saver that cannot fold the
+            read into the claim leaves it False; so does a claim not acquired).
+    """
+
+    acquired: bool
+    holder: Lease
+    checkpoint: CheckpointTuple | None = None
+    read: bool = False
+
 
 Clock = Callable[[], float]
 

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint._commit import StepCommit
+    from pausepoint.checkpoint._commit import At, StepCommit
     from pausepoint.checkpoint.base import (
         ChannelVersions,
         Checkpoint,
@@ -62,8 +62,8 @@ class SaverProtocol(Protocol):
         """Stored checkpoints, newest first."""
         ...
 
-    def commit(self, step: StepCommit) -> RunnableConfig:
-        """Store a `StepCommit`; the config of its last checkpoint (else its config)."""
+    def commit(self, step: StepCommit[At]) -> At:
+        """Store a `StepCommit`; its last checkpoint (else its config), in its config's form."""
         ...
 
     def put(
@@ -113,7 +113,7 @@ class SaverProtocol(Protocol):
         """Async ``list``."""
         ...
 
-    async def acommit(self, step: StepCommit) -> RunnableConfig:
+    async def acommit(self, step: StepCommit[At]) -> At:
         """Async ``commit``."""
         ...
 

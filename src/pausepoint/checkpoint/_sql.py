@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pausepoint.checkpoint._commit import At, CheckpointRef, StepCommit, in_form, ref_of
 from pausepoint.checkpoint._dialect import (
     MIGRATIONS,
     POSTGRES,
@@ -57,7 +58,6 @@ from pausepoint.serde import FORMAT, FRAMED, Serializer, SerializerProtocol
 from pausepoint.serde.frames import MAGIC
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint._commit import StepCommit
     from pausepoint.checkpoint._sql_leases import Guard
 
 T = TypeVar("T")
@@ -341,25 +341,25 @@ def list_flow(
 def put_flow(
     dialect: Dialect,
     codec: SqlCodec,
-    config: RunnableConfig,
+    at: At,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     guard: Guard | None = None,
-) -> Flow[RunnableConfig]:
-    """Store a checkpoint whose parent is the config's ``checkpoint_id``."""
-    params = put_params(dialect, codec, config, checkpoint, metadata)
+) -> Flow[At]:
+    """Store a checkpoint whose parent is ``at``'s ``checkpoint_id``; return where it is."""
+    ref = ref_of(at)
+    params = put_params(dialect, codec, ref, checkpoint, metadata)
     if guard is None:
         yield Statement(dialect.sql(_PUT_INTO + PUT_ROW + ON_PUT_CONFLICT), params)
     else:
         yield from guard.store(dialect, [], [params])
-    thread, ns, _ = config_keys(config)
-    return _config(thread, ns, checkpoint["id"])
+    return in_form(at, ref.at(checkpoint["id"]))
 
 
 def put_params(
     dialect: Dialect,
     codec: SqlCodec,
-    config: RunnableConfig,
+    parent: CheckpointRef,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     found: Found | None = None,
@@ -368,7 +368,7 @@ def put_params(
 
     ``found``: encodings of large writes stored in the same call (see ``_reuse``).
     """
-    thread, ns, parent_id = config_keys(config)
+    thread, ns, parent_id = parent
     try:
         type_, blob = codec.dump_checkpoint(checkpoint, found)
     except SerializationError as exc:
@@ -386,15 +386,15 @@ def put_params(
 def put_writes_flow(
     dialect: Dialect,
     codec: SqlCodec,
-    config: RunnableConfig,
-    writes: Sequence[tuple[str, Any]],
+    at: CheckpointRef | RunnableConfig,
+    writes: Sequence[tuple[str, object]],
     *,
     task_id: str,
     task_path: str,
     guard: Guard | None = None,
 ) -> Flow[None]:
     """Store a task's writes: ordinary ones inserted once, special ones upserted."""
-    rows = _write_rows(codec, config, writes, task_id, task_path)
+    rows = _write_rows(codec, ref_of(at), writes, task_id, task_path)
     if guard is not None:
         yield from guard.store(dialect, rows, [])
         return None
@@ -405,13 +405,13 @@ def put_writes_flow(
 
 def _write_rows(
     codec: SqlCodec,
-    config: RunnableConfig,
-    writes: Sequence[tuple[str, Any]],
+    ref: CheckpointRef,
+    writes: Sequence[tuple[str, object]],
     task_id: str,
     task_path: str,
     found: Found | None = None,
 ) -> list[Row]:
-    thread, ns, checkpoint_id = config_keys(config)
+    thread, ns, checkpoint_id = ref
     if checkpoint_id is None:
         raise ValueError("put_writes needs a config with a 'checkpoint_id'")
     # Position of the first write to a slot, value of the last: what one upsert per
@@ -448,13 +448,13 @@ def write_chunks(
 def put_after_writes_flow(
     dialect: Dialect,
     codec: SqlCodec,
-    config: RunnableConfig,
+    at: At,
     writes: Sequence[TaskWrites],
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     first: CheckpointPut | None = None,
     guard: Guard | None = None,
-) -> Flow[RunnableConfig]:
+) -> Flow[At]:
     """Tasks' writes against the config's checkpoint, then a checkpoint after it.
 
     With ``first`` (``put_pair``), that checkpoint is stored under the config, and the
@@ -463,29 +463,28 @@ def put_after_writes_flow(
     upsert, it leads the INSERT as a data-modifying ``WITH``: one statement, atomic on
     its own (see `one_statement_after_writes`).
     """
-    thread, ns, _ = config_keys(config)
-    rows_config = config
+    ref = under = ref_of(at)
     puts: list[Row] = []
     if first is not None:
-        puts.append(put_params(dialect, codec, config, first.checkpoint, first.metadata))
-        rows_config = _config(thread, ns, first.checkpoint["id"])
+        puts.append(put_params(dialect, codec, ref, first.checkpoint, first.metadata))
+        under = ref.at(first.checkpoint["id"])
     found: Found = {}  # a large value written and in the checkpoint is encoded once
     rows = [
         row
         for task in writes
-        for row in _write_rows(codec, rows_config, task.writes, task.task_id, task.task_path, found)
+        for row in _write_rows(codec, under, task.writes, task.task_id, task.task_path, found)
     ]
-    puts.append(put_params(dialect, codec, rows_config, checkpoint, metadata, found))
+    puts.append(put_params(dialect, codec, under, checkpoint, metadata, found))
     if guard is None:
         yield from store_rows(dialect, _first_of_each_slot(rows), puts)
     else:
         yield from guard.store(dialect, _first_of_each_slot(rows), puts)
-    return _config(thread, ns, checkpoint["id"])
+    return in_form(at, ref.at(checkpoint["id"]))
 
 
 def commit_flow(
-    dialect: Dialect, codec: SqlCodec, step: StepCommit, guard: Guard | None = None
-) -> Flow[RunnableConfig]:
+    dialect: Dialect, codec: SqlCodec, step: StepCommit[At], guard: Guard | None = None
+) -> Flow[At]:
     """Store a `StepCommit` in one transaction: the flow of the write it is.
 
     Writes alone, a checkpoint alone, or writes then a checkpoint (and a checkpoint
@@ -493,32 +492,33 @@ def commit_flow(
     make today, so one step still costs one transaction (PostgreSQL: one statement
     when the writes fit one, see `one_statement_after_writes`).
     """
-    config, writes, last = step.config, step.writes, step.checkpoint
+    at, writes, last = step.config, step.writes, step.checkpoint
     if last is None:
         if len(writes) == 1:
             task = writes[0]
             yield from put_writes_flow(
-                dialect, codec, config, task.writes, task_id=task.task_id,
+                dialect, codec, at, task.writes, task_id=task.task_id,
                 task_path=task.task_path, guard=guard,
             )  # fmt: skip
-            return config
-        rows = [r for t in writes for r in _write_rows(codec, config, *_args(t))]
+            return at
+        ref = ref_of(at)
+        rows = [r for t in writes for r in _write_rows(codec, ref, *_args(t))]
         rows = _first_of_each_slot(rows)
         yield from (
             store_rows(dialect, rows, []) if guard is None else guard.store(dialect, rows, [])
         )
-        return config
+        return at
     checkpoint, metadata, _ = last
     if step.first is None and not writes:
-        return (yield from put_flow(dialect, codec, config, checkpoint, metadata, guard))
+        return (yield from put_flow(dialect, codec, at, checkpoint, metadata, guard))
     return (
         yield from put_after_writes_flow(
-            dialect, codec, config, writes, checkpoint, metadata, step.first, guard
+            dialect, codec, at, writes, checkpoint, metadata, step.first, guard
         )
     )
 
 
-def _args(task: TaskWrites) -> tuple[Sequence[tuple[str, Any]], str, str]:
+def _args(task: TaskWrites) -> tuple[Sequence[tuple[str, object]], str, str]:
     return (task.writes, task.task_id, task.task_path)
 
 

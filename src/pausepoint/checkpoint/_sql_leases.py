@@ -20,6 +20,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pausepoint.checkpoint._commit import CheckpointRef, ref_of
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
 from pausepoint.checkpoint._leases import check_lease_args, check_release
 from pausepoint.checkpoint._sql import (
@@ -195,13 +196,17 @@ def _select_lease(dialect: Dialect, thread: str, clock: Clock) -> Statement:
 
 
 def guard_of(
-    config: RunnableConfig, lease: str | None, if_head: bool, clock: Clock, release: bool = False
+    at: CheckpointRef | RunnableConfig,
+    lease: str | None,
+    if_head: bool,
+    clock: Clock,
+    release: bool = False,
 ) -> Guard | None:
-    """The guard of a write with these options, or None when it has none."""
+    """The guard of a write under ``at`` with these options, or None when it has none."""
     check_release(lease, release)
     if lease is None and not if_head:
         return None
-    thread, ns, checkpoint_id = config_keys(config)
+    thread, ns, checkpoint_id = ref_of(at)
     if lease is not None:
         check_lease_args(lease, None, ttl_optional=True)
     head: tuple[str, str] | None = None

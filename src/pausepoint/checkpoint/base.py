@@ -23,7 +23,8 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
 - ``commit(StepCommit)`` is the engine's one write: a checkpoint under the config
   (``first``), then task writes against it (or against the config's checkpoint),
   then a checkpoint after them, as ``put``/``put_writes`` calls in that order would
-  store them, and returns the last checkpoint's config (the config if none). The
+  store them, and returns the last checkpoint's config (the config if none), in the
+  form the commit's config has: a [`CheckpointRef`][] (the engine's), or a dict. The
   default is made of the other write methods; a saver whose ``batches`` is true
   stores it all or nothing, in one transaction (SQLite: one commit; PostgreSQL:
   one statement when the writes fit one), and the engine then puts more in each.
@@ -79,29 +80,37 @@ is true. [`BaseCheckpointSaver`][]'s lease methods work within one process only.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from typing_extensions import TypedDict
 
-from pausepoint.checkpoint._commit import StepCommit, arun_parts, commit_by_parts
+from pausepoint.checkpoint._commit import (
+    At,
+    CheckpointRef,
+    StepCommit,
+    arun_parts,
+    as_config,
+    commit_by_parts,
+    in_form,
+    ref_of,
+)
 from pausepoint.checkpoint._keys import config_keys, guard_kwargs
+from pausepoint.checkpoint._leases import Lease, LeaseClaim, LocalLeases
 from pausepoint.checkpoint._pending import PendingListing
 from pausepoint.checkpoint._protocol import SaverProtocol
 from pausepoint.config import RunnableConfig
 
-if TYPE_CHECKING:
-    from pausepoint.checkpoint._leases import LocalLeases
-
 __all__ = [
+    "At",
     "BaseCheckpointSaver",
     "ChannelVersions",
     "Checkpoint",
     "CheckpointMetadata",
     "CheckpointPut",
+    "CheckpointRef",
     "CheckpointTuple",
     "Lease",
     "LeaseClaim",
@@ -110,9 +119,12 @@ __all__ = [
     "StepCommit",
     "TaskWrites",
     "Version",
+    "as_config",
     "config_keys",
     "empty_checkpoint",
     "guard_kwargs",
+    "in_form",
+    "ref_of",
 ]
 
 Version = int
@@ -180,42 +192,6 @@ class CheckpointTuple(NamedTuple):
     metadata: CheckpointMetadata
     parent_config: RunnableConfig | None = None
     pending_writes: list[PendingWrite] | None = None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Lease:
-    """Who may write to a thread, and until when.
-
-    Attributes:
-        thread_id: The thread the lease is on.
-        owner: The token of the run holding it (any string the run chose).
-        expires_at: When it runs out, in seconds since the epoch by the saver's clock
-            (the database's, for PostgreSQL).
-    """
-
-    thread_id: str
-    owner: str
-    expires_at: float
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class LeaseClaim:
-    """What ``acquire_lease`` did.
-
-    Attributes:
-        acquired: Whether the caller holds the lease now (taken, or renewed).
-        holder: The lease in force afterwards: the caller's when ``acquired``, else
-            the live lease of the run that holds the thread.
-        checkpoint: With ``read=config`` and ``acquired``: what ``get_tuple(config)``
-            returns once the lease is held (None: no such checkpoint).
-        read: Whether ``checkpoint`` holds that read (a saver that cannot fold the
-            read into the claim leaves it False; so does a claim not acquired).
-    """
-
-    acquired: bool
-    holder: Lease
-    checkpoint: CheckpointTuple | None = None
-    read: bool = False
 
 
 def empty_checkpoint(checkpoint_id: str, ts: str) -> Checkpoint:
@@ -438,8 +414,6 @@ class BaseCheckpointSaver(PendingListing):
     def _local_leases(self) -> LocalLeases:
         table = self.__dict__.get("_local_lease_table")
         if table is None:
-            from pausepoint.checkpoint._leases import LocalLeases
-
             with _LOCAL_LEASES_LOCK:
                 table = self.__dict__.setdefault("_local_lease_table", LocalLeases())
         leases: LocalLeases = table
@@ -526,7 +500,7 @@ class BaseCheckpointSaver(PendingListing):
         """Async [`put_pair`][]."""
         return self.put_pair(config, first, writes, second, **guard_kwargs(lease))
 
-    async def acommit(self, step: StepCommit) -> RunnableConfig:
+    async def acommit(self, step: StepCommit[At]) -> At:
         """Async [`commit`][].
 
         The sync one when ``aput_writes`` is this class's (it calls the sync

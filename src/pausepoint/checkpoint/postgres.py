@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 from pausepoint.checkpoint import _sql, _sql_leases
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint.base import (
+    At,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
@@ -86,7 +88,10 @@ def _sql_text(stmt: _sql.Statement) -> LiteralString:
 
 
 def _guard(
-    config: RunnableConfig, lease: str | None, if_head: bool = False, release: bool = False
+    config: CheckpointRef | RunnableConfig,
+    lease: str | None,
+    if_head: bool = False,
+    release: bool = False,
 ) -> _sql_leases.Guard | None:
     return _sql_leases.guard_of(config, lease, if_head, None, release)
 
@@ -101,12 +106,12 @@ def _flows_list(
     return _sql.list_flow(_D, codec, config, filter=filter, before=before, limit=limit)
 
 
-def _commit_flow(codec: _sql.SqlCodec, step: StepCommit) -> _sql.Flow[RunnableConfig]:
+def _commit_flow(codec: _sql.SqlCodec, step: StepCommit[At]) -> _sql.Flow[At]:
     guard = _guard(step.config, step.lease, step.if_head, step.release)
     return _sql.commit_flow(_D, codec, step, guard)
 
 
-def _in_transaction(step: StepCommit) -> bool:
+def _in_transaction(step: StepCommit[At]) -> bool:
     """Whether a commit takes more than one statement (else it needs no BEGIN/COMMIT)."""
     return not _sql.one_statement_after_writes(step.writes)
 
@@ -268,7 +273,7 @@ class PostgresSaver(BaseCheckpointSaver):
         )
         self._run(flow, write=not _sql.one_statement(writes))
 
-    def commit(self, step: StepCommit) -> RunnableConfig:
+    def commit(self, step: StepCommit[At]) -> At:
         """See [`pausepoint.checkpoint.base`][]: one statement when the writes fit one."""
         return self._run(_commit_flow(self._codec, step), write=_in_transaction(step))
 
@@ -483,7 +488,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         )
         await self._run(flow, write=not _sql.one_statement(writes))
 
-    async def acommit(self, step: StepCommit) -> RunnableConfig:
+    async def acommit(self, step: StepCommit[At]) -> At:
         """Async ``commit``; see [`pausepoint.checkpoint.base`][]."""
         return await self._run(_commit_flow(self._codec, step), write=_in_transaction(step))
 

@@ -23,6 +23,7 @@ from typing import Any, Generic, Self, TypeVar
 
 from pausepoint.checkpoint import _sql, _sql_leases
 from pausepoint.checkpoint.base import (
+    At,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -130,28 +131,29 @@ class SqliteSaver(BaseCheckpointSaver):
         return cur.fetchall() if stmt.fetch else []
 
     def _run(self, flow: _sql.Flow[T], *, write: bool = False, durable: bool = True) -> T:
+        """Drive ``flow`` on the connection; a write in a transaction of its own.
+
+        IMMEDIATE takes the write lock at once, so a busy database waits at the
+        BEGIN (up to the connection's timeout) instead of failing in the middle.
+        The transaction is written here, not in a method of its own: every saved
+        step passes through it.
+        """
         with self._lock:
-            if not write:
-                return _sql.drive(flow, self._execute)
-            if self.conn.in_transaction:
-                # The caller's own transaction: our statements join it, and the caller
-                # decides when it commits.
+            conn = self.conn
+            if not write or conn.in_transaction:
+                # A read; or the caller's own transaction: our statements join it, and
+                # the caller decides when it commits.
                 return _sql.drive(flow, self._execute)
             if not durable and self.journal_mode.lower() == "wal":
                 return self._unsynced(flow)
-            return self._transaction(flow)
-
-    def _transaction(self, flow: _sql.Flow[T]) -> T:
-        # IMMEDIATE takes the write lock now, so a busy database waits here (up to
-        # the connection's timeout) instead of failing in the middle.
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = _sql.drive(flow, self._execute)
-        except BaseException:
-            self.conn.rollback()
-            raise
-        self.conn.commit()
-        return result
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = _sql.drive(flow, self._execute)
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+            return result
 
     def _unsynced(self, flow: _sql.Flow[T]) -> T:
         """A write transaction committed without an fsync: taking or letting go a lease.
@@ -165,8 +167,8 @@ class SqliteSaver(BaseCheckpointSaver):
             mode = self.conn.execute("PRAGMA synchronous").fetchone()
             self._synchronous = int(mode[0]) if mode else 2
         self.conn.execute("PRAGMA synchronous=OFF")
-        try:
-            return self._transaction(flow)
+        try:  # the lock is re-entrant: the same transaction as a durable write's
+            return self._run(flow, write=True)
         finally:
             self.conn.execute(f"PRAGMA synchronous={self._synchronous}")
 
@@ -189,16 +191,6 @@ class SqliteSaver(BaseCheckpointSaver):
         # Rows are read under the lock, then yielded without holding it.
         yield from self._run(flow)
 
-    def _guard(
-        self,
-        config: RunnableConfig,
-        lease: str | None,
-        if_head: bool = False,
-        release: bool = False,
-    ) -> _sql_leases.Guard | None:
-        # The clock is read when the flow builds its statement: inside the transaction.
-        return _sql_leases.guard_of(config, lease, if_head, self._lease_now, release)
-
     def put(
         self,
         config: RunnableConfig,
@@ -210,7 +202,8 @@ class SqliteSaver(BaseCheckpointSaver):
         release: bool = False,
     ) -> RunnableConfig:
         """See [`pausepoint.checkpoint.base`][]."""
-        guard = self._guard(config, lease, release=release)
+        # The clock is read when the flow builds its statement: inside the transaction.
+        guard = _sql_leases.guard_of(config, lease, False, self._lease_now, release)
         flow = _sql.put_flow(_sql.SQLITE, self._codec, config, checkpoint, metadata, guard)
         return self._run(flow, write=True)
 
@@ -233,13 +226,15 @@ class SqliteSaver(BaseCheckpointSaver):
             writes,
             task_id=task_id,
             task_path=task_path,
-            guard=self._guard(config, lease, if_head, release),
+            guard=_sql_leases.guard_of(config, lease, if_head, self._lease_now, release),
         )
         self._run(flow, write=True)
 
-    def commit(self, step: StepCommit) -> RunnableConfig:
+    def commit(self, step: StepCommit[At]) -> At:
         """See [`pausepoint.checkpoint.base`][]: one transaction, so one commit."""
-        guard = self._guard(step.config, step.lease, step.if_head, step.release)
+        guard = _sql_leases.guard_of(
+            step.config, step.lease, step.if_head, self._lease_now, step.release
+        )
         return self._run(_sql.commit_flow(_sql.SQLITE, self._codec, step, guard), write=True)
 
     def put_after_writes(
@@ -401,7 +396,7 @@ class SqliteSaver(BaseCheckpointSaver):
             self.put_pair, config, first, writes, second, **guard_kwargs(lease)
         )
 
-    async def acommit(self, step: StepCommit) -> RunnableConfig:
+    async def acommit(self, step: StepCommit[At]) -> At:
         """Async [`commit`][] (runs in a worker thread)."""
         return await asyncio.to_thread(self.commit, step)
 

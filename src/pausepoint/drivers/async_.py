@@ -13,7 +13,13 @@ import functools
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any, TypeVar
 
-from pausepoint.checkpoint.base import SaverProtocol, StepCommit
+from pausepoint.checkpoint.base import (
+    CheckpointTuple,
+    LeaseClaim,
+    SaverProtocol,
+    as_config,
+    in_form,
+)
 from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import AsyncCalls, asettle, cancel_calls
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
@@ -24,13 +30,16 @@ from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
     Call,
     ClaimThread,
+    Effect,
     Emit,
     LoadCheckpoint,
     NextOutcome,
     Outcome,
     ReleaseThread,
+    Reply,
     RunTasks,
     SaveCheckpoint,
+    SaverEffect,
     SaveWrites,
     Sleep,
 )
@@ -65,7 +74,7 @@ class AsyncSink:
 
 
 async def drive(
-    loop: Generator[Any, Any, RunResult],
+    loop: Generator[Effect, Reply, RunResult],
     saver: SaverProtocol,
     sink: AsyncSink,
     result: list[RunResult],
@@ -77,9 +86,9 @@ async def drive(
     others wait their turn, in the loop's order).
     """
     limit = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-    send: Any = None
+    send: Reply = None
     error: BaseException | None = None
-    effect: Any = None
+    effect: Effect | None = None
     running: set[asyncio.Task[None]] = set()
     calls = AsyncCalls(saver, sink.loop)
     lease = LeaseHeld(saver)
@@ -92,17 +101,16 @@ async def drive(
                 return
             send, error = None, None
             # Exact-type dispatch, as in the sync driver.
-            kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-            if kind is NextOutcome:
+            if type(effect) is NextOutcome:
                 while True:
                     event, item = await sink.queue.get()
                     if event == "done":
                         send = item
                         break
                     yield item
-            elif kind is RunTasks:
+            elif type(effect) is RunTasks:
                 _start_all(effect.tasks, sink, calls, limit, running)
-            elif kind is Emit:
+            elif type(effect) is Emit:
                 yield (effect.ns, effect.mode, effect.payload)
             else:
                 send, error = await _carry_out(saver, effect, lease)
@@ -120,29 +128,37 @@ async def drive(
 
 
 async def _carry_out(
-    saver: SaverProtocol, effect: Any, lease: LeaseHeld
-) -> tuple[Any, Exception | None]:
-    """Perform a saver effect: its outcome, or the error to send into the loop."""
-    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-    if kind is ClaimThread:
+    saver: SaverProtocol, effect: SaverEffect, lease: LeaseHeld
+) -> tuple[Reply, Exception | None]:
+    """Perform a saver effect: its outcome, or the error to send into the loop.
+
+    A save is one ``acommit``, made here, as in the sync driver.
+    """
+    if type(effect) is SaveCheckpoint or type(effect) is SaveWrites:
+        step = lease.commit_of(effect)
+        try:
+            done = await saver.acommit(step)
+        except Exception as exc:  # sent into the loop, which decides
+            return None, exc
+        if effect.release and (rest := lease.after_write(saver, step)) is not None:
+            with contextlib.suppress(Exception):  # written; an unreleased lease expires
+                await _lease_effect(saver, rest)
+        return (done if type(effect) is SaveCheckpoint else None), None
+    if type(effect) is ClaimThread:
         # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
         # claim may have gone through, so the driver lets it go when it stops.
         lease.held = effect
-    step = lease.commit_of(effect) if kind is SaveCheckpoint or kind is SaveWrites else None
     try:
-        done = await perform(saver, effect, step)
+        done = await perform(saver, effect)
     except Exception as exc:  # sent into the loop, which decides
         return None, exc
-    if (rest := lease.after_write(saver, effect, step)) is not None:
-        with contextlib.suppress(Exception):  # written; an unreleased lease expires
-            await perform(saver, rest)
     lease.saw(effect, done)
     return done, None
 
 
 async def _stop(
-    loop: Generator[Any, Any, RunResult],
-    effect: Any,
+    loop: Generator[Effect, Reply, RunResult],
+    effect: Effect | None,
     saver: SaverProtocol,
     sink: AsyncSink,
     lease: LeaseHeld,
@@ -159,7 +175,7 @@ async def _stop(
         t.cancel()
     await asyncio.gather(*running, return_exceptions=True)
     flow = wind_down(loop, effect)
-    send: Any = None
+    send: object = None
     try:
         while True:
             try:
@@ -182,12 +198,12 @@ async def _next_done(sink: AsyncSink) -> Outcome:
             return item
 
 
-async def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
+async def run_effects(flow: Generator[SaverEffect, Reply, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with an async saver; return its result.
 
     The async form of `pausepoint.drivers.sync.run_effects`.
     """
-    send: Any = None
+    send: Reply = None
     try:
         while True:
             try:
@@ -200,41 +216,41 @@ async def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
         flow.close()
 
 
-async def perform(saver: SaverProtocol, effect: Any, step: StepCommit | None = None) -> Any:
-    """Carry out a saver effect with an async saver; ``step``: a save's fenced commit."""
-    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-    if kind is SaveCheckpoint:
-        return await saver.acommit(step or commit_of(effect))
-    if kind is SaveWrites:
-        await saver.acommit(step or commit_of(effect))
+async def perform(saver: SaverProtocol, effect: SaverEffect) -> Reply:
+    """Carry out a saver effect with an async saver, with no lease held."""
+    if type(effect) is SaveCheckpoint:
+        return in_form(effect.config, await saver.acommit(commit_of(effect)))
+    if type(effect) is SaveWrites:
+        await saver.acommit(commit_of(effect))
         return None
-    if kind is LoadCheckpoint:
+    if type(effect) is LoadCheckpoint:
         return await _load(saver, effect)
+    if type(effect) is ClaimThread:
+        return await _claim(saver, effect)
     return await _lease_effect(saver, effect)
 
 
-async def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> Any:
+async def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> CheckpointTuple | None:
+    config = as_config(effect.config)  # LangGraph's read methods take a config dict
     if effect.before is None:
-        return await saver.aget_tuple(effect.config)
+        return await saver.aget_tuple(config)
     before: RunnableConfig = {"configurable": {"checkpoint_id": effect.before}}
-    async for older in saver.alist(effect.config, before=before, limit=1):
+    async for older in saver.alist(config, before=before, limit=1):
         return older
     return None
 
 
-async def _lease_effect(saver: SaverProtocol, effect: Any) -> Any:
-    if isinstance(effect, ClaimThread):
-        return await _claim(saver, effect)
-    if isinstance(effect, ReleaseThread):
+async def _lease_effect(saver: SaverProtocol, effect: ReleaseThread | Sleep) -> Reply:
+    if type(effect) is ReleaseThread:
         LOCAL.drop(saver, effect.thread_id, effect.run)
         return await saver.arelease_lease(effect.thread_id, effect.owner)
-    if isinstance(effect, Sleep):
+    if type(effect) is Sleep:
         await asyncio.sleep(effect.seconds)
         return None
     raise TypeError(f"unknown effect {effect!r}")
 
 
-async def _claim(saver: SaverProtocol, effect: ClaimThread) -> Any:
+async def _claim(saver: SaverProtocol, effect: ClaimThread) -> LeaseClaim:
     """Take the thread for this run: in this process first, then the saver's lease."""
     args = (effect.thread_id, effect.owner, effect.ttl)
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)
@@ -306,7 +322,7 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
         await asyncio.sleep(delay)
 
 
-async def _run_body(body: Body) -> list[tuple[str, Any]]:
+async def _run_body(body: Body) -> list[tuple[str, object]]:
     try:
         call = next(body)
         while isinstance(call, Call):

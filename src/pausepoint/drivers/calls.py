@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.base import SaverProtocol, StepCommit, TaskWrites
+from pausepoint.checkpoint.base import CheckpointRef, SaverProtocol, StepCommit, TaskWrites
 from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
@@ -41,7 +41,7 @@ __all__ = [
     "spawned",
 ]
 
-_PENDING: Any = object()
+_PENDING: object = object()
 
 
 class TaskFuture:
@@ -56,7 +56,7 @@ class TaskFuture:
         self,
         sync: concurrent.futures.Future[Any] | None = None,
         async_: asyncio.Future[Any] | None = None,
-        value: Any = _PENDING,
+        value: object = _PENDING,
         error: BaseException | None = None,
     ) -> None:
         self._sync = sync
@@ -153,7 +153,7 @@ async def _resolved(fut: TaskFuture) -> Any:
     return fut.result()
 
 
-async def _cancelled() -> Any:
+async def _cancelled() -> object:
     import asyncio
 
     raise asyncio.CancelledError
@@ -174,7 +174,9 @@ def spawned(start: Callable[[CallRequest], TaskFuture], req: CallRequest | Memo)
     return future
 
 
-def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
+def _child_context(
+    req: CallRequest, spawner: Callable[[CallRequest | Memo], object]
+) -> TaskContext:
     parent = TASK.get()
     assert parent is not None, "a task call runs inside its parent's context"
     site = CallSite(
@@ -184,7 +186,7 @@ def _child_context(req: CallRequest, spawner: Any) -> TaskContext:
         req.site.step,
         req.site.records,
         req.site.answers,
-        req.site.save_config,
+        req.site.save_at,
     )
     site.events = req.site.events
     return TaskContext(
@@ -209,7 +211,7 @@ def _call_runtime(parent: Runtime[Any], req: CallRequest) -> Runtime[Any]:
     return parent.override(execution_info=info.patch(task_id=req.id, checkpoint_ns=req.ns))
 
 
-def _outcome(req: CallRequest, value: Any, error: BaseException | None) -> TaskRecord:
+def _outcome(req: CallRequest, value: object, error: BaseException | None) -> TaskRecord:
     if error is None:
         return TaskRecord(writes=[(RETURN, returned(req.name, value))], done=True)
     if isinstance(error, GraphInterrupt):
@@ -223,7 +225,7 @@ def _outcome(req: CallRequest, value: Any, error: BaseException | None) -> TaskR
     return TaskRecord(error=repr(error), resume=list(req.resume) or None)
 
 
-def _writes(rec: TaskRecord) -> list[tuple[str, Any]]:
+def _writes(rec: TaskRecord) -> list[tuple[str, object]]:
     if rec.done:
         return list(rec.writes)
     if rec.interrupts:
@@ -255,10 +257,10 @@ def cancel_calls(site: CallSite | None) -> None:
         future.cancel()
 
 
-def _commit(req: CallRequest, writes: list[tuple[str, Any]]) -> StepCommit:
+def _commit(req: CallRequest, writes: list[tuple[str, object]]) -> StepCommit[CheckpointRef]:
     """A call's writes, saved against the checkpoint its task runs from."""
-    assert req.save_config is not None
-    return StepCommit(req.save_config, (TaskWrites(req.id, writes),))
+    assert req.save_at is not None
+    return StepCommit(req.save_at, (TaskWrites(req.id, writes),))
 
 
 class SyncCalls:
@@ -286,11 +288,11 @@ class SyncCalls:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
 
-    def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
-        if req.save_config is not None:
+    def _persist(self, req: CallRequest, writes: list[tuple[str, object]]) -> None:
+        if req.save_at is not None:
             self.saver.commit(_commit(req, writes))
 
-    def _run(self, req: CallRequest) -> Any:
+    def _run(self, req: CallRequest) -> object:
         if req.new_answer:
             self._persist(req, [(RESUME, list(req.resume))])
         attempt = 0
@@ -318,7 +320,7 @@ class SyncCalls:
                 TASK.reset(token)
             time.sleep(delay)
 
-    def _finish(self, req: CallRequest, value: Any, error: BaseException | None) -> Any:
+    def _finish(self, req: CallRequest, value: object, error: BaseException | None) -> object:
         rec = _outcome(req, value, error)
         req.site.record(req, rec)
         self._persist(req, _writes(rec))
@@ -354,11 +356,11 @@ class AsyncCalls:
     def close(self) -> None:
         """Nothing to release: calls are asyncio tasks."""
 
-    async def _persist(self, req: CallRequest, writes: list[tuple[str, Any]]) -> None:
-        if req.save_config is not None:
+    async def _persist(self, req: CallRequest, writes: list[tuple[str, object]]) -> None:
+        if req.save_at is not None:
             await self.saver.acommit(_commit(req, writes))
 
-    async def _run(self, req: CallRequest) -> Any:
+    async def _run(self, req: CallRequest) -> object:
         import asyncio
 
         if req.new_answer:
@@ -385,7 +387,7 @@ class AsyncCalls:
                     return await self._finish(req, None, exc)
             await asyncio.sleep(delay)
 
-    async def _finish(self, req: CallRequest, value: Any, error: BaseException | None) -> Any:
+    async def _finish(self, req: CallRequest, value: object, error: BaseException | None) -> object:
         rec = _outcome(req, value, error)
         req.site.record(req, rec)
         await self._persist(req, _writes(rec))

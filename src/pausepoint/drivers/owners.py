@@ -20,7 +20,8 @@ import time
 import uuid
 from typing import Any
 
-from pausepoint.checkpoint.base import Lease, LeaseClaim
+from pausepoint.checkpoint.base import CheckpointRef, Lease, LeaseClaim, as_config
+from pausepoint.config import RunnableConfig
 
 __all__ = [
     "LOCAL",
@@ -55,7 +56,7 @@ class LocalRuns:
         self._runs: dict[tuple[str, str], str] = {}
 
     def take(
-        self, saver: Any, thread_id: str, run: str, owner: str, ttl: float
+        self, saver: object, thread_id: str, run: str, owner: str, ttl: float
     ) -> LeaseClaim | None:
         """None if ``run`` may go on to the saver's lease, else a refusal to send back."""
         key = (_scope(saver), thread_id)
@@ -66,7 +67,7 @@ class LocalRuns:
         # Another run of this process has it: not expired while this process lives.
         return LeaseClaim(False, Lease(thread_id, owner, time.time() + ttl))
 
-    def drop(self, saver: Any, thread_id: str, run: str) -> None:
+    def drop(self, saver: object, thread_id: str, run: str) -> None:
         """Forget that ``run`` holds the thread (if it does)."""
         key = (_scope(saver), thread_id)
         with self._lock:
@@ -78,7 +79,7 @@ LOCAL = LocalRuns()
 """The runs of this process that hold a thread (shared by both drivers)."""
 
 
-def _scope(saver: Any) -> str:
+def _scope(saver: object) -> str:
     scope = getattr(saver, "lease_scope", None)
     return scope if isinstance(scope, str) else f"{id(saver):x}"
 
@@ -101,15 +102,18 @@ def holder_is_gone(owner: str) -> bool:
     return False
 
 
-def claim_kwargs(saver: Any, read: Any, method: str = "acquire_lease") -> dict[str, Any]:
+def claim_kwargs(
+    saver: object, read: CheckpointRef | RunnableConfig | None, method: str = "acquire_lease"
+) -> dict[str, RunnableConfig]:
     """The keywords of a ``method`` call for a claim that wants ``read`` read too.
 
-    ``read=`` goes only to a saver whose ``method`` (``acquire_lease`` or
-    ``aacquire_lease``) takes it; any other reads with a ``get_tuple`` of its own.
+    ``read=`` (a config dict, as ``get_tuple`` takes) goes only to a saver whose
+    ``method`` (``acquire_lease`` or ``aacquire_lease``) takes it; any other reads
+    with a ``get_tuple`` of its own.
     """
-    if read is None or not _method_takes(type(saver), method, "read"):  # pyright: ignore[reportUnknownArgumentType]
+    if read is None or not _method_takes(type(saver), method, "read"):
         return {}
-    return {"read": read}
+    return {"read": as_config(read)}
 
 
 @functools.cache

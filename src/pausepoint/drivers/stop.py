@@ -16,24 +16,28 @@ from collections.abc import Generator
 from typing import Any
 
 from pausepoint.loop.effects import (
+    Effect,
     Emit,
     NextOutcome,
     Outcome,
     ReleaseThread,
+    Reply,
     RunTasks,
     SaveCheckpoint,
+    SaverEffect,
     SaveWrites,
     Stopped,
 )
 
-__all__ = ["wind_down"]
+__all__ = ["Written", "wind_down"]
 
-_SAVES = frozenset({SaveWrites, SaveCheckpoint, ReleaseThread})
+Written = tuple[Reply, Exception | None]
+"""What a driver sends back for a write: its result, or the error it raised."""
 
 
 def wind_down(
-    loop: Generator[Any, Any, Any], effect: Any, ready: Outcome | None = None
-) -> Generator[Any, Any, None]:
+    loop: Generator[Effect, Reply, object], effect: Effect | None, ready: Outcome | None = None
+) -> Generator[NextOutcome | SaverEffect, Any, None]:
     """Drive ``loop``, stopped while waiting on ``effect``, to its end.
 
     Args:
@@ -50,15 +54,19 @@ def wind_down(
     """
     try:
         while True:
-            kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-            if kind is NextOutcome:
+            if type(effect) is NextOutcome:
                 effect = loop.throw(Stopped((yield effect)))
-            elif kind is RunTasks and ready is not None:
+            elif type(effect) is RunTasks and ready is not None:
                 effect, ready = loop.throw(Stopped(ready)), None
-            elif kind is Emit:  # nobody reads the stream any more
+            elif type(effect) is Emit:  # nobody reads the stream any more
                 effect = loop.send(None)
-            elif kind in _SAVES:
-                done, error = yield effect
+            elif (
+                type(effect) is SaveWrites
+                or type(effect) is SaveCheckpoint
+                or type(effect) is ReleaseThread
+            ):
+                written: Written = yield effect
+                done, error = written
                 effect = loop.throw(error) if error is not None else loop.send(done)
             else:  # nothing new starts (a step, a claim, a read, a wait)
                 effect = loop.throw(Stopped())

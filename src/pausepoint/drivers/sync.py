@@ -15,11 +15,21 @@ import inspect
 import queue
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from pausepoint.checkpoint.base import CheckpointPut, SaverProtocol, StepCommit, TaskWrites
+from pausepoint.checkpoint.base import (
+    CheckpointPut,
+    CheckpointRef,
+    CheckpointTuple,
+    LeaseClaim,
+    SaverProtocol,
+    StepCommit,
+    TaskWrites,
+    as_config,
+    in_form,
+)
 from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import SyncCalls, settle
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
@@ -29,13 +39,16 @@ from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
     Call,
     ClaimThread,
+    Effect,
     Emit,
     LoadCheckpoint,
     NextOutcome,
     Outcome,
     ReleaseThread,
+    Reply,
     RunTasks,
     SaveCheckpoint,
+    SaverEffect,
     SaveWrites,
     Sleep,
 )
@@ -52,16 +65,16 @@ T = TypeVar("T")
 
 
 def drive(
-    loop: Generator[Any, Any, RunResult],
+    loop: Generator[Effect, Reply, RunResult],
     saver: SaverProtocol,
     events: queue.SimpleQueue[_Event],
     max_workers: int | None = None,
 ) -> Generator[Chunk, None, RunResult]:
     """Run ``loop`` to the end, yielding stream chunks; return its result."""
     pool: ThreadPoolExecutor | None = None
-    send: Any = None
+    send: Reply = None
     error: BaseException | None = None
-    effect: Any = None
+    effect: Effect | None = None
     calls = SyncCalls(saver)
     lease = LeaseHeld(saver)
     try:
@@ -71,12 +84,11 @@ def drive(
             except StopIteration as stop:
                 return stop.value
             send, error = None, None
-            # Dispatch on the exact type: every step passes here several times, and a
-            # match on class patterns tries each pattern's isinstance in turn.
-            kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-            if kind is NextOutcome:
+            # Dispatch on the exact type (the effects are final): every step passes here
+            # several times, and a match on class patterns tries each isinstance in turn.
+            if type(effect) is NextOutcome:
                 send = yield from _next_outcome(events)
-            elif kind is RunTasks:
+            elif type(effect) is RunTasks:
                 tasks = effect.tasks
                 if len(tasks) == 1 and not effect.live:  # run here, answer with its outcome
                     send = contextvars.copy_context().run(run_task, tasks[0], calls)
@@ -84,7 +96,7 @@ def drive(
                         yield from _chunks_so_far(events)
                 else:
                     pool = _start_all(tasks, events, pool, max_workers, calls)
-            elif kind is Emit:
+            elif type(effect) is Emit:
                 yield (effect.ns, effect.mode, effect.payload)
             else:
                 send, error = _carry_out(saver, effect, lease)
@@ -120,30 +132,37 @@ class LeaseHeld:
         """The owner that fences the run's writes (``StepCommit.lease``), if any."""
         self.fences: bool = saver is not None and saver.supports_leases
 
-    def commit_of(self, effect: Any) -> StepCommit:
+    def commit_of(self, effect: SaveCheckpoint | SaveWrites) -> StepCommit[CheckpointRef]:
         """The `StepCommit` of a save effect, fenced with the lease held.
 
         A run's last write lets the lease go in the same commit, except one that
-        stores two checkpoints (a new run's input with its first step's).
+        stores two checkpoints (a new run's input with its first step's). It goes
+        under a ref: the run's effects carry one (a caller's config dict, from
+        ``update_state``, is read here).
         """
         fence = self.fence
         release = fence is not None and effect.release
+        at = effect.config  # a ref from the run; a caller's dict is read (ref_of, in line)
+        if type(at) is not CheckpointRef:
+            at = CheckpointRef.of(at)
         if type(effect) is SaveWrites:
             task = TaskWrites(effect.task_id, effect.writes, effect.task_path)
-            return StepCommit(effect.config, (task,), None, None, fence, release, effect.if_head)
+            return StepCommit(at, (task,), None, None, fence, release, effect.if_head)
         last = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
         first = effect.first
         release = release and first is None
-        return StepCommit(effect.config, effect.writes, last, first, fence, release)
+        return StepCommit(at, effect.writes, last, first, fence, release)
 
-    def after_write(self, saver: SaverProtocol, effect: Any, step: StepCommit | None) -> Any:
-        """Note a write done; for the run's last, the release still to carry out, if any.
+    def after_write(
+        self, saver: SaverProtocol, step: StepCommit[CheckpointRef]
+    ) -> ReleaseThread | None:
+        """Note the run's last write done; the release still to carry out, if any.
 
         A commit made with ``release=True`` let the lease go itself: only this
         process's record of the run goes. Otherwise a `ReleaseThread` follows.
         """
         held = self.held
-        if held is None or step is None or not effect.release:
+        if held is None:
             return None
         self.held, self.fence = None, None
         if step.release:
@@ -151,47 +170,56 @@ class LeaseHeld:
             return None
         return ReleaseThread(held.thread_id, held.owner, held.run)
 
-    def saw(self, effect: Any, outcome: Any) -> None:
+    def saw(self, effect: SaverEffect, outcome: Reply) -> None:
         """Note a claim or a release the saver carried out."""
-        kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-        if kind is ClaimThread:
+        if type(effect) is ClaimThread and type(outcome) is LeaseClaim:
             self.held = effect if outcome.acquired else None
             self.fence = effect.owner if self.held and self.fences else None
-        elif kind is ReleaseThread:
+        elif type(effect) is ReleaseThread:
             self.held, self.fence = None, None
 
 
-_SAVES = (SaveWrites, SaveCheckpoint)
 _UNLEASED = LeaseHeld(None)
 
 
-def _carry_out(saver: SaverProtocol, effect: Any, lease: LeaseHeld) -> tuple[Any, Exception | None]:
-    """Perform a saver effect: its outcome, or the error to send into the loop."""
-    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-    if kind is ClaimThread:
+def _carry_out(
+    saver: SaverProtocol, effect: SaverEffect, lease: LeaseHeld
+) -> tuple[Reply, Exception | None]:
+    """Perform a saver effect: its outcome, or the error to send into the loop.
+
+    A save is one ``commit``, made here (no call between the driver and the saver
+    on the path every step takes).
+    """
+    if type(effect) is SaveCheckpoint or type(effect) is SaveWrites:
+        step = lease.commit_of(effect)
+        try:
+            done = saver.commit(step)
+        except Exception as exc:  # sent into the loop, which decides
+            return None, exc
+        if effect.release and (rest := lease.after_write(saver, step)) is not None:
+            with contextlib.suppress(Exception):  # written; an unreleased lease expires
+                _lease_effect(saver, rest)
+        return (done if type(effect) is SaveCheckpoint else None), None
+    if type(effect) is ClaimThread:
         # Held from the moment the call starts: interrupted (a cancelled ainvoke), the
         # claim may have gone through, so the driver lets it go when it stops.
         lease.held = effect
-    step = lease.commit_of(effect) if kind in _SAVES else None
     try:
-        done = perform(saver, effect, step)
+        done = perform(saver, effect)
     except Exception as exc:  # sent into the loop, which decides
         return None, exc
-    if (rest := lease.after_write(saver, effect, step)) is not None:
-        with contextlib.suppress(Exception):  # written; an unreleased lease expires
-            perform(saver, rest)
     lease.saw(effect, done)
     return done, None
 
 
 def _stop(
-    flow: Generator[Any, Any, None],
+    flow: Generator[NextOutcome | SaverEffect, object, None],
     saver: SaverProtocol,
     events: queue.SimpleQueue[_Event],
     lease: LeaseHeld,
 ) -> None:
     """Carry out a `pausepoint.drivers.stop.wind_down` flow: outcomes and writes."""
-    send: Any = None
+    send: object = None
     with contextlib.closing(flow):
         while True:
             try:
@@ -212,14 +240,14 @@ def _next_done(events: queue.SimpleQueue[_Event]) -> Outcome:
             return item
 
 
-def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
+def run_effects(flow: Generator[SaverEffect, Reply, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with a sync saver; return its result.
 
     For flows that only read and write the saver: state inspection and
     ``update_state`` (`pausepoint.loop.inspection`, `pausepoint.graph.update`).
     A saver error propagates to the caller: such a flow has nothing to decide on it.
     """
-    send: Any = None
+    send: Reply = None
     try:
         while True:
             try:
@@ -232,44 +260,47 @@ def run_effects(flow: Generator[Any, Any, T], saver: SaverProtocol) -> T:
         flow.close()
 
 
-def perform(saver: SaverProtocol, effect: Any, step: StepCommit | None = None) -> Any:
-    """Carry out a saver effect with a sync saver; ``step``: a save's fenced commit."""
-    kind: type[Any] = type(effect)  # pyright: ignore[reportUnknownVariableType]
-    if kind is SaveCheckpoint:
-        return saver.commit(step or commit_of(effect))
-    if kind is SaveWrites:
-        saver.commit(step or commit_of(effect))
+def perform(saver: SaverProtocol, effect: SaverEffect) -> Reply:
+    """Carry out a saver effect with a sync saver, with no lease held.
+
+    A save is sent back where it went in its config's form (a caller's dict: a dict).
+    """
+    if type(effect) is SaveCheckpoint:
+        return in_form(effect.config, saver.commit(commit_of(effect)))
+    if type(effect) is SaveWrites:
+        saver.commit(commit_of(effect))
         return None
-    if kind is LoadCheckpoint:
+    if type(effect) is LoadCheckpoint:
         return _load(saver, effect)
+    if type(effect) is ClaimThread:
+        return _claim(saver, effect)
     return _lease_effect(saver, effect)
 
 
-def commit_of(effect: SaveWrites | SaveCheckpoint) -> StepCommit:
+def commit_of(effect: SaveWrites | SaveCheckpoint) -> StepCommit[CheckpointRef]:
     """The `StepCommit` of a save effect made with no lease held."""
     return _UNLEASED.commit_of(effect)
 
 
-def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> Any:
+def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> CheckpointTuple | None:
+    config = as_config(effect.config)  # LangGraph's read methods take a config dict
     if effect.before is None:
-        return saver.get_tuple(effect.config)
+        return saver.get_tuple(config)
     before: RunnableConfig = {"configurable": {"checkpoint_id": effect.before}}
-    return next(iter(saver.list(effect.config, before=before, limit=1)), None)
+    return next(iter(saver.list(config, before=before, limit=1)), None)
 
 
-def _lease_effect(saver: SaverProtocol, effect: Any) -> Any:
-    if isinstance(effect, ClaimThread):
-        return _claim(saver, effect)
-    if isinstance(effect, ReleaseThread):
+def _lease_effect(saver: SaverProtocol, effect: ReleaseThread | Sleep) -> Reply:
+    if type(effect) is ReleaseThread:
         LOCAL.drop(saver, effect.thread_id, effect.run)
         return saver.release_lease(effect.thread_id, effect.owner)
-    if isinstance(effect, Sleep):
+    if type(effect) is Sleep:
         time.sleep(effect.seconds)
         return None
     raise TypeError(f"unknown effect {effect!r}")
 
 
-def _claim(saver: SaverProtocol, effect: ClaimThread) -> Any:
+def _claim(saver: SaverProtocol, effect: ClaimThread) -> LeaseClaim:
     """Take the thread for this run: in this process first, then the saver's lease."""
     args = (effect.thread_id, effect.owner, effect.ttl)
     refused = LOCAL.take(saver, effect.thread_id, effect.run, effect.owner, effect.ttl)
@@ -376,7 +407,7 @@ def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
 _PLAIN_RESULTS = frozenset({dict, type(None), str, list, tuple, int, bool})
 
 
-def _run_body(body: Body) -> list[tuple[str, Any]]:
+def _run_body(body: Body) -> list[tuple[str, object]]:
     try:
         call = next(body)
         while isinstance(call, Call):
@@ -397,5 +428,5 @@ def _run_body(body: Body) -> list[tuple[str, Any]]:
         body.close()
 
 
-async def _await(awaitable: Any) -> Any:
+async def _await(awaitable: Awaitable[object]) -> object:
     return await awaitable

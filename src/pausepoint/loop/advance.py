@@ -24,7 +24,7 @@ __all__ = ["leave_step", "start_step_follows"]
 
 def leave_step(
     run: RunSetup, state: RunState, persist: Persistence, source: str, last: bool = False
-) -> Generator[Effect, Any, None] | None:
+) -> Generator[Effect, object, None] | None:
     """Move past the current checkpoint; return the generator that saves the next.
 
     ``last``: no step follows (the lease goes with the checkpoint). None when nobody
@@ -50,9 +50,9 @@ def _checkpoint(
         **run.run_metadata,  # type: ignore[typeddict-item]
     }
     waits = source == "input" and persist.pairs_input and start_step_follows(run, state)
-    parent = yield from persist.checkpoint_made(
-        checkpoint, state.metadata, input_waits=waits, last=last
-    )
+    parent, save = persist.checkpoint_made(checkpoint, state.metadata, input_waits=waits, last=last)
+    if save is not None:
+        persist.saved(save, (yield save))
     if run.streams_checkpoints:  # reported as the next step starts
         state.parent_config, state.unreported = persist.shown_parent(parent), True
 

@@ -35,14 +35,14 @@ __all__ = [
 ]
 
 
-PAST: list[Any] = []
+PAST: list[object] = []
 """What `bind_answer` returns for a question the task has got past, answered
 the same: a resend of a consumed answer, which changes nothing and runs nothing."""
 
 
 def bind_answer(
-    rec: TaskRecord, question: Interrupt, given: Any, asked: int | None = None
-) -> list[Any] | None:
+    rec: TaskRecord, question: Interrupt, given: object, asked: int | None = None
+) -> list[object] | None:
     """The task's answer list with ``given`` bound to its question, or None if unchanged.
 
     - The question waits: the answer is added at its position.
@@ -83,7 +83,9 @@ def bind_answer(
     return [*answers, value]
 
 
-def _bind_elsewhere(rec: TaskRecord, question: Interrupt, value: Any, asked: int) -> list[Any]:
+def _bind_elsewhere(
+    rec: TaskRecord, question: Interrupt, value: object, asked: int
+) -> list[object]:
     """An answer to a question other than the one the task waits on (by question id)."""
     answers = rec.resume or []
     if asked > rec.position or asked >= len(answers):
@@ -106,10 +108,10 @@ def _bind_elsewhere(rec: TaskRecord, question: Interrupt, value: Any, asked: int
 def plan_answers(
     tasks: Iterable[Any],
     records: Mapping[str, TaskRecord],
-    values: Mapping[str, Any],
+    values: Mapping[str, object],
     owners: Mapping[str, list[str]],
     positions: Mapping[str, int] | None = None,
-) -> dict[str, list[Any] | None]:
+) -> dict[str, list[object] | None]:
     """Bind a resume map to the tasks it answers, before anything is written.
 
     Returns task id → its new answer list (None: a resend, nothing to store) for
@@ -118,14 +120,14 @@ def plan_answers(
     conflicting answer, so that a refused resume writes nothing at all.
     """
     targets = {t for k in values if k in owners for t in owners[k]}
-    planned: dict[str, list[Any] | None] = {}
+    planned: dict[str, list[object] | None] = {}
     if not targets:
         return planned
     for task in tasks:
         if task.id not in targets:
             continue
         rec = records[task.id]
-        bound: list[Any] | None = None
+        bound: list[object] | None = None
         for intr in rec.interrupts:
             if intr.id in values and is_own_interrupt(intr, task.ns):
                 bound = bind_answer(rec, intr, values[intr.id], (positions or {}).get(intr.id))
@@ -142,7 +144,7 @@ def plan_answers(
 
 
 def check_schemas(
-    values: Mapping[str, Any],
+    values: Mapping[str, object],
     positions: Mapping[str, int],
     records: Mapping[str, TaskRecord],
     *,
@@ -169,7 +171,9 @@ def check_schemas(
                 check_answer(question, values[question.id])
 
 
-def drop_consumed(resume: Mapping[str, Any], records: Mapping[str, TaskRecord]) -> dict[str, Any]:
+def drop_consumed(
+    resume: Mapping[str, object], records: Mapping[str, TaskRecord]
+) -> dict[str, object]:
     """A resume map without the answers its finished tasks already used.
 
     A task that finished at this checkpoint after its question was answered has no
@@ -183,7 +187,7 @@ def drop_consumed(resume: Mapping[str, Any], records: Mapping[str, TaskRecord]) 
             at = rec.asked if rec.asked is not None else len(rec.resume) - 1
             if 0 <= at < len(rec.resume):
                 used.setdefault(rec.interrupts[0].id, (rec.interrupts[0], at, rec.resume[at]))
-    kept: dict[str, Any] = {}
+    kept: dict[str, object] = {}
     for key, given in resume.items():
         iid = key.partition(":")[0]
         if iid not in used:
@@ -204,12 +208,12 @@ def stored_answers(rec: TaskRecord) -> tuple[Answer, ...]:
     return tuple(Answer(i, at, rec.resume[at]) for i in rec.interrupts[:1])
 
 
-def unwrap(given: Any) -> Any:
+def unwrap(given: object) -> object:
     """The answer inside a `Reanswer`, or ``given`` itself."""
     return given.value if isinstance(given, Reanswer) else given
 
 
-def _same(stored: Any, given: Any) -> bool:
+def _same(stored: object, given: object) -> bool:
     """Whether a resent answer is the stored one (a value whose ``==`` fails is not)."""
     try:
         return bool(stored == given)

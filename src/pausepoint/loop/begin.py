@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.config import RunnableConfig
+from pausepoint.checkpoint.base import CheckpointRef
 from pausepoint.constants import INPUT, INTERRUPT, NULL_TASK_ID, RESUME, START
 from pausepoint.errors import (
     CheckpointerRequiredError,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["check_answers", "check_no_saver_input", "first", "load", "root_read"]
 
 
-def first(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effect, Any, None]:
+def first(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effect, object, None]:
     """Take the run's input: new input, ``None`` to continue, or a ``Command``."""
     state.stop = state.step + run.cfg.recursion_limit + 1
     inp = run.input
@@ -106,32 +106,32 @@ def load(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effe
     reads its namespace's newest checkpoint older than the replay point.
     """
     cfg, nest = run.cfg, run.opts.nest
-    conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
+    where = newest = persist.thread  # the run's thread and namespace, no checkpoint
     source, target = (cfg.checkpoint_ns, None)
     if nest is not None and nest.replay is not None:
         source, target = nest.replay.source(cfg.checkpoint_ns)
     if target is not None:  # a subgraph checkpoint the caller's config named
-        conf["checkpoint_ns"], conf["checkpoint_id"] = source, target
+        where = CheckpointRef(newest.thread_id, source, target)
         state.historical = True  # its tasks run again, asking their questions again
         state.source_ns = source if source != cfg.checkpoint_ns else None
     else:
         state.replayed = replay_before(nest, cfg.checkpoint_ns)
         if cfg.checkpoint_id and nest is None:
-            conf["checkpoint_id"] = cfg.checkpoint_id
-    saved = yield from _read(state, LoadCheckpoint({"configurable": conf}, state.replayed))
+            where = where.at(cfg.checkpoint_id)
+    saved = yield from _read(state, LoadCheckpoint(where, state.replayed))
     if saved is not None:
         restore_saved(run, state, saved)
-        persist.restored(saved.config)
+        persist.restored(where.at(saved.checkpoint["id"]))  # where it was read
     if saved is not None and cfg.checkpoint_id and nest is None:
-        newest = yield LoadCheckpoint(cfg.with_checkpoint(None))
-        state.historical = newest is not None and newest.checkpoint["id"] != state.checkpoint["id"]
+        head = yield LoadCheckpoint(newest)
+        state.historical = head is not None and head.checkpoint["id"] != state.checkpoint["id"]
         if state.historical:  # its subgraphs start from where they were then
             state.replay = ReplayPoint(state.checkpoint["id"], addressed(cfg.configurable))
 
 
 def check_no_saver_input(run: RunSetup) -> None:
     """A graph without a saver has nothing to resume: refuse ``Command(resume=...)``."""
-    given: Any = run.input
+    given: object = run.input
     if isinstance(given, Command) and given.resume is not None:
         raise CheckpointerRequiredError(
             "Cannot use Command(resume=...) without checkpointer: compile the graph "
@@ -139,17 +139,14 @@ def check_no_saver_input(run: RunSetup) -> None:
         )
 
 
-def root_read(run: RunSetup) -> RunnableConfig:
+def root_read(run: RunSetup) -> CheckpointRef:
     """What a root run reads first (``load``): its config's checkpoint, or the newest.
 
     A leased run asks for it with its claim (``ClaimThread.read``), one round trip
     for both where the saver can.
     """
     cfg = run.cfg
-    conf: dict[str, Any] = {"thread_id": cfg.thread_id, "checkpoint_ns": cfg.checkpoint_ns}
-    if cfg.checkpoint_id:
-        conf["checkpoint_id"] = cfg.checkpoint_id
-    return {"configurable": conf}
+    return CheckpointRef(str(cfg.thread_id), cfg.checkpoint_ns, cfg.checkpoint_id or None)
 
 
 def _read(
@@ -165,7 +162,7 @@ def _read(
 
 def start_moved(
     run: RunSetup, state: RunState, persist: Persistence, source_ns: str
-) -> Generator[Effect, Any, None]:
+) -> Generator[Effect, object, None]:
     """Start a subgraph that a fork above renamed from the checkpoint addressed for it.
 
     It goes on from a copy of that checkpoint in its own namespace (the old branch is
@@ -203,7 +200,7 @@ def check_command(cmd: Command[Any]) -> None:
 
 def take_command(
     run: RunSetup, state: RunState, persist: Persistence, cmd: Command[Any]
-) -> Generator[Effect, Any, None]:
+) -> Generator[Effect, object, None]:
     """Check a ``Command``, parse its resume (forking an old checkpoint), save its update."""
     check_command(cmd)
     if cmd.update is not None:  # before anything is stored (a fork included)
@@ -212,7 +209,7 @@ def take_command(
     if cmd.resume is not None:
         if not run.opts.has_saver:
             check_no_saver_input(run)
-        resume: Any = cmd.resume
+        resume: object = cmd.resume
         if state.historical:
             # DESIGN §4.2: answering an old checkpoint forks the thread there.
             parsed = parse_resume(resume, forkable_interrupts(state.records))
@@ -229,7 +226,7 @@ def take_command(
         yield from persist.save_writes(NULL_TASK_ID, writes)
 
 
-def check_answers(run: RunSetup, state: RunState, resume: Any) -> None:
+def check_answers(run: RunSetup, state: RunState, resume: object) -> None:
     """Parse a resume against what is pending and bind it to its questions.
 
     Sets ``state.resume`` and ``state.answered`` (task id → new answer list). Raises
@@ -287,7 +284,7 @@ def reported_interrupts(run: RunSetup, state: RunState) -> tuple[list[Interrupt]
 
 def bind_resume(
     run: RunSetup, state: RunState, persist: Persistence
-) -> Generator[Effect, Any, None]:
+) -> Generator[Effect, object, None]:
     """Store each answer against its question, before the task re-runs.
 
     ``state.answered`` (task id → its new answer list, None for a resend) names the
@@ -314,7 +311,7 @@ def bind_resume(
 
 def take_input(
     run: RunSetup, state: RunState, persist: Persistence, inp: Any
-) -> Generator[Effect, Any, None]:
+) -> Generator[Effect, object, None]:
     """New input: tasks left pending are dropped, the input applied and checkpointed."""
     if (
         not isinstance(inp, dict | Command)
@@ -322,7 +319,7 @@ def take_input(
         and not hasattr(type(inp), "model_fields")  # pyright: ignore[reportUnknownArgumentType]
         and not dataclasses.is_dataclass(inp)
     ):
-        kind: Any = type(inp)  # pyright: ignore[reportUnknownVariableType]
+        kind: object = type(inp)  # pyright: ignore[reportUnknownVariableType]
         raise InvalidUpdateError(
             f"Expected dict, got {inp}: the graph input is a dict of state values (got an "
             f"object of type {kind.__name__})"
@@ -334,7 +331,7 @@ def take_input(
     )
     for t in discard:
         t.writes = []
-    start: list[tuple[str, Any]] = [(START, inp)]
+    start: list[tuple[str, object]] = [(START, inp)]
     sources = [*discard, InputWrites(INPUT, start)]
     updated = apply_writes(state.checkpoint, state.channels, sources, clock=state.clock)
     # Before this run the thread may have left triggers pending only if some

@@ -18,8 +18,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pausepoint.checkpoint.base import CheckpointRef
 from pausepoint.checkpoint.ids import now_iso
-from pausepoint.config import RunnableConfig
 from pausepoint.constants import PUSH, RETURN
 from pausepoint.errors import GraphInterrupt, NondeterministicTaskError
 from pausepoint.loop.answers import bind_answer
@@ -38,13 +38,13 @@ class CallRequest:
     name: str
     ns: str
     fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
+    args: tuple[object, ...]
+    kwargs: Mapping[str, object]
     is_async: bool
     retry: tuple[RetryPolicy, ...]
-    resume: tuple[Any, ...]
+    resume: tuple[object, ...]
     new_answer: bool
-    save_config: RunnableConfig | None
+    save_at: CheckpointRef | None
     site: CallSite
 
 
@@ -52,19 +52,19 @@ class CallRequest:
 class Memo:
     """A call whose outcome is already known: a saved result, or a pause still pending."""
 
-    value: Any = None
+    value: object = None
     pause: GraphInterrupt | None = None
 
 
-def returned(name: str, value: Any) -> dict[str, Any]:
+def returned(name: str, value: object) -> dict[str, object]:
     """The ``RETURN`` write of a finished call (the name is kept for the determinism check)."""
     return {"task": name, "value": value}
 
 
-def _saved_return(rec: TaskRecord) -> dict[str, Any]:
-    saved: Any = next((v for c, v in rec.writes if c == RETURN), None)
+def _saved_return(rec: TaskRecord) -> dict[str, object]:
+    saved: object = next((v for c, v in rec.writes if c == RETURN), None)
     if isinstance(saved, dict):
-        record: dict[str, Any] = saved  # pyright: ignore[reportUnknownVariableType]
+        record: dict[str, object] = saved  # pyright: ignore[reportUnknownVariableType]
         return record
     return {"value": saved}
 
@@ -105,17 +105,19 @@ class CallEvents:
             return None
         return cls(sink, ns, modes, step)
 
-    def started(self, call_id: str, name: str, args: tuple[Any, ...], kwargs: Any) -> None:
+    def started(
+        self, call_id: str, name: str, args: tuple[object, ...], kwargs: Mapping[str, object]
+    ) -> None:
         """A call was made: its ``task`` event (input ``(args, kwargs)``)."""
         given = (args, dict(kwargs))
         self._task_event("task", {"id": call_id, "name": name, "input": given, "triggers": (PUSH,)})
 
-    def finished(self, call_id: str, name: str, value: Any, error: BaseException | None) -> None:
+    def finished(self, call_id: str, name: str, value: object, error: BaseException | None) -> None:
         """A call ended with ``value`` or ``error`` (not a pause): its result events."""
         if error is None and self.updates:
             self.sink(self.ns, "updates", {name: value})
-        result: dict[str, Any] = {RETURN: value} if error is None else {}
-        payload: dict[str, Any] = {
+        result: dict[str, object] = {RETURN: value} if error is None else {}
+        payload: dict[str, object] = {
             "id": call_id,
             "name": name,
             "error": error,
@@ -124,7 +126,7 @@ class CallEvents:
         }
         self._task_event("task_result", payload)
 
-    def _task_event(self, kind: str, payload: dict[str, Any]) -> None:
+    def _task_event(self, kind: str, payload: dict[str, object]) -> None:
         if self.tasks:
             self.sink(self.ns, "tasks", payload)
         if self.debug:
@@ -142,8 +144,8 @@ class CallSite:
         graph_ns: str,
         step: int,
         records: Mapping[str, TaskRecord],
-        answers: Mapping[str, Any],
-        save_config: RunnableConfig | None,
+        answers: Mapping[str, object],
+        save_at: CheckpointRef | None,
     ) -> None:
         self.parent_id = parent_id
         self.checkpoint_id = checkpoint_id
@@ -151,12 +153,12 @@ class CallSite:
         self.step = step
         self.records = records
         self.answers = answers
-        self.save_config = save_config
+        self.save_at = save_at
         # Outcomes reached in this invocation: a retried parent reuses them too.
         # Written by the threads that run calls: single dict operations, which
         # need no lock.
         self.finished: dict[str, TaskRecord] = {}
-        self.started: list[Any] = []
+        self.started: list[Any] = []  # the drivers' call futures (loop/ cannot name them)
         """Futures of the calls started here: the parent's outcome waits for them."""
         self.events: CallEvents | None = None
         """Reports calls in the streams (set when one that shows them is streamed)."""
@@ -166,8 +168,8 @@ class CallSite:
         index: int,
         name: str,
         fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: Mapping[str, Any],
+        args: tuple[object, ...],
+        kwargs: Mapping[str, object],
         is_async: bool,
         retry: tuple[RetryPolicy, ...],
     ) -> CallRequest | Memo:
@@ -209,7 +211,7 @@ class CallSite:
             retry,
             resume,
             new_answer,
-            self.save_config,
+            self.save_at,
             self,
         )
 
@@ -226,7 +228,7 @@ class CallSite:
             )
         return Memo(value=saved.get("value"))
 
-    def report(self, request: CallRequest, value: Any, error: BaseException | None) -> None:
+    def report(self, request: CallRequest, value: object, error: BaseException | None) -> None:
         """Stream a finished call's result (or error) when someone listens; not a pause."""
         if self.events is not None and not isinstance(error, GraphInterrupt):
             self.events.finished(request.id, request.name, value, error)

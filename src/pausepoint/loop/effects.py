@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, final
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import (
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
         Checkpoint,
         CheckpointMetadata,
         CheckpointPut,
+        CheckpointRef,
+        CheckpointTuple,
+        LeaseClaim,
         TaskWrites,
     )
     from pausepoint.config import RunnableConfig
@@ -37,6 +40,7 @@ __all__ = [
     "NextOutcome",
     "Outcome",
     "ReleaseThread",
+    "Reply",
     "RunTasks",
     "SaveCheckpoint",
     "SaveWrites",
@@ -45,25 +49,32 @@ __all__ = [
     "Stopped",
 ]
 
-NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
+NO_KWARGS: Mapping[str, object] = MappingProxyType({})
 """The ``kwargs`` of a `Call` that passes none (shared, read-only)."""
 
 
+@final
 @dataclasses.dataclass(frozen=True, slots=True)
 class LoadCheckpoint:
     """Fetch a checkpoint tuple with ``saver.get_tuple(config)``; send it back (or None).
 
     With ``before`` (a checkpoint id), the newest of the config's namespace older
     than it: ``saver.list(config, before=..., limit=1)`` (a subgraph in a replay).
+    ``config``: a `CheckpointRef` (the run's), or a caller's config dict (state
+    inspection, ``update_state``); the driver builds the dict those methods take.
     """
 
-    config: RunnableConfig
+    config: CheckpointRef | RunnableConfig
     before: str | None = None
 
 
+@final
 @dataclasses.dataclass(slots=True)
 class SaveCheckpoint:
-    """Store this checkpoint under ``config`` (a ``saver.commit``); send back its config.
+    """Store this checkpoint under ``config`` (a ``saver.commit``); send back where it is.
+
+    What is sent back has ``config``'s form: a `CheckpointRef` for a ref (the run's
+    own saves), a config dict for a dict (``update_state``'s).
 
     With ``writes``, those task writes are saved against ``config``'s checkpoint
     first, in the same commit. With ``first``, ``first`` is stored under ``config``,
@@ -71,7 +82,7 @@ class SaveCheckpoint:
     its start step's; a saver whose ``batches`` is true).
     """
 
-    config: RunnableConfig
+    config: CheckpointRef | RunnableConfig
     checkpoint: Checkpoint
     metadata: CheckpointMetadata
     new_versions: ChannelVersions
@@ -81,6 +92,7 @@ class SaveCheckpoint:
     """The run's last write: let the thread's lease go with it (see ``SaveWrites``)."""
 
 
+@final
 @dataclasses.dataclass(slots=True)
 class SaveWrites:
     """Store a task's writes against ``config``'s checkpoint: one ``saver.commit``.
@@ -90,8 +102,8 @@ class SaveWrites:
     answer stored while another run holds the thread.
     """
 
-    config: RunnableConfig
-    writes: Sequence[tuple[str, Any]]
+    config: CheckpointRef | RunnableConfig
+    writes: Sequence[tuple[str, object]]
     task_id: str
     task_path: str
     if_head: bool = False
@@ -101,6 +113,7 @@ class SaveWrites:
     the loop counts the lease as gone once the write is done."""
 
 
+@final
 @dataclasses.dataclass(frozen=True, slots=True)
 class ClaimThread:
     """``saver.acquire_lease(thread_id, owner, ttl)``; send back the `LeaseClaim`.
@@ -116,10 +129,11 @@ class ClaimThread:
     ttl: float
     run: str
     """The run's own token: which run of the process holds the thread."""
-    read: RunnableConfig | None = None
+    read: CheckpointRef | None = None
     """Read this checkpoint with the claim where the saver can (``acquire_lease(read=)``)."""
 
 
+@final
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReleaseThread:
     """``saver.release_lease(thread_id, owner)``, for the run ``run``."""
@@ -129,6 +143,7 @@ class ReleaseThread:
     run: str
 
 
+@final
 @dataclasses.dataclass(frozen=True, slots=True)
 class Sleep:
     """Wait ``seconds`` (without blocking an event loop); send back None."""
@@ -136,15 +151,17 @@ class Sleep:
     seconds: float
 
 
+@final
 @dataclasses.dataclass(slots=True)
 class Emit:
     """Hand a stream chunk to the caller: ``(namespace, mode, payload)``."""
 
     ns: tuple[str, ...]
     mode: str
-    payload: Any
+    payload: object
 
 
+@final
 @dataclasses.dataclass(slots=True)
 class RunTasks:
     """Start running these tasks concurrently; send back None, then answer `NextOutcome`s.
@@ -160,17 +177,19 @@ class RunTasks:
     live: bool = False
 
 
+@final
 @dataclasses.dataclass(frozen=True, slots=True)
 class NextOutcome:
     """Wait for the next started task to finish; send back its `Outcome`."""
 
 
+@final
 @dataclasses.dataclass(slots=True)
 class Outcome:
     """A finished task: its writes, or the exception it ended with (never both)."""
 
     task: Task
-    writes: Sequence[tuple[str, Any]] = ()
+    writes: Sequence[tuple[str, object]] = ()
     error: BaseException | None = None
 
 
@@ -198,6 +217,7 @@ class Stopped(BaseException):
         return self.outcome
 
 
+@final
 @dataclasses.dataclass(slots=True)
 class Call:
     """Inside a task body: call a user function (sync or async) and send back its result.
@@ -208,8 +228,8 @@ class Call:
 
     sync: Callable[..., Any]
     async_: Callable[..., Any] | None
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
+    args: tuple[object, ...]
+    kwargs: Mapping[str, object]
 
 
 SaverEffect = LoadCheckpoint | SaveCheckpoint | SaveWrites | ClaimThread | ReleaseThread | Sleep
@@ -217,3 +237,10 @@ SaverEffect = LoadCheckpoint | SaveCheckpoint | SaveWrites | ClaimThread | Relea
 
 Effect = SaverEffect | RunTasks | NextOutcome | Emit
 """Everything the loop yields to its driver."""
+
+Reply: TypeAlias = (
+    "CheckpointTuple | CheckpointRef | RunnableConfig | LeaseClaim | Outcome | bool | None"
+)
+"""What a driver sends back into the loop for an effect (each effect's docstring says
+which): a read checkpoint, where a checkpoint was saved, a lease claim, a task's
+outcome, whether a released lease was nudged, or nothing."""

@@ -5,9 +5,10 @@ Pure functions of the run's state, called only when a mode is being streamed.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.checkpoint.base import as_config
 from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import INTERRUPT
 from pausepoint.loop.effects import Emit
@@ -18,6 +19,7 @@ from pausepoint.loop.writes import preview_writes
 from pausepoint.types import Interrupt
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import CheckpointRef
     from pausepoint.config import RunnableConfig
     from pausepoint.errors import GraphInterrupt
     from pausepoint.loop.pending import TaskRecord
@@ -37,7 +39,7 @@ __all__ = [
 
 def interrupts_found(
     run: RunSetup, state: RunState, found: tuple[Interrupt, ...]
-) -> Generator[Emit, Any, None]:
+) -> Generator[Emit, object, None]:
     """Report a task's interrupts in ``updates`` and ``values`` as they happen."""
     if not found:
         return
@@ -46,13 +48,13 @@ def interrupts_found(
     if run.wants("values"):
         values: Any = output(run, state)
         # A one-value state (``StateGraph(list)``) shows the interrupts alone, as LangGraph.
-        shown: dict[str, Any] = (
+        shown: dict[str, object] = (
             {**values, INTERRUPT: found} if isinstance(values, dict) else {INTERRUPT: found}
         )
         yield run.emit("values", shown)
 
 
-def update_of(run: RunSetup, task: Task) -> Any:
+def update_of(run: RunSetup, task: Task) -> object:
     """A task's writes to output keys, as ``updates`` shows them; ``None`` if it wrote none.
 
     ``{key: value}``; or, when it wrote one of those keys more than once (a list of
@@ -72,7 +74,7 @@ def update_of(run: RunSetup, task: Task) -> Any:
     return dict(written)
 
 
-def cached_updates(run: RunSetup, state: RunState) -> Generator[Emit, Any, None]:
+def cached_updates(run: RunSetup, state: RunState) -> Generator[Emit, object, None]:
     """``updates`` for tasks whose writes were restored from the checkpoint."""
     if not run.wants("updates"):
         return
@@ -86,7 +88,7 @@ def cached_updates(run: RunSetup, state: RunState) -> Generator[Emit, Any, None]
 
 def task_starts(
     run: RunSetup, state: RunState, tasks: Sequence[Task]
-) -> Generator[Emit, Any, None]:
+) -> Generator[Emit, object, None]:
     """``tasks`` / ``debug`` events for tasks about to run."""
     if not (run.wants("tasks") or run.wants("debug")):
         return
@@ -104,7 +106,7 @@ def task_result(
     task: Task,
     error: BaseException | None,
     interrupts: Sequence[Interrupt],
-) -> Generator[Emit, Any, None]:
+) -> Generator[Emit, object, None]:
     """``updates`` (on success) and ``tasks``/``debug`` result events for a finished task."""
     if error is None and not interrupts and run.wants("updates") and not task.node.hidden:
         yield run.emit("updates", {task.name: update_of(run, task)})
@@ -121,8 +123,8 @@ def task_result(
 
 
 def _task_event(
-    run: RunSetup, state: RunState, kind: str, payload: dict[str, Any]
-) -> Generator[Emit, Any, None]:
+    run: RunSetup, state: RunState, kind: str, payload: Mapping[str, object]
+) -> Generator[Emit, object, None]:
     if run.wants("tasks"):
         yield run.emit("tasks", payload)
     if run.wants("debug"):
@@ -133,7 +135,7 @@ def _task_event(
 
 def reached_checkpoint(
     run: RunSetup, state: RunState, persist: Persistence
-) -> Generator[Emit, Any, None]:
+) -> Generator[Emit, object, None]:
     """``checkpoints`` / ``debug`` event for the checkpoint the next step starts from.
 
     Reported when that step starts, as LangGraph does: a run paused by
@@ -146,7 +148,7 @@ def reached_checkpoint(
 
 def resumed_checkpoint(
     run: RunSetup, state: RunState, persist: Persistence
-) -> Generator[Emit, Any, None]:
+) -> Generator[Emit, object, None]:
     """``checkpoints`` / ``debug`` event for the checkpoint a resumed run starts from."""
     if not run.streams_checkpoints or persist.head is None:
         return
@@ -160,10 +162,10 @@ def _checkpoint_event(
     run: RunSetup,
     state: RunState,
     persist: Persistence,
-    parent: RunnableConfig | None,
-    tasks: list[dict[str, Any]],
+    parent: CheckpointRef | RunnableConfig | None,
+    tasks: list[dict[str, object]],
     step: int,
-) -> Generator[Emit, Any, None]:
+) -> Generator[Emit, object, None]:
     """Emit one checkpoint's event; configs name their ancestors as history's do."""
     parents: dict[str, str] = dict(state.metadata.get("parents") or {})
     head = persist.head
@@ -183,26 +185,26 @@ def _checkpoint_event(
         yield run.emit("debug", {**event, "payload": payload})
 
 
-def _public(config: RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
+def _public(at: CheckpointRef | RunnableConfig, parents: dict[str, str]) -> RunnableConfig:
     """A checkpoint's config as events show it: a subgraph's adds ``checkpoint_map``.
 
     The map names the checkpoint of every graph above (``parents``, from the
     checkpoint's metadata) and this one, as a snapshot's config does, so that a
     config taken from an event addresses the same checkpoint as history's.
     """
-    conf = dict(config.get("configurable") or {})
+    conf = dict(as_config(at).get("configurable") or {})
     if parents:
         conf["checkpoint_map"] = {**parents, conf.get("checkpoint_ns", ""): conf["checkpoint_id"]}
     return {"configurable": conf}
 
 
-def _task_item(run: RunSetup, task: Task, rec: TaskRecord | None) -> dict[str, Any]:
+def _task_item(run: RunSetup, task: Task, rec: TaskRecord | None) -> dict[str, object]:
     """A task as a checkpoint event lists it; ``rec``: what it left at that checkpoint.
 
     ``state`` names a subgraph task's own checkpoints, as ``PregelTask.state`` does in
     history; a subgraph compiled with ``checkpointer=False`` keeps none.
     """
-    item: dict[str, Any] = {"id": task.id, "name": task.name}
+    item: dict[str, object] = {"id": task.id, "name": task.name}
     if rec is not None and rec.done:
         item["result"] = folded_writes(rec.writes, run.out_keys)
     shown = rec.interrupts if rec is not None and rec.resumable else ()
@@ -211,11 +213,13 @@ def _task_item(run: RunSetup, task: Task, rec: TaskRecord | None) -> dict[str, A
     return item
 
 
-def _has_id(config: RunnableConfig) -> bool:
-    return bool((config.get("configurable") or {}).get("checkpoint_id"))
+def _has_id(at: CheckpointRef | RunnableConfig) -> bool:
+    return bool((as_config(at).get("configurable") or {}).get("checkpoint_id"))
 
 
-def interrupted(run: RunSetup, state: RunState, exc: GraphInterrupt) -> Generator[Emit, Any, None]:
+def interrupted(
+    run: RunSetup, state: RunState, exc: GraphInterrupt
+) -> Generator[Emit, object, None]:
     """The events of a root run that pauses (its output then carries the interrupts)."""
     if state.tasks and any(t.writes for t in state.tasks):
         # The output shows what finished siblings wrote (as LangGraph's does);

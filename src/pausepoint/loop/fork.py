@@ -63,8 +63,7 @@ def fork(
     old_tasks = prepare_tasks(run.spec, state.checkpoint, state.channels, step, old_ns)
     old_records = state.records
     moved = source_ns is not None and source_ns != ns
-    parent = run.cfg.with_checkpoint(None) if moved else persist.head
-    parent = parent or run.cfg.with_checkpoint(None)
+    parent = (None if moved else persist.head) or persist.thread  # the namespace's first
     state.checkpoint["id"], state.checkpoint["ts"] = new_stamp()
     state.metadata = {  # pyright: ignore[reportAttributeAccessIssue]
         "source": "fork",
@@ -98,7 +97,7 @@ def fork(
 
 def _carry(
     rec: TaskRecord, old_ns: str, new_ns: str, renamed: dict[str, str]
-) -> tuple[TaskRecord | None, list[tuple[str, Any]]]:
+) -> tuple[TaskRecord | None, list[tuple[str, object]]]:
     if rec.interrupts:
         own = xxh3_128_hexdigest(new_ns.encode())
         moved: list[Interrupt] = []
@@ -119,7 +118,7 @@ def _carry(
         else:  # saved before positions were: a finished task's last answer was its own
             kept = answers[:-1] if rec.done and answers else answers
         carried = TaskRecord(interrupts=tuple(moved), resume=kept or None, asked=asked)
-        writes: list[tuple[str, Any]] = [(INTERRUPT, tuple(moved))]
+        writes: list[tuple[str, object]] = [(INTERRUPT, tuple(moved))]
         if asked is not None:
             writes.append((ASKED, asked))
         if kept:
@@ -155,7 +154,9 @@ def carried_afresh(run: RunSetup, state: RunState) -> Afresh | None:
     return None
 
 
-def take_afresh(state: RunState, task_id: str, value: Any, position: int) -> tuple[Any] | None:
+def take_afresh(
+    state: RunState, task_id: str, value: object, position: int
+) -> tuple[object] | None:
     """The answer a fork carries (`Afresh`) for a question being asked, or None.
 
     Called by ``interrupt()`` in a task of a subgraph run started afresh by that fork,
@@ -173,7 +174,7 @@ def take_afresh(state: RunState, task_id: str, value: Any, position: int) -> tup
     return (carried.answer,)
 
 
-def taken_answer(state: RunState, task_id: str, rec: TaskRecord) -> list[tuple[str, Any]]:
+def taken_answer(state: RunState, task_id: str, rec: TaskRecord) -> list[tuple[str, object]]:
     """The write that keeps the answer task ``task_id`` took as it asked.
 
     Needed if it paused (a later question) or failed after ``take_afresh``: it runs

@@ -48,7 +48,7 @@ def read_state(
         return StateSnapshot({}, (), config, None, None, None, (), ())
     shown = _readable(saved, lambda: showable(spec, saved))
     subs = _readable(saved, lambda: _subgraph_tasks(spec, shown))
-    states: dict[str, Any] = {tid: cfg for tid, (_, cfg) in subs.items()}
+    states: dict[str, RunnableConfig | StateSnapshot] = {tid: cfg for tid, (_, cfg) in subs.items()}
     if subgraphs:
         for tid, (sub, cfg) in subs.items():
             states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True)
@@ -146,7 +146,7 @@ def _subgraph_tasks(
     }
 
 
-def _lookup(sub: Any, config: RunnableConfig) -> RunnableConfig:
+def _lookup(sub: object, config: RunnableConfig) -> RunnableConfig:
     """The config a subgraph task's checkpoints are found by (stateful: no task ids)."""
     if getattr(sub, "checkpointer", None) is not True:
         return config

@@ -87,7 +87,7 @@ def _only_answers_waiting(run: RunSetup) -> Generator[Effect, Any, bool]:
     nothing written, as it would once the thread is free. The run's own state is
     left as new: it reads the thread again when it holds the lease.
     """
-    cmd: Any = run.input
+    cmd: object = run.input
     if not isinstance(cmd, Command) or run.cfg.checkpoint_id:
         return False
     given: Command[Any] = cmd  # pyright: ignore[reportUnknownVariableType]

@@ -34,7 +34,7 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xxhash import xxh3_128_hexdigest
 
@@ -129,7 +129,7 @@ class Afresh:
 
     __slots__ = ("_taken", "answer", "question")
 
-    def __init__(self, question: Any, answer: Any) -> None:
+    def __init__(self, question: object, answer: object) -> None:
         self.question = question
         self.answer = answer
         self._taken: dict[str, object] = {}
@@ -148,7 +148,7 @@ class Afresh:
         return self._taken.get("taken") == task_id
 
 
-def addressed(config: Mapping[str, Any]) -> dict[str, str]:
+def addressed(config: Mapping[str, object]) -> dict[str, str]:
     """The checkpoints a config's ``checkpoint_map`` names, by namespace (root: ``""``).
 
     A config taken from inside a subgraph (a subgraph snapshot's, a subgraph
@@ -160,7 +160,7 @@ def addressed(config: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in found.items() if v}  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
 
 
-def parents_of(nest: NestInfo | None, configurable: Mapping[str, Any]) -> Mapping[str, str]:
+def parents_of(nest: NestInfo | None, configurable: Mapping[str, object]) -> Mapping[str, str]:
     """What a run's checkpoints record as their ``parents`` metadata.
 
     A subgraph's: the checkpoint of every graph above it. A root run's: the
@@ -181,7 +181,7 @@ def unsaved_id(ns: str) -> str:
     return f"{digest[:8]}-{digest[8:12]}-0{digest[13:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
-def unsaved_answer(nest: NestInfo | None, ns: str, position: int) -> tuple[Any] | None:
+def unsaved_answer(nest: NestInfo | None, ns: str, position: int) -> tuple[object] | None:
     """The answer to question ``position`` of task ``ns``, in a run that saves nothing.
 
     A 1-tuple, or None. Nothing recorded the question, so the parent's resume map,

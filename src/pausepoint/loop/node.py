@@ -31,7 +31,7 @@ __all__ = [
     "result_writes",
 ]
 
-Writes = list[tuple[str, Any]]
+Writes = list[tuple[str, object]]
 Body = Generator["Call | Writes", Any, None]
 """A task's body: yields each `Call` to make, then, last, the task's writes."""
 
@@ -95,7 +95,7 @@ def input_outcome(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) 
 
 
 def _node_call(
-    node: NodeProc, value: Any, config: Callable[[], Any], channels: Mapping[str, Channel]
+    node: NodeProc, value: object, config: Callable[[], Any], channels: Mapping[str, Channel]
 ) -> Call:
     if node.subgraph is not None:
         return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config()), NO_KWARGS)
@@ -103,7 +103,7 @@ def _node_call(
     assert fn is not None
     if not (node.accepts_config or node.inject):
         return Call(fn, fn if node.is_async else None, (value,), NO_KWARGS)
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, object] = {}
     if node.accepts_config or "config" in node.inject:
         kwargs["config"] = config()
     if "writer" in node.inject:
@@ -166,7 +166,7 @@ def _has_command(result: Any) -> bool:
     return isinstance(result, Command) or _is_command_list(result)
 
 
-def _is_final(final: type | None, result: Any) -> bool:
+def _is_final(final: type | None, result: object) -> bool:
     return final is not None and isinstance(result, final)
 
 
@@ -177,8 +177,8 @@ def _is_command_list(result: Any) -> bool:
     )
 
 
-def _is_schema_object(value: Any) -> bool:
-    kind: Any = type(value)  # pyright: ignore[reportUnknownVariableType]
+def _is_schema_object(value: object) -> bool:
+    kind: object = type(value)  # pyright: ignore[reportUnknownVariableType]
     return dataclasses.is_dataclass(value) or hasattr(kind, "model_fields")
 
 
@@ -205,7 +205,7 @@ def command_from_below(sent: ParentCommand, ns: str) -> Command[Any]:
     return dataclasses.replace(sent.command, graph=None)
 
 
-def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, Any] | None:
+def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, object] | None:
     """The write that schedules ``target`` (a node name or a ``Send``) next step.
 
     ``END`` schedules nothing.
@@ -223,9 +223,9 @@ def goto_write(spec: GraphSpec, target: Send | str) -> tuple[str, Any] | None:
     return (BRANCH_TO + target, None)
 
 
-def branch_writes(spec: GraphSpec, branch: Branch, dest: Any) -> Writes:
+def branch_writes(spec: GraphSpec, branch: Branch, dest: object) -> Writes:
     """The writes that a conditional edge's result schedules."""
-    results: list[Any] = list(dest) if isinstance(dest, (list, tuple, set)) else [dest]  # pyright: ignore[reportUnknownArgumentType]  # pyright: ignore[reportUnknownArgumentType]
+    results: list[object] = list(dest) if isinstance(dest, (list, tuple, set)) else [dest]  # pyright: ignore[reportUnknownArgumentType]  # pyright: ignore[reportUnknownArgumentType]
     writes: Writes = []
     for r in results:
         if isinstance(r, Send):
@@ -244,7 +244,7 @@ def branch_writes(spec: GraphSpec, branch: Branch, dest: Any) -> Writes:
     return writes
 
 
-def _map_dest(branch: Branch, result: Any) -> str:
+def _map_dest(branch: Branch, result: object) -> str:
     if branch.path_map is None:
         return str(result)
     try:
@@ -262,7 +262,7 @@ def fresh_state(
     channels: Mapping[str, Channel],
     writes: Writes,
     steps_left: int | None = None,
-) -> Any:
+) -> object:
     """The state as the node sees it after its own writes (what branch paths receive)."""
     keys = spec.state_keys
     local: dict[str, Channel] = {}
@@ -270,7 +270,7 @@ def fresh_state(
         chan = channels.get(k)
         if chan is not None:
             local[k] = chan.spawn(chan.checkpoint())
-    grouped: dict[str, list[Any]] = {}
+    grouped: dict[str, list[object]] = {}
     for chan, value in writes:
         if chan in local:
             grouped.setdefault(chan, []).append(value)

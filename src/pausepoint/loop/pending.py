@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from xxhash import xxh3_128_hexdigest
 
@@ -55,9 +55,9 @@ class TaskRecord:
     filled by ``__init__`` (benchmarks/README.md, "Figures behind the comments").
     """
 
-    writes: Sequence[tuple[str, Any]] = ()
+    writes: Sequence[tuple[str, object]] = ()
     interrupts: tuple[Interrupt, ...] = ()
-    resume: list[Any] | None = None
+    resume: list[object] | None = None
     """The task's answers, one per ``interrupt()`` call, in the order they were asked."""
     asked: int | None = None
     """Position of the task's own question in ``interrupts`` (None: not its own, or a
@@ -67,9 +67,9 @@ class TaskRecord:
 
     def __init__(
         self,
-        writes: Sequence[tuple[str, Any]] = (),
+        writes: Sequence[tuple[str, object]] = (),
         interrupts: tuple[Interrupt, ...] = (),
-        resume: list[Any] | None = None,
+        resume: list[object] | None = None,
         error: Any = None,
         done: bool = False,
         asked: int | None = None,
@@ -130,14 +130,14 @@ class TaskRecord:
 
 def read_records(
     pending: Iterable[PendingWrite],
-) -> tuple[dict[str, TaskRecord], list[tuple[str, Any]]]:
+) -> tuple[dict[str, TaskRecord], list[tuple[str, object]]]:
     """Group pending writes by task; return ``(records, null_task_writes)``.
 
     Every resume reads all of its checkpoint's writes (a fan-out of K paused tasks
     has ~2K), so the loop unpacks each write once rather than reading fields by name.
     """
     records: dict[str, TaskRecord] = {}
-    null_writes: list[tuple[str, Any]] = []
+    null_writes: list[tuple[str, object]] = []
     get = records.get
     for task_id, channel, value in pending:
         if task_id == NULL_TASK_ID:
@@ -243,13 +243,13 @@ class ResumeMap:
     each answers (its position); the others answer whichever question waits.
     """
 
-    values: Mapping[str, Any]
+    values: Mapping[str, object]
     positions: Mapping[str, int] = dataclasses.field(default_factory=dict[str, int])
     plain: bool = False
     """Sent as a plain value (not by id): it answers whichever single question waits."""
 
 
-def is_resume_map(resume: Any) -> bool:
+def is_resume_map(resume: object) -> TypeGuard[dict[str, object]]:
     """A dict whose keys are all 32-hex interrupt ids (otherwise it is a plain value)."""
     return isinstance(resume, dict) and all(
         isinstance(k, str) and _KEY.match(k)
@@ -258,7 +258,7 @@ def is_resume_map(resume: Any) -> bool:
 
 
 def parse_resume(
-    resume: Any,
+    resume: object,
     pending: list[Interrupt],
     answered: Collection[str] = (),
     owners: Mapping[str, list[str]] | None = None,
@@ -289,7 +289,7 @@ def parse_resume(
                 f"Command(resume={{}}) answers no interrupt; pending ids: {_ids(pending)!r}"
             )
         known = owners if owners is not None else set(_ids(pending))
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         positions: dict[str, int] = {}
         for key, value in resume.items():  # pyright: ignore[reportUnknownVariableType]
             iid, _, at = str(key).partition(":")  # pyright: ignore[reportUnknownArgumentType]

@@ -30,18 +30,18 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.checkpoint.base import CheckpointPut, TaskWrites, copy_checkpoint
+from pausepoint.checkpoint.base import CheckpointPut, CheckpointRef, TaskWrites, copy_checkpoint
 from pausepoint.loop.effects import Effect, ReleaseThread, SaveCheckpoint, SaveWrites
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata, SaverProtocol
-    from pausepoint.config import RunConfig, RunnableConfig
+    from pausepoint.config import RunConfig
     from pausepoint.loop.lease import RunLease
     from pausepoint.types import Durability
 
 __all__ = ["Persistence"]
 
-Writes = list[tuple[str, Any]]
+Writes = list[tuple[str, object]]
 
 
 class Persistence:
@@ -57,7 +57,6 @@ class Persistence:
     """
 
     __slots__ = (
-        "_cfg",
         "_checkpoint",
         "_exit",
         "_lease",
@@ -72,6 +71,7 @@ class Persistence:
         "leased",
         "persisted",
         "saves_now",
+        "thread",
         "unsaved",
         "waiting",
     )
@@ -85,7 +85,9 @@ class Persistence:
         streams: bool = False,
         lease: RunLease | None = None,
     ) -> None:
-        self._cfg = cfg
+        # Where the run's checkpoints go: its thread and namespace (a thread is
+        # required with a saver, graph/compiled.py checks it; "" without one).
+        self.thread = CheckpointRef(cfg.thread_id or "", cfg.checkpoint_ns)
         self._lease = lease
         self.has_saver = saver is not None
         self._exit = durability == "exit"
@@ -100,9 +102,9 @@ class Persistence:
         # where a commit is a round trip (the look-ahead and copy cost more elsewhere).
         self._pairs_saver = saver is not None and saver.batches
         self._pairs = self._pairs_saver and self.folds
-        self.head: RunnableConfig | None = None
-        """The config of the run's current checkpoint: what its writes are saved against."""
-        self.persisted: RunnableConfig | None = None
+        self.head: CheckpointRef | None = None
+        """The run's current checkpoint: what its writes are saved against."""
+        self.persisted: CheckpointRef | None = None
         """The newest checkpoint that is in the saver (``head`` may not be yet: "exit")."""
         self.dirty = False  # the current checkpoint is not saved yet ("exit")
         self.unsaved: list[tuple[str, Writes]] = []  # writes kept for the exit ("exit")
@@ -131,11 +133,11 @@ class Persistence:
         """
         return self.leased and self.saves_now and self._pairs_saver
 
-    def calls_config(self) -> RunnableConfig | None:
+    def calls_config(self) -> CheckpointRef | None:
         """Where a task's ``@task`` call results are saved as they finish (None: not now)."""
         return self.head if self.saves_now else None
 
-    def shown_parent(self, parent: RunnableConfig) -> RunnableConfig | None:
+    def shown_parent(self, parent: CheckpointRef) -> CheckpointRef | None:
         """The parent a checkpoint just made shows in events; ``parent``: its saved parent.
 
         With durability ``"exit"`` nothing was saved yet: the event names the last
@@ -146,10 +148,10 @@ class Persistence:
 
     # --- events ----------------------------------------------------------------------
 
-    def restored(self, config: RunnableConfig) -> None:
-        """The run continues from the saved checkpoint ``config``."""
-        self.head = config
-        self.persisted = config
+    def restored(self, at: CheckpointRef) -> None:
+        """The run continues from the saved checkpoint ``at``."""
+        self.head = at
+        self.persisted = at
 
     def lease_taken(self) -> None:
         """The run took its thread's lease (`pausepoint.loop.lease.claim`)."""
@@ -180,7 +182,7 @@ class Persistence:
 
     def save_writes(
         self, task_id: str, writes: Writes, path: str = "", last: bool = False
-    ) -> Generator[Effect, Any, None]:
+    ) -> Generator[Effect, object, None]:
         """Writes to keep now (an interrupt, an error, an answer, a command's update).
 
         ``last``: the run's last write: the lease goes with it.
@@ -201,24 +203,28 @@ class Persistence:
         *,
         input_waits: bool = False,
         last: bool = False,
-    ) -> Generator[Effect, Any, RunnableConfig]:
+    ) -> tuple[CheckpointRef, SaveCheckpoint | None]:
         """A new checkpoint was made (input, or a step applied): save it if due.
 
         ``input_waits``: an input checkpoint the start step follows alone, with no
         caller code in between (`pausepoint.loop.begin.start_step_follows`); it
         waits to be saved with that step's, in one call, where the saver can
         (`pairs_input`). ``last``: no step follows, the lease goes with it.
-        Returns the parent the checkpoint was saved under. Writes kept for the exit
-        are dropped: they were the old checkpoint's, and the new one holds their effect.
+        Returns the parent the checkpoint is saved under, and the `SaveCheckpoint`
+        to yield now (its reply goes to `saved`), or None when the save waits.
+        A plain method, as `task_finished` is: the loop yields the effect itself,
+        without a generator made (and a frame on the save's stack) for it once a
+        step. Writes kept for the exit are dropped: they were the old checkpoint's,
+        and the new one holds their effect.
         """
         if self.unsaved:
             self.unsaved = []
-        parent = self.head or self._cfg.with_checkpoint(None)
+        parent = self.head or self.thread
         if not self.saves_now:
-            self.head = self._cfg.with_checkpoint(checkpoint["id"])
+            self.head = self.thread.at(checkpoint["id"])
             self.dirty = self.has_saver
             self._checkpoint, self._metadata = checkpoint, metadata
-            return parent
+            return parent, None
         # The saver copies what it keeps (its contract), so no copy is made here.
         held, self.held = self.held, None
         save = SaveCheckpoint(parent, checkpoint, metadata, {}, () if held is None else (held,))
@@ -226,45 +232,48 @@ class Persistence:
         if input_waits and self._pairs:
             # The start step changes the run's checkpoint dicts in place: a copy waits.
             self.waiting = SaveCheckpoint(parent, copy_checkpoint(checkpoint), metadata, {})
-            self.head = self._cfg.with_checkpoint(checkpoint["id"])
-        else:
-            if (waiting := self.waiting) is not None:
-                self.waiting = None
-                save.config = waiting.config
-                save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
-            self.head = yield save
-            self.leased = self.leased and not save.release  # done: let go with it
-        self.persisted = self.head
-        self.dirty = False
-        return parent
+            self.head = self.persisted = self.thread.at(checkpoint["id"])
+            self.dirty = False
+            return parent, None
+        if (waiting := self.waiting) is not None:
+            self.waiting = None
+            save.config = waiting.config
+            save.first = CheckpointPut(waiting.checkpoint, waiting.metadata, {})
+        return parent, save
+
+    def saved(self, save: SaveCheckpoint, at: CheckpointRef) -> None:
+        """The checkpoint `checkpoint_made` gave to save is stored, at ``at``."""
+        self.head = self.persisted = at  # (``dirty`` is never set while saving as it goes)
+        if save.release:
+            self.leased = False  # done: let go with it
 
     def forked(
-        self, parent: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self, parent: CheckpointRef, checkpoint: Checkpoint, metadata: CheckpointMetadata
     ) -> Generator[Effect, Any, None]:
         """An old checkpoint was copied into a fork (`pausepoint.loop.fork`): saved now."""
         self.head = yield SaveCheckpoint(parent, checkpoint, metadata, {})
 
-    def step_failed(self) -> Generator[Effect, Any, None]:
+    def step_failed(self) -> Generator[Effect, object, None]:
         """Applying a step failed: writes left for its checkpoint are saved on their own."""
         yield from self.flush_waiting()
         held, self.held = self.held, None
         if held is not None and self.head is not None:
             yield SaveWrites(self.head, held.writes, held.task_id, held.task_path)
 
-    def run_paused(self) -> Generator[Effect, Any, None]:
+    def run_paused(self) -> Generator[Effect, object, None]:
         """An interrupt paused the run: save what waits (all of it, with ``"exit"``)."""
         yield from self.flush_waiting()
         if self._exit:
             yield from self._flush_exit()
 
-    def run_failed(self) -> Generator[Effect, Any, None]:
+    def run_failed(self) -> Generator[Effect, object, None]:
         """The run failed: save what it still owes (waiting input, held writes, "exit")."""
         yield from self.step_failed()
         if self._exit:
             yield from self._flush_exit()
         yield from self.release()
 
-    def run_ended(self, nested: bool) -> Generator[Effect, Any, None]:
+    def run_ended(self, nested: bool) -> Generator[Effect, object, None]:
         """The run ran out of tasks: with ``"exit"``, a root run saves its end now.
 
         A nested run that finishes saves nothing: its parent's task writes carry the
@@ -274,7 +283,7 @@ class Persistence:
             yield from self._flush_exit()
         yield from self.release()
 
-    def release(self) -> Generator[Effect, Any, None]:
+    def release(self) -> Generator[Effect, object, None]:
         """Let the thread's lease go (once), if the run holds it."""
         if self.leased and self._lease is not None:
             self.leased = False
@@ -283,7 +292,7 @@ class Persistence:
 
     # --- flushing ----------------------------------------------------------------------
 
-    def flush_waiting(self) -> Generator[Effect, Any, None]:
+    def flush_waiting(self) -> Generator[Effect, object, None]:
         """Save the input checkpoint on its own: the start step's will not follow it now."""
         waiting, self.waiting = self.waiting, None
         if waiting is not None:
@@ -293,7 +302,7 @@ class Persistence:
         """Durability "exit": write the last checkpoint (if new) and its writes now."""
         config = self.head
         if self.dirty and self._checkpoint is not None and self._metadata is not None:
-            parent = self.persisted or self._cfg.with_checkpoint(None)
+            parent = self.persisted or self.thread
             config = yield SaveCheckpoint(parent, self._checkpoint, self._metadata, {})
             self.persisted = config
             self.dirty = False

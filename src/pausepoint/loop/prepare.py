@@ -48,7 +48,7 @@ class StepFrame:
         "records",
         "resuming",
         "run",
-        "save_config",
+        "save_at",
         "spec",
         "state",
         "step",
@@ -64,9 +64,9 @@ class StepFrame:
         self.step = state.step
         self.checkpoint_id: str = state.checkpoint["id"]
         self.records: Mapping[str, TaskRecord] = state.records
-        self.answers: Mapping[str, Any] = state.resume.values if state.resume else {}
+        self.answers: Mapping[str, object] = state.resume.values if state.resume else {}
         self.resuming = state.resuming
-        self.save_config = persist.calls_config()
+        self.save_at = persist.calls_config()
         self.writer = run.custom_writer
         self.live = streams_live(run.opts, run.spec.eager)
         self._nest: NestInfo | None = None
@@ -112,7 +112,7 @@ class ExecTask(TaskContext):
 
     __slots__ = ("attempt", "first_attempt_time", "frame", "retry", "task")
 
-    def __init__(self, frame: StepFrame, task: Task, saved_resume: list[Any]) -> None:
+    def __init__(self, frame: StepFrame, task: Task, saved_resume: list[object]) -> None:
         super().__init__(task.name, task.id, task.ns, None, frame.writer, resume=saved_resume)
         self.frame = frame
         self.task = task
@@ -120,7 +120,7 @@ class ExecTask(TaskContext):
         self.attempt = 0
         self.first_attempt_time: float | None = None
 
-    def carried_answer(self, value: Any, position: int) -> tuple[Any] | None:
+    def carried_answer(self, value: object, position: int) -> tuple[object] | None:
         """The answer this question has though no record holds it, or None.
 
         A fork's, carried to a question asked again afresh (taken once); or, in a
@@ -182,7 +182,7 @@ class ExecTask(TaskContext):
             frame.step,
             frame.records,
             frame.answers,
-            frame.save_config,
+            frame.save_at,
         )
         opts = frame.run.opts
         site.events = CallEvents.wanted(opts.sink, opts.ns, opts.stream_modes, frame.step)
@@ -226,7 +226,7 @@ def custom_writer(opts: RunOptions) -> Callable[[Any], None]:
     if sink is None or "custom" not in opts.stream_modes:
         return _ignore
 
-    def write_custom(value: Any) -> None:
+    def write_custom(value: object) -> None:
         sink(ns, "custom", value)
 
     return write_custom
@@ -239,7 +239,7 @@ def prepare_for_execution(frame: StepFrame, task: Task) -> ExecTask:
     return ExecTask(frame, task, list(saved) if saved else [])
 
 
-def _ignore(_value: Any) -> None:
+def _ignore(_value: object) -> None:
     return None
 
 

@@ -31,7 +31,7 @@ class Restored:
     """The step that starts at the checkpoint (its own step plus one)."""
     records: dict[str, TaskRecord]
     """What each task of that step left: writes, interrupts, answers, errors."""
-    null_writes: list[tuple[str, Any]]
+    null_writes: list[tuple[str, object]]
     """Writes that belong to no task (a ``Command(update=...)`` stored on resume).
     Not applied: each caller applies them when (and as far as) its rules say."""
 

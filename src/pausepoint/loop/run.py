@@ -96,7 +96,7 @@ class _Run:
 
     # --- the run ---------------------------------------------------------------------
 
-    def steps(self) -> Generator[Effect, Any, RunResult]:
+    def steps(self) -> Generator[Effect, object, RunResult]:
         run, state, persist = self.setup, self.state, self.persist
         opts = run.opts
         if (held := opts.lease) is not None:
@@ -127,7 +127,7 @@ class _Run:
 
     # --- supersteps ----------------------------------------------------------------------
 
-    def tick(self) -> Generator[Effect, Any, bool]:
+    def tick(self) -> Generator[Effect, object, bool]:
         run, state = self.setup, self.state
         if state.step > state.stop:
             raise GraphRecursionError(
@@ -218,7 +218,7 @@ class _Run:
         return interrupts
 
     def keep_writes(
-        self, task: Task, writes: Sequence[tuple[str, Any]], hold: bool
+        self, task: Task, writes: Sequence[tuple[str, object]], hold: bool
     ) -> SaveWrites | None:
         """Keep a finished task's writes; return the effect that saves them now, if any.
 
@@ -240,7 +240,7 @@ class _Run:
         *,
         hold: bool = False,
         lone: bool = False,
-    ) -> Generator[Effect, Any, None]:
+    ) -> Generator[Effect, object, None]:
         """Save and report a task's outcome.
 
         ``hold``: the step's last outcome, whose writes may wait for the step's
@@ -264,7 +264,7 @@ class _Run:
             found = keep_first_deadlines(rec.interrupts, with_ids(err.interrupts, task.ns))
             interrupts.extend(found)
             rec.interrupts = found
-            saved: list[tuple[str, Any]] = [
+            saved: list[tuple[str, object]] = [
                 (INTERRUPT, found),
                 *fork.taken_answer(state, task.id, rec),
             ]
@@ -297,7 +297,7 @@ class _Run:
                 if not lone:
                     yield from out.task_result(run, state, task, err, ())
 
-    def after_tick(self) -> Generator[Effect, Any, None]:
+    def after_tick(self) -> Generator[Effect, object, None]:
         run, state, persist = self.setup, self.state, self.persist
         spec, checkpoint, channels = run.spec, state.checkpoint, state.channels
         ran = state.tasks
@@ -363,6 +363,6 @@ def _start_fresh(run: RunSetup, state: RunState) -> None:
 _NEXT_OUTCOME = NextOutcome()
 
 
-def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, Any, RunResult]:
+def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, object, RunResult]:
     """The loop for one run of ``spec``; drive it with a driver from `pausepoint.drivers`."""
     return _Run(spec, input, opts).steps()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
 
+from pausepoint.channels import Channel
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INPUT, ROOT
@@ -31,7 +31,7 @@ def build_snapshot(
     saved: CheckpointTuple,
     *,
     apply_pending: bool,
-    task_states: dict[str, Any] | None = None,
+    task_states: Mapping[str, RunnableConfig | StateSnapshot] | None = None,
 ) -> StateSnapshot:
     """The snapshot of ``saved``: as the next run sees it, or as it was stored.
 
@@ -97,20 +97,20 @@ def _listed(rec: TaskRecord | None, *, current: bool) -> tuple[Interrupt, ...]:
     return rec.interrupts if rec.waiting or not current else ()
 
 
-def _values(spec: GraphSpec, channels: Any) -> Any:
+def _values(spec: GraphSpec, channels: Mapping[str, Channel]) -> object:
     if spec.output_channel is not None:
         chan = channels[spec.output_channel]
         return chan.get() if chan.is_available() else None
     return read_values(channels, spec.state_keys)
 
 
-def folded_writes(writes: Sequence[tuple[str, Any]], keys: Collection[str]) -> dict[str, Any]:
+def folded_writes(writes: Sequence[tuple[str, object]], keys: Collection[str]) -> dict[str, object]:
     """Writes to ``keys`` as a task result shows them (LangGraph's form).
 
     ``{key: value}``; a key written several times: ``{key: {"$writes": [v1, v2, ...]}}``.
     """
-    result: dict[str, Any] = {}
-    many: dict[str, list[Any]] = {}
+    result: dict[str, object] = {}
+    many: dict[str, list[object]] = {}
     for key, value in writes:
         if key not in keys:
             continue
@@ -124,7 +124,7 @@ def folded_writes(writes: Sequence[tuple[str, Any]], keys: Collection[str]) -> d
     return result
 
 
-def _result(spec: GraphSpec, writes: Sequence[tuple[str, Any]]) -> Any:
+def _result(spec: GraphSpec, writes: Sequence[tuple[str, object]]) -> object:
     # Every state key the task wrote, as LangGraph's snapshots show it: not only the
     # output schema's (a subgraph with input/output schemas wrote its inputs too).
     # A finished task that wrote no state key shows ``{}`` (LangGraph's too).

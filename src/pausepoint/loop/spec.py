@@ -48,7 +48,7 @@ class NodeProc:
     edges: tuple[str, ...]
     joins: tuple[str, ...]
     branches: tuple[Branch, ...]
-    metadata: Mapping[str, Any]
+    metadata: Mapping[str, object]
     input_channel: str | None = None
     """Read this one channel's value as the input (an entrypoint reads ``__start__``)."""
     inject: frozenset[str] = frozenset()
@@ -61,7 +61,7 @@ class NodeProc:
     calls_graph: Any | None = None
     """A compiled graph the node's function calls (found in what its code refers to):
     its state is shown as this node's task's, like a subgraph node's (snapshot.py)."""
-    after_writes: tuple[tuple[str, Any], ...] = dataclasses.field(init=False)
+    after_writes: tuple[tuple[str, object], ...] = dataclasses.field(init=False)
     """The writes that follow every run: edge triggers, then join marks (made once)."""
     pull_key: str = dataclasses.field(init=False)
     """The node's part of its pull task's id (see ``loop.tasks.task_id``), made once."""
@@ -119,6 +119,6 @@ class GraphSpec:
         managed = any(n.input_schema and n.input_schema.managed for n in self.nodes.values())
         object.__setattr__(self, "managed", bool(self.state.managed) or managed)
 
-    def fresh_channels(self, stored: Mapping[str, Any]) -> dict[str, Channel]:
+    def fresh_channels(self, stored: Mapping[str, object]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""
         return {k: proto.spawn(stored.get(k, MISSING)) for k, proto in self.channels.items()}

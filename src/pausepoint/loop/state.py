@@ -21,7 +21,12 @@ from pausepoint.loop.writes import VersionClock
 
 if TYPE_CHECKING:
     from pausepoint.channels import Channel
-    from pausepoint.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
+    from pausepoint.checkpoint.base import (
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointRef,
+        CheckpointTuple,
+    )
     from pausepoint.config import RunConfig, RunnableConfig
     from pausepoint.loop.namespaces import Afresh, ReplayPoint
     from pausepoint.loop.pending import ResumeMap, TaskRecord
@@ -46,7 +51,7 @@ class RunSetup:
     """Keys ``values``/``updates`` report."""
     parents: Mapping[str, str]
     """The ``parents`` of the run's checkpoints' metadata (`namespaces.parents_of`)."""
-    run_metadata: dict[str, Any]
+    run_metadata: dict[str, object]
     """What checkpoints' metadata adds from the config (none is made if none is seen)."""
     custom_writer: Callable[[Any], None]
     # Read on every step: looked up once.
@@ -57,7 +62,7 @@ class RunSetup:
     """Checkpoint events describe what history holds: none without a saver (as in
     LangGraph), so only a saver makes the run's checkpoints visible."""
 
-    def emit(self, mode: str, payload: Any) -> Emit:
+    def emit(self, mode: str, payload: object) -> Emit:
         """A stream chunk of this run's namespace."""
         return Emit(self.opts.ns, mode, payload)
 
@@ -108,7 +113,7 @@ class RunState:
         self.metadata: CheckpointMetadata = {"source": "input", "step": -2, "parents": {}}
         self.channels: dict[str, Channel] = {}
         self.records: dict[str, TaskRecord] = {}
-        self.null_writes: list[tuple[str, Any]] = []
+        self.null_writes: list[tuple[str, object]] = []
         self.step = -1
         self.stop = 0  # the first step past the recursion limit
         self.tasks: list[Task] = []
@@ -127,14 +132,14 @@ class RunState:
         # (pending.interrupt_owners); and the tasks this run's resume answers, with
         # their new answer lists (answers.plan_answers).
         self.owners: dict[str, list[str]] | None = None
-        self.answered: dict[str, list[Any] | None] = {}
+        self.answered: dict[str, list[object] | None] = {}
         self.resuming = False
         self.pausing = False  # a task of the step paused
         self.stopping = False  # the driver stopped the run (effects.Stopped): its step ends it
         # --- where it was read from
         self.historical = False  # a root run given an old checkpoint: a replay or a fork
         # The checkpoint read with the lease's claim: (what was read, what it found).
-        self.read_ahead: tuple[RunnableConfig, CheckpointTuple | None] | None = None
+        self.read_ahead: tuple[CheckpointRef, CheckpointTuple | None] | None = None
         # A replay: the point its subgraphs read their state before (namespaces.py);
         # for a subgraph run, the id it read its state before, if it did.
         self.replay = replay
@@ -143,7 +148,8 @@ class RunState:
         self.restarted = False  # an update made its paused node ask again (fork.py)
         self.afresh = afresh  # an answer a fork carries (fork.answer_afresh)
         # --- checkpoint events
-        self.parent_config: RunnableConfig | None = None
+        # The current checkpoint's parent: the saver's config, or the run's own ref.
+        self.parent_config: CheckpointRef | RunnableConfig | None = None
         self.unreported = False  # a checkpoint made, its event not yet streamed
 
 
@@ -180,7 +186,7 @@ def current_tasks(run: RunSetup, state: RunState) -> list[Task]:
     return prepared[1]
 
 
-def output(run: RunSetup, state: RunState, keys: tuple[str, ...] | None = None) -> Any:
+def output(run: RunSetup, state: RunState, keys: tuple[str, ...] | None = None) -> object:
     """The values of ``keys`` (default: the output keys), or the output channel's."""
     if run.spec.output_channel is not None:
         chan = state.channels[run.spec.output_channel]

@@ -16,7 +16,7 @@ from typing import Any, Final
 from xxhash import xxh3_128_hexdigest
 
 from pausepoint.channels import MISSING, Channel
-from pausepoint.checkpoint.base import Checkpoint
+from pausepoint.checkpoint.base import Checkpoint, Version
 from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import Send
@@ -44,7 +44,7 @@ class Task:
     triggers: tuple[str, ...]
     node: NodeProc
     ns: str
-    writes: Sequence[tuple[str, Any]]
+    writes: Sequence[tuple[str, object]]
     """Set once the task finished (never changed in place): ``()`` until then."""
     steps_left: int | None = None
     """Steps the run may take, this one included (for managed values); set by the run."""
@@ -156,7 +156,7 @@ def prepare_tasks(
     return tasks
 
 
-_NONE_SEEN: Mapping[str, Any] = {}
+_NONE_SEEN: Mapping[str, Version] = {}
 
 
 def triggered_pulls(
@@ -238,7 +238,7 @@ UNREAD: Final = _Unread()
 """A pull task's input before it is read (see `task_input`)."""
 
 
-def task_input(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> Any:
+def task_input(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> object:
     """The task's input, read from the channels on first use (before the step applies).
 
     Reading it lazily spares the tasks that do not run (paused ones, when a partial
@@ -251,7 +251,7 @@ def task_input(spec: GraphSpec, task: Task, channels: Mapping[str, Channel]) -> 
 
 def read_input(
     spec: GraphSpec, node: NodeProc, channels: Mapping[str, Channel], steps_left: int | None = None
-) -> Any:
+) -> object:
     """The value a pull task receives: its read keys and managed values, as its schema."""
     if node.name == START:
         return channels[START].get()
@@ -266,9 +266,9 @@ def read_input(
     return schema.coerce(values) if schema is not None and not schema.is_dict else values
 
 
-def read_values(channels: Mapping[str, Channel], keys: tuple[str, ...]) -> dict[str, Any]:
+def read_values(channels: Mapping[str, Channel], keys: tuple[str, ...]) -> dict[str, object]:
     """The available values of ``keys`` as a dict."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key in keys:
         chan = channels.get(key)
         if chan is not None and (chan.value is not MISSING if chan.plain else chan.is_available()):

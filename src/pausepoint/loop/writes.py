@@ -10,10 +10,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from operator import attrgetter
-from typing import Any, Protocol
+from typing import Protocol
 
 from pausepoint.channels import MISSING, AfterFinish, Channel
-from pausepoint.checkpoint.base import Checkpoint
+from pausepoint.checkpoint.base import ChannelVersions, Checkpoint, Version
 from pausepoint.constants import ERROR, INTERRUPT, NO_WRITES, PUSH, RESUME, RETURN, SCHEDULED
 from pausepoint.errors import InvalidUpdateError
 
@@ -44,7 +44,7 @@ class WriteSource(Protocol):
     def triggers(self) -> tuple[str, ...]: ...  # noqa: D102
 
     @property
-    def writes(self) -> Sequence[tuple[str, Any]]: ...  # noqa: D102
+    def writes(self) -> Sequence[tuple[str, object]]: ...  # noqa: D102
 
     @property
     def path(self) -> tuple[str, str | int]:
@@ -67,10 +67,10 @@ class VersionClock:
     __slots__ = ("_versions", "top")
 
     def __init__(self) -> None:
-        self._versions: dict[str, Any] | None = None
+        self._versions: ChannelVersions | None = None
         self.top = 0
 
-    def next(self, versions: dict[str, Any]) -> int:
+    def next(self, versions: ChannelVersions) -> int:
         """The version to give channels changed now."""
         if versions is not self._versions:
             self._versions = versions
@@ -162,7 +162,7 @@ def preview_writes(
     as it would in the step. Returns the channels updated.
     """
     ordered = sorted(sources, key=_by_path)
-    by_channel: dict[str, list[Any]] = {}
+    by_channel: dict[str, list[object]] = {}
     for src in ordered:
         for chan, value in src.writes:
             if chan in channels and chan not in _NOT_CHANNELS:
@@ -181,7 +181,7 @@ def preview_writes(
 
 def rejected_writes(
     channels: Mapping[str, Channel],
-    writes: Iterable[tuple[str, Any]],
+    writes: Iterable[tuple[str, object]],
     keys: Collection[str] | None = None,
 ) -> dict[str, Exception]:
     """Try ``writes`` on copies of the channels they touch; return each rejection.
@@ -192,7 +192,7 @@ def rejected_writes(
     copy holding a deep copy of its value: a reducer that changes its old value
     in place (``a.extend(b)``) must not change the state the caller applies later.
     """
-    by_channel: dict[str, list[Any]] = {}
+    by_channel: dict[str, list[object]] = {}
     for chan, value in writes:
         if chan in channels and chan not in _NOT_CHANNELS and (keys is None or chan in keys):
             by_channel.setdefault(chan, []).append(value)
@@ -209,8 +209,8 @@ def rejected_writes(
 
 def check_update(
     channels: Mapping[str, Channel],
-    stored: Sequence[tuple[str, Any]],
-    writes: Sequence[tuple[str, Any]],
+    stored: Sequence[tuple[str, object]],
+    writes: Sequence[tuple[str, object]],
     what: str,
 ) -> None:
     """Raise ``InvalidUpdateError`` if a channel would reject ``writes`` (nothing changes).
@@ -244,7 +244,7 @@ def rejected_update_error(what: str, errors: Mapping[str, Exception]) -> Invalid
     return err
 
 
-def _deep_copy(value: Any) -> Any:
+def _deep_copy(value: object) -> object:
     try:
         return copy.deepcopy(value)
     except Exception:  # a value deepcopy cannot copy: a trial on a shallow copy still tells
@@ -253,11 +253,11 @@ def _deep_copy(value: Any) -> Any:
 
 def _collect(
     ordered: Sequence[WriteSource],
-    seen: dict[str, dict[str, Any]],
-    versions: Mapping[str, Any],
+    seen: dict[str, ChannelVersions],
+    versions: Mapping[str, Version],
     channels: Mapping[str, Channel],
     changed: list[str],
-) -> tuple[dict[str, list[Any]], bool]:
+) -> tuple[dict[str, list[object]], bool]:
     """One pass over the sources: mark triggers seen, consume them, group writes.
 
     ``versions_seen`` entries are replaced, never changed in place (see
@@ -267,7 +267,7 @@ def _collect(
     (had triggers). Channels changed by being consumed (barriers) go to ``changed``.
     """
     consumed: set[str] = set()
-    by_channel: dict[str, list[Any]] = {}
+    by_channel: dict[str, list[object]] = {}
     ran = False
     for src in ordered:
         triggers = src.triggers
@@ -278,7 +278,7 @@ def _collect(
             ran = True
             # A new dict, never a change in place: a saver may keep the old one
             # (CompactingMemorySaver shares unchanged entries between checkpoints).
-            marks: dict[str, Any] = {}
+            marks: ChannelVersions = {}
             for chan in triggers:
                 if chan in versions:
                     marks[chan] = versions[chan]
@@ -323,7 +323,7 @@ class InputWrites:
 
     path: tuple[str, str | int] = ("", "")  # before every task
 
-    def __init__(self, name: str, writes: Sequence[tuple[str, Any]]) -> None:
+    def __init__(self, name: str, writes: Sequence[tuple[str, object]]) -> None:
         self.name = name
         self.triggers: tuple[str, ...] = ()
         self.writes = writes
