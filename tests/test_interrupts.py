@@ -294,6 +294,35 @@ def test_durability_exit_saves_only_at_the_end(drive):
     assert [i.value for i in drive.get_state(graph, cfg("exit")).interrupts] == ["email?"]
 
 
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+def test_what_a_fork_saves_later_follows_the_fork(drive, durability):
+    """A fork is saved at once whatever the durability; what the run saves after it
+    (at exit too) names the fork as its parent, not the checkpoint it was copied from."""
+
+    def first(state: S) -> dict[str, Any]:
+        return {"answers": [interrupt("a?")]}
+
+    def second(state: S) -> dict[str, Any]:
+        return {"answers": [interrupt("b?")]}
+
+    g = StateGraph(S)
+    g.add_node("first", first)
+    g.add_node("second", second)
+    g.add_edge(START, "first")
+    g.add_edge("first", "second")
+    graph = g.compile(checkpointer=InMemorySaver())
+    drive.invoke(graph, {"answers": []}, cfg("f"))
+    drive.invoke(graph, Command(resume="x"), cfg("f"))
+    old = next(s for s in drive.history(graph, cfg("f")) if s.next == ("first",))
+    out = drive.invoke(graph, Command(resume="y"), old.config, durability=durability)
+    assert out["answers"] == ["y"]
+    newest, fork, *_ = drive.history(graph, cfg("f"))
+    assert fork.metadata["source"] == "fork"
+    assert fork.parent_config == old.config
+    assert newest.parent_config == fork.config
+    assert newest.next == ("second",)
+
+
 def test_interrupt_type_matches_the_chapter():
     from pausepoint.types import Interrupt
 
