@@ -42,6 +42,7 @@ from pausepoint.checkpoint._kept import (
     plain_metadata,
     thaw,
 )
+from pausepoint.checkpoint._keys import ListQuery
 from pausepoint.checkpoint._labels import channel_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint._reuse import Found, reused
@@ -143,38 +144,24 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """See [`pausepoint.checkpoint.base`][]."""
+        query = ListQuery.of(config, filter, before)
         with self._lock:
-            rows = self._select(config, filter, before)
+            rows = self._select(query)
         for n, row in enumerate(rows):
             if limit is not None and n >= limit:
                 return
             yield row
 
-    def _select(
-        self,
-        config: RunnableConfig | None,
-        filter: Mapping[str, Any] | None,
-        before: RunnableConfig | None,
-    ) -> list[CheckpointTuple]:
-        conf = (config or {}).get("configurable") or {}
-        threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else None
-        ns_wanted = conf.get("checkpoint_ns")
-        id_wanted = conf.get("checkpoint_id")
-        before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
+    def _select(self, query: ListQuery) -> list[CheckpointTuple]:
         out: list[CheckpointTuple] = []
-        if threads is None:
-            threads = list(dict.fromkeys([*self._root, *self._nested]))
-        for thread in threads:
+        threads = [query.thread] if query.thread is not None else [*self._root, *self._nested]
+        for thread in dict.fromkeys(threads):
             for ns, by_id in self._namespaces(thread):
-                if ns_wanted is not None and ns != ns_wanted:
-                    continue
                 for cid in sorted(by_id, reverse=True):
-                    if id_wanted is not None and cid != id_wanted:
-                        continue
-                    if before_id is not None and cid >= before_id:
+                    if not query.admits(ns, cid):
                         continue
                     stored = by_id[cid]
-                    if filter and not _matches(self._metadata(stored.metadata), filter):
+                    if query.filter and not query.matches(self._metadata(stored.metadata)):
                         continue
                     out.append(self._tuple(thread, ns, cid, stored))
         out.sort(key=lambda t: t.checkpoint["id"], reverse=True)
@@ -242,13 +229,13 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing."""
         check_release(lease, release)
         thread, ns, parent_id = config_keys(config)
+        if writes and parent_id is None:  # before encoding, as the other savers check
+            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
         found: Found = {}  # a large value written and in the checkpoint is encoded once
         for task in writes:
             kept_writes = self._frozen_writes(task.writes, task.task_id, task.task_path, found)
             frozen.append((task, kept_writes))
-        if frozen and parent_id is None:
-            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.get(thread) or Recent()  # left in place if encoding fails
         channel_values = checkpoint["channel_values"]
         kept, encoded = self._keep_values(
@@ -553,10 +540,6 @@ _SHARED_MAX = 4096
 
 _SHARED_BLOB = 256
 """Metadata encodings up to this many bytes are shared (most steps' are ~40)."""
-
-
-def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    return all(metadata.get(k) == v for k, v in wanted.items())
 
 
 def _put_in(by_id: dict[str, Stored], stored: Stored) -> None:
