@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pausepoint.checkpoint.questions import (
     PendingPage,
     PendingQuery,
+    PendingQuestion,
     UnreadableQuestion,
     questions_of_head,
 )
@@ -34,7 +35,7 @@ class PendingListing:
         self,
         *,
         graph: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         asked_before: datetime.datetime | None = None,
         due_by: datetime.datetime | None = None,
         limit: int = 50,
@@ -74,7 +75,7 @@ class PendingListing:
         self,
         *,
         graph: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         asked_before: datetime.datetime | None = None,
         due_by: datetime.datetime | None = None,
         limit: int = 50,
@@ -131,7 +132,7 @@ def _cid(tup: CheckpointTuple) -> str:
 
 def page_of_heads(query: PendingQuery, heads: Iterable[CheckpointTuple]) -> PendingPage:
     """The page ``query`` asks for, from the questions waiting at ``heads``."""
-    found: list[Any] = []
+    found: list[PendingQuestion] = []
     errors: list[UnreadableQuestion] = []
     for head in heads:
         try:

@@ -139,7 +139,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, object] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
@@ -231,7 +231,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         thread, ns, parent_id = config_keys(config)
         if writes and parent_id is None:  # before encoding, as the other savers check
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
+        frozen: list[tuple[TaskWrites, list[tuple[str, object]]]] = []
         found: Found = {}  # a large value written and in the checkpoint is encoded once
         for task in writes:
             kept_writes = self._frozen_writes(task.writes, task.task_id, task.task_path, found)
@@ -322,11 +322,11 @@ class CompactingMemorySaver(BaseCheckpointSaver):
 
     def _keep_values(
         self,
-        values: dict[str, Any],
-        versions: Mapping[str, Any],
+        values: Mapping[str, object],
+        versions: ChannelVersions,
         known: dict[str, Encoded] | None,
         found: Found | None = None,
-    ) -> tuple[list[Any], dict[str, Encoded]]:
+    ) -> tuple[list[object], dict[str, Encoded]]:
         """What a checkpoint keeps of each channel value, and the encodings made or reused.
 
         Immutable values are kept as they are (see ``is_frozen``; bytes too, see
@@ -336,7 +336,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         that extends the one encoded last (see ``_list_entry``).
         """
         encoded: dict[str, Encoded] = {}
-        kept: list[Any] = []
+        kept: list[object] = []
         for chan, value in values.items():
             if type(value) in FROZEN:
                 kept.append(value)
@@ -360,7 +360,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         return kept, encoded
 
     def _list_entry(
-        self, chan: str, value: list[Any], version: Any, hit: Encoded | None
+        self, chan: str, value: list[object], version: int | None, hit: Encoded | None
     ) -> Encoded:
         """A list: if it extends the last one encoded, encode only what was appended.
 
@@ -405,7 +405,9 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         if len(shared) > _SHARED_MAX:
             shared.clear()  # bounded, never a leak: later ones share afresh
         share = shared.setdefault
-        entries: dict[int, Any] = {}  # id of an entry -> its shared one (during this call)
+        entries: dict[
+            int, ChannelVersions
+        ] = {}  # id of an entry -> its shared one (during this call)
         for stored in fresh:
             names = stored.values[0]
             stored.values = (share(names, names), *stored.values[1:])
@@ -427,7 +429,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
     def put_writes(
         self,
         config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         task_path: str = "",
         *,
@@ -456,11 +458,11 @@ class CompactingMemorySaver(BaseCheckpointSaver):
 
     def _frozen_writes(
         self,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         task_path: str,
         found: Found | None = None,
-    ) -> list[tuple[str, Any]]:
+    ) -> list[tuple[str, object]]:
         serde, plain = self.serde, FROZEN
         # An immutable value (most writes: a number, a name, an edge's None) is kept
         # as it is without a call to freeze.
@@ -472,7 +474,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
     @staticmethod
     def _parent_of_writes(
         stored: Stored | None, thread: str, ns: str, checkpoint_id: str | None
-    ) -> dict[tuple[str, int], tuple[str, Any]]:
+    ) -> dict[tuple[str, int], tuple[str, object]]:
         """The writes of the checkpoint that writes go to; a clear error if there is none."""
         if stored is None:
             raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
@@ -528,7 +530,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
 # PendingWrite's own __new__ is a Python-level function; tuple's is not (a checkpoint
 # read makes one per pending write).
 _new_write = cast(
-    "Callable[[type[PendingWrite], tuple[str, str, Any]], PendingWrite]",
+    "Callable[[type[PendingWrite], tuple[str, str, object]], PendingWrite]",
     tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
 )
 
@@ -551,7 +553,7 @@ def _put_in(by_id: dict[str, Stored], stored: Stored) -> None:
 
 
 def _keep_writes(
-    kept: dict[tuple[str, int], tuple[str, Any]], task_id: str, copied: list[tuple[str, Any]]
+    kept: dict[tuple[str, int], tuple[str, object]], task_id: str, copied: list[tuple[str, object]]
 ) -> bool:
     """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked).
 
