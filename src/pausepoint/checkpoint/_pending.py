@@ -2,10 +2,10 @@
 
 [`BaseCheckpointSaver`][pausepoint.checkpoint.base.BaseCheckpointSaver] inherits it,
 so a third-party saver lists waiting questions correctly with no code of its own; it
-reads every thread's newest root checkpoint, so it is slow with many threads. The
-shipped savers override it: InMemorySaver reads its heads directly,
-CompactingMemorySaver only the heads of threads it has indexed as holding a question,
-the SQL savers an index table (``_sql_pending``).
+reads every thread's newest root checkpoint, so it is slow with many threads
+(InMemorySaver, the reference, uses it as it is). CompactingMemorySaver overrides it
+to read only the heads of threads it has indexed as holding a question, the SQL
+savers to read an index table (``_sql_pending``).
 """
 
 from __future__ import annotations
