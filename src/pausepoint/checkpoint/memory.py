@@ -218,8 +218,7 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             if lease is not None:
                 self._leases.fence(thread, lease, self.lease_clock())
-            spaces = self._threads.get(thread, {})
-            by_id = spaces.get(ns, {})
+            by_id = self._threads.get(thread, {}).get(ns, {})
             if if_head and target is not None:
                 check_head(by_id, thread, ns, target)
             if head is not None:
@@ -228,8 +227,8 @@ class InMemorySaver(BaseCheckpointSaver):
                 _store_writes(by_id, thread, ns, target, tasks)
             if tail is not None:
                 _put_in(by_id, *tail)
-            if by_id:  # a new thread or namespace, once it holds a checkpoint
-                self._threads.setdefault(thread, spaces).setdefault(ns, by_id)
+            if by_id:  # in place already, unless this is the namespace's first checkpoint
+                self._threads.setdefault(thread, {})[ns] = by_id
             if release:
                 self._leases.drop(thread)  # fenced above: the owner's own
         return config if tail is None else _config(thread, ns, tail[0])
