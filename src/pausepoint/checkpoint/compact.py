@@ -405,9 +405,8 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         if len(shared) > _SHARED_MAX:
             shared.clear()  # bounded, never a leak: later ones share afresh
         share = shared.setdefault
-        entries: dict[
-            int, ChannelVersions
-        ] = {}  # id of an entry -> its shared one (during this call)
+        # id of an entry -> its shared one (during this call)
+        entries: dict[int, ChannelVersions] = {}
         for stored in fresh:
             names = stored.values[0]
             stored.values = (share(names, names), *stored.values[1:])
