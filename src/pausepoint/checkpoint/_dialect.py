@@ -108,7 +108,7 @@ class Dialect:
             .replace("{unlogged}", self.unlogged)
         )
 
-    def now_params(self, clock: Callable[[], float] | None) -> tuple[Any, ...]:
+    def now_params(self, clock: Callable[[], float] | None) -> tuple[object, ...]:
         """The parameters of one ``{now}``: the time by the saver's clock, or none.
 
         Flows call it as they build the statement, so inside the saver's transaction.

@@ -15,7 +15,7 @@ from typing import Any
 
 from pausepoint.checkpoint._labels import write_label
 from pausepoint.checkpoint._reuse import Found, remember
-from pausepoint.checkpoint.base import Checkpoint
+from pausepoint.checkpoint.base import ChannelVersions, Checkpoint
 from pausepoint.checkpoint.ids import is_stamp, stamp_time
 from pausepoint.errors import SerializationError
 from pausepoint.serde import Serializer
@@ -31,9 +31,9 @@ __all__ = [
     "FrozenList",
     "Marshalled",
     "Interrupts",
-    "Map",
+    "Seen",
     "Meta",
-    "Packed",
+    "Versions",
     "RawBytes",
     "Recent",
     "Stored",
@@ -48,11 +48,11 @@ __all__ = [
 ]
 
 
-Packed = tuple[tuple[str, ...], tuple[Any, ...]]
-"""A map kept as ``(keys, values)``; versions add a third item, the values' types."""
+Versions = ChannelVersions | tuple[tuple[str, ...], tuple[int, ...], tuple[type[int], ...]]
+"""``channel_versions`` as kept: a plain copy, or (small, shared) ``(keys, values, types)``."""
 
-Map = dict[str, Any] | Packed
-"""A version map as kept: packed when small (shared), a plain copy when large."""
+Seen = dict[str, ChannelVersions] | tuple[tuple[str, ...], tuple[ChannelVersions, ...]]
+"""``versions_seen`` as kept: a plain copy, or (small, shared) ``(nodes, entries)``."""
 
 
 class Stored:
@@ -85,8 +85,8 @@ class Stored:
         self,
         checkpoint: Checkpoint,
         values: tuple[Any, ...],
-        versions: Map,
-        seen: Map,
+        versions: Versions,
+        seen: Seen,
         updated: tuple[str, ...] | None,
         metadata: Meta,
     ) -> None:
@@ -102,9 +102,9 @@ class Stored:
         self.metadata = metadata
         self.parent_id: str | None = None
         # (task_id, idx) -> (channel, kept value) in insertion order; None until written.
-        self.writes: dict[tuple[str, int], tuple[str, Any]] | None = None
+        self.writes: dict[tuple[str, int], tuple[str, object]] | None = None
 
-    def checkpoint(self, values: dict[str, Any]) -> Checkpoint:
+    def checkpoint(self, values: dict[str, object]) -> Checkpoint:
         """A new checkpoint dict for a reader: every part of it may be changed freely."""
         seen, versions = self.seen, self.versions
         return {
@@ -126,7 +126,7 @@ class Stored:
         }
 
 
-Encoded = tuple[Any, Any, bytes, tuple[Any, ...] | None]
+Encoded = tuple[object, int | None, bytes, tuple[object, ...] | None]
 """A channel value, its version, its encoding, and for a list of immutable items a
 snapshot of them (see ``CompactingMemorySaver._list_entry``)."""
 
@@ -156,23 +156,23 @@ FLAT_ITEMS = frozenset({str, int, bool, type(None)})
 """Items of a list the serializer writes as plain JSON (floats may be tagged)."""
 
 
-Meta = bytes | tuple[tuple[str, Any], ...]
+Meta = bytes | tuple[tuple[str, object], ...]
 """Kept metadata: its encoding, or (see ``plain_metadata``) its items."""
 
 EMPTY = object()
 """Stands for an empty dict in kept metadata items (``parents`` is usually one)."""
 
 
-def plain_metadata(metadata: Mapping[str, Any]) -> tuple[tuple[str, Any], ...] | None:
+def plain_metadata(metadata: Mapping[str, object]) -> tuple[tuple[str, object], ...] | None:
     """The items of metadata whose values are immutable (or empty dicts), else None.
 
     What a step's metadata is made of (source, step, parents, run metadata of str and
     numbers): kept as items while the thread is busy, without encoding (~0.6 µs
     instead of ~2.6 µs a put), and encoded when it goes idle (``_compact``).
     """
-    items: list[tuple[str, Any]] = []
+    items: list[tuple[str, object]] = []
     for key, value in metadata.items():
-        kind: type[Any] = type(value)  # pyright: ignore[reportUnknownVariableType]
+        kind = type(value)
         if type(key) is not str:  # pyright: ignore[reportUnnecessaryComparison]
             return None
         if kind in FROZEN:
@@ -184,7 +184,7 @@ def plain_metadata(metadata: Mapping[str, Any]) -> tuple[tuple[str, Any], ...] |
     return tuple(items)
 
 
-def is_frozen(value: Any) -> bool:
+def is_frozen(value: object) -> bool:
     """Immutable, so kept as it is: no copy needed, and nothing to decode on reads.
 
     Checked before encoding: a counter, a name or an edge trigger's ``None`` is
@@ -195,7 +195,7 @@ def is_frozen(value: Any) -> bool:
     return type(value) in FROZEN
 
 
-def is_frozen_interrupt(value: Any) -> bool:
+def is_frozen_interrupt(value: object) -> bool:
     # A question with terms (schema, deadline) is encoded: the pairs keep no terms.
     return (
         type(value) is Interrupt
@@ -207,7 +207,7 @@ def is_frozen_interrupt(value: Any) -> bool:
     )
 
 
-class Interrupts(tuple[tuple[Any, str], ...]):
+class Interrupts(tuple[tuple[object, str], ...]):
     """A kept ``INTERRUPT`` write whose values are immutable: ``(value, id)`` pairs.
 
     Read back as new `Interrupt` objects (they are mutable), with no decoding.
@@ -216,7 +216,7 @@ class Interrupts(tuple[tuple[Any, str], ...]):
     __slots__ = ()
 
 
-class FrozenList(tuple[Any, ...]):
+class FrozenList(tuple[object, ...]):
     """A kept write that is a list of immutable values (an answer, a reducer's items).
 
     Read back as a new list, with no encoding either way.
@@ -252,8 +252,13 @@ THAWED = frozenset({bytes, Interrupts, FrozenList, RawBytes, Marshalled})
 
 
 def freeze(
-    serde: Serializer, channel: str, value: Any, task_id: str, task_path: str, found: Found | None
-) -> Any:
+    serde: Serializer,
+    channel: str,
+    value: Any,
+    task_id: str,
+    task_path: str,
+    found: Found | None,
+) -> object:
     """What a write keeps: the value itself if immutable, else its encoding.
 
     ``found`` notes a large encoding for the checkpoint stored in the same call.
@@ -298,7 +303,7 @@ def _large(value: Any) -> bool:
     return any((type(v) is dict or type(v) is list) and len(v) >= PLAIN_FROM for v in items)
 
 
-def thaw(serde: Serializer, kept: Any) -> Any:
+def thaw(serde: Serializer, kept: Any) -> object:
     """The value a kept form stands for (a new object wherever it could be changed)."""
     kind: type[Any] = type(kept)  # pyright: ignore[reportUnknownVariableType]
     if kind is bytes:
@@ -312,7 +317,7 @@ def thaw(serde: Serializer, kept: Any) -> Any:
     return kept if thawed is None else thawed(kept)
 
 
-_THAW: dict[type[Any], Callable[[Any], Any]] = {
+_THAW: dict[type[object], Callable[[Any], object]] = {
     FrozenList: list,
     RawBytes: operator.itemgetter(0),
     Marshalled: marshal.loads,
@@ -334,7 +339,7 @@ _SEEN_MAP = object()
 """Marks a whole packed ``versions_seen``'s key in the shared table."""
 
 
-def pack_versions(shared: dict[Any, Any], versions: Map) -> Map:
+def pack_versions(shared: dict[Any, Any], versions: Versions) -> Versions:
     """A small version map as a shared ``(keys, values, types)`` tuple (large: as it is)."""
     if not isinstance(versions, dict) or len(versions) > PACKED_UP_TO:
         return versions
@@ -346,7 +351,7 @@ def pack_versions(shared: dict[Any, Any], versions: Map) -> Map:
     return share(packed, packed)
 
 
-def pack_seen(shared: dict[Any, Any], seen: Map, entries: dict[int, Any]) -> Map:
+def pack_seen(shared: dict[Any, Any], seen: Seen, entries: dict[int, ChannelVersions]) -> Seen:
     """``versions_seen`` with its entries shared, one object per content.
 
     ``entries``: id of an entry -> its shared one, for the duration of one compaction.
@@ -354,7 +359,7 @@ def pack_seen(shared: dict[Any, Any], seen: Map, entries: dict[int, Any]) -> Map
     if not isinstance(seen, dict) or len(seen) > PACKED_UP_TO:
         return seen
     share = shared.setdefault
-    out: list[Any] = []
+    out: list[ChannelVersions] = []
     for entry in seen.values():
         found = entries.get(id(entry))
         if found is None:

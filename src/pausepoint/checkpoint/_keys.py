@@ -1,16 +1,17 @@
-"""Small helpers every saver uses: a config's keys, and the guard keywords of a write.
+"""Small helpers savers use: a config's keys, what ``list`` selects, a write's guard keywords.
 
-Kept out of `pausepoint.checkpoint.base` (which re-exports them) so that module
-stays the saver contract.
+Kept out of `pausepoint.checkpoint.base` (which re-exports ``config_keys`` and
+``guard_kwargs``) so that module stays the saver contract.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from pausepoint.config import MAX_ID_BYTES, RunnableConfig, stored_id
 
-__all__ = ["config_keys", "guard_kwargs"]
+__all__ = ["ListQuery", "config_keys", "guard_kwargs"]
 
 
 def guard_kwargs(lease: str | None, if_head: bool = False, release: bool = False) -> dict[str, Any]:
@@ -52,3 +53,49 @@ def config_keys(config: RunnableConfig) -> tuple[str, str, str | None]:
 
 
 _SHORT = MAX_ID_BYTES // 4  # characters: at most 4 bytes each in UTF-8
+
+
+class ListQuery(NamedTuple):
+    """What ``list(config, filter=..., before=...)`` selects, for savers that select in Python.
+
+    The checkpoints of the config's thread, namespace and checkpoint id (each only
+    if given) older than ``before``'s checkpoint id, whose metadata holds every item
+    of ``filter``. (The SQL savers state the same in SQL.)
+    """
+
+    thread: str | None
+    ns: str | None
+    checkpoint_id: str | None
+    before_id: str | None
+    filter: Mapping[str, object] | None
+
+    @classmethod
+    def of(
+        cls,
+        config: RunnableConfig | None,
+        filter: Mapping[str, object] | None,
+        before: RunnableConfig | None,
+    ) -> ListQuery:
+        """The query of ``list``'s arguments."""
+        conf = (config or {}).get("configurable") or {}
+        thread = conf.get("thread_id")
+        before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
+        return cls(
+            None if thread is None else str(thread),
+            conf.get("checkpoint_ns"),
+            conf.get("checkpoint_id"),
+            before_id,
+            filter,
+        )
+
+    def admits(self, ns: str, checkpoint_id: str) -> bool:
+        """Whether a checkpoint of the query's thread(s) is selected, metadata aside."""
+        return (
+            (self.ns is None or ns == self.ns)
+            and (self.checkpoint_id is None or checkpoint_id == self.checkpoint_id)
+            and (self.before_id is None or checkpoint_id < self.before_id)
+        )
+
+    def matches(self, metadata: Mapping[str, object]) -> bool:
+        """Whether ``metadata`` holds every item of the filter."""
+        return not self.filter or all(metadata.get(k) == v for k, v in self.filter.items())

@@ -22,12 +22,12 @@ __all__ = ["channel_label", "explain_checkpoint", "write_label"]
 def _node_of(task_path: str) -> str | None:
     """The node of a pull task's path (``"('__pregel_pull', 'draft')"``), else None."""
     try:
-        path: Any = ast.literal_eval(task_path) if task_path.startswith("(") else None
+        path: object = ast.literal_eval(task_path) if task_path.startswith("(") else None
     except (ValueError, SyntaxError):
         return None
     if not isinstance(path, tuple):
         return None
-    parts = cast(tuple[Any, ...], path)
+    parts = cast(tuple[object, ...], path)
     return str(parts[1]) if len(parts) == 2 and parts[0] == PULL else None
 
 
@@ -56,7 +56,7 @@ def write_label(channel: str, value: Any, task_id: str = "", task_path: str = ""
 
 
 def explain_checkpoint(
-    values: Mapping[str, Any], dump: Callable[[Any, str], object], error: SerializationError
+    values: Mapping[str, object], dump: Callable[[object, str], object], error: SerializationError
 ) -> SerializationError:
     """The error naming the channel value that failed, by `channel_label`.
 
@@ -72,11 +72,11 @@ def explain_checkpoint(
     return error
 
 
-def _parts(values: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _parts(values: Mapping[str, object]) -> Iterator[tuple[str, object]]:
     """Each channel value with its label; the input's keys one by one."""
     for channel, value in values.items():
         if channel == START and isinstance(value, dict):
-            for key, item in cast(dict[Any, Any], value).items():
+            for key, item in cast(dict[object, object], value).items():
                 yield f"key {key!r} of the graph's input", item
         else:
             yield channel_label(channel), value

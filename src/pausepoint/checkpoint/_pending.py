@@ -2,21 +2,22 @@
 
 [`BaseCheckpointSaver`][pausepoint.checkpoint.base.BaseCheckpointSaver] inherits it,
 so a third-party saver lists waiting questions correctly with no code of its own; it
-reads every thread's newest root checkpoint, so it is slow with many threads. The
-shipped savers override it: InMemorySaver reads its heads directly,
-CompactingMemorySaver only the heads of threads it has indexed as holding a question,
-the SQL savers an index table (``_sql_pending``).
+reads every thread's newest root checkpoint, so it is slow with many threads
+(InMemorySaver, the reference, uses it as it is). CompactingMemorySaver overrides it
+to read only the heads of threads it has indexed as holding a question, the SQL
+savers to read an index table (``_sql_pending``).
 """
 
 from __future__ import annotations
 
 import datetime
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pausepoint.checkpoint.questions import (
     PendingPage,
     PendingQuery,
+    PendingQuestion,
     UnreadableQuestion,
     questions_of_head,
 )
@@ -34,7 +35,7 @@ class PendingListing:
         self,
         *,
         graph: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         asked_before: datetime.datetime | None = None,
         due_by: datetime.datetime | None = None,
         limit: int = 50,
@@ -74,7 +75,7 @@ class PendingListing:
         self,
         *,
         graph: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         asked_before: datetime.datetime | None = None,
         due_by: datetime.datetime | None = None,
         limit: int = 50,
@@ -131,7 +132,7 @@ def _cid(tup: CheckpointTuple) -> str:
 
 def page_of_heads(query: PendingQuery, heads: Iterable[CheckpointTuple]) -> PendingPage:
     """The page ``query`` asks for, from the questions waiting at ``heads``."""
-    found: list[Any] = []
+    found: list[PendingQuestion] = []
     errors: list[UnreadableQuestion] = []
     for head in heads:
         try:

@@ -12,7 +12,7 @@ between the two encodings, so the same object still has the same content.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from pausepoint.serde import Serializer
@@ -24,7 +24,7 @@ __all__ = ["REUSE_FROM", "Found", "dumps_checkpoint", "remember", "reused"]
 REUSE_FROM = 64 * 1024
 """Encodings at least this long are noted; smaller ones cost little to redo."""
 
-Found = dict[int, tuple[Any, bytes]]
+Found = dict[int, tuple[object, bytes]]
 """Encodings of large values by ``id(value)``, each with its value (kept alive)."""
 
 
@@ -34,18 +34,18 @@ def remember(found: Found | None, value: Any, blob: bytes) -> None:
         found[id(value)] = (value, blob)
 
 
-def reused(found: Found, value: Any) -> bytes | None:
+def reused(found: Found, value: object) -> bytes | None:
     """The noted encoding of this very object, if any."""
     hit = found.get(id(value))
     return hit[1] if hit is not None and hit[0] is value else None
 
 
-def _plain_keys(d: Mapping[Any, Any]) -> bool:
+def _plain_keys(d: Iterable[object]) -> bool:
     return all(type(k) is str and k != TAG for k in d)
 
 
 def dumps_checkpoint(
-    serde: Serializer, checkpoint: Mapping[str, Any], found: Found
+    serde: Serializer, checkpoint: Mapping[str, object], found: Found
 ) -> bytes | None:
     """``serde.dumps(checkpoint)``, with the channel values in ``found`` spliced in.
 
@@ -55,13 +55,13 @@ def dumps_checkpoint(
     the caller then encodes it whole (also to report a value that cannot be stored,
     with its usual message).
     """
-    values: Any = checkpoint.get("channel_values")
+    values = checkpoint.get("channel_values")
     if not found or type(values) is not dict or type(checkpoint) is not dict:
         return None
-    channels = cast(dict[Any, Any], values)
+    channels = cast(dict[str, object], values)  # str keys: checked below
     if not any(reused(found, v) is not None for v in channels.values()):
         return None
-    fields = cast(dict[Any, Any], checkpoint)
+    fields = cast(dict[str, object], checkpoint)
     if not _plain_keys(fields) or not _plain_keys(channels):
         return None
     parts: list[bytes] = []
@@ -76,7 +76,7 @@ def dumps_checkpoint(
     return b"{" + b",".join(parts) + b"}"
 
 
-def _object(serde: Serializer, channels: dict[str, Any], found: Found) -> bytes | None:
+def _object(serde: Serializer, channels: dict[str, object], found: Found) -> bytes | None:
     parts: list[bytes] = []
     for name, value in channels.items():
         encoded = reused(found, value) or serde.dumps(value, label=f"channel {name!r}")

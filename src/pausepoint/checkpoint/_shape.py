@@ -10,8 +10,8 @@ anything uses the row. Each check is a few ``isinstance`` calls per entry.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, cast
+from collections.abc import Iterable, Mapping
+from typing import TypeGuard, cast
 
 from pausepoint.checkpoint.base import CHECKPOINT_FORMAT, PendingWrite
 from pausepoint.errors import CheckpointDecodeError
@@ -25,14 +25,14 @@ def _corrupt(what: str) -> CheckpointDecodeError:
     return CheckpointDecodeError(f"{what}; the row is corrupt")
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return type(value) is int
 
 
 def _check_versions(versions: object, what: str) -> None:
     if not isinstance(versions, dict):
         raise _corrupt(f"its {what} is a {type(versions).__name__}, not a dict")
-    for channel, version in cast(dict[Any, Any], versions).items():
+    for channel, version in cast(dict[object, object], versions).items():
         if type(channel) is not str or not _is_int(version):
             raise _corrupt(f"its {what} maps {channel!r} to {version!r}, not to an int version")
 
@@ -40,18 +40,18 @@ def _check_versions(versions: object, what: str) -> None:
 def _check_seen(seen: object) -> None:
     if not isinstance(seen, dict):
         raise _corrupt(f"its versions_seen is a {type(seen).__name__}, not a dict")
-    for node, versions in cast(dict[Any, Any], seen).items():
+    for node, versions in cast(dict[object, object], seen).items():
         if type(node) is not str:
             raise _corrupt(f"its versions_seen has the key {node!r}, not a node name")
         _check_versions(versions, f"versions_seen[{node!r}]")
 
 
-def _check_fields(checkpoint: dict[str, Any], checkpoint_id: str) -> None:
+def _check_fields(checkpoint: dict[str, object], checkpoint_id: str) -> None:
     if checkpoint["id"] != checkpoint_id:
         raise _corrupt(f"it holds the checkpoint {checkpoint['id']!r}")
     values = checkpoint["channel_values"]
     if not isinstance(values, dict) or any(
-        type(k) is not str for k in cast(dict[Any, Any], values)
+        type(k) is not str for k in cast(dict[object, object], values)
     ):
         raise _corrupt("its channel_values is not a dict keyed by channel name")
     _check_versions(checkpoint["channel_versions"], "channel_versions")
@@ -60,12 +60,13 @@ def _check_fields(checkpoint: dict[str, Any], checkpoint_id: str) -> None:
         raise _corrupt(f"its ts is {checkpoint['ts']!r}, not a timestamp text")
     updated = checkpoint.get("updated_channels")
     if updated is not None and (
-        not isinstance(updated, list) or any(type(c) is not str for c in cast(list[Any], updated))
+        not isinstance(updated, list)
+        or any(type(c) is not str for c in cast(list[object], updated))
     ):
         raise _corrupt(f"its updated_channels is {updated!r}, not a list of channel names")
 
 
-def check_checkpoint(checkpoint: Any, checkpoint_id: str) -> None:
+def check_checkpoint(checkpoint: object, checkpoint_id: str) -> None:
     """Check that a decoded checkpoint has the ``Checkpoint`` structure.
 
     Raises:
@@ -75,7 +76,7 @@ def check_checkpoint(checkpoint: Any, checkpoint_id: str) -> None:
     """
     if not isinstance(checkpoint, dict):
         raise _corrupt(f"it holds a {type(checkpoint).__name__}, not a checkpoint record")
-    record = cast(dict[str, Any], checkpoint)
+    record = cast(dict[str, object], checkpoint)
     missing = [k for k in _REQUIRED if k not in record]
     if missing:
         raise _corrupt(f"its checkpoint record lacks {', '.join(map(repr, missing))}")
@@ -88,7 +89,7 @@ def check_checkpoint(checkpoint: Any, checkpoint_id: str) -> None:
     _check_fields(record, checkpoint_id)
 
 
-def check_metadata(metadata: dict[str, Any]) -> None:
+def check_metadata(metadata: Mapping[str, object]) -> None:
     """Check the types of the metadata keys the engine reads (others are the user's).
 
     Raises:
@@ -101,7 +102,7 @@ def check_metadata(metadata: dict[str, Any]) -> None:
     if not _is_int(step) or type(source) is not str:
         raise _corrupt(f"its metadata has step {step!r} and source {source!r}")
     if not isinstance(parents, dict) or not all(
-        type(k) is str and type(v) is str for k, v in cast(dict[Any, Any], parents).items()
+        type(k) is str and type(v) is str for k, v in cast(dict[object, object], parents).items()
     ):
         raise _corrupt(f"its metadata has parents {parents!r}, not a dict of ids")
 

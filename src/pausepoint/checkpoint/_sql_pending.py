@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._pending_schema import NEWER
-from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.checkpoint.base import Checkpoint, CheckpointTuple
 from pausepoint.checkpoint.ids import stamp_time
 from pausepoint.checkpoint.questions import (
     GRAPH_KEY,
@@ -46,8 +46,12 @@ from pausepoint.errors import CheckpointDecodeError
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql import SqlCodec
+    from pausepoint.config import RunnableConfig
 
 __all__ = ["list_pending_flow"]
+
+Checkpoints = dict[tuple[str, str], Checkpoint]
+"""Decoded checkpoints by ``(thread_id, checkpoint_id)``."""
 
 _WRITE = """LEFT JOIN pausepoint_writes {a} ON {a}.thread_id = p.thread_id
     AND {a}.checkpoint_ns = '' AND {a}.checkpoint_id = p.checkpoint_id
@@ -83,7 +87,7 @@ def list_pending_flow(
     dialect: Dialect,
     codec: SqlCodec,
     query: PendingQuery,
-    filter_sql: Callable[[Dialect, Mapping[str, Any]], tuple[list[str], list[Any], bool]],
+    filter_sql: Callable[[Dialect, Mapping[str, object]], tuple[list[str], list[object], bool]],
 ) -> Flow[PendingPage]:
     """Read a page of waiting questions from the index (see ``list_pending``).
 
@@ -91,7 +95,7 @@ def list_pending_flow(
     Rows are read in batches until the page is full (a row may hold no question
     that waits, or one the filters leave out).
     """
-    wanted: dict[str, Any] = dict(query.metadata or {})
+    wanted: dict[str, object] = dict(query.metadata or {})
     if query.graph is not None:
         wanted[GRAPH_KEY] = query.graph
     conds, params, _ = filter_sql(dialect, wanted)
@@ -141,7 +145,7 @@ def _asked_since(checkpoint_id: str, when: datetime.datetime) -> bool:
     return ts is not None and datetime.datetime.fromisoformat(ts) >= when
 
 
-def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[dict[Any, Any]]:
+def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[Checkpoints]:
     """The checkpoints some rows need (to name a pushed task), in one query.
 
     Most rows need none: a pull task's stored path names its node, and pausepoint's
@@ -160,16 +164,14 @@ def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[d
     pairs = ", ".join(["(?, ?)"] * len(keys))
     sql = f"{_CHECKPOINTS} AND (thread_id, checkpoint_id) IN (VALUES {pairs})"
     found = yield Statement(dialect.sql(sql), [v for k in keys for v in k], fetch=True)
-    out: dict[Any, Any] = {}
+    out: Checkpoints = {}
     for thread, cid, type_, blob in found:
         with contextlib.suppress(CheckpointDecodeError, TypeError, ValueError):
             out[(str(thread), str(cid))] = codec.load(type_, blob)
     return out
 
 
-def _questions_of_row(
-    codec: SqlCodec, row: Row, checkpoints: dict[Any, Any]
-) -> list[PendingQuestion]:
+def _questions_of_row(codec: SqlCodec, row: Row, checkpoints: Checkpoints) -> list[PendingQuestion]:
     thread, cid, task_id = str(row[0]), str(row[1]), str(row[2])
     where = f"the waiting question of task {task_id!r}"
     try:
@@ -184,7 +186,7 @@ def _questions_of_row(
             return []
         path = str(row[6] or "")
         loaded: Any = checkpoints.get((thread, cid)) or {}
-        config: Any = {
+        config: RunnableConfig = {
             "configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": cid}
         }
         head = CheckpointTuple(config, loaded, metadata)  # type: ignore[arg-type]

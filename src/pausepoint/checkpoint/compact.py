@@ -42,6 +42,7 @@ from pausepoint.checkpoint._kept import (
     plain_metadata,
     thaw,
 )
+from pausepoint.checkpoint._keys import ListQuery
 from pausepoint.checkpoint._labels import channel_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint._reuse import Found, reused
@@ -138,43 +139,29 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         self,
         config: RunnableConfig | None,
         *,
-        filter: Mapping[str, Any] | None = None,
+        filter: Mapping[str, object] | None = None,
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """See [`pausepoint.checkpoint.base`][]."""
+        query = ListQuery.of(config, filter, before)
         with self._lock:
-            rows = self._select(config, filter, before)
+            rows = self._select(query)
         for n, row in enumerate(rows):
             if limit is not None and n >= limit:
                 return
             yield row
 
-    def _select(
-        self,
-        config: RunnableConfig | None,
-        filter: Mapping[str, Any] | None,
-        before: RunnableConfig | None,
-    ) -> list[CheckpointTuple]:
-        conf = (config or {}).get("configurable") or {}
-        threads = [str(conf["thread_id"])] if conf.get("thread_id") is not None else None
-        ns_wanted = conf.get("checkpoint_ns")
-        id_wanted = conf.get("checkpoint_id")
-        before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
+    def _select(self, query: ListQuery) -> list[CheckpointTuple]:
         out: list[CheckpointTuple] = []
-        if threads is None:
-            threads = list(dict.fromkeys([*self._root, *self._nested]))
-        for thread in threads:
+        threads = [query.thread] if query.thread is not None else [*self._root, *self._nested]
+        for thread in dict.fromkeys(threads):
             for ns, by_id in self._namespaces(thread):
-                if ns_wanted is not None and ns != ns_wanted:
-                    continue
                 for cid in sorted(by_id, reverse=True):
-                    if id_wanted is not None and cid != id_wanted:
-                        continue
-                    if before_id is not None and cid >= before_id:
+                    if not query.admits(ns, cid):
                         continue
                     stored = by_id[cid]
-                    if filter and not _matches(self._metadata(stored.metadata), filter):
+                    if query.filter and not query.matches(self._metadata(stored.metadata)):
                         continue
                     out.append(self._tuple(thread, ns, cid, stored))
         out.sort(key=lambda t: t.checkpoint["id"], reverse=True)
@@ -242,13 +229,13 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing."""
         check_release(lease, release)
         thread, ns, parent_id = config_keys(config)
-        frozen: list[tuple[TaskWrites, list[tuple[str, Any]]]] = []
+        if writes and parent_id is None:  # before encoding, as the other savers check
+            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
+        frozen: list[tuple[TaskWrites, list[tuple[str, object]]]] = []
         found: Found = {}  # a large value written and in the checkpoint is encoded once
         for task in writes:
             kept_writes = self._frozen_writes(task.writes, task.task_id, task.task_path, found)
             frozen.append((task, kept_writes))
-        if frozen and parent_id is None:
-            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         recent = self._recent.get(thread) or Recent()  # left in place if encoding fails
         channel_values = checkpoint["channel_values"]
         kept, encoded = self._keep_values(
@@ -335,11 +322,11 @@ class CompactingMemorySaver(BaseCheckpointSaver):
 
     def _keep_values(
         self,
-        values: dict[str, Any],
-        versions: Mapping[str, Any],
+        values: Mapping[str, object],
+        versions: ChannelVersions,
         known: dict[str, Encoded] | None,
         found: Found | None = None,
-    ) -> tuple[list[Any], dict[str, Encoded]]:
+    ) -> tuple[list[object], dict[str, Encoded]]:
         """What a checkpoint keeps of each channel value, and the encodings made or reused.
 
         Immutable values are kept as they are (see ``is_frozen``; bytes too, see
@@ -349,7 +336,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         that extends the one encoded last (see ``_list_entry``).
         """
         encoded: dict[str, Encoded] = {}
-        kept: list[Any] = []
+        kept: list[object] = []
         for chan, value in values.items():
             if type(value) in FROZEN:
                 kept.append(value)
@@ -373,7 +360,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         return kept, encoded
 
     def _list_entry(
-        self, chan: str, value: list[Any], version: Any, hit: Encoded | None
+        self, chan: str, value: list[object], version: int | None, hit: Encoded | None
     ) -> Encoded:
         """A list: if it extends the last one encoded, encode only what was appended.
 
@@ -418,7 +405,8 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         if len(shared) > _SHARED_MAX:
             shared.clear()  # bounded, never a leak: later ones share afresh
         share = shared.setdefault
-        entries: dict[int, Any] = {}  # id of an entry -> its shared one (during this call)
+        # id of an entry -> its shared one (during this call)
+        entries: dict[int, ChannelVersions] = {}
         for stored in fresh:
             names = stored.values[0]
             stored.values = (share(names, names), *stored.values[1:])
@@ -440,7 +428,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
     def put_writes(
         self,
         config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         task_path: str = "",
         *,
@@ -469,11 +457,11 @@ class CompactingMemorySaver(BaseCheckpointSaver):
 
     def _frozen_writes(
         self,
-        writes: Sequence[tuple[str, Any]],
+        writes: Sequence[tuple[str, object]],
         task_id: str,
         task_path: str,
         found: Found | None = None,
-    ) -> list[tuple[str, Any]]:
+    ) -> list[tuple[str, object]]:
         serde, plain = self.serde, FROZEN
         # An immutable value (most writes: a number, a name, an edge's None) is kept
         # as it is without a call to freeze.
@@ -485,7 +473,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
     @staticmethod
     def _parent_of_writes(
         stored: Stored | None, thread: str, ns: str, checkpoint_id: str | None
-    ) -> dict[tuple[str, int], tuple[str, Any]]:
+    ) -> dict[tuple[str, int], tuple[str, object]]:
         """The writes of the checkpoint that writes go to; a clear error if there is none."""
         if stored is None:
             raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
@@ -541,7 +529,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
 # PendingWrite's own __new__ is a Python-level function; tuple's is not (a checkpoint
 # read makes one per pending write).
 _new_write = cast(
-    "Callable[[type[PendingWrite], tuple[str, str, Any]], PendingWrite]",
+    "Callable[[type[PendingWrite], tuple[str, str, object]], PendingWrite]",
     tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
 )
 
@@ -555,10 +543,6 @@ _SHARED_BLOB = 256
 """Metadata encodings up to this many bytes are shared (most steps' are ~40)."""
 
 
-def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    return all(metadata.get(k) == v for k, v in wanted.items())
-
-
 def _put_in(by_id: dict[str, Stored], stored: Stored) -> None:
     """Store ``stored`` (locked); an id put again keeps the writes made against it."""
     old = by_id.get(stored.id)
@@ -568,7 +552,7 @@ def _put_in(by_id: dict[str, Stored], stored: Stored) -> None:
 
 
 def _keep_writes(
-    kept: dict[tuple[str, int], tuple[str, Any]], task_id: str, copied: list[tuple[str, Any]]
+    kept: dict[tuple[str, int], tuple[str, object]], task_id: str, copied: list[tuple[str, object]]
 ) -> bool:
     """Keep a task's frozen writes: ordinary ones once, special ones replaced (locked).
 

@@ -30,7 +30,10 @@ from pausepoint.constants import ASKED, ERROR, INTERRUPT, NULL_TASK_ID, PULL, RE
 from pausepoint.errors import CheckpointDecodeError
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint.base import CheckpointTuple, PendingWrite
+    from collections.abc import Callable
+
+    from pausepoint.checkpoint.base import Checkpoint, CheckpointTuple, PendingWrite
+    from pausepoint.types import Interrupt
 
 __all__ = ["GRAPH_KEY", "PendingPage", "PendingQuestion", "UnreadableQuestion"]
 """The public names; the rest serve the savers (``_pending``, ``_sql_pending``)."""
@@ -124,7 +127,7 @@ class PendingQuery:
     """The arguments of ``list_pending``, checked once (see `PendingQuery.of`)."""
 
     graph: str | None = None
-    metadata: Mapping[str, Any] | None = None
+    metadata: Mapping[str, object] | None = None
     asked_before: datetime.datetime | None = None
     due_by: datetime.datetime | None = None
     limit: int = 50
@@ -135,7 +138,7 @@ class PendingQuery:
         cls,
         *,
         graph: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         asked_before: datetime.datetime | None = None,
         due_by: datetime.datetime | None = None,
         limit: int = 50,
@@ -205,9 +208,9 @@ def decode_cursor(cursor: str) -> SortKey:
 class TaskState:
     """What one task's special writes say about its questions (see ``TaskRecord``)."""
 
-    interrupts: tuple[Any, ...] = ()
+    interrupts: tuple[Interrupt, ...] = ()
     asked: int | None = None
-    resume: list[Any] | None = None
+    resume: list[object] | None = None
     done: bool = False
 
     def waiting(self) -> bool:
@@ -277,7 +280,11 @@ def questions_of_head(
 
 
 def questions_of_task(
-    head: CheckpointTuple, task_id: str, path: str, state: TaskState, checkpoint: Any
+    head: CheckpointTuple,
+    task_id: str,
+    path: str,
+    state: TaskState,
+    checkpoint: Callable[[], Checkpoint],
 ) -> list[PendingQuestion]:
     """One `PendingQuestion` per interrupt of a waiting task.
 
@@ -317,7 +324,7 @@ def questions_of_task(
     return out
 
 
-def _asked_at(checkpoint_id: str, checkpoint: Any) -> datetime.datetime:
+def _asked_at(checkpoint_id: str, checkpoint: Callable[[], Checkpoint]) -> datetime.datetime:
     ts = stamp_time(checkpoint_id) or checkpoint()["ts"]
     when = datetime.datetime.fromisoformat(ts)
     if when.tzinfo is None:
@@ -325,7 +332,9 @@ def _asked_at(checkpoint_id: str, checkpoint: Any) -> datetime.datetime:
     return when.astimezone(datetime.UTC)
 
 
-def task_name(task_id: str, interrupts: Sequence[Any], path: str, checkpoint: Any) -> str:
+def task_name(
+    task_id: str, interrupts: Sequence[Interrupt], path: str, checkpoint: Callable[[], Checkpoint]
+) -> str:
     """The node of task ``task_id``, found without the graph.
 
     A task's own interrupt id is the digest of ``"<node>:<task id>"``, so a name is
@@ -353,12 +362,12 @@ def _pull_name(path: str) -> str:
     return ""
 
 
-def _candidates(checkpoint: Mapping[str, Any]) -> Iterable[str]:
+def _candidates(checkpoint: Checkpoint) -> Iterable[str]:
     seen: set[str] = set()
-    values: Mapping[str, Any] = checkpoint.get("channel_values") or {}
-    packets: Sequence[Any] = values.get("__pregel_tasks") or ()
-    names: list[Any] = [getattr(p, "node", None) for p in packets]
-    versions: Mapping[str, Any] = checkpoint.get("channel_versions") or {}
+    values = checkpoint.get("channel_values") or {}
+    packets: Sequence[object] = values.get("__pregel_tasks") or ()
+    names: list[object] = [getattr(p, "node", None) for p in packets]
+    versions = checkpoint.get("channel_versions") or {}
     names.extend(str(chan).removeprefix("branch:to:") for chan in versions)
     names.extend(checkpoint.get("versions_seen") or {})
     for name in names:
@@ -368,7 +377,7 @@ def _candidates(checkpoint: Mapping[str, Any]) -> Iterable[str]:
 
 
 def needs_checkpoint(
-    checkpoint_id: str, task_id: str, interrupts: Sequence[Any], path: str
+    checkpoint_id: str, task_id: str, interrupts: Sequence[Interrupt], path: str
 ) -> bool:
     """Whether `questions_of_task` must load the checkpoint (to name the task or date it)."""
     if stamp_time(checkpoint_id) is None:
