@@ -250,8 +250,10 @@ class Persistence:
     def forked(
         self, parent: CheckpointRef, checkpoint: Checkpoint, metadata: CheckpointMetadata
     ) -> Generator[Effect, Any, None]:
-        """An old checkpoint was copied into a fork (`pausepoint.loop.fork`): saved now,
-        whatever the durability, so what the run saves later (at exit too) follows it."""
+        """An old checkpoint was copied into a fork (`pausepoint.loop.fork`): saved now.
+
+        Whatever the durability: what the run saves later (at exit too) follows it.
+        """
         self.head = self.persisted = yield SaveCheckpoint(parent, checkpoint, metadata, {})
 
     def step_failed(self) -> Generator[Effect, object, None]:
