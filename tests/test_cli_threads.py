@@ -21,8 +21,9 @@ import pytest
 from pausepoint import Command
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.cli import main
-from pausepoint.cli.threads import load_graph
+from pausepoint.cli.threads import compile_graph, load_graph
 from pausepoint.cli.views import latest_checkpoints, view_of
+from pausepoint.graph.compiled import CompiledStateGraph
 
 GRAPHS = textwrap.dedent(
     '''
@@ -99,6 +100,14 @@ GRAPHS = textwrap.dedent(
     forms = StateGraph(State)
     forms.add_node("form", form)
     forms.add_edge(START, "form")
+
+
+    from pausepoint.func import entrypoint
+
+
+    @entrypoint()
+    def asked(topic: str) -> str:
+        return f"{topic}: {interrupt('publish ' + topic + '?')}"
 
 
     not_a_graph = 42
@@ -396,6 +405,20 @@ def test_resume_a_compiled_graph(db: Path, capsys: Any, graphs: str):
     args = ("resume", "paused", "--value", '"no"', "--db", str(db), "--graph", f"{graphs}:compiled")
     data = cli_json(capsys, *args)
     assert data["values"]["approved"] is False
+
+
+def test_resume_an_entrypoint(tmp_path: Path, capsys: Any, graphs: str):
+    """An ``@entrypoint`` has no builder to compile again: it runs with the CLI's saver."""
+    db = tmp_path / "entry.sqlite"
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        asked = load_graph(f"{graphs}:asked")
+        assert isinstance(asked, CompiledStateGraph)
+        made = compile_graph(asked, saver)
+        assert made.invoke("faq", _config("e"))["__interrupt__"][0].value == "publish faq?"
+    args = ("resume", "e", "--value", '"yes"', "--db", str(db), "--graph", f"{graphs}:asked")
+    data = cli_json(capsys, *args)
+    assert data["values"] == {"": "faq: yes"}  # a value that is not a dict of channels
+    assert data["status"] == "done"
 
 
 def test_a_resumed_run_that_fails_exits_1(db: Path, capsys: Any, graphs: str):

@@ -291,11 +291,15 @@ def load_graph(target: str) -> object:
 def compile_graph(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph:
     """A graph compiled with ``saver``, from a ``StateGraph`` or a compiled graph.
 
-    A compiled graph is recompiled from its builder with the same static breakpoints.
+    A compiled graph is recompiled from its builder with the same static breakpoints;
+    an ``@entrypoint`` (no builder) is made again with ``saver``.
     """
     from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.entry import entrypoint_with
     from pausepoint.graph.state import StateGraph
 
+    if isinstance(obj, CompiledStateGraph) and obj.builder is None:  # an @entrypoint
+        return entrypoint_with(obj, saver)
     if isinstance(obj, CompiledStateGraph):
         return obj.builder.compile(
             checkpointer=saver,

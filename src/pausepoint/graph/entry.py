@@ -15,7 +15,7 @@ from pausepoint.graph.schema import SchemaInfo
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import RetryPolicy
 
-__all__ = ["build_entrypoint"]
+__all__ = ["build_entrypoint", "entrypoint_with"]
 
 
 def build_entrypoint(
@@ -81,6 +81,26 @@ def build_entrypoint(
         interrupt_after=(),
         debug=False,
         context_schema=context_schema,
+    )
+
+
+def entrypoint_with(graph: CompiledStateGraph, checkpointer: object) -> CompiledStateGraph:
+    """An ``@entrypoint``'s graph again, saving with ``checkpointer``.
+
+    It has no builder to compile again: ``pausepoint threads resume --graph`` gives it
+    the CLI's saver this way.
+    """
+    (node,) = graph.spec.nodes.values()
+    if node.fn is not None:
+        _allow_declared_types(node.fn, checkpointer)
+    return CompiledStateGraph(
+        graph.spec,
+        builder=None,
+        checkpointer=checkpointer,
+        interrupt_before=(),
+        interrupt_after=(),
+        debug=False,
+        context_schema=graph.context_schema,
     )
 
 
