@@ -103,6 +103,11 @@ def test_a_json_schema_dict_is_copied_and_checked():
         ),
         ({"type": "text"}, "type (at $) must name JSON types"),
         ({"$ref": "#/$defs/Missing"}, "points at nothing"),
+        (
+            {"required": ["a"], "properties": {"a": {"$ref": "#/required"}}},
+            "$ref (at $.properties.a) must point at a schema (an object or a boolean); "
+            "'#/required' points at ['a']",
+        ),
         ({"$ref": "https://example.com/schema"}, "must point inside the schema"),
         ({"pattern": "("}, "is not a regular expression"),
         ({"minLength": "3"}, "minLength (at $) takes a number"),

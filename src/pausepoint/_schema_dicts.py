@@ -118,7 +118,11 @@ def _check_value(key: str, sub: object, where: str, root: JsonObject) -> None:
     elif key == "pattern":  # before the branches that narrow ``sub`` to a list
         problem = _pattern_problem(sub)
     elif key == "$ref":
-        resolve(sub, root, where)
+        target = resolve(sub, root, where)
+        if not isinstance(target, dict | bool):  # the answer check reads it as a schema
+            problem = (
+                f"must point at a schema (an object or a boolean); {sub!r} points at {target!r}"
+            )
     elif key == "required":
         if not isinstance(sub, list) or not all(
             isinstance(k, str) for k in typing.cast("list[object]", sub)

@@ -300,8 +300,8 @@ def _problems(
         found.append(AnswerProblem(path, _NOTHING, _shown(value)))
         return
     if "$ref" in schema:
-        # check_schema resolved the pointer; what it points at is a schema in every
-        # schema json_schema_of makes ($defs, properties, the root).
+        # check_schema resolved the pointer and refused one that points at neither an
+        # object nor a boolean: what it points at reads as a schema.
         target = typing.cast("JsonSchema | bool", resolve(schema["$ref"], root, path))
         _problems(value, target, path, root, found)
     if "type" in schema and not _has_type(value, schema["type"]):
