@@ -314,8 +314,9 @@ def test_a_value_changed_in_place_and_written_again_is_saved_anew(new_saver: typ
 def test_lists_saved_step_by_step_match_a_saver_that_encodes_everything(
     tmp_path: Any, new_saver: type[Saver]
 ) -> None:
-    # InMemorySaver encodes only the appended part of a list of immutable items that
-    # extends the one it saved last; whatever nodes do to the list (append in place,
+    # CompactingMemorySaver encodes only the appended part of a list of immutable items
+    # that extends the one it saved last (InMemorySaver encodes it whole, as the SQL
+    # savers do); whatever nodes do to the list (append in place,
     # change an item in place, shrink it, add a dict, start over), every checkpoint
     # must hold what SqliteSaver (which encodes every value whole) holds.
     import sqlite3
