@@ -72,16 +72,7 @@ def build_entrypoint(
         output_channel=END,
         eager=True,
     )
-    _allow_declared_types(func, checkpointer)
-    return CompiledStateGraph(
-        spec,
-        builder=None,
-        checkpointer=checkpointer,
-        interrupt_before=(),
-        interrupt_after=(),
-        debug=False,
-        context_schema=context_schema,
-    )
+    return _compiled(spec, func, checkpointer, context_schema)
 
 
 def entrypoint_with(graph: CompiledStateGraph, checkpointer: object) -> CompiledStateGraph:
@@ -91,16 +82,26 @@ def entrypoint_with(graph: CompiledStateGraph, checkpointer: object) -> Compiled
     the CLI's saver this way.
     """
     (node,) = graph.spec.nodes.values()
-    if node.fn is not None:
-        _allow_declared_types(node.fn, checkpointer)
+    return _compiled(graph.spec, node.fn, checkpointer, graph.context_schema)
+
+
+def _compiled(
+    spec: GraphSpec,
+    func: Callable[..., Any] | None,
+    checkpointer: object,
+    context_schema: Callable[..., object] | None,
+) -> CompiledStateGraph:
+    """The entrypoint's one-node graph, saving with ``checkpointer``."""
+    if func is not None:
+        _allow_declared_types(func, checkpointer)
     return CompiledStateGraph(
-        graph.spec,
+        spec,
         builder=None,
         checkpointer=checkpointer,
         interrupt_before=(),
         interrupt_after=(),
         debug=False,
-        context_schema=graph.context_schema,
+        context_schema=context_schema,
     )
 
 
