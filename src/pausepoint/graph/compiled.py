@@ -16,6 +16,7 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pausepoint.checkpoint._caller_keys import with_caller_keys
 from pausepoint.checkpoint._commit import committing
 from pausepoint.checkpoint.base import SaverProtocol
 from pausepoint.config import RunConfig, RunnableConfig
@@ -134,6 +135,8 @@ class CompiledStateGraph(RunnableMethods):
                 "Checkpointer requires one or more of the following 'configurable' keys: "
                 "thread_id, checkpoint_ns, checkpoint_id"
             )
+        lease = self._lease(saver, cfg)
+        saver = with_caller_keys(saver, cfg.configurable)
         opts = RunOptions(
             config=cfg,
             has_saver=saver is not None,
@@ -147,7 +150,7 @@ class CompiledStateGraph(RunnableMethods):
             sink=sink,
             saver=saver,
             output_keys=_key_tuple(output_keys),
-            lease=self._lease(saver, cfg),
+            lease=lease,
             context=context,
             messages=message_tap(sink, (), modes),
         )
@@ -165,7 +168,6 @@ class CompiledStateGraph(RunnableMethods):
         self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Sink | None
     ) -> tuple[RunOptions, SaverProtocol | None]:
         given = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
-        saver: SaverProtocol | None = committing(given)
         if self.checkpointer is True:  # stateful: one namespace across parent runs
             ns = stateful_ns(ns)
         inner = RunConfig.parse(
@@ -178,6 +180,8 @@ class CompiledStateGraph(RunnableMethods):
                 },
             }
         )
+        saver: SaverProtocol | None = committing(given)
+        saver = with_caller_keys(saver, inner.configurable)
         # Without subgraphs=True only custom chunks come up; messages are dropped by
         # their namespace then, but still reported here, not as the parent node's.
         wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & _NESTED
@@ -305,7 +309,7 @@ class CompiledStateGraph(RunnableMethods):
         snapshot's ``tasks[i].state``) reads that subgraph's state. With
         ``subgraphs=True``, subgraph tasks carry their own snapshots.
         """
-        saver = self._require_saver()
+        saver = self._require_saver(config)
         graph, config = self._addressed(config)
         flow = read_state(graph.spec, config, subgraphs)
         return sdriver.run_effects(flow, saver)
@@ -319,7 +323,7 @@ class CompiledStateGraph(RunnableMethods):
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first."""
-        saver = self._require_saver()
+        saver = self._require_saver(config)
         spec, listed = self._history_query(config)
         for saved in saver.list(listed, filter=filter, before=before, limit=limit):
             yield history_snapshot(spec, saved)
@@ -384,7 +388,7 @@ class CompiledStateGraph(RunnableMethods):
         before anything is saved: a value a reducer rejects raises
         [`InvalidUpdateError`][pausepoint.errors.InvalidUpdateError] and writes nothing.
         """
-        saver = self._require_saver()
+        saver = self._require_saver(config)
         graph, config = self._addressed(config)
         return sdriver.run_effects(update_effects(graph.spec, config, supersteps), saver)
 
@@ -456,7 +460,7 @@ class CompiledStateGraph(RunnableMethods):
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async [`get_state`][] (with the saver's async methods)."""
-        saver = self._require_saver()
+        saver = self._require_saver(config)
         graph, config = self._addressed(config)
         flow = read_state(graph.spec, config, subgraphs)
         return await _adriver().run_effects(flow, saver)
@@ -470,7 +474,7 @@ class CompiledStateGraph(RunnableMethods):
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
         """Async [`get_state_history`][] (with the saver's ``alist``)."""
-        saver = self._require_saver()
+        saver = self._require_saver(config)
         spec, listed = self._history_query(config)
         async for saved in saver.alist(listed, filter=filter, before=before, limit=limit):
             yield history_snapshot(spec, saved)
@@ -489,20 +493,22 @@ class CompiledStateGraph(RunnableMethods):
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """Async [`bulk_update_state`][] (with the saver's async methods)."""
-        saver = self._require_saver()
+        saver = self._require_saver(config)
         graph, config = self._addressed(config)
         return await _adriver().run_effects(update_effects(graph.spec, config, supersteps), saver)
 
     # --- helpers ---------------------------------------------------------------------------
 
-    def _require_saver(self) -> SaverProtocol:
+    def _require_saver(self, config: RunnableConfig) -> SaverProtocol:
+        """The saver state inspection uses, handed the caller's ``configurable`` keys."""
         saver = self.checkpointer
         if saver in (None, False, True):
             raise CheckpointerRequiredError(
                 "this graph has no checkpointer: compile it with "
                 "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
             )
-        return committing(saver)
+        committed: SaverProtocol = committing(saver)
+        return with_caller_keys(committed, self._merged(config).get("configurable") or {})
 
 
 _NESTED = frozenset({"custom", "messages"})
