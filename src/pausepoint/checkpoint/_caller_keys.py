@@ -59,9 +59,11 @@ def with_caller_keys(
     """``saver`` as a run with ``configurable`` uses it: wrapped only if it has keys to hand."""
     if type(saver) is CallerKeys:  # a subgraph's run: its own keys replace its parent's
         saver = saver.saver
-    if saver is None or not (keys := caller_keys(configurable)):
-        return saver
-    return CallerKeys(saver, keys)
+    if saver is not None:
+        for key in configurable:  # a loop, not caller_keys: every run passes here
+            if key not in _ENGINE_KEYS and not key.startswith("__"):
+                return CallerKeys(saver, caller_keys(configurable))
+    return saver
 
 
 @final

@@ -5,13 +5,15 @@ checkpoint's ``channel_versions`` hold ints or that an ``__interrupt__`` write h
 interrupts. A crafted or damaged row that decodes would otherwise fail deep in the
 engine with a raw ``TypeError`` (``'>' not supported between 'list' and 'int'``);
 these checks turn it into a ``CheckpointDecodeError`` saying what is wrong, before
-anything uses the row. Each check is a few ``isinstance`` calls per entry.
+anything uses the row. Each check is a few ``isinstance`` calls per entry, in plain
+loops rather than generator expressions or helper calls: every read of a thread runs
+them, once per channel and per node.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TypeGuard, cast
+from typing import cast
 
 from pausepoint.checkpoint.base import CHECKPOINT_FORMAT, PendingWrite
 from pausepoint.errors import CheckpointDecodeError
@@ -19,21 +21,18 @@ from pausepoint.errors import CheckpointDecodeError
 __all__ = ["check_checkpoint", "check_metadata", "check_writes"]
 
 _REQUIRED = ("v", "id", "ts", "channel_values", "channel_versions", "versions_seen")
+_REQUIRED_KEYS = frozenset(_REQUIRED)
 
 
 def _corrupt(what: str) -> CheckpointDecodeError:
     return CheckpointDecodeError(f"{what}; the row is corrupt")
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return type(value) is int
-
-
 def _check_versions(versions: object, what: str) -> None:
     if not isinstance(versions, dict):
         raise _corrupt(f"its {what} is a {type(versions).__name__}, not a dict")
     for channel, version in cast(dict[object, object], versions).items():
-        if type(channel) is not str or not _is_int(version):
+        if type(channel) is not str or type(version) is not int:
             raise _corrupt(f"its {what} maps {channel!r} to {version!r}, not to an int version")
 
 
@@ -50,20 +49,23 @@ def _check_fields(checkpoint: dict[str, object], checkpoint_id: str) -> None:
     if checkpoint["id"] != checkpoint_id:
         raise _corrupt(f"it holds the checkpoint {checkpoint['id']!r}")
     values = checkpoint["channel_values"]
-    if not isinstance(values, dict) or any(
-        type(k) is not str for k in cast(dict[object, object], values)
-    ):
+    if not isinstance(values, dict):
         raise _corrupt("its channel_values is not a dict keyed by channel name")
+    for key in cast(dict[object, object], values):
+        if type(key) is not str:
+            raise _corrupt("its channel_values is not a dict keyed by channel name")
     _check_versions(checkpoint["channel_versions"], "channel_versions")
     _check_seen(checkpoint["versions_seen"])
     if type(checkpoint["ts"]) is not str:
         raise _corrupt(f"its ts is {checkpoint['ts']!r}, not a timestamp text")
     updated = checkpoint.get("updated_channels")
-    if updated is not None and (
-        not isinstance(updated, list)
-        or any(type(c) is not str for c in cast(list[object], updated))
-    ):
+    if updated is None:
+        return
+    if not isinstance(updated, list):
         raise _corrupt(f"its updated_channels is {updated!r}, not a list of channel names")
+    for channel in cast(list[object], updated):
+        if type(channel) is not str:
+            raise _corrupt(f"its updated_channels is {updated!r}, not a list of channel names")
 
 
 def check_checkpoint(checkpoint: object, checkpoint_id: str) -> None:
@@ -77,11 +79,11 @@ def check_checkpoint(checkpoint: object, checkpoint_id: str) -> None:
     if not isinstance(checkpoint, dict):
         raise _corrupt(f"it holds a {type(checkpoint).__name__}, not a checkpoint record")
     record = cast(dict[str, object], checkpoint)
-    missing = [k for k in _REQUIRED if k not in record]
-    if missing:
-        raise _corrupt(f"its checkpoint record lacks {', '.join(map(repr, missing))}")
+    if not record.keys() >= _REQUIRED_KEYS:
+        missing = ", ".join(repr(k) for k in _REQUIRED if k not in record)
+        raise _corrupt(f"its checkpoint record lacks {missing}")
     version = record["v"]
-    if not _is_int(version) or version > CHECKPOINT_FORMAT:
+    if type(version) is not int or version > CHECKPOINT_FORMAT:
         raise CheckpointDecodeError(
             f"it has format version {version!r}, but this pausepoint reads versions up "
             f"to {CHECKPOINT_FORMAT}; upgrade pausepoint to read it"
@@ -99,12 +101,13 @@ def check_metadata(metadata: Mapping[str, object]) -> None:
     step = metadata.get("step", 0)
     source = metadata.get("source", "")
     parents = metadata.get("parents", {})
-    if not _is_int(step) or type(source) is not str:
+    if type(step) is not int or type(source) is not str:
         raise _corrupt(f"its metadata has step {step!r} and source {source!r}")
-    if not isinstance(parents, dict) or not all(
-        type(k) is str and type(v) is str for k, v in cast(dict[object, object], parents).items()
-    ):
+    if not isinstance(parents, dict):
         raise _corrupt(f"its metadata has parents {parents!r}, not a dict of ids")
+    for ns, checkpoint_id in cast(dict[object, object], parents).items():
+        if type(ns) is not str or type(checkpoint_id) is not str:
+            raise _corrupt(f"its metadata has parents {parents!r}, not a dict of ids")
 
 
 def check_writes(writes: Iterable[PendingWrite]) -> None:

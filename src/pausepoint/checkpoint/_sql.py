@@ -48,7 +48,6 @@ from pausepoint.checkpoint.base import (
     CheckpointTuple,
     PendingWrite,
     TaskWrites,
-    config_keys,
 )
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
@@ -226,7 +225,7 @@ def _writes_of(dialect: Dialect, row: Row) -> Statement:
 
 
 def get_tuple_flow(
-    dialect: Dialect, codec: SqlCodec, config: RunnableConfig
+    dialect: Dialect, codec: SqlCodec, config: CheckpointRef | RunnableConfig
 ) -> Flow[CheckpointTuple | None]:
     """Load the checkpoint the config names (or the newest), with its pending writes."""
     sql, params = read_query(dialect, config)
@@ -236,13 +235,15 @@ def get_tuple_flow(
     return (yield from tuple_of(dialect, codec, rows[0]))
 
 
-def read_query(dialect: Dialect, config: RunnableConfig) -> tuple[str, tuple[Any, ...]]:
+def read_query(
+    dialect: Dialect, config: CheckpointRef | RunnableConfig
+) -> tuple[str, tuple[Any, ...]]:
     """The query reading the checkpoint ``config`` names (or the newest), and its params.
 
     On PostgreSQL its row also holds the pending writes, as four arrays (columns 7 to
     10): one round trip. Placeholders are ``?`` (see ``Dialect.sql``).
     """
-    thread, ns, checkpoint_id = config_keys(config)
+    thread, ns, checkpoint_id = ref_of(config)
     if checkpoint_id is None:
         sql, params = _SELECT_LATEST, (thread, ns)
     else:

@@ -37,7 +37,7 @@ from pausepoint.checkpoint._sql import (
     store_rows,
     tuple_of,
 )
-from pausepoint.checkpoint.base import Lease, LeaseClaim, config_keys
+from pausepoint.checkpoint.base import Lease, LeaseClaim
 from pausepoint.config import RunnableConfig
 from pausepoint.errors import LeaseLostError, StaleCheckpointError
 
@@ -105,6 +105,36 @@ def acquire_flow(
     return LeaseClaim(holder.owner == owner, holder)
 
 
+def claim_flow(
+    dialect: Dialect,
+    codec: SqlCodec,
+    thread_id: str,
+    owner: str,
+    ttl: float,
+    nudge: bool,
+    clock: Clock,
+    read: CheckpointRef | RunnableConfig | None,
+) -> Flow[LeaseClaim]:
+    """``acquire_lease(..., read=...)``: the claim, and the read once the lease is held.
+
+    PostgreSQL does both in one statement (`acquire_read_flow`). SQLite runs the claim
+    and then the read as two statements of the claim's write transaction: nothing can
+    commit in between, so the read shows every write committed before the claim, and
+    a run starts with one transaction, not two.
+    """
+    if read is None:
+        return (yield from acquire_flow(dialect, thread_id, owner, ttl, nudge, clock))
+    if ref_of(read)[0] != str(thread_id):
+        raise ValueError("acquire_lease(read=...) must read the thread it takes")
+    if not dialect.client_clock:
+        return (yield from acquire_read_flow(dialect, codec, thread_id, owner, ttl, nudge, read))
+    claim = yield from acquire_flow(dialect, thread_id, owner, ttl, nudge, clock)
+    if not claim.acquired:
+        return claim
+    found = yield from get_tuple_flow(dialect, codec, read)
+    return LeaseClaim(True, claim.holder, found, read=True)
+
+
 def acquire_read_flow(
     dialect: Dialect,
     codec: SqlCodec,
@@ -112,7 +142,7 @@ def acquire_read_flow(
     owner: str,
     ttl: float,
     nudge: bool,
-    read: RunnableConfig,
+    read: CheckpointRef | RunnableConfig,
 ) -> Flow[LeaseClaim]:
     """``acquire_lease(..., read=config)`` on PostgreSQL: claim and read in one statement.
 
@@ -127,8 +157,6 @@ def acquire_read_flow(
     changed the row in between, and the thread is read again, now that the lease is
     held. A run's writes are all fenced, so nothing it wrote can slip past ``seq``.
     """
-    if config_keys(read)[0] != str(thread_id):
-        raise ValueError("acquire_lease(read=...) must read the thread it takes")
     check_lease_args(owner, ttl)
     assert not dialect.client_clock, "PostgreSQL only: the database's clock, RETURNING"
     thread = str(thread_id)

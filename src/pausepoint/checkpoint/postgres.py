@@ -329,10 +329,12 @@ class PostgresSaver(BaseCheckpointSaver):
         ttl: float,
         *,
         nudge: bool = False,
-        read: RunnableConfig | None = None,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """See [`BaseCheckpointSaver.acquire_lease`][]: one statement, with ``read`` too."""
-        return self._run(_claim_flow(self._codec, thread_id, owner, ttl, nudge, read))
+        return self._run(
+            _sql_leases.claim_flow(_D, self._codec, thread_id, owner, ttl, nudge, None, read)
+        )
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """See [`BaseCheckpointSaver.renew_lease`][]: one statement."""
@@ -533,10 +535,12 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         ttl: float,
         *,
         nudge: bool = False,
-        read: RunnableConfig | None = None,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Async ``acquire_lease``; see [`BaseCheckpointSaver.acquire_lease`][]."""
-        return await self._run(_claim_flow(self._codec, thread_id, owner, ttl, nudge, read))
+        return await self._run(
+            _sql_leases.claim_flow(_D, self._codec, thread_id, owner, ttl, nudge, None, read)
+        )
 
     async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """Async ``renew_lease``; see [`BaseCheckpointSaver.renew_lease`][]."""
@@ -549,16 +553,3 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     async def aget_lease(self, thread_id: str) -> Lease | None:
         """Async ``get_lease``; see [`BaseCheckpointSaver.get_lease`][]."""
         return await self._run(_sql_leases.get_lease_flow(_D, thread_id, None))
-
-
-def _claim_flow(
-    codec: _sql.SqlCodec,
-    thread_id: str,
-    owner: str,
-    ttl: float,
-    nudge: bool,
-    read: RunnableConfig | None,
-) -> _sql.Flow[LeaseClaim]:
-    if read is None:
-        return _sql_leases.acquire_flow(_D, thread_id, owner, ttl, nudge, None)
-    return _sql_leases.acquire_read_flow(_D, codec, thread_id, owner, ttl, nudge, read)

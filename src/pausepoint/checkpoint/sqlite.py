@@ -29,6 +29,7 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
@@ -283,10 +284,18 @@ class SqliteSaver(BaseCheckpointSaver):
         self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
 
     def acquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """See [`BaseCheckpointSaver.acquire_lease`][]: one write transaction."""
-        flow = _sql_leases.acquire_flow(_sql.SQLITE, thread_id, owner, ttl, nudge, self._lease_now)
+        """See [`BaseCheckpointSaver.acquire_lease`][]: one write transaction, ``read`` too."""
+        flow = _sql_leases.claim_flow(
+            _sql.SQLITE, self._codec, thread_id, owner, ttl, nudge, self._lease_now, read
+        )
         return self._run(flow, write=True, durable=False)
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
@@ -405,10 +414,17 @@ class SqliteSaver(BaseCheckpointSaver):
         await asyncio.to_thread(self.delete_thread, thread_id)
 
     async def aacquire_lease(
-        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+        self,
+        thread_id: str,
+        owner: str,
+        ttl: float,
+        *,
+        nudge: bool = False,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Async [`acquire_lease`][] (runs in a worker thread)."""
-        return await asyncio.to_thread(self.acquire_lease, thread_id, owner, ttl, nudge=nudge)
+        claim = self.acquire_lease
+        return await asyncio.to_thread(claim, thread_id, owner, ttl, nudge=nudge, read=read)
 
     async def arenew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """Async [`renew_lease`][] (runs in a worker thread)."""

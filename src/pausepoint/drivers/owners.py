@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import Any
 
-from pausepoint.checkpoint.base import CheckpointRef, Lease, LeaseClaim, as_config
+from pausepoint.checkpoint.base import CheckpointRef, Lease, LeaseClaim
 from pausepoint.config import RunnableConfig
 
 __all__ = [
@@ -104,16 +104,16 @@ def holder_is_gone(owner: str) -> bool:
 
 def claim_kwargs(
     saver: object, read: CheckpointRef | RunnableConfig | None, method: str = "acquire_lease"
-) -> dict[str, RunnableConfig]:
+) -> dict[str, CheckpointRef | RunnableConfig]:
     """The keywords of a ``method`` call for a claim that wants ``read`` read too.
 
-    ``read=`` (a config dict, as ``get_tuple`` takes) goes only to a saver whose
-    ``method`` (``acquire_lease`` or ``aacquire_lease``) takes it; any other reads
-    with a ``get_tuple`` of its own.
+    ``read=`` (a `CheckpointRef`: the keyword is pausepoint's own, so no config dict
+    is built for it) goes only to a saver whose ``method`` (``acquire_lease`` or
+    ``aacquire_lease``) takes it; any other reads with a ``get_tuple`` of its own.
     """
     if read is None or not _method_takes(type(saver), method, "read"):
         return {}
-    return {"read": as_config(read)}
+    return {"read": read}
 
 
 @functools.cache

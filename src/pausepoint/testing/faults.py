@@ -15,6 +15,7 @@ from pausepoint.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
+    CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
@@ -177,7 +178,7 @@ class FaultySaver(BaseCheckpointSaver):
         ttl: float,
         *,
         nudge: bool = False,
-        read: RunnableConfig | None = None,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Delegate (``read`` only to a saver that takes it), failing if chosen."""
         self._enter("acquire_lease")
@@ -260,7 +261,7 @@ class FaultySaver(BaseCheckpointSaver):
         ttl: float,
         *,
         nudge: bool = False,
-        read: RunnableConfig | None = None,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Delegate (``read`` only to a saver that takes it), failing if chosen."""
         self._enter("acquire_lease")

@@ -21,6 +21,7 @@ import pytest
 from pausepoint.checkpoint.base import (
     BaseCheckpointSaver,
     CheckpointPut,
+    CheckpointRef,
     LeaseClaim,
     PendingWrite,
     TaskWrites,
@@ -114,7 +115,7 @@ class LeaseConformance:
     @pytest.fixture
     def reading(self, saver: BaseCheckpointSaver, ops: SaverOps) -> None:
         """Skip the test unless the saver's ``acquire_lease`` takes ``read=``."""
-        if not claim_kwargs(saver, config_for("any"), ops.lease_method):
+        if not claim_kwargs(saver, CheckpointRef("any"), ops.lease_method):
             pytest.skip("acquire_lease takes no read=: the engine reads with get_tuple")
 
     @pytest.mark.asyncio
@@ -444,9 +445,11 @@ class LeaseConformance:
         await ops.put_writes(second, [("a", 1), ("b", 2)], "task-1", lease="A")
         await ops.release_lease(thread, "A")
         for config in (config_for(thread), first, second):
-            claim = await ops.acquire_lease(thread, "B", LONG, read=config)
-            assert (claim.acquired, claim.read) == (True, True)
-            assert claim.checkpoint == await ops.get_tuple(config)
+            # As a config dict (a caller's) and as a CheckpointRef (the engine's).
+            for read in (config, CheckpointRef.of(config)):
+                claim = await ops.acquire_lease(thread, "B", LONG, read=read)
+                assert (claim.acquired, claim.read) == (True, True)
+                assert claim.checkpoint == await ops.get_tuple(config)
         busy = await ops.acquire_lease(thread, "C", LONG, read=config_for(thread))
         assert (busy.acquired, busy.read, busy.checkpoint) == (False, False, None)
         with pytest.raises(ValueError, match="must read the thread it takes"):

@@ -16,6 +16,7 @@ from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
@@ -100,7 +101,7 @@ class SaverOps:
         ttl: float,
         *,
         nudge: bool = False,
-        read: RunnableConfig | None = None,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Take or renew a thread's lease (``read``: and read the thread)."""
         raise NotImplementedError
@@ -212,7 +213,7 @@ class SyncOps(SaverOps):
         ttl: float,
         *,
         nudge: bool = False,
-        read: RunnableConfig | None = None,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Call ``acquire_lease`` (with ``read=`` only when given)."""
         kw = {} if read is None else {"read": read}
@@ -335,7 +336,7 @@ class AsyncOps(SaverOps):
         ttl: float,
         *,
         nudge: bool = False,
-        read: RunnableConfig | None = None,
+        read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
         """Await ``aacquire_lease`` (with ``read=`` only when given)."""
         kw = {} if read is None else {"read": read}
