@@ -425,7 +425,7 @@ def _write_rows(
         except SerializationError:
             codec.dump(value, write_label(channel, value, task_id, task_path))
             raise
-        if type_ == FORMAT:
+        if found is not None and type_ == FORMAT:  # a write a checkpoint may hold too
             remember(found, value, blob)
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     return list(rows.values())
