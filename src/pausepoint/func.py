@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from pausepoint.running import current_task
-from pausepoint.types import CachePolicy, RetryPolicy
+from pausepoint.types import CachePolicy, Checkpointer, RetryPolicy
 
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
@@ -155,7 +155,7 @@ class entrypoint:
 
     def __init__(
         self,
-        checkpointer: object = None,
+        checkpointer: Checkpointer = None,
         store: object = None,
         cache: object = None,
         context_schema: object = None,

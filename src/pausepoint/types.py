@@ -18,6 +18,7 @@ from typing import (
     Literal,
     NamedTuple,
     NotRequired,
+    TypeAlias,
     TypeVar,
     final,
 )
@@ -28,7 +29,7 @@ from xxhash import xxh3_128_hexdigest
 from pausepoint.running import current_task
 
 if TYPE_CHECKING:
-    from pausepoint.checkpoint.base import CheckpointMetadata
+    from pausepoint.checkpoint.base import BaseCheckpointSaver, CheckpointMetadata, SaverProtocol
     from pausepoint.config import RunnableConfig
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "Answer",
     "CachePolicy",
     "CheckpointStreamPart",
+    "Checkpointer",
     "Command",
     "CustomStreamPart",
     "DebugStreamPart",
@@ -68,6 +70,26 @@ Durability = Literal["sync", "async", "exit"]
 only when the run ends (exit)."""
 All = Literal["*"]
 """``interrupt_before="*"``: every visible node."""
+if TYPE_CHECKING:
+    Checkpointer: TypeAlias = BaseCheckpointSaver | SaverProtocol | bool | None
+    """What ``compile(checkpointer=...)`` takes: a saver, ``None`` (a subgraph uses its
+    parent's; a root graph keeps nothing), ``True`` (a subgraph that keeps its own state
+    across its parent's runs) or ``False`` (a subgraph that keeps none). A duck-typed
+    saver with LangGraph's methods is accepted too (checked when the graph is compiled).
+    """
+else:
+
+    def __getattr__(name: str) -> object:
+        # ``Checkpointer`` names the saver classes, whose modules import this one: it is
+        # made on first use (a real union, so ``get_type_hints`` resolves it).
+        if name == "Checkpointer":
+            from pausepoint.checkpoint.base import BaseCheckpointSaver, SaverProtocol
+
+            globals()[name] = alias = BaseCheckpointSaver | SaverProtocol | bool | None
+            return alias
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 StreamWriter = Callable[[Any], None]
 """The type of a node's injected ``writer`` parameter (``def node(state, writer:
 StreamWriter)``) and of [`pausepoint.config.get_stream_writer`][]'s result: it sends

@@ -290,3 +290,18 @@ def test_get_stream_writer_and_get_config_outside_a_run_raise(lib: Lib):
     for fn in (lib.get_stream_writer, lib.get_config):
         with pytest.raises(RuntimeError, match="Called get_config outside of a runnable context"):
             fn()
+
+
+def test_the_checkpointer_alias_names_the_savers(lib: Lib):
+    """``types.Checkpointer``, for annotating what ``compile(checkpointer=)`` takes."""
+    import typing
+
+    alias = importlib.import_module(f"{lib.name}.types").Checkpointer
+    args = typing.get_args(alias)
+    assert bool in args
+    assert type(None) in args
+    assert any(isinstance(a, type) and issubclass(lib.InMemorySaver, a) for a in args)
+
+    def compile_with(checkpointer: alias) -> None: ...  # a variable alias: fine at run time
+
+    assert typing.get_type_hints(compile_with)["checkpointer"] == alias

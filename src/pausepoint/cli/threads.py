@@ -298,9 +298,9 @@ def compile_graph(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph
     from pausepoint.graph.entry import entrypoint_with
     from pausepoint.graph.state import StateGraph
 
-    if isinstance(obj, CompiledStateGraph) and obj.builder is None:  # an @entrypoint
-        return entrypoint_with(obj, saver)
     if isinstance(obj, CompiledStateGraph):
+        if obj.builder is None:  # an @entrypoint
+            return entrypoint_with(obj, saver)
         return obj.builder.compile(
             checkpointer=saver,
             interrupt_before=obj.interrupt_before_nodes or None,

@@ -43,9 +43,10 @@ from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.running import TASK
 from pausepoint.runtime import coerce_context
 from pausepoint.task_context import NestInfo
-from pausepoint.types import Durability, StateSnapshot, StateUpdate
+from pausepoint.types import Checkpointer, Durability, StateSnapshot, StateUpdate
 
 if TYPE_CHECKING:
+    from pausepoint.graph.state import StateGraph
     from pausepoint.loop.effects import Effect
 
 __all__ = ["CompiledStateGraph"]
@@ -64,8 +65,8 @@ class CompiledStateGraph(RunnableMethods):
         self,
         spec: GraphSpec,
         *,
-        builder: Any,  # a StateGraph, or None for an @entrypoint (cli/threads.py reads it)
-        checkpointer: Any,
+        builder: StateGraph | None,  # None for an @entrypoint (cli/threads.py reads it)
+        checkpointer: Checkpointer,
         interrupt_before: tuple[str, ...] | str,
         interrupt_after: tuple[str, ...] | str,
         debug: bool,

@@ -13,14 +13,14 @@ from pausepoint.graph.build import takes
 from pausepoint.graph.compiled import CompiledStateGraph
 from pausepoint.graph.schema import SchemaInfo
 from pausepoint.loop.spec import GraphSpec, NodeProc
-from pausepoint.types import RetryPolicy
+from pausepoint.types import Checkpointer, RetryPolicy
 
 __all__ = ["build_entrypoint", "entrypoint_with"]
 
 
 def build_entrypoint(
     func: Callable[..., Any],
-    checkpointer: Any,
+    checkpointer: Checkpointer,
     retry: tuple[RetryPolicy, ...],
     context_schema: Any = None,
     final: type | None = None,
@@ -75,7 +75,7 @@ def build_entrypoint(
     return _compiled(spec, func, checkpointer, context_schema)
 
 
-def entrypoint_with(graph: CompiledStateGraph, checkpointer: object) -> CompiledStateGraph:
+def entrypoint_with(graph: CompiledStateGraph, checkpointer: Checkpointer) -> CompiledStateGraph:
     """An ``@entrypoint``'s graph again, saving with ``checkpointer``.
 
     It has no builder to compile again: ``pausepoint threads resume --graph`` gives it
@@ -88,7 +88,7 @@ def entrypoint_with(graph: CompiledStateGraph, checkpointer: object) -> Compiled
 def _compiled(
     spec: GraphSpec,
     func: Callable[..., Any] | None,
-    checkpointer: object,
+    checkpointer: Checkpointer,
     context_schema: Callable[..., object] | None,
 ) -> CompiledStateGraph:
     """The entrypoint's one-node graph, saving with ``checkpointer``."""
@@ -105,7 +105,7 @@ def _compiled(
     )
 
 
-def _allow_declared_types(func: Callable[..., Any], checkpointer: Any) -> None:
+def _allow_declared_types(func: Callable[..., Any], checkpointer: Checkpointer) -> None:
     """Let the saver store the types the entrypoint's signature names (DESIGN §4.7)."""
     register = getattr(getattr(checkpointer, "serde", None), "register_schema", None)
     if register is None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT, END, RESERVED_NAMES, START
 from pausepoint.graph.schema import SchemaInfo, refuse_managed_io
-from pausepoint.types import All, CachePolicy, RetryPolicy
+from pausepoint.types import All, CachePolicy, Checkpointer, RetryPolicy
 
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
@@ -215,7 +215,7 @@ class StateGraph:
 
     def compile(
         self,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer = None,
         *,
         cache: object = None,
         store: object = None,
