@@ -152,10 +152,10 @@ class InMemorySaver(BaseCheckpointSaver):
         """
         check_release(step.lease, step.release)
         ref = ref_of(step.config)
-        thread, ns, target = ref
+        thread, ns, target = ref  # target: the checkpoint the writes go to
         first = None if step.first is None else self._encode(step.first, target)
         if first is not None:
-            target = first[0]
+            target = first[0]  # the first checkpoint, stored after the config's
         if step.writes and target is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
         tasks = [self._encode_writes(task) for task in step.writes]
