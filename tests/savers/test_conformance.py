@@ -9,11 +9,19 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from pausepoint.checkpoint.base import BaseCheckpointSaver
+from pausepoint.checkpoint.base import (
+    At,
+    BaseCheckpointSaver,
+    CheckpointTuple,
+    Lease,
+    LeaseClaim,
+    StepCommit,
+)
 from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.memory import InMemorySaver
 from pausepoint.checkpoint.postgres import AsyncPostgresSaver, PostgresSaver
 from pausepoint.checkpoint.sqlite import AsyncSqliteSaver, SqliteSaver
+from pausepoint.config import RunnableConfig
 from pausepoint.testing import SaverConformance
 
 
@@ -96,6 +104,67 @@ class TestPartsOnlySaver(SaverConformance):
     @pytest.fixture
     def saver(self) -> PartsOnly:
         return PartsOnly()
+
+
+class CommitOnly(BaseCheckpointSaver):
+    """A saver written to the engine's one write: get_tuple, list, commit and
+    delete_thread only. LangGraph's put, put_writes, put_after_writes and put_pair
+    (and their async forms) are BaseCheckpointSaver's defaults, made of its commit."""
+
+    def __init__(self) -> None:
+        self.inner = InMemorySaver()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.inner.get_tuple(config)
+
+    def list(self, config: RunnableConfig | None, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        return self.inner.list(config, **kwargs)
+
+    def commit(self, step: StepCommit[At]) -> At:
+        return self.inner.commit(step)
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.inner.delete_thread(thread_id)
+
+
+class TestCommitOnlySaver(SaverConformance):
+    @pytest.fixture
+    def saver(self) -> CommitOnly:
+        return CommitOnly()
+
+
+class FencedCommitOnly(CommitOnly):
+    """``CommitOnly`` with leases that its commit honours: the guarded-write tests
+    then run through the base class's put, put_writes, ... to this commit."""
+
+    supports_leases = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = InMemorySaver(clock=self._now)
+
+    def _now(self) -> float:
+        return self.lease_clock()  # as the suite sets it, after the saver is made
+
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False
+    ) -> LeaseClaim:
+        return self.inner.acquire_lease(thread_id, owner, ttl, nudge=nudge)
+
+    def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
+        return self.inner.renew_lease(thread_id, owner, ttl)
+
+    def release_lease(self, thread_id: str, owner: str) -> bool:
+        return self.inner.release_lease(thread_id, owner)
+
+    def get_lease(self, thread_id: str) -> Lease | None:
+        return self.inner.get_lease(thread_id)
+
+
+class TestFencedCommitOnlySaver(SaverConformance):
+    @pytest.fixture
+    def saver(self) -> FencedCommitOnly:
+        return FencedCommitOnly()
 
 
 class TestSqliteFile(SaverConformance):

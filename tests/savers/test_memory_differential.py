@@ -4,8 +4,9 @@ The reference saver stores encodings in plain dicts; the compacting one keeps
 immutable values as they are, shares parts of idle threads' checkpoints, encodes
 only what a list gained, reuses encodings and keeps an index of waiting questions.
 A Hypothesis state machine drives both with the same puts, writes (ordinary and
-special, good and refused), batched writes, pairs, deletions and bursts of puts to
-other threads (which make the compacting saver compact the idle ones); after every
+special, good and refused), batched writes, pairs, commits under a ``CheckpointRef``
+(the engine's), deletions and bursts of puts to other threads (which make the
+compacting saver compact the idle ones); after every
 step each read must give equal results, types included: ``get_tuple``, ``list``
 (whole, by thread, by namespace, by metadata filter, before, limit) and
 ``list_pending``. An error must be the same error with the same message, and must
@@ -23,7 +24,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from pausepoint.checkpoint.base import CheckpointPut, TaskWrites, empty_checkpoint
+from pausepoint.checkpoint.base import (
+    CheckpointPut,
+    CheckpointRef,
+    StepCommit,
+    TaskWrites,
+    empty_checkpoint,
+)
 from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.checkpoint.memory import InMemorySaver
@@ -192,6 +199,33 @@ class SameResults(RuleBasedStateMachine):
             config = self._config(thread, "", parent)
             result = self.both(lambda s: s.put_after_writes(config, tasks, second, meta, {}))
         self._note(thread, "", result)
+
+    @rule(
+        thread=st.sampled_from(THREADS),
+        ns=st.sampled_from(NAMESPACES),
+        parent=st.none() | st.integers(-2, 1),
+        batch=st.lists(st.tuples(st.sampled_from(TASKS), writes), max_size=2),
+        channel_values=st.none() | st.dictionaries(st.sampled_from(CHANNELS), values, max_size=3),
+        first=st.booleans(),
+    )
+    def commit_by_ref(
+        self, thread: str, ns: str, parent: int | None, batch: Any, channel_values: Any, first: bool
+    ) -> None:
+        """The engine's write: a commit under a ``CheckpointRef``, answered with a ref."""
+        ref = CheckpointRef.of(self._config(thread, ns, parent))
+        tasks = tuple(TaskWrites(task, w) for task, w in batch)
+        last = head = None
+        if channel_values is not None:
+            meta: Any = {"source": "loop", "step": 1, "parents": {}}
+            last = CheckpointPut(self._checkpoint(channel_values), meta, {})
+            if first:
+                head = CheckpointPut(self._checkpoint({}), {"source": "input", "step": -1}, {})
+        done = self.both(lambda s: s.commit(StepCommit(ref, tasks, last, head)))
+        if done is not None and head is not None:
+            self._note(thread, ns, ref.at(head.checkpoint["id"]).config())
+        if done is not None and last is not None:
+            assert type(done) is CheckpointRef
+            self._note(thread, ns, done.config())
 
     @rule(thread=st.sampled_from(THREADS))
     def delete_thread(self, thread: str) -> None:

@@ -218,12 +218,7 @@ def commit_by_parts(saver: _PartsSaver, step: StepCommit[At]) -> At:
     if step.release and step.lease is None:  # as the write methods refuse it
         raise ValueError("a write with release=True needs lease=owner: whose lease to let go")
     at, writes, second = step.config, step.writes, step.checkpoint
-    if type(at) is not CheckpointRef:
-        config = at
-    elif at is (last := _last_put)[0]:
-        config = last[1]  # the config put returned for this ref: not built again
-    else:
-        config = at.config()
+    config = at.config() if type(at) is CheckpointRef else at
     if second is None:
         if len(writes) != 1:
             return run_parts(saver, step)
@@ -258,23 +253,11 @@ def _stored(
     """What ``commit`` returns for the config ``put`` returned: in ``at``'s form.
 
     ``put`` returns the config of the checkpoint it stored: its thread, namespace
-    and ``checkpoint["id"]`` (the contract), so a ref of it is made from ``at``,
-    and the config is kept for the commit under it (the engine's next, as a rule).
+    and ``checkpoint["id"]`` (the contract), so a ref of it is made from ``at``.
     """
-    global _last_put
     if type(at) is CheckpointRef:
-        ref = _new(CheckpointRef, (at[0], at[1], last.checkpoint["id"]))
-        _last_put = (ref, done)
-        return ref
+        return _new(CheckpointRef, (at[0], at[1], last.checkpoint["id"]))
     return done
-
-
-# The last ref `commit_by_parts` returned and the config ``put`` returned with it: the
-# engine's next commit goes under that ref, and its dict is then passed on instead of
-# built again (the engine passed the dict itself before it carried refs; ~1 % of a
-# step on InMemorySaver). Compared by identity, so a stale pair (another thread's,
-# another saver's) is only a miss; replaced whole, so it is never half-written.
-_last_put: tuple[CheckpointRef | None, RunnableConfig] = (None, {})
 
 
 class PartsSaver:

@@ -5,6 +5,13 @@ of a superstep. *Pending writes* are the outputs of that step's tasks saved as
 each task finishes, so a crash or an interrupt in one branch loses no sibling's
 finished work. Savers store both; the engine decides what they mean.
 
+A saver implements ``get_tuple``, ``list`` and ``delete_thread``, and its writes in
+one of two ways: ``commit``, the engine's one write (`InMemorySaver`, the reference,
+does), of which [`BaseCheckpointSaver`][] then makes ``put``, ``put_writes``,
+``put_after_writes``, ``put_pair`` and their async forms; or LangGraph's ``put`` and
+``put_writes``, of which it makes ``commit`` (every LangGraph-style saver). A saver
+that implements neither is told so by each write (``NotImplementedError``).
+
 Contracts every saver keeps (``pausepoint.testing`` checks them):
 
 - ``put`` stores a checkpoint under ``(thread_id, checkpoint_ns, checkpoint["id"])``
@@ -24,21 +31,22 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   (``first``), then task writes against it (or against the config's checkpoint),
   then a checkpoint after them, as ``put``/``put_writes`` calls in that order would
   store them, and returns the last checkpoint's config (the config if none), in the
-  form the commit's config has: a [`CheckpointRef`][] (the engine's), or a dict. The
-  default is made of the other write methods; a saver whose ``batches`` is true
-  stores it all or nothing, in one transaction (SQLite: one commit; PostgreSQL:
-  one statement when the writes fit one), and the engine then puts more in each.
-  ``put_after_writes`` (writes, then a checkpoint) and ``put_pair`` (a checkpoint,
-  writes, a checkpoint) are its older forms, kept for callers.
+  form the commit's config has: a [`CheckpointRef`][] (the engine's), or a dict. A
+  saver's own ``commit`` stores it all or nothing (the in-memory savers: under one
+  lock; SQLite: one transaction; PostgreSQL: one statement when the writes fit one);
+  one made of ``put``/``put_writes`` does not (the conformance suite's ``atomic``). A
+  saver whose ``batches`` is true gets more in each (one commit costs about what one
+  part would). ``put_after_writes`` (writes, then a checkpoint) and ``put_pair`` (a
+  checkpoint, writes, a checkpoint) are its older forms, kept for callers.
 - ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces,
   and its lease.
 - Values are stored so that later mutation of the caller's objects never changes
   what is stored.
 - A checkpoint's ``versions_seen`` entries (the per-node dicts) are read-only once
-  the checkpoint is handed to ``put``: the engine replaces an entry with a new dict
-  rather than changing it, so a saver may keep the entries it is given without
-  copying them (``InMemorySaver`` does; copying them made every step cost O(nodes)
-  in Python). Code that calls ``put`` itself must do the same.
+  the checkpoint is handed to ``commit`` or ``put``: the engine replaces an entry
+  with a new dict rather than changing it, so a saver may keep the entries it is
+  given without copying them (``InMemorySaver`` does; copying them made every step
+  cost O(nodes) in Python). Code that calls ``put`` itself must do the same.
 
 Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persistence.md):
 
@@ -96,6 +104,7 @@ from pausepoint.checkpoint._commit import (
     commit_by_parts,
     in_form,
     ref_of,
+    run_parts,
 )
 from pausepoint.checkpoint._keys import config_keys, guard_kwargs
 from pausepoint.checkpoint._leases import Lease, LeaseClaim, LocalLeases
@@ -227,9 +236,12 @@ def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
 class BaseCheckpointSaver(PendingListing):
     """Base class of savers: sync methods to override, async ones defaulting to them.
 
-    A subclass overrides the sync methods; the default async methods call them
-    directly (fine for in-memory savers). Savers doing I/O override both: SQL text,
-    row mapping and serialization are shared, only connection handling differs.
+    A subclass overrides the reads, ``delete_thread`` and either ``commit`` or
+    ``put`` and ``put_writes`` (see the module docstring); the other write methods
+    default to those. The default async methods call the sync ones directly (fine
+    for in-memory savers), or a saver's own ``acommit``. Savers doing I/O override
+    both: SQL text, row mapping and serialization are shared, only connection
+    handling differs.
 
     Leases: the default lease methods here keep leases in a dict of this saver
     object, so they hold only among the threads and tasks of one process using the
@@ -288,8 +300,15 @@ class BaseCheckpointSaver(PendingListing):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """See the module docstring for the contract (``lease``, ``release``: fencing)."""
-        raise NotImplementedError
+        """See the module docstring for the contract (``lease``, ``release``: fencing).
+
+        This default is a [`commit`][] of the checkpoint, for a saver that implements
+        ``commit`` (a saver implements that or this and ``put_writes``).
+        """
+        if type(self).commit is commit_by_parts:
+            raise _no_writes(self, "put")
+        last = CheckpointPut(checkpoint, metadata, new_versions)
+        return self.commit(StepCommit(config, (), last, lease=lease, release=release))
 
     def put_writes(
         self,
@@ -302,8 +321,14 @@ class BaseCheckpointSaver(PendingListing):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """See the module docstring (``lease``, ``release``, ``if_head``: guards)."""
-        raise NotImplementedError
+        """See the module docstring (``lease``, ``release``, ``if_head``: guards).
+
+        This default is a [`commit`][] of the writes, as ``put``'s is.
+        """
+        if type(self).commit is commit_by_parts:
+            raise _no_writes(self, "put_writes")
+        task = (TaskWrites(task_id, writes, task_path),)
+        self.commit(StepCommit(config, task, lease=lease, release=release, if_head=if_head))
 
     batches: ClassVar[bool] = False
     """Whether one [`commit`][] costs about what one part of it would (a database
@@ -313,11 +338,11 @@ class BaseCheckpointSaver(PendingListing):
     commit = commit_by_parts
     """Store a [`StepCommit`][]; see the module docstring.
 
-    This default (a function of the module ``_commit``, bound as a method without a
-    call of its own: the engine calls it once a step) calls [`put_pair`][],
-    [`put_after_writes`][], ``put_writes`` or ``put``; the first two default to
-    ``put_writes`` for each task, then ``put``. Right for any saver, all or nothing
-    only where those are.
+    This default, for a saver that implements ``put`` and ``put_writes`` instead (a
+    function of the module ``_commit``, bound as a method without a call of its own:
+    the engine calls it once a step), calls [`put_pair`][], [`put_after_writes`][],
+    ``put_writes`` or ``put``; the first two default to ``put_writes`` for each task,
+    then ``put``. Right for any such saver, all or nothing only where those are.
     """
 
     def put_after_writes(
@@ -333,15 +358,17 @@ class BaseCheckpointSaver(PendingListing):
     ) -> RunnableConfig:
         """``put_writes`` for each of ``writes``, then ``put``; see the module docstring.
 
-        This default is not all-or-nothing (a value the ``put`` refuses comes after the
-        writes are stored): a saver overrides it to be (the conformance suite checks).
-        It passes ``lease`` on to each call, and ``release`` to the ``put``.
+        This default is a [`commit`][] for a saver that implements it. For one that
+        implements ``put`` and ``put_writes`` it is those calls, ``lease`` passed on to
+        each and ``release`` to the ``put``: not all or nothing (a value the ``put``
+        refuses comes after the writes are stored) unless the saver overrides it to be
+        (the conformance suite checks).
         """
-        guard = guard_kwargs(lease)
-        for task in writes:
-            self.put_writes(config, task.writes, task.task_id, task.task_path, **guard)
-        last = guard_kwargs(lease, release=release)
-        return self.put(config, checkpoint, metadata, new_versions, **last)
+        last = CheckpointPut(checkpoint, metadata, new_versions)
+        step = StepCommit(config, writes, last, lease=lease, release=release)
+        if type(self).commit is commit_by_parts:
+            return run_parts(self, step)
+        return self.commit(step)
 
     def put_pair(
         self,
@@ -355,9 +382,11 @@ class BaseCheckpointSaver(PendingListing):
         """``put`` of ``first``, then ``put_after_writes`` of the rest under its config.
 
         Returns the second checkpoint's config. Like [`put_after_writes`][], this
-        default is not all-or-nothing; a saver whose ``batches`` is true overrides
-        it to be (the conformance suite checks).
+        default is a [`commit`][] for a saver that implements it, else those calls: not
+        all or nothing unless the saver overrides it to be (the conformance suite checks).
         """
+        if type(self).commit is not commit_by_parts:
+            return self.commit(StepCommit(config, writes, second, first, lease=lease))
         guard = guard_kwargs(lease)
         saved = self.put(config, *first, **guard)
         return self.put_after_writes(saved, writes, *second, **guard)
@@ -454,7 +483,10 @@ class BaseCheckpointSaver(PendingListing):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async [`put`][]."""
+        """Async [`put`][]: an ``acommit`` where the saver has its own, else ``put``."""
+        if _commits_async(self):
+            last = CheckpointPut(checkpoint, metadata, new_versions)
+            return await self.acommit(StepCommit(config, (), last, lease=lease, release=release))
         guard = guard_kwargs(lease, False, release)
         return self.put(config, checkpoint, metadata, new_versions, **guard)
 
@@ -469,7 +501,12 @@ class BaseCheckpointSaver(PendingListing):
         release: bool = False,
         if_head: bool = False,
     ) -> None:
-        """Async [`put_writes`][]."""
+        """Async [`put_writes`][]: an ``acommit`` where the saver has its own."""
+        if _commits_async(self):
+            task = (TaskWrites(task_id, writes, task_path),)
+            step = StepCommit(config, task, lease=lease, release=release, if_head=if_head)
+            await self.acommit(step)
+            return
         guard = guard_kwargs(lease, if_head, release)
         self.put_writes(config, writes, task_id, task_path, **guard)
 
@@ -484,7 +521,11 @@ class BaseCheckpointSaver(PendingListing):
         lease: str | None = None,
         release: bool = False,
     ) -> RunnableConfig:
-        """Async [`put_after_writes`][]."""
+        """Async [`put_after_writes`][]: an ``acommit`` where the saver has its own."""
+        if _commits_async(self):
+            last = CheckpointPut(checkpoint, metadata, new_versions)
+            step = StepCommit(config, writes, last, lease=lease, release=release)
+            return await self.acommit(step)
         guard = guard_kwargs(lease, False, release)
         return self.put_after_writes(config, writes, checkpoint, metadata, new_versions, **guard)
 
@@ -497,14 +538,17 @@ class BaseCheckpointSaver(PendingListing):
         *,
         lease: str | None = None,
     ) -> RunnableConfig:
-        """Async [`put_pair`][]."""
+        """Async [`put_pair`][]: an ``acommit`` where the saver has its own."""
+        if _commits_async(self):
+            return await self.acommit(StepCommit(config, writes, second, first, lease=lease))
         return self.put_pair(config, first, writes, second, **guard_kwargs(lease))
 
     async def acommit(self, step: StepCommit[At]) -> At:
         """Async [`commit`][].
 
-        The sync one when ``aput_writes`` is this class's (it calls the sync
-        methods); else ``aput_writes`` and ``aput`` calls, a saver's own async I/O.
+        The sync one when ``aput_writes`` is this class's (then it calls the sync
+        methods, or is the saver's own ``commit``); else ``aput_writes`` and ``aput``
+        calls, a saver's own async I/O.
         """
         if type(self).aput_writes is BaseCheckpointSaver.aput_writes:
             return self.commit(step)
@@ -531,6 +575,22 @@ class BaseCheckpointSaver(PendingListing):
     async def aget_lease(self, thread_id: str) -> Lease | None:
         """Async [`get_lease`][]."""
         return self.get_lease(thread_id)
+
+
+def _no_writes(saver: BaseCheckpointSaver, method: str) -> NotImplementedError:
+    """The error of a write method of a saver that implements no write."""
+    return NotImplementedError(
+        f"{type(saver).__qualname__!r} implements neither commit() nor put() and "
+        f"put_writes(), so it cannot {method}(): a saver derived from BaseCheckpointSaver "
+        "implements commit(StepCommit), the engine's one write, or LangGraph's put() and "
+        "put_writes(); the other write methods default to those (see pausepoint.checkpoint.base)"
+    )
+
+
+def _commits_async(saver: BaseCheckpointSaver) -> bool:
+    """Whether ``saver`` has its own ``commit`` and ``acommit`` (its async writes call it)."""
+    cls = type(saver)
+    return cls.commit is not commit_by_parts and cls.acommit is not BaseCheckpointSaver.acommit
 
 
 _LOCAL_LEASES_LOCK = threading.Lock()

@@ -47,18 +47,19 @@ from pausepoint.checkpoint._labels import channel_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint._reuse import Found, reused
 from pausepoint.checkpoint.base import (
+    At,
     BaseCheckpointSaver,
     ChannelVersions,
-    Checkpoint,
     CheckpointMetadata,
     CheckpointPut,
     CheckpointTuple,
     Lease,
     LeaseClaim,
     PendingWrite,
-    TaskWrites,
+    StepCommit,
     config_keys,
-    guard_kwargs,
+    in_form,
+    ref_of,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import INTERRUPT, WRITES_IDX_MAP
@@ -87,8 +88,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
     ) -> None:
         self.serde = serde if serde is not None else Serializer()
         self.lease_clock = clock
-        # Re-entrant: a fenced put_pair holds it across its two puts.
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._leases = LocalLeases(self._lock)
         # thread_id -> checkpoint_id -> stored, for the root namespace; and
         # thread_id -> checkpoint_ns -> checkpoint_id -> stored for subgraphs' namespaces
@@ -200,125 +200,99 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             pending_writes=writes,
         )
 
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]."""
-        # Keywords only when set: a subclass's put_after_writes may predate them.
-        guard = guard_kwargs(lease, release=release)
-        return self.put_after_writes(config, (), checkpoint, metadata, new_versions, **guard)
+    def commit(self, step: StepCommit[At]) -> At:
+        """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing.
 
-    def put_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: all encoded first, so all or nothing."""
+        A ref's keys are read as they are (a config dict's are checked into a ref),
+        and the stored checkpoint's ref is made of them: no config dict a step.
+        """
+        at, writes, last, first, lease, release, if_head = step
         check_release(lease, release)
-        thread, ns, parent_id = config_keys(config)
-        if writes and parent_id is None:  # before encoding, as the other savers check
+        ref = ref_of(at)
+        thread, ns, parent_id = ref
+        recent = known = head = tail = None  # recent: set whenever a checkpoint is stored
+        if first is not None or last is not None:
+            recent = self._recent.get(thread) or Recent()  # left as it is if encoding fails
+            known = recent.encoded.get(ns)
+        if first is not None:
+            head, known = self._keep_checkpoint(first, known, None)
+        target = parent_id if head is None else head.id  # what the writes go to
+        if writes and target is None:  # before encoding, as the other savers check
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        frozen: list[tuple[TaskWrites, list[tuple[str, object]]]] = []
         found: Found = {}  # a large value written and in the checkpoint is encoded once
-        for task in writes:
-            kept_writes = self._frozen_writes(task.writes, task.task_id, task.task_path, found)
-            frozen.append((task, kept_writes))
-        recent = self._recent.get(thread) or Recent()  # left in place if encoding fails
-        channel_values = checkpoint["channel_values"]
-        kept, encoded = self._keep_values(
-            channel_values, checkpoint["channel_versions"], recent.encoded.get(ns), found
-        )
-        recent.encoded[ns] = encoded
-        updated = checkpoint.get("updated_channels")
-        stored = Stored(
-            checkpoint,
-            (tuple(channel_values), *kept),
-            dict(checkpoint["channel_versions"]),
-            dict(checkpoint["versions_seen"]),
-            None if updated is None else tuple(updated),
-            plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
-        )
+        frozen = [
+            (task.task_id, self._frozen_writes(task.writes, task.task_id, task.task_path, found))
+            for task in writes
+        ]
+        if last is not None:
+            tail, known = self._keep_checkpoint(last, known, found)
+        if recent is not None and known is not None:
+            recent.encoded[ns] = known
         with self._lock:
             if lease is not None:
                 self._leases.fence(thread, lease, self.lease_clock())
             by_id = self._by_id(thread, ns)
+            if if_head and target is not None:
+                check_head(by_id, thread, ns, target)
             parent = by_id.get(parent_id) if by_id and parent_id is not None else None
+            if head is not None and recent is not None:
+                by_id = self._put(thread, ns, by_id, head, parent, parent_id, recent)
+                parent = head
             if frozen:  # one parent: found for all the writes or for none
-                kept = self._parent_of_writes(parent, thread, ns, parent_id)
-                for task, copied in frozen:
-                    if _keep_writes(kept, task.task_id, copied) and not ns:
-                        self._note_question(thread, parent_id)
-            if by_id is None:
-                if ns:
-                    by_id = self._nested.setdefault(thread, {})[ns] = {}
-                else:
-                    by_id = self._root[thread] = {}
-            # A parent found shares its id string (its key) with this checkpoint.
-            stored.parent_id = parent.id if parent is not None else parent_id
-            _put_in(by_id, stored)
-            if not ns and (asked := self._waiting.get(thread)) is not None and asked < stored.id:
-                del self._waiting[thread]  # a newer head: its questions no longer wait
-            # Most recent thread last; the oldest leaves when full, compacted.
-            recent.fresh.append(stored)
-            self._recent.pop(thread, None)
-            self._recent[thread] = recent
-            if len(self._recent) > _RECENT_THREADS:
-                self._compact(self._recent.pop(next(iter(self._recent))).fresh)
+                self._add_writes(parent, thread, ns, target, frozen)
+            if tail is not None and recent is not None:
+                self._put(thread, ns, by_id, tail, parent, target, recent)
             if release:
                 self._leases.drop(thread)  # fenced above: the owner's own
-        return {
-            "configurable": {
-                "thread_id": thread,
-                "checkpoint_ns": ns,
-                "checkpoint_id": checkpoint["id"],
-            }
-        }
+        done = tail or head
+        return at if done is None else in_form(at, ref.at(done.id))
 
-    def put_pair(
+    def _keep_checkpoint(
+        self, put: CheckpointPut, known: dict[str, Encoded] | None, found: Found | None
+    ) -> tuple[Stored, dict[str, Encoded]]:
+        """A checkpoint as it is kept, and the encodings of its values made or reused."""
+        checkpoint, metadata, _ = put
+        values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
+        kept, encoded = self._keep_values(values, versions, known, found)
+        updated = checkpoint.get("updated_channels")
+        stored = Stored(
+            checkpoint,
+            (tuple(values), *kept),
+            dict(versions),
+            dict(checkpoint["versions_seen"]),
+            None if updated is None else tuple(updated),
+            plain_metadata(metadata) or self.serde.dumps(metadata, label="metadata"),
+        )
+        return stored, encoded
+
+    def _put(
         self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: all or nothing.
-
-        What the second part keeps is encoded once before the first checkpoint is
-        stored (a bad value stops it there), and again by ``put_after_writes``. The
-        engine does not call this for this saver (``batches`` is
-        false): with it, a pause and resume took 4 % more instructions (the copy of
-        the waiting checkpoint, these checks), for one lock saved. A reader may see
-        the first checkpoint before the second, as with two puts. With ``lease``, the
-        lease is checked once and the lock held across both puts.
-        """
-        checkpoint, metadata, _ = second
-        for task in writes:
-            self._frozen_writes(task.writes, task.task_id, task.task_path)
-        self._keep_values(checkpoint["channel_values"], checkpoint["channel_versions"], None)
-        if plain_metadata(metadata) is None:
-            self.serde.dumps(metadata, label="metadata")
-        if lease is None:
-            saved = self.put(config, *first)
-            return self.put_after_writes(saved, writes, *second)
-        with self._lock:
-            self._leases.fence(config_keys(config)[0], lease, self.lease_clock())
-            saved = self.put(config, *first)
-            return self.put_after_writes(saved, writes, *second)
+        thread: str,
+        ns: str,
+        by_id: dict[str, Stored] | None,
+        stored: Stored,
+        parent: Stored | None,
+        parent_id: str | None,
+        recent: Recent,
+    ) -> dict[str, Stored]:
+        """Store a checkpoint after ``parent_id`` (locked); returns the namespace's dict."""
+        if by_id is None:
+            if ns:
+                by_id = self._nested.setdefault(thread, {})[ns] = {}
+            else:
+                by_id = self._root[thread] = {}
+        # A parent found shares its id string (its key) with this checkpoint.
+        stored.parent_id = parent.id if parent is not None else parent_id
+        _put_in(by_id, stored)
+        if not ns and (asked := self._waiting.get(thread)) is not None and asked < stored.id:
+            del self._waiting[thread]  # a newer head: its questions no longer wait
+        # Most recent thread last; the oldest leaves when full, compacted.
+        recent.fresh.append(stored)
+        self._recent.pop(thread, None)
+        self._recent[thread] = recent
+        if len(self._recent) > _RECENT_THREADS:
+            self._compact(self._recent.pop(next(iter(self._recent))).fresh)
+        return by_id
 
     def _keep_values(
         self,
@@ -425,36 +399,6 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             return self.serde.loads(kept)
         return {key: {} if value is EMPTY else value for key, value in kept}  # type: ignore[return-value]
 
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, object]],
-        task_id: str,
-        task_path: str = "",
-        *,
-        lease: str | None = None,
-        release: bool = False,
-        if_head: bool = False,
-    ) -> None:
-        """See [`pausepoint.checkpoint.base`][]."""
-        check_release(lease, release)
-        thread, ns, checkpoint_id = config_keys(config)
-        if checkpoint_id is None:
-            raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        copied = self._frozen_writes(writes, task_id, task_path)
-        with self._lock:
-            if lease is not None:
-                self._leases.fence(thread, lease, self.lease_clock())
-            by_id = self._by_id(thread, ns)
-            if if_head:
-                check_head(by_id, thread, ns, checkpoint_id)
-            stored = by_id.get(checkpoint_id) if by_id is not None else None
-            kept = self._parent_of_writes(stored, thread, ns, checkpoint_id)
-            if _keep_writes(kept, task_id, copied) and not ns:
-                self._note_question(thread, checkpoint_id)
-            if release:
-                self._leases.drop(thread)  # fenced above: the owner's own
-
     def _frozen_writes(
         self,
         writes: Sequence[tuple[str, object]],
@@ -470,16 +414,22 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             for ch, v in writes
         ]
 
-    @staticmethod
-    def _parent_of_writes(
-        stored: Stored | None, thread: str, ns: str, checkpoint_id: str | None
-    ) -> dict[tuple[str, int], tuple[str, object]]:
-        """The writes of the checkpoint that writes go to; a clear error if there is none."""
-        if stored is None:
+    def _add_writes(
+        self,
+        parent: Stored | None,
+        thread: str,
+        ns: str,
+        checkpoint_id: str | None,
+        frozen: list[tuple[str, list[tuple[str, object]]]],
+    ) -> None:
+        """Keep tasks' frozen writes with their checkpoint (locked); a clear error if none."""
+        if parent is None:
             raise KeyError(f"no checkpoint {checkpoint_id!r} in thread {thread!r} namespace {ns!r}")
-        if stored.writes is None:
-            stored.writes = {}
-        return stored.writes
+        if parent.writes is None:
+            parent.writes = {}
+        for task_id, copied in frozen:
+            if _keep_writes(parent.writes, task_id, copied) and not ns:
+                self._note_question(thread, checkpoint_id)
 
     def _note_question(self, thread: str, checkpoint_id: str | None) -> None:
         """Index a root checkpoint that holds a question (locked; see ``_waiting``)."""

@@ -1,11 +1,13 @@
 """``InMemorySaver``: the reference saver, checkpoints in plain dicts.
 
-The saver to read when writing one: every contract of [`pausepoint.checkpoint.base`][]
-in a few small methods. Like a durable saver it stores channel values, metadata and
-writes as their encoding, so it refuses what SQLite would refuse (at write time,
-naming where it is), each read decodes anew, and changing state objects after a step
-never changes history. A write encodes all it stores, then checks the lease and stores
-under one lock: all or nothing. Everything is lost when the process exits (use
+The saver to read when writing one. It implements the contract of
+[`pausepoint.checkpoint.base`][] with ``get_tuple``, ``list``, ``delete_thread`` and
+``commit``, the engine's one write; LangGraph's ``put``, ``put_writes`` and the rest
+are the base class's, made of ``commit``. Like a durable saver it stores values,
+metadata and writes encoded, so it refuses what SQLite would refuse (at write time,
+naming where it is), and changing state objects after a step never changes history.
+A commit encodes all it stores, then checks the lease and stores under one lock: all
+or nothing. Everything is lost when the process exits (use
 [`pausepoint.checkpoint.sqlite.SqliteSaver`][]); for many paused threads in one process,
 [`CompactingMemorySaver`][pausepoint.checkpoint.compact.CompactingMemorySaver] gives the
 same results (a differential test holds it to them) with less memory and time.
@@ -16,21 +18,25 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 
 from pausepoint.checkpoint._keys import ListQuery
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint.base import (
+    At,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
-    CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     CheckpointTuple,
     PendingWrite,
+    StepCommit,
     TaskWrites,
     config_keys,
+    in_form,
+    ref_of,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
@@ -44,12 +50,10 @@ __all__ = ["InMemorySaver", "MemorySaver"]
 class _Saved:
     """One stored checkpoint: its values' encoding, the rest of it, metadata, parent, writes.
 
-    ``checkpoint`` has no values: ids, times and version maps, copied at ``put`` and
-    for each reader. Its ``versions_seen`` entries are kept as given, not encoded: they
-    are read-only once put (the saver contract), and encoding them made every step
-    cost O(nodes) (a chain of 100 nodes: 3.3x the instructions). ``writes``:
-    ``(task_id, idx) -> (channel, encoding)``, in insertion order. Frozen: a write
-    replaces the whole record, so a reader holding one never sees it change.
+    ``checkpoint`` is the rest: ids, times and version maps, copied (its
+    ``versions_seen`` entries are kept as given: read-only, by the contract).
+    ``writes``: ``(task_id, idx) -> (channel, encoding)``, in insertion order. Frozen:
+    a write replaces the whole record, so a reader holding one never sees it change.
     """
 
     checkpoint: Checkpoint
@@ -128,115 +132,52 @@ class InMemorySaver(BaseCheckpointSaver):
                 yield tup
 
     def _tuple(self, thread: str, ns: str, cid: str, saved: _Saved) -> CheckpointTuple:
-        loads = self.serde.loads
+        loads, parent = self.serde.loads, saved.parent_id
         return CheckpointTuple(
-            config=_config(thread, ns, cid),
+            config=CheckpointRef(thread, ns, cid).config(),
             checkpoint=_copy(saved.checkpoint, loads(saved.values)),
             metadata=loads(saved.metadata),
-            parent_config=_config(thread, ns, saved.parent_id) if saved.parent_id else None,
+            parent_config=CheckpointRef(thread, ns, parent).config() if parent else None,
             pending_writes=[
                 PendingWrite(task_id, channel, loads(blob))
                 for (task_id, _), (channel, blob) in saved.writes.items()
             ],
         )
 
-    # The four write methods are one: _write.
+    def commit(self, step: StepCommit[At]) -> At:
+        """Store ``first``, the writes against it (else the config's checkpoint), ``checkpoint``.
 
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]."""
-        last = CheckpointPut(checkpoint, metadata, new_versions)
-        return self._write(config, None, (), last, lease, release)
-
-    def put_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, object]],
-        task_id: str,
-        task_path: str = "",
-        *,
-        lease: str | None = None,
-        release: bool = False,
-        if_head: bool = False,
-    ) -> None:
-        """See [`pausepoint.checkpoint.base`][]."""
-        task = TaskWrites(task_id, writes, task_path)
-        self._write(config, None, (task,), None, lease, release, if_head)
-
-    def put_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: all or nothing."""
-        last = CheckpointPut(checkpoint, metadata, new_versions)
-        return self._write(config, None, writes, last, lease, release)
-
-    def put_pair(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: all or nothing."""
-        return self._write(config, first, writes, second, lease)
-
-    def _write(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut | None,
-        writes: Sequence[TaskWrites],
-        last: CheckpointPut | None,
-        lease: str | None,
-        release: bool = False,
-        if_head: bool = False,
-    ) -> RunnableConfig:
-        """Store ``first``, ``writes`` against it (else the config's checkpoint), ``last``.
-
-        Returns the config of the last checkpoint stored (``config`` if none).
+        See [`pausepoint.checkpoint.base`][]. Everything is encoded before the lock is
+        taken, so a value that cannot be stored stops the commit before it stores anything.
         """
-        check_release(lease, release)
-        thread, ns, target = config_keys(config)
-        head = None if first is None else self._encode(first, target)
-        target = target if first is None else first.checkpoint["id"]
-        if writes and target is None:
+        check_release(step.lease, step.release)
+        ref = ref_of(step.config)
+        thread, ns, target = ref  # target: the checkpoint the writes go to
+        first = None if step.first is None else self._encode(step.first, target)
+        if first is not None:
+            target = first[0]  # the first checkpoint, stored after the config's
+        if step.writes and target is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        tasks = [self._encode_writes(task) for task in writes]
-        tail = None if last is None else self._encode(last, target)
+        tasks = [self._encode_writes(task) for task in step.writes]
+        last = None if step.checkpoint is None else self._encode(step.checkpoint, target)
         with self._lock:
-            if lease is not None:
-                self._leases.fence(thread, lease, self.lease_clock())
+            if step.lease is not None:
+                self._leases.fence(thread, step.lease, self.lease_clock())
             by_id = self._threads.get(thread, {}).get(ns, {})
-            if if_head and target is not None:
+            if step.if_head and target is not None:
                 check_head(by_id, thread, ns, target)
-            if head is not None:
-                _put_in(by_id, *head)
+            if first is not None:
+                _put_in(by_id, *first)
             if tasks and target is not None:
                 _store_writes(by_id, thread, ns, target, tasks)
-            if tail is not None:
-                _put_in(by_id, *tail)
+            if last is not None:
+                _put_in(by_id, *last)
             if by_id:  # in place already, unless this is the namespace's first checkpoint
                 self._threads.setdefault(thread, {})[ns] = by_id
-            if release:
+            if step.release:
                 self._leases.drop(thread)  # fenced above: the owner's own
-        return config if tail is None else _config(thread, ns, tail[0])
+        stored = last or first
+        return step.config if stored is None else in_form(step.config, ref.at(stored[0]))
 
     def _encode(self, put: CheckpointPut, parent_id: str | None) -> tuple[str, _Saved]:
         """A checkpoint's id, and the checkpoint encoded to be stored after ``parent_id``."""
@@ -300,7 +241,7 @@ def _copy(
 ) -> Checkpoint:
     """A copy of ``checkpoint`` holding ``values``: new dicts and lists all the way down.
 
-    ``seen``: its ``versions_seen``, if not a copy of each entry (what ``put`` keeps).
+    ``seen``: its ``versions_seen``, if not a copy of each entry (what a commit keeps).
     """
     updated = checkpoint.get("updated_channels")
     if seen is None:
@@ -313,12 +254,6 @@ def _copy(
         "channel_versions": dict(checkpoint["channel_versions"]),
         "versions_seen": seen,
         "updated_channels": None if updated is None else list(updated),
-    }
-
-
-def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
-    return {
-        "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
     }
 
 
