@@ -284,6 +284,7 @@ PACKAGE_ORDER = (
     "managed",
     "_schema_dicts",
     "_updates",
+    "_checkpointer",  # names the saver classes by reference: imports none
     "_clock",  # issue 20 (t20), not yet on this branch
     "response_schema",
     # values and signals

@@ -18,7 +18,6 @@ from typing import (
     Literal,
     NamedTuple,
     NotRequired,
-    TypeAlias,
     TypeVar,
     final,
 )
@@ -70,26 +69,6 @@ Durability = Literal["sync", "async", "exit"]
 only when the run ends (exit)."""
 All = Literal["*"]
 """``interrupt_before="*"``: every visible node."""
-if TYPE_CHECKING:
-    Checkpointer: TypeAlias = BaseCheckpointSaver | SaverProtocol | bool | None
-    """What ``compile(checkpointer=...)`` takes: a saver, ``None`` (a subgraph uses its
-    parent's; a root graph keeps nothing), ``True`` (a subgraph that keeps its own state
-    across its parent's runs) or ``False`` (a subgraph that keeps none). A duck-typed
-    saver with LangGraph's methods is accepted too (checked when the graph is compiled).
-    """
-else:
-
-    def __getattr__(name: str) -> object:
-        # ``Checkpointer`` names the saver classes, whose modules import this one: it is
-        # made on first use (a real union, so ``get_type_hints`` resolves it).
-        if name == "Checkpointer":
-            from pausepoint.checkpoint.base import BaseCheckpointSaver, SaverProtocol
-
-            globals()[name] = alias = BaseCheckpointSaver | SaverProtocol | bool | None
-            return alias
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 StreamWriter = Callable[[Any], None]
 """The type of a node's injected ``writer`` parameter (``def node(state, writer:
 StreamWriter)``) and of [`pausepoint.config.get_stream_writer`][]'s result: it sends
@@ -372,20 +351,8 @@ def default_retry_on(exc: Exception) -> bool:
     return not isinstance(exc, _NOT_RETRIED)
 
 
-_NOT_RETRIED = (
-    ValueError,
-    TypeError,
-    ArithmeticError,
-    ImportError,
-    LookupError,
-    NameError,
-    SyntaxError,
-    RuntimeError,
-    ReferenceError,
-    StopIteration,
-    StopAsyncIteration,
-    OSError,
-)
+_BUGS = (ValueError, TypeError, ArithmeticError, ImportError, LookupError, NameError, SyntaxError)
+_NOT_RETRIED = (*_BUGS, RuntimeError, ReferenceError, StopIteration, StopAsyncIteration, OSError)
 
 
 class RetryPolicy(NamedTuple):
@@ -608,3 +575,16 @@ def interrupt(
             ``on_timeout`` without a deadline, or a default answer the schema refuses.
     """
     return current_task("interrupt()").interrupt(value, response_schema, deadline, on_timeout)
+
+
+if TYPE_CHECKING:
+    Checkpointer = BaseCheckpointSaver | SaverProtocol | bool | None
+    """What ``compile(checkpointer=)`` takes: a saver, or ``None``/``True``/``False``."""
+else:
+
+    def __getattr__(name: str) -> object:  # Checkpointer: see pausepoint._checkpointer
+        if name == "Checkpointer":
+            from pausepoint._checkpointer import Checkpointer
+
+            return Checkpointer
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

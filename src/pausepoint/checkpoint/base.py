@@ -10,7 +10,9 @@ one of two ways: ``commit``, the engine's one write (`InMemorySaver`, the refere
 does), of which [`BaseCheckpointSaver`][] then makes ``put``, ``put_writes``,
 ``put_after_writes``, ``put_pair`` and their async forms; or LangGraph's ``put`` and
 ``put_writes``, of which it makes ``commit`` (every LangGraph-style saver). A saver
-that implements neither is told so by each write (``NotImplementedError``).
+that implements neither is told so by each write (``NotImplementedError``). A subclass
+overriding ``put``/``put_writes`` of a saver with a ``commit`` is committed through them
+(`pausepoint.checkpoint._overrides`), as LangGraph calls them for every write.
 
 Contracts every saver keeps (``pausepoint.testing`` checks them):
 
@@ -76,8 +78,9 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
   the lease is taken — a read that shows every write committed before the claim —
   and returns it in ``LeaseClaim.checkpoint`` with ``LeaseClaim.read`` true (the
   engine's first read of a run, folded into its claim: PostgreSQL does both in one
-  statement). The engine passes ``read=`` only to a saver whose ``acquire_lease``
-  takes the keyword.
+  statement, SQLite in one transaction). ``read`` is a `CheckpointRef` (the engine's)
+  or a config dict. The engine passes ``read=`` only to a saver whose
+  ``acquire_lease`` takes the keyword.
 
 Waiting questions: ``list_pending`` (``alist_pending``) lists them across threads
 (see [`PendingListing`][pausepoint.checkpoint._pending.PendingListing] and docs/pending.md).
@@ -108,6 +111,7 @@ from pausepoint.checkpoint._commit import (
 )
 from pausepoint.checkpoint._keys import config_keys, guard_kwargs
 from pausepoint.checkpoint._leases import Lease, LeaseClaim, LocalLeases
+from pausepoint.checkpoint._overrides import commits_async, honour_overrides, no_writes
 from pausepoint.checkpoint._pending import PendingListing
 from pausepoint.checkpoint._protocol import SaverProtocol
 from pausepoint.config import RunnableConfig
@@ -305,10 +309,10 @@ class BaseCheckpointSaver(PendingListing):
         This default is a [`commit`][] of the checkpoint, for a saver that implements
         ``commit`` (a saver implements that or this and ``put_writes``).
         """
-        if type(self).commit is commit_by_parts:
-            raise _no_writes(self, "put")
+        if (own := type(self).own_commit) is commit_by_parts:
+            raise no_writes(self, "put")
         last = CheckpointPut(checkpoint, metadata, new_versions)
-        return self.commit(StepCommit(config, (), last, lease=lease, release=release))
+        return own(self, StepCommit(config, (), last, lease=lease, release=release))
 
     def put_writes(
         self,
@@ -325,15 +329,24 @@ class BaseCheckpointSaver(PendingListing):
 
         This default is a [`commit`][] of the writes, as ``put``'s is.
         """
-        if type(self).commit is commit_by_parts:
-            raise _no_writes(self, "put_writes")
+        if (own := type(self).own_commit) is commit_by_parts:
+            raise no_writes(self, "put_writes")
         task = (TaskWrites(task_id, writes, task_path),)
-        self.commit(StepCommit(config, task, lease=lease, release=release, if_head=if_head))
+        own(self, StepCommit(config, task, lease=lease, release=release, if_head=if_head))
 
     batches: ClassVar[bool] = False
     """Whether one [`commit`][] costs about what one part of it would (a database
     transaction or round trip): the engine then puts more in each, a new run's input
     checkpoint with its first step's and a lease's release with a step's checkpoint."""
+
+    own_commit: ClassVar[Callable[..., Any]] = commit_by_parts
+    """The ``commit`` this class or an ancestor implements (``commit_by_parts``: none,
+    its ``put``/``put_writes`` are the writes): what the other write methods default to.
+    Set when a subclass is defined; see `pausepoint.checkpoint._overrides`."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        honour_overrides(cls)
 
     commit = commit_by_parts
     """Store a [`StepCommit`][]; see the module docstring.
@@ -366,9 +379,9 @@ class BaseCheckpointSaver(PendingListing):
         """
         last = CheckpointPut(checkpoint, metadata, new_versions)
         step = StepCommit(config, writes, last, lease=lease, release=release)
-        if type(self).commit is commit_by_parts:
+        if (own := type(self).own_commit) is commit_by_parts:
             return run_parts(self, step)
-        return self.commit(step)
+        return own(self, step)
 
     def put_pair(
         self,
@@ -385,8 +398,8 @@ class BaseCheckpointSaver(PendingListing):
         default is a [`commit`][] for a saver that implements it, else those calls: not
         all or nothing unless the saver overrides it to be (the conformance suite checks).
         """
-        if type(self).commit is not commit_by_parts:
-            return self.commit(StepCommit(config, writes, second, first, lease=lease))
+        if (own := type(self).own_commit) is not commit_by_parts:
+            return own(self, StepCommit(config, writes, second, first, lease=lease))
         guard = guard_kwargs(lease)
         saved = self.put(config, *first, **guard)
         return self.put_after_writes(saved, writes, *second, **guard)
@@ -484,7 +497,7 @@ class BaseCheckpointSaver(PendingListing):
         release: bool = False,
     ) -> RunnableConfig:
         """Async [`put`][]: an ``acommit`` where the saver has its own, else ``put``."""
-        if _commits_async(self):
+        if commits_async(self, BaseCheckpointSaver.acommit):
             last = CheckpointPut(checkpoint, metadata, new_versions)
             return await self.acommit(StepCommit(config, (), last, lease=lease, release=release))
         guard = guard_kwargs(lease, False, release)
@@ -502,7 +515,7 @@ class BaseCheckpointSaver(PendingListing):
         if_head: bool = False,
     ) -> None:
         """Async [`put_writes`][]: an ``acommit`` where the saver has its own."""
-        if _commits_async(self):
+        if commits_async(self, BaseCheckpointSaver.acommit):
             task = (TaskWrites(task_id, writes, task_path),)
             step = StepCommit(config, task, lease=lease, release=release, if_head=if_head)
             await self.acommit(step)
@@ -522,7 +535,7 @@ class BaseCheckpointSaver(PendingListing):
         release: bool = False,
     ) -> RunnableConfig:
         """Async [`put_after_writes`][]: an ``acommit`` where the saver has its own."""
-        if _commits_async(self):
+        if commits_async(self, BaseCheckpointSaver.acommit):
             last = CheckpointPut(checkpoint, metadata, new_versions)
             step = StepCommit(config, writes, last, lease=lease, release=release)
             return await self.acommit(step)
@@ -539,7 +552,7 @@ class BaseCheckpointSaver(PendingListing):
         lease: str | None = None,
     ) -> RunnableConfig:
         """Async [`put_pair`][]: an ``acommit`` where the saver has its own."""
-        if _commits_async(self):
+        if commits_async(self, BaseCheckpointSaver.acommit):
             return await self.acommit(StepCommit(config, writes, second, first, lease=lease))
         return self.put_pair(config, first, writes, second, **guard_kwargs(lease))
 
@@ -575,22 +588,6 @@ class BaseCheckpointSaver(PendingListing):
     async def aget_lease(self, thread_id: str) -> Lease | None:
         """Async [`get_lease`][]."""
         return self.get_lease(thread_id)
-
-
-def _no_writes(saver: BaseCheckpointSaver, method: str) -> NotImplementedError:
-    """The error of a write method of a saver that implements no write."""
-    return NotImplementedError(
-        f"{type(saver).__qualname__!r} implements neither commit() nor put() and "
-        f"put_writes(), so it cannot {method}(): a saver derived from BaseCheckpointSaver "
-        "implements commit(StepCommit), the engine's one write, or LangGraph's put() and "
-        "put_writes(); the other write methods default to those (see pausepoint.checkpoint.base)"
-    )
-
-
-def _commits_async(saver: BaseCheckpointSaver) -> bool:
-    """Whether ``saver`` has its own ``commit`` and ``acommit`` (its async writes call it)."""
-    cls = type(saver)
-    return cls.commit is not commit_by_parts and cls.acommit is not BaseCheckpointSaver.acommit
 
 
 _LOCAL_LEASES_LOCK = threading.Lock()
