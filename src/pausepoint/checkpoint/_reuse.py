@@ -2,7 +2,7 @@
 
 A node that returns a large value writes it (a pending write) and, as the channel's
 new value, it is in the checkpoint stored after the step: the same object, saved
-in one call (``put_after_writes``). Encoding it twice doubled the cost of a 50 MB
+in one call (one ``commit``). Encoding it twice doubled the cost of a 50 MB
 value. Savers note the encodings of large writes in a `Found` map, by the
 identity of the value, for the duration of that one call, and the checkpoint's
 encoding reuses them (`dumps_checkpoint`). Within one call no user code runs

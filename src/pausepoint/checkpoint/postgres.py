@@ -38,13 +38,11 @@ from pausepoint.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
-    CheckpointPut,
     CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
     StepCommit,
-    TaskWrites,
 )
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
@@ -277,33 +275,6 @@ class PostgresSaver(BaseCheckpointSaver):
         """See [`pausepoint.checkpoint.base`][]: one statement when the writes fit one."""
         return self._run(_commit_flow(self._codec, step), write=_in_transaction(step))
 
-    def put_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
-        last = CheckpointPut(checkpoint, metadata, new_versions)
-        return self.commit(StepCommit(config, writes, last, lease=lease, release=release))
-
-    def put_pair(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
-        return self.commit(StepCommit(config, writes, second, first, lease=lease))
-
     def _pending_page(self, query: PendingQuery) -> PendingPage:
         return self._run(_sql.list_pending_flow(_D, self._codec, query))
 
@@ -493,33 +464,6 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     async def acommit(self, step: StepCommit[At]) -> At:
         """Async ``commit``; see [`pausepoint.checkpoint.base`][]."""
         return await self._run(_commit_flow(self._codec, step), write=_in_transaction(step))
-
-    async def aput_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """Async ``put_after_writes``: an ``acommit``."""
-        last = CheckpointPut(checkpoint, metadata, new_versions)
-        return await self.acommit(StepCommit(config, writes, last, lease=lease, release=release))
-
-    async def aput_pair(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """Async ``put_pair``: an ``acommit``."""
-        return await self.acommit(StepCommit(config, writes, second, first, lease=lease))
 
     async def _apending_page(self, query: PendingQuery) -> PendingPage:
         return await self._run(_sql.list_pending_flow(_D, self._codec, query))

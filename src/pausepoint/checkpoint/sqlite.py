@@ -28,13 +28,11 @@ from pausepoint.checkpoint.base import (
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
-    CheckpointPut,
     CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
     StepCommit,
-    TaskWrites,
     guard_kwargs,
 )
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
@@ -238,33 +236,6 @@ class SqliteSaver(BaseCheckpointSaver):
         )
         return self._run(_sql.commit_flow(_sql.SQLITE, self._codec, step, guard), write=True)
 
-    def put_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
-        last = CheckpointPut(checkpoint, metadata, new_versions)
-        return self.commit(StepCommit(config, writes, last, lease=lease, release=release))
-
-    def put_pair(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """See [`pausepoint.checkpoint.base`][]: a [`commit`][]."""
-        return self.commit(StepCommit(config, writes, second, first, lease=lease))
-
     def _pending_page(self, query: PendingQuery) -> PendingPage:
         return self._run(_sql.list_pending_flow(_sql.SQLITE, self._codec, query))
 
@@ -368,42 +339,6 @@ class SqliteSaver(BaseCheckpointSaver):
         """Async [`put_writes`][] (runs in a worker thread)."""
         guard = guard_kwargs(lease, if_head, release)
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path, **guard)
-
-    async def aput_after_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[TaskWrites],
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        lease: str | None = None,
-        release: bool = False,
-    ) -> RunnableConfig:
-        """Async [`put_after_writes`][] (runs in a worker thread)."""
-        return await asyncio.to_thread(
-            self.put_after_writes,
-            config,
-            writes,
-            checkpoint,
-            metadata,
-            new_versions,
-            **guard_kwargs(lease, False, release),
-        )
-
-    async def aput_pair(
-        self,
-        config: RunnableConfig,
-        first: CheckpointPut,
-        writes: Sequence[TaskWrites],
-        second: CheckpointPut,
-        *,
-        lease: str | None = None,
-    ) -> RunnableConfig:
-        """Async [`put_pair`][] (runs in a worker thread)."""
-        return await asyncio.to_thread(
-            self.put_pair, config, first, writes, second, **guard_kwargs(lease)
-        )
 
     async def acommit(self, step: StepCommit[At]) -> At:
         """Async [`commit`][] (runs in a worker thread)."""
