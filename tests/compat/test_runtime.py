@@ -269,17 +269,35 @@ class Fan(TypedDict):
 
 
 class Peak:
-    """How many node runs overlapped at most (a counter, never a duration)."""
+    """How many node runs overlapped at most (a counter, never a duration).
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
+    ``until`` makes each run wait, up to a few seconds, for the peak to reach it (the
+    limit under test), so a loaded machine that starts threads slowly still shows the
+    overlap the limit allows; a cap that is not kept still shows as a higher peak, and
+    one that allows too little as a lower one (after the wait).
+    """
+
+    def __init__(self, until: int) -> None:
+        self.lock = threading.Condition()
         self.running = 0
         self.peak = 0
+        self.until = until
+
+    def reached(self) -> bool:
+        with self.lock:
+            return self.lock.wait_for(lambda: self.peak >= self.until, timeout=5)
+
+    async def areached(self) -> None:
+        for _ in range(500):  # the event loop must run the others meanwhile
+            if self.peak >= self.until:
+                return
+            await asyncio.sleep(0.01)
 
     def enter(self) -> None:
         with self.lock:
             self.running += 1
             self.peak = max(self.peak, self.running)
+            self.lock.notify_all()
 
     def leave(self) -> None:
         with self.lock:
@@ -298,16 +316,18 @@ def fan_out(lib: Lib, work: Any) -> Any:
 @pytest.mark.parametrize("limit", [1, 3])
 @pytest.mark.parametrize("how", ["invoke", "stream", "ainvoke", "ainvoke-sync-node", "astream"])
 def test_max_concurrency_caps_a_step(lib: Lib, how: str, limit: int):
-    peak = Peak()
+    peak = Peak(limit)
 
     def work(i: int) -> Fan:
         peak.enter()
-        time.sleep(0.02)  # long enough for the other tasks to start, if allowed
+        peak.reached()  # the others start meanwhile, if allowed
+        time.sleep(0.02)  # and one more would, if the cap let it
         peak.leave()
         return {"out": [i]}
 
     async def awork(i: int) -> Fan:
         peak.enter()
+        await peak.areached()
         await asyncio.sleep(0.02)
         peak.leave()
         return {"out": [i]}
