@@ -158,3 +158,37 @@ def test_a_commit_goes_under_the_callers_keys_and_returns_a_ref(tmp_path: Any):
     got = wrapped.get_tuple(stored.config())
     assert got is not None
     assert got.checkpoint["id"] == put.checkpoint["id"]
+
+
+def test_a_claims_read_carries_the_callers_keys(tmp_path: Any):
+    # A saver that reads with its claim (SQLite, PostgreSQL) still does in a run with
+    # keys of its own, and the read's config carries them.
+    reads: list[Any] = []
+    gets: list[Any] = []
+
+    class Spy(SqliteSaver):
+        def acquire_lease(self, *args: Any, read: Any = None, **kwargs: Any) -> Any:
+            reads.append(read)
+            return super().acquire_lease(*args, read=read, **kwargs)
+
+        def get_tuple(self, config: Any) -> Any:
+            gets.append(config)
+            return super().get_tuple(config)
+
+    saver = Spy(sqlite3.connect(tmp_path / "c.sqlite", check_same_thread=False))
+    lib = load_lib("pausepoint")
+
+    def ask(state: S) -> dict[str, Any]:
+        return {"x": lib.interrupt("which?")}
+
+    builder = lib.StateGraph(S)
+    builder.add_node("ask", ask)
+    builder.add_edge(lib.START, "ask")
+    builder.add_edge("ask", lib.END)
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t", "tenant": "acme"}}
+    graph.invoke({"x": ""}, config)
+    assert graph.invoke(lib.Command(resume="a"), config) == {"x": "a"}
+    assert len(reads) == 2
+    assert all(read["configurable"]["tenant"] == "acme" for read in reads)
+    assert gets == []  # each run's read went with its claim

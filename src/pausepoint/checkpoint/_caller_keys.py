@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final, overload
 
 from pausepoint.checkpoint._commit import At, CheckpointRef, StepCommit, ref_of
+from pausepoint.checkpoint._keys import method_takes
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._protocol import SaverProtocol
@@ -73,8 +74,8 @@ class CallerKeys:
     Reads and commits are passed on with the keys added to the config (the engine's
     own keys win); a commit goes under a config dict, not a ref, and what it returns
     is turned back into the ref the engine expects. Everything else is the saver's.
-    A claim does not fold in its read here: the read is a ``get_tuple`` of its own,
-    so that it too carries the keys.
+    A claim's ``read=`` is passed on as a config dict with the keys, to a saver that
+    takes it.
     """
 
     __slots__ = ("keys", "saver")
@@ -93,6 +94,12 @@ class CallerKeys:
         at = step.config
         config = at.config() if type(at) is CheckpointRef else at
         return StepCommit(self._config(config), *step[1:])
+
+    def _read(self, read: CheckpointRef | None, method: str) -> dict[str, RunnableConfig]:
+        """The ``read=`` to pass ``method`` of the saver: none if it takes none."""
+        if read is None or not method_takes(type(self.saver), method, "read"):
+            return {}
+        return {"read": self._config(read.config())}
 
     @property
     def batches(self) -> bool:
@@ -156,9 +163,11 @@ class CallerKeys:
         """The saver's."""
         self.saver.delete_thread(thread_id)
 
-    def acquire_lease(self, thread_id: str, owner: str, ttl: float) -> LeaseClaim:
-        """The saver's."""
-        return self.saver.acquire_lease(thread_id, owner, ttl)
+    def acquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, read: CheckpointRef | None = None
+    ) -> LeaseClaim:
+        """The saver's; ``read`` (with the caller's keys) if it takes the keyword."""
+        return self.saver.acquire_lease(thread_id, owner, ttl, **self._read(read, "acquire_lease"))
 
     def release_lease(self, thread_id: str, owner: str) -> bool:
         """The saver's."""
@@ -186,9 +195,12 @@ class CallerKeys:
         stored: Any = ref_of(done) if type(step.config) is CheckpointRef else done
         return stored
 
-    async def aacquire_lease(self, thread_id: str, owner: str, ttl: float) -> LeaseClaim:
-        """The saver's."""
-        return await self.saver.aacquire_lease(thread_id, owner, ttl)
+    async def aacquire_lease(
+        self, thread_id: str, owner: str, ttl: float, *, read: CheckpointRef | None = None
+    ) -> LeaseClaim:
+        """The saver's; ``read`` (with the caller's keys) if it takes the keyword."""
+        kw = self._read(read, "aacquire_lease")
+        return await self.saver.aacquire_lease(thread_id, owner, ttl, **kw)
 
     async def arelease_lease(self, thread_id: str, owner: str) -> bool:
         """The saver's."""

@@ -6,12 +6,14 @@ Kept out of `pausepoint.checkpoint.base` (which re-exports ``config_keys`` and
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pausepoint.config import MAX_ID_BYTES, RunnableConfig, stored_id
 
-__all__ = ["ListQuery", "config_keys", "guard_kwargs"]
+__all__ = ["ListQuery", "config_keys", "guard_kwargs", "method_takes", "takes_keyword"]
 
 
 def guard_kwargs(lease: str | None, if_head: bool = False, release: bool = False) -> dict[str, Any]:
@@ -28,6 +30,28 @@ def guard_kwargs(lease: str | None, if_head: bool = False, release: bool = False
     if release:
         guard["release"] = True
     return guard
+
+
+def takes_keyword(function: object, keyword: str) -> bool:
+    """Whether ``function`` accepts ``keyword=`` (by name, or through ``**kwargs``).
+
+    How a saver says it honours an optional keyword of pausepoint's own (``read=`` on
+    ``acquire_lease``, ``lease=`` on an overridden ``put``). False for what cannot be
+    introspected.
+    """
+    if not callable(function):
+        return False
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
+
+
+@functools.cache
+def method_takes(saver_type: type[Any], method: str, keyword: str) -> bool:
+    """`takes_keyword` for a saver class's method (once per class, method and keyword)."""
+    return takes_keyword(getattr(saver_type, method, None), keyword)
 
 
 def config_keys(config: RunnableConfig) -> tuple[str, str, str | None]:

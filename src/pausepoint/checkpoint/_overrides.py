@@ -12,11 +12,11 @@ once per class, when it is defined (``__init_subclass__``).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._commit import At, StepCommit, arun_parts, commit_by_parts, run_parts
+from pausepoint.checkpoint._keys import takes_keyword
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
@@ -65,19 +65,9 @@ def _overrides(own: Any, names: tuple[str, ...]) -> bool:
 def _calls_only(cls: type[BaseCheckpointSaver], own: Any, names: tuple[str, ...]) -> None:
     if "batches" not in own:
         cls.batches = False
-    if "supports_leases" not in own and not all(_takes_lease(own[n]) for n in names if n in own):
+    fenced = all(takes_keyword(own[name], "lease") for name in names if name in own)
+    if "supports_leases" not in own and not fenced:
         cls.supports_leases = False
-
-
-def _takes_lease(method: object) -> bool:
-    """Whether an override accepts ``lease=`` (by name, or through ``**kwargs``)."""
-    if not callable(method):
-        return False
-    try:
-        params = inspect.signature(method).parameters.values()
-    except (TypeError, ValueError):  # not introspectable: assume LangGraph's signature
-        return False
-    return any(p.name == "lease" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def commits_async(saver: BaseCheckpointSaver, base_acommit: Callable[..., Any]) -> bool:

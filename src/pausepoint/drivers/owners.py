@@ -12,14 +12,13 @@ driver lets the dead process's lease go and claims the thread at once.
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import socket
 import threading
 import time
 import uuid
-from typing import Any
 
+from pausepoint.checkpoint._keys import method_takes
 from pausepoint.checkpoint.base import CheckpointRef, Lease, LeaseClaim
 from pausepoint.config import RunnableConfig
 
@@ -111,15 +110,6 @@ def claim_kwargs(
     is built for it) goes only to a saver whose ``method`` (``acquire_lease`` or
     ``aacquire_lease``) takes it; any other reads with a ``get_tuple`` of its own.
     """
-    if read is None or not _method_takes(type(saver), method, "read"):
+    if read is None or not method_takes(type(saver), method, "read"):
         return {}
     return {"read": read}
-
-
-@functools.cache
-def _method_takes(saver_type: type[Any], method: str, keyword: str) -> bool:
-    found = getattr(saver_type, method, None)
-    if found is None:
-        return False
-    params = inspect.signature(found).parameters.values()
-    return any(p.name == keyword or p.kind is p.VAR_KEYWORD for p in params)
