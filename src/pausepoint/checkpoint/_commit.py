@@ -13,7 +13,7 @@ stays the contract. A saver without ``commit`` gets one made of its other writes
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, final, overload
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, cast, final, overload
 
 from typing_extensions import TypeVar
 
@@ -21,6 +21,7 @@ from pausepoint.checkpoint._keys import config_keys, guard_kwargs
 from pausepoint.config import RunnableConfig
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint._protocol import SaverProtocol
     from pausepoint.checkpoint.base import (
         ChannelVersions,
         Checkpoint,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         CheckpointPut,
         TaskWrites,
     )
+    from pausepoint.types import Checkpointer
 
 __all__ = [
     "At",
@@ -286,12 +288,19 @@ class PartsSaver:
         return await arun_parts(self.saver, step)
 
 
-def committing(saver: Any) -> Any:
-    """``saver`` itself when it has ``commit`` (or is no saver), else a `PartsSaver`."""
+def committing(saver: Checkpointer) -> SaverProtocol | None:
+    """The saver a run writes with (None for ``None``, ``True``, ``False``).
+
+    ``saver`` itself when it has ``commit``, else a `PartsSaver`.
+    """
+    if saver is None or isinstance(saver, bool):
+        return None
     # On the object, not its type: a proxy forwarding attributes forwards ``commit``.
-    if saver is None or isinstance(saver, bool) or hasattr(saver, "commit"):
+    if hasattr(saver, "commit"):
         return saver
-    return PartsSaver(saver)
+    # A duck-typed saver the type does not admit (compile() accepts one with LangGraph's
+    # methods): PartsSaver gives it the protocol, forwarding the rest by __getattr__.
+    return cast("SaverProtocol", PartsSaver(saver))
 
 
 _Part = tuple[str, tuple[object, ...], dict[str, Any]]

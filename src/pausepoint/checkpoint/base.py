@@ -256,7 +256,7 @@ class BaseCheckpointSaver(PendingListing):
     checks that they are honoured atomically).
     """
 
-    supports_leases: ClassVar[bool] = False
+    supports_leases: bool = False
     """Whether leases hold across processes and the write methods honour ``lease=``
     and ``if_head=`` atomically (true for pausepoint's savers)."""
 
@@ -334,7 +334,7 @@ class BaseCheckpointSaver(PendingListing):
         task = (TaskWrites(task_id, writes, task_path),)
         own(self, StepCommit(config, task, lease=lease, release=release, if_head=if_head))
 
-    batches: ClassVar[bool] = False
+    batches: bool = False
     """Whether one [`commit`][] costs about what one part of it would (a database
     transaction or round trip): the engine then puts more in each, a new run's input
     checkpoint with its first step's and a lease's release with a step's checkpoint."""

@@ -119,9 +119,7 @@ class CompiledStateGraph(RunnableMethods):
                 "keep its state across its parent's runs. Compile the graph you call "
                 "with a saver (checkpointer=InMemorySaver(), SqliteSaver, ...)"
             )
-        saver: SaverProtocol | None = (
-            committing(self.checkpointer) if self.checkpointer not in (None, False) else None
-        )
+        saver = committing(self.checkpointer)
         if saver is None and durability is not None:
             warnings.warn(_NO_DURABILITY, stacklevel=4)
         if cfg.checkpoint_ns:
@@ -181,8 +179,7 @@ class CompiledStateGraph(RunnableMethods):
                 },
             }
         )
-        saver: SaverProtocol | None = committing(given)
-        saver = with_caller_keys(saver, inner.configurable)
+        saver = with_caller_keys(committing(given), inner.configurable)
         # Without subgraphs=True only custom chunks come up; messages are dropped by
         # their namespace then, but still reported here, not as the parent node's.
         wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & _NESTED
@@ -502,14 +499,13 @@ class CompiledStateGraph(RunnableMethods):
 
     def _require_saver(self, config: RunnableConfig) -> SaverProtocol:
         """The saver state inspection uses, handed the caller's ``configurable`` keys."""
-        saver = self.checkpointer
-        if saver in (None, False, True):
+        saver = committing(self.checkpointer)
+        if saver is None:
             raise CheckpointerRequiredError(
                 "this graph has no checkpointer: compile it with "
                 "checkpointer=InMemorySaver() (or SqliteSaver) to keep and read state"
             )
-        committed: SaverProtocol = committing(saver)
-        return with_caller_keys(committed, self._merged(config).get("configurable") or {})
+        return with_caller_keys(saver, self._merged(config).get("configurable") or {})
 
 
 _NESTED = frozenset({"custom", "messages"})
