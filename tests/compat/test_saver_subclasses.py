@@ -124,3 +124,20 @@ def test_an_async_spy_subclass_sees_every_checkpoint(lib: Lib):
 
     assert asyncio.run(scenario()) == {"x": "a!"}
     assert {t.checkpoint["id"] for t in saver.list(config)} <= set(seen)
+
+
+def test_update_state_returns_what_the_savers_put_returned(lib: Lib):
+    """A saver may put keys of its own in the config ``put`` returns; update_state hands
+    that config back (as LangGraph does), so a later call addresses the same place."""
+
+    class Sharded(lib.InMemorySaver):
+        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            stored = super().put(config, checkpoint, metadata, new_versions)
+            return {**stored, "configurable": {**stored["configurable"], "shard": 7}}
+
+    graph = _graph(lib, Sharded())
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"x": ""}, config)
+    updated = graph.update_state(config, {"x": "edited"})
+    assert updated["configurable"]["shard"] == 7
+    assert graph.get_state(updated).values == {"x": "edited"}

@@ -18,14 +18,13 @@ from pausepoint.checkpoint.base import (
     LeaseClaim,
     SaverProtocol,
     as_config,
-    in_form,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import AsyncCalls, asettle, cancel_calls
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.stop import wind_down
-from pausepoint.drivers.sync import LeaseHeld, commit_of
+from pausepoint.drivers.sync import LeaseHeld, callers_commit, commit_of
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
     Call,
@@ -219,7 +218,9 @@ async def run_effects(flow: Generator[SaverEffect, Reply, T], saver: SaverProtoc
 async def perform(saver: SaverProtocol, effect: SaverEffect) -> Reply:
     """Carry out a saver effect with an async saver, with no lease held."""
     if type(effect) is SaveCheckpoint:
-        return in_form(effect.config, await saver.acommit(commit_of(effect)))
+        if (given := callers_commit(effect)) is not None:
+            return await saver.acommit(given)
+        return await saver.acommit(commit_of(effect))
     if type(effect) is SaveWrites:
         await saver.acommit(commit_of(effect))
         return None

@@ -28,7 +28,6 @@ from pausepoint.checkpoint.base import (
     StepCommit,
     TaskWrites,
     as_config,
-    in_form,
 )
 from pausepoint.config import RunnableConfig
 from pausepoint.drivers.calls import SyncCalls, settle
@@ -57,7 +56,16 @@ from pausepoint.loop.prepare import ExecTask
 from pausepoint.loop.run import RunResult
 from pausepoint.running import TASK
 
-__all__ = ["Chunk", "LeaseHeld", "commit_of", "drive", "perform", "run_effects", "run_task"]
+__all__ = [
+    "Chunk",
+    "LeaseHeld",
+    "callers_commit",
+    "commit_of",
+    "drive",
+    "perform",
+    "run_effects",
+    "run_task",
+]
 
 Chunk = tuple[tuple[str, ...], str, Any]
 _Event = tuple[str, Any]
@@ -266,7 +274,9 @@ def perform(saver: SaverProtocol, effect: SaverEffect) -> Reply:
     A save is sent back where it went in its config's form (a caller's dict: a dict).
     """
     if type(effect) is SaveCheckpoint:
-        return in_form(effect.config, saver.commit(commit_of(effect)))
+        if (given := callers_commit(effect)) is not None:
+            return saver.commit(given)
+        return saver.commit(commit_of(effect))
     if type(effect) is SaveWrites:
         saver.commit(commit_of(effect))
         return None
@@ -280,6 +290,17 @@ def perform(saver: SaverProtocol, effect: SaverEffect) -> Reply:
 def commit_of(effect: SaveWrites | SaveCheckpoint) -> StepCommit[CheckpointRef]:
     """The `StepCommit` of a save effect made with no lease held."""
     return _UNLEASED.commit_of(effect)
+
+
+def callers_commit(effect: SaveCheckpoint) -> StepCommit[RunnableConfig] | None:
+    """The commit of a save under a caller's config dict (``update_state``'s), as a dict.
+
+    What the saver returns for it (``put``'s config, keys of the saver's own included)
+    then goes back to the caller, as LangGraph's ``update_state`` returns it. None for
+    a save under a run's `CheckpointRef`.
+    """
+    at = effect.config
+    return None if type(at) is CheckpointRef else StepCommit(at, *commit_of(effect)[1:])
 
 
 def _load(saver: SaverProtocol, effect: LoadCheckpoint) -> CheckpointTuple | None:
