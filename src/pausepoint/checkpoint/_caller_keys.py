@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final, overload
 
 from pausepoint.checkpoint._commit import At, CheckpointRef, StepCommit, ref_of
-from pausepoint.checkpoint._keys import method_takes
+from pausepoint.checkpoint._keys import lease_scope_of, method_takes
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._protocol import SaverProtocol
@@ -114,8 +114,7 @@ class CallerKeys:
     @property
     def lease_scope(self) -> str:
         """The saver's own (its identity, for a saver that names none)."""
-        scope = getattr(self.saver, "lease_scope", None)
-        return scope if isinstance(scope, str) else f"{id(self.saver):x}"
+        return lease_scope_of(self.saver)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The saver's, with the caller's keys."""
@@ -135,9 +134,7 @@ class CallerKeys:
 
     def commit(self, step: StepCommit[At]) -> At:
         """The saver's, under a config dict with the caller's keys; in ``step``'s form."""
-        done = self.saver.commit(self._step(step))
-        stored: Any = ref_of(done) if type(step.config) is CheckpointRef else done
-        return stored
+        return _in_form_of(step, self.saver.commit(self._step(step)))
 
     def put(
         self,
@@ -191,9 +188,7 @@ class CallerKeys:
 
     async def acommit(self, step: StepCommit[At]) -> At:
         """The saver's, under a config dict with the caller's keys; in ``step``'s form."""
-        done = await self.saver.acommit(self._step(step))
-        stored: Any = ref_of(done) if type(step.config) is CheckpointRef else done
-        return stored
+        return _in_form_of(step, await self.saver.acommit(self._step(step)))
 
     async def aacquire_lease(
         self, thread_id: str, owner: str, ttl: float, *, read: CheckpointRef | None = None
@@ -205,3 +200,9 @@ class CallerKeys:
     async def arelease_lease(self, thread_id: str, owner: str) -> bool:
         """The saver's."""
         return await self.saver.arelease_lease(thread_id, owner)
+
+
+def _in_form_of(step: StepCommit[At], done: RunnableConfig) -> At:
+    """What the saver's commit under a dict returned, in ``step``'s form (a ref for a ref)."""
+    stored: Any = ref_of(done) if type(step.config) is CheckpointRef else done
+    return stored

@@ -13,7 +13,14 @@ from typing import Any, NamedTuple
 
 from pausepoint.config import MAX_ID_BYTES, RunnableConfig, stored_id
 
-__all__ = ["ListQuery", "config_keys", "guard_kwargs", "method_takes", "takes_keyword"]
+__all__ = [
+    "ListQuery",
+    "config_keys",
+    "guard_kwargs",
+    "lease_scope_of",
+    "method_takes",
+    "takes_keyword",
+]
 
 
 def guard_kwargs(lease: str | None, if_head: bool = False, release: bool = False) -> dict[str, Any]:
@@ -52,6 +59,12 @@ def takes_keyword(function: object, keyword: str) -> bool:
 def method_takes(saver_type: type[Any], method: str, keyword: str) -> bool:
     """`takes_keyword` for a saver class's method (once per class, method and keyword)."""
     return takes_keyword(getattr(saver_type, method, None), keyword)
+
+
+def lease_scope_of(saver: object) -> str:
+    """A saver's ``lease_scope``; its identity for a duck-typed saver that names none."""
+    scope = getattr(saver, "lease_scope", None)
+    return scope if isinstance(scope, str) else f"{id(saver):x}"
 
 
 def config_keys(config: RunnableConfig) -> tuple[str, str, str | None]:

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 
-from pausepoint.checkpoint._keys import method_takes
+from pausepoint.checkpoint._keys import lease_scope_of, method_takes
 from pausepoint.checkpoint.base import CheckpointRef, Lease, LeaseClaim
 from pausepoint.config import RunnableConfig
 
@@ -58,7 +58,7 @@ class LocalRuns:
         self, saver: object, thread_id: str, run: str, owner: str, ttl: float
     ) -> LeaseClaim | None:
         """None if ``run`` may go on to the saver's lease, else a refusal to send back."""
-        key = (_scope(saver), thread_id)
+        key = (lease_scope_of(saver), thread_id)
         with self._lock:
             holder = self._runs.setdefault(key, run)
         if holder == run:
@@ -68,7 +68,7 @@ class LocalRuns:
 
     def drop(self, saver: object, thread_id: str, run: str) -> None:
         """Forget that ``run`` holds the thread (if it does)."""
-        key = (_scope(saver), thread_id)
+        key = (lease_scope_of(saver), thread_id)
         with self._lock:
             if self._runs.get(key) == run:
                 del self._runs[key]
@@ -76,11 +76,6 @@ class LocalRuns:
 
 LOCAL = LocalRuns()
 """The runs of this process that hold a thread (shared by both drivers)."""
-
-
-def _scope(saver: object) -> str:
-    scope = getattr(saver, "lease_scope", None)
-    return scope if isinstance(scope, str) else f"{id(saver):x}"
 
 
 def holder_is_gone(owner: str) -> bool:
