@@ -373,3 +373,45 @@ def test_thread_ids_are_newest_first_and_read_no_checkpoint(tmp_path: Path) -> N
         assert saver.thread_ids() == ["c", "a", "b"]
         with pytest.raises(CheckpointDecodeError, match="thread 'a'"):
             saver.get_tuple({"configurable": {"thread_id": "a"}})
+
+
+class _Interleaved(SqliteSaver):
+    """Runs ``between`` once, after its first statement that reads checkpoints."""
+
+    between: Any = None
+
+    def _execute(self, stmt: Any) -> Any:
+        rows = super()._execute(stmt)
+        if self.between is not None and "FROM pausepoint_checkpoints" in stmt.sql:
+            between, self.between = self.between, None
+            between()
+        return rows
+
+
+@pytest.mark.parametrize("read", ["get_tuple", "list"])
+def test_a_read_sees_one_moment_while_another_connection_commits(tmp_path: Path, read: str) -> None:
+    # Another process saves a checkpoint's last writes and the next checkpoint in one
+    # commit. A read in between the reader's checkpoint row and its writes must not
+    # show the old checkpoint as the newest with the writes that came with its successor.
+    path = str(tmp_path / "c.db")
+    with SqliteSaver.from_conn_string(path) as writer:
+        first = writer.put(CONFIG, make_checkpoint({"a": 1}), make_metadata(0), {})  # type: ignore[arg-type]
+
+        def commit_next_step() -> None:
+            writer.put_writes(first, [("a", 2)], "task-1")
+            writer.put(first, make_checkpoint({"a": 2}), make_metadata(1), {})
+
+        reader = _Interleaved(sqlite3.connect(path, check_same_thread=False, isolation_level=None))
+        reader.between = commit_next_step
+        if read == "get_tuple":
+            got = reader.get_tuple(CONFIG)  # type: ignore[arg-type]
+            assert got is not None
+            seen = [got]
+        else:
+            seen = list(reader.list(CONFIG))  # type: ignore[arg-type]
+        assert reader.between is None, "the interleaving ran"
+        assert [(t.config, t.pending_writes) for t in seen] == [(first, [])]
+        assert not reader.conn.in_transaction
+        # Read again, it sees the commit whole.
+        assert [t.metadata["step"] for t in reader.list(CONFIG)] == [1, 0]  # type: ignore[arg-type]
+        reader.conn.close()

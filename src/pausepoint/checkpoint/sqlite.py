@@ -130,22 +130,29 @@ class SqliteSaver(BaseCheckpointSaver):
         return cur.fetchall() if stmt.fetch else []
 
     def _run(self, flow: _sql.Flow[T], *, write: bool = False, durable: bool = True) -> T:
-        """Drive ``flow`` on the connection; a write in a transaction of its own.
+        """Drive ``flow`` on the connection, in a transaction of its own.
 
-        IMMEDIATE takes the write lock at once, so a busy database waits at the
+        A write's BEGIN IMMEDIATE takes the write lock at once, so a busy database waits at the
         BEGIN (up to the connection's timeout) instead of failing in the middle.
         The transaction is written here, not in a method of its own: every saved
         step passes through it.
         """
         with self._lock:
             conn = self.conn
-            if not write or conn.in_transaction:
-                # A read; or the caller's own transaction: our statements join it, and
-                # the caller decides when it commits.
+            if conn.in_transaction:
+                # The caller's own transaction: our statements join it, and the caller
+                # decides when it commits.
                 return _sql.drive(flow, self._execute)
-            if not durable and self.journal_mode.lower() == "wal":
+            if not write:
+                # A read takes a checkpoint's row and then its writes: one (deferred)
+                # transaction reads them at one moment, so a commit from another
+                # connection in between (writes with the next checkpoint) is not half
+                # seen as the old checkpoint, newest still, with its successor's writes.
+                conn.execute("BEGIN")
+            elif not durable and self.journal_mode.lower() == "wal":
                 return self._unsynced(flow)
-            conn.execute("BEGIN IMMEDIATE")
+            else:
+                conn.execute("BEGIN IMMEDIATE")
             try:
                 result = _sql.drive(flow, self._execute)
             except BaseException:
