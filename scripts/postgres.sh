@@ -36,10 +36,17 @@ choose_port() {
         return
     fi
     local port
-    for port in $(seq 54329 54428); do
+    for port in $(seq "${1:-54329}" 54428); do
         if ! in_use "$port"; then PG_PORT="$port"; return; fi
     done
-    die "no free port in 54329-54428 on 127.0.0.1; choose one with PG_PORT"
+    die "no free port in ${1:-54329}-54428 on 127.0.0.1; choose one with PG_PORT"
+}
+
+bind_failed() {
+    # The server could not listen on its port: it was taken after choose_port looked,
+    # or a client's outgoing connection uses it as its local port (54329-54428 lie in
+    # Linux's ephemeral range), which a connect probe cannot see.
+    grep -q "could not create any TCP/IP sockets" "$PG_DIR/server.log" 2>/dev/null
 }
 
 find_bindir() {
@@ -86,12 +93,23 @@ start() {
     log "initdb in $PG_DIR/data (binaries: $BINDIR)"
     as_pg "$BINDIR/initdb" -D "$PG_DIR/data" -U "$PG_USER" --auth=trust -E UTF8 >"$PG_DIR/initdb.log" 2>&1 \
         || { cat "$PG_DIR/initdb.log" >&2; die "initdb failed"; }
-    log "starting on 127.0.0.1:$PG_PORT"
-    if ! as_pg "$BINDIR/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off" start >&2; then
+    local tries=0
+    while true; do
+        log "starting on 127.0.0.1:$PG_PORT"
+        rm -f "$PG_DIR/server.log"
+        if as_pg "$BINDIR/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 30 \
+            -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $PG_DIR -c fsync=off" start >&2; then
+            break
+        fi
+        tries=$((tries + 1))
+        if [[ -z "$PORT_GIVEN" ]] && bind_failed && ((tries < 10 && PG_PORT < 54428)); then
+            log "port $PG_PORT could not be bound; trying the next free one"
+            choose_port $((PG_PORT + 1))
+            continue
+        fi
         cat "$PG_DIR/server.log" >&2 || true
         die "the server did not start (log above)"
-    fi
+    done
     as_pg "$BINDIR/createdb" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" "$PG_DB" \
         || die "could not create database $PG_DB"
     as_pg "$BINDIR/psql" -h 127.0.0.1 -p "$PG_PORT" -U "$PG_USER" -d "$PG_DB" -qAtc "SELECT 1" >/dev/null \
