@@ -132,10 +132,10 @@ class SqliteSaver(BaseCheckpointSaver):
     def _run(self, flow: _sql.Flow[T], *, write: bool = False, durable: bool = True) -> T:
         """Drive ``flow`` on the connection, in a transaction of its own.
 
-        A write's BEGIN IMMEDIATE takes the write lock at once, so a busy database waits at the
-        BEGIN (up to the connection's timeout) instead of failing in the middle.
-        The transaction is written here, not in a method of its own: every saved
-        step passes through it.
+        A write's BEGIN IMMEDIATE takes the write lock at once, so a busy database
+        waits at the BEGIN (up to the connection's timeout) instead of failing in the
+        middle; a read's BEGIN is deferred (see below). The transaction is written
+        here, not in a method of its own: every saved step passes through it.
         """
         with self._lock:
             conn = self.conn
