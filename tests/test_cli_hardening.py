@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ def test_one_corrupt_thread_is_a_row_of_its_own(db: Path, capsys: Any, damage: s
     assert status == 2
     assert "Traceback" not in err
     assert "normal-3" in err
+    assert "--graph" not in err  # the graph would not read a damaged row either
 
 
 def test_reading_a_foreign_sqlite_file_changes_nothing_in_it(tmp_path: Path, capsys: Any):
@@ -182,3 +184,64 @@ def test_a_thread_at_a_static_breakpoint_says_so_and_how_to_continue(
     out = capsys.readouterr().out
     assert "interrupted" in out  # past the breakpoint, at the approval question
     assert Command  # the graph's own question now waits
+
+
+TYPED = """
+from dataclasses import dataclass
+from typing import TypedDict
+
+from pausepoint import START, StateGraph, interrupt
+
+
+@dataclass
+class Money:
+    amount: int
+    currency: str
+
+
+class State(TypedDict, total=False):
+    price: Money
+    ok: str
+
+
+def ask(state):
+    return {"ok": interrupt("charge it?")}
+
+
+builder = StateGraph(State)
+builder.add_node("ask", ask)
+builder.add_edge(START, "ask")
+"""
+
+
+def test_only_a_type_the_serializer_lacks_is_told_to_pass_the_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+):
+    # A class from the graph's state schema reads with --graph; a corrupt row does not,
+    # so its error must not send the reader there.
+    (tmp_path / "typed_graph_mod.py").write_text(TYPED, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from pausepoint.cli.threads import load_graph
+
+    path = tmp_path / "typed.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        graph = load_graph("typed_graph_mod:builder").compile(checkpointer=saver)
+        money = graph.builder.state_schema.__annotations__["price"]  # type: ignore[union-attr]
+        graph.invoke({"price": money(30, "EUR")}, {"configurable": {"thread_id": "typed"}})
+        graph.invoke({"ok": "-"}, {"configurable": {"thread_id": "plain"}})
+    status, _, err = cli(capsys, "show", "typed", "--db", str(path))
+    assert status == 2
+    assert "not in this serializer's allowlist" in err
+    assert "pass --graph MODULE:ATTRIBUTE" in err
+    status, out, err = cli(
+        capsys, "show", "typed", "--db", str(path), "--graph", "typed_graph_mod:builder"
+    )
+    assert status == 0, err
+    assert "EUR" in out
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE pausepoint_checkpoints SET checkpoint = 7 WHERE thread_id = 'plain'")
+    status, _, err = cli(capsys, "show", "plain", "--db", str(path))
+    assert status == 2
+    assert "the row is corrupt" in err
+    assert "--graph" not in err
+    sys.modules.pop("typed_graph_mod", None)

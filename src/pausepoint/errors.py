@@ -352,7 +352,21 @@ class SerializationError(PausepointError, TypeError):
 
 
 class CheckpointDecodeError(PausepointError, ValueError):
-    """A stored checkpoint or write cannot be decoded safely; nothing was executed."""
+    """A stored checkpoint or write cannot be decoded safely; nothing was executed.
+
+    Attributes:
+        unknown_type: The stored type name the serializer's allowlist lacks, when that
+            is why: registering the class (or reading through the graph whose state
+            declares it) reads the value. None when the row is corrupt or foreign.
+    """
+
+    def __init__(self, message: str, *, unknown_type: str | None = None) -> None:
+        super().__init__(message)
+        self.unknown_type = unknown_type
+
+    def with_message(self, message: str) -> CheckpointDecodeError:
+        """The same error saying ``message`` (with more context); ``unknown_type`` kept."""
+        return CheckpointDecodeError(message, unknown_type=self.unknown_type)
 
 
 # Single-writer threads: the errors of the savers' leases and guarded writes.

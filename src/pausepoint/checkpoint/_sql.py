@@ -188,7 +188,7 @@ def _decoded(row: Row, decode: Callable[[], T]) -> T:
     except CheckpointDecodeError as exc:
         if where in str(exc):
             raise
-        raise CheckpointDecodeError(f"{where}: {exc}") from exc
+        raise exc.with_message(f"{where}: {exc}") from exc
     except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
         raise CheckpointDecodeError(
             f"{where} cannot be decoded ({type(exc).__name__}: {exc}); the row is corrupt"

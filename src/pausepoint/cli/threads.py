@@ -196,7 +196,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"pausepoint threads: error: {exc}", file=sys.stderr)
         return 2
     except CheckpointDecodeError as exc:
-        hint = "" if args.graph else "; pass --graph MODULE:ATTRIBUTE so its declared types load"
+        # Only a type the allowlist lacks is read with the graph; a corrupt row is not.
+        unknown = exc.unknown_type is not None and not args.graph
+        hint = "; pass --graph MODULE:ATTRIBUTE so its declared types load" if unknown else ""
         print(f"pausepoint threads: error: {exc}{hint}", file=sys.stderr)
         return 2
 

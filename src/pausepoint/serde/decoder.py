@@ -220,7 +220,8 @@ def _not_allowed(registry: TypeRegistry, kind: str, name: object) -> CheckpointD
         f"allowlist (registered: {known}); nothing was imported or run. If it is your "
         f"class {cls}, register it under the stored name on the saver's serializer before "
         f"reading: saver.serde.register({cls}, name={name!r}) (or declare it in the "
-        "graph's state schema and compile the graph with this saver)"
+        "graph's state schema and compile the graph with this saver)",
+        unknown_type=name if isinstance(name, str) else None,
     )
 
 

@@ -323,7 +323,7 @@ class Serializer:
                 value = self._decoder.decode(text)
             return value
         except CheckpointDecodeError as exc:
-            raise CheckpointDecodeError(f"cannot decode a stored value: {exc}") from None
+            raise exc.with_message(f"cannot decode a stored value: {exc}") from None
         except (RecursionError, MemoryError) as exc:  # crafted nesting or size
             raise CheckpointDecodeError(
                 f"cannot decode a stored value: it is nested too deeply or too large to "
