@@ -5,8 +5,8 @@
 #   scripts/postgres.sh stop              # stops the server and removes its data directory
 #
 # Installs Debian's `postgresql` package when initdb/pg_ctl are missing (needs root).
-# Environment: PG_PORT (default: the first free port from 54329), PG_DIR (default
-# <repo>/.ci/pg), PG_DB (pausepoint).
+# Environment: PG_PORT (default: the first free port from PG_PORT_FROM, 54329, up to
+# 54428), PG_DIR (default <repo>/.ci/pg), PG_DB (pausepoint).
 # Status goes to stderr; stdout carries only the export line. If the server does not
 # start (a PG_PORT in use, initdb failing, ...) it says why, exits non-zero and prints
 # `false` on stdout, so that `eval "$(scripts/postgres.sh start)"` fails too.
@@ -35,11 +35,12 @@ choose_port() {
         fi
         return
     fi
-    local port
-    for port in $(seq "${1:-54329}" 54428); do
+    local port from="${1:-${PG_PORT_FROM:-54329}}"
+    [[ "$from" =~ ^[0-9]+$ ]] || die "PG_PORT_FROM must be a port number, got '$from'"
+    for port in $(seq "$from" 54428); do
         if ! in_use "$port"; then PG_PORT="$port"; return; fi
     done
-    die "no free port in ${1:-54329}-54428 on 127.0.0.1; choose one with PG_PORT"
+    die "no free port in $from-54428 on 127.0.0.1; choose one with PG_PORT"
 }
 
 bind_failed() {

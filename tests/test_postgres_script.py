@@ -51,14 +51,14 @@ def test_eval_of_a_failed_start_fails(tmp_path: Path, taken_port: int) -> None:
     assert "in use" in done.stderr
 
 
-def _start_without_a_port(tmp_path: Path) -> tuple[int, str]:
+def _start_without_a_port(tmp_path: Path, **extra: str) -> tuple[int, str]:
     """Start the script with no PG_PORT: the port it serves on, and what it logged."""
     if not glob.glob("/usr/lib/postgresql/*/bin/initdb"):
         if os.environ.get("CI"):
             pytest.fail("CI is set but PostgreSQL's binaries are not installed")
         pytest.skip("PostgreSQL's binaries are not installed")
-    env = {k: v for k, v in os.environ.items() if k != "PG_PORT"}
-    env["PG_DIR"] = str(tmp_path / "pg")
+    env = {k: v for k, v in os.environ.items() if k not in ("PG_PORT", "PG_PORT_FROM")}
+    env.update(PG_DIR=str(tmp_path / "pg"), **extra)
     start = subprocess.run(
         ["bash", str(SCRIPT), "start"],
         capture_output=True,
@@ -82,12 +82,24 @@ def _start_without_a_port(tmp_path: Path) -> tuple[int, str]:
         )
 
 
-def _first_port_nothing_listens_on() -> int:
-    for port in range(54329, 54429):
+def _held_port() -> socket.socket:
+    """A socket bound, not listening, to a port of the script's range nothing listens on.
+
+    Ports are tried from the top of the range down: a port with a connection in it
+    (or one in TIME_WAIT) cannot be bound without SO_REUSEADDR, so it is passed over.
+    """
+    for port in range(54420, 54329, -1):
         with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) != 0:
-                return port
-    pytest.skip("every port in 54329-54428 is in use")
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                continue
+        holder = socket.socket()
+        try:
+            holder.bind(("127.0.0.1", port))  # as a client's socket holds its local port
+        except OSError:
+            holder.close()
+            continue
+        return holder
+    pytest.skip("no port in 54330-54420 could be held")
 
 
 def test_without_a_port_it_picks_a_free_one(tmp_path: Path) -> None:
@@ -98,9 +110,8 @@ def test_a_port_bound_but_not_listening_is_passed_over(tmp_path: Path) -> None:
     # A client's outgoing connection may hold a port of the range as its local port
     # (the range is in Linux's ephemeral ports): a connect probe sees nothing there,
     # but the server cannot bind it. Seen once in a full local test run.
-    port = _first_port_nothing_listens_on()
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", port))  # bound, not listening, as a client's socket is
-        served, log = _start_without_a_port(tmp_path)
+    with _held_port() as holder:
+        port = holder.getsockname()[1]
+        served, log = _start_without_a_port(tmp_path, PG_PORT_FROM=str(port))
     assert served > port
     assert f"port {port} could not be bound; trying the next free one" in log
