@@ -221,27 +221,31 @@ def test_only_a_type_the_serializer_lacks_is_told_to_pass_the_graph(
     # so its error must not send the reader there.
     (tmp_path / "typed_graph_mod.py").write_text(TYPED, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
-    from pausepoint.cli.threads import load_graph
+    try:
+        from pausepoint.cli.threads import load_graph
 
-    path = tmp_path / "typed.sqlite"
-    with SqliteSaver.from_conn_string(str(path)) as saver:
-        graph = load_graph("typed_graph_mod:builder").compile(checkpointer=saver)
-        money = graph.builder.state_schema.__annotations__["price"]  # type: ignore[union-attr]
-        graph.invoke({"price": money(30, "EUR")}, {"configurable": {"thread_id": "typed"}})
-        graph.invoke({"ok": "-"}, {"configurable": {"thread_id": "plain"}})
-    status, _, err = cli(capsys, "show", "typed", "--db", str(path))
-    assert status == 2
-    assert "not in this serializer's allowlist" in err
-    assert "pass --graph MODULE:ATTRIBUTE" in err
-    status, out, err = cli(
-        capsys, "show", "typed", "--db", str(path), "--graph", "typed_graph_mod:builder"
-    )
-    assert status == 0, err
-    assert "EUR" in out
-    with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE pausepoint_checkpoints SET checkpoint = 7 WHERE thread_id = 'plain'")
-    status, _, err = cli(capsys, "show", "plain", "--db", str(path))
-    assert status == 2
-    assert "the row is corrupt" in err
-    assert "--graph" not in err
-    sys.modules.pop("typed_graph_mod", None)
+        path = tmp_path / "typed.sqlite"
+        with SqliteSaver.from_conn_string(str(path)) as saver:
+            graph = load_graph("typed_graph_mod:builder").compile(checkpointer=saver)
+            money = graph.builder.state_schema.__annotations__["price"]  # type: ignore[union-attr]
+            graph.invoke({"price": money(30, "EUR")}, {"configurable": {"thread_id": "typed"}})
+            graph.invoke({"ok": "-"}, {"configurable": {"thread_id": "plain"}})
+        status, _, err = cli(capsys, "show", "typed", "--db", str(path))
+        assert status == 2
+        assert "not in this serializer's allowlist" in err
+        assert "pass --graph MODULE:ATTRIBUTE" in err
+        status, out, err = cli(
+            capsys, "show", "typed", "--db", str(path), "--graph", "typed_graph_mod:builder"
+        )
+        assert status == 0, err
+        assert "EUR" in out
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE pausepoint_checkpoints SET checkpoint = 7 WHERE thread_id = 'plain'"
+            )
+        status, _, err = cli(capsys, "show", "plain", "--db", str(path))
+        assert status == 2
+        assert "the row is corrupt" in err
+        assert "--graph" not in err
+    finally:
+        sys.modules.pop("typed_graph_mod", None)
