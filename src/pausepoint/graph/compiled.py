@@ -31,6 +31,8 @@ from pausepoint.graph.output import (
     deliver,
     invoke_output,
     message_tap,
+    print_modes,
+    printing_sink,
     queue_sink,
 )
 from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
@@ -104,13 +106,14 @@ class CompiledStateGraph(RunnableMethods):
         sink: Sink | None,
         output_keys: str | Sequence[str] | None = None,
         context: object = None,
+        printing: frozenset[str] = frozenset(),
     ) -> tuple[RunOptions, SaverProtocol | None]:
         parent = TASK.get()
         cfg = RunConfig.parse(self._merged(config))
         context = coerce_context(self.context_schema, context)
         if parent is not None:  # a subgraph (checkpointer=False too: no saver of its own)
             context = context or parent.runtime.context  # its parent's, unless given one
-            opts, saver = self._nested_options(cfg, parent.checkpoint_ns, parent.nest, modes, sink)
+            opts, saver = self._nested_options(cfg, parent.checkpoint_ns, parent.nest, printing)
             opts.context = context
             return opts, saver
         if self.checkpointer is True:
@@ -164,7 +167,7 @@ class CompiledStateGraph(RunnableMethods):
         )
 
     def _nested_options(
-        self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Sink | None
+        self, cfg: RunConfig, ns: str, nest: NestInfo, printing: frozenset[str]
     ) -> tuple[RunOptions, SaverProtocol | None]:
         given = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
         if self.checkpointer is True:  # stateful: one namespace across parent runs
@@ -188,13 +191,13 @@ class CompiledStateGraph(RunnableMethods):
             config=inner,
             has_saver=saver is not None,
             durability=nest.durability,
-            stream_modes=frozenset(wanted),
+            stream_modes=frozenset(wanted) | printing,
             stream_subgraphs=nest.stream_subgraphs,
             ns=ns_parts,
             nest=nest,
             interrupt_before=self.interrupt_before_nodes,
             interrupt_after=self.interrupt_after_nodes,
-            sink=nest.sink,
+            sink=printing_sink(nest.sink, ns_parts, printing, wanted),
             saver=saver,
             messages=message_tap(nest.sink, ns_parts, wanted, muted=not nest.stream_subgraphs),
         )
@@ -214,6 +217,7 @@ class CompiledStateGraph(RunnableMethods):
             sink=sink,
             output_keys=args.output_keys,
             context=args.context,
+            printing=args.printing,
         )
         return run(self.spec, input, opts), opts, saver
 
@@ -231,6 +235,7 @@ class CompiledStateGraph(RunnableMethods):
         durability: Durability | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
+        print_mode: str | Sequence[str] = (),
         version: str = "v1",
         context: object = None,
         **kwargs: object,
@@ -245,10 +250,11 @@ class CompiledStateGraph(RunnableMethods):
         Raises:
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
-        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
+        printing = print_modes(print_mode, debug, self.debug)
+        shape = ChunkShape.of(stream_mode, subgraphs, version, "updates", output_keys, printing)
         args = RunArgs.checked(
             self.stream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, _streamed_keys(self.spec, output_keys), context,
+            interrupt_after, _streamed_keys(self.spec, output_keys), context, printing,
         )  # fmt: skip
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, queue_sink(events))
@@ -271,6 +277,9 @@ class CompiledStateGraph(RunnableMethods):
         interrupt_before: Nodes = None,
         interrupt_after: Nodes = None,
         durability: Durability | None = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        print_mode: str | Sequence[str] = (),
         version: str = "v1",
         context: object = None,
         **kwargs: object,
@@ -278,24 +287,28 @@ class CompiledStateGraph(RunnableMethods):
         """Run the graph to its end (or to a pause) and return the output state.
 
         When the run pauses, the returned dict also holds ``"__interrupt__"``: the
-        list of pending [`Interrupt`][pausepoint.types.Interrupt]s.
+        list of pending [`Interrupt`][pausepoint.types.Interrupt]s. Another
+        ``stream_mode`` returns the list of ``stream``'s chunks (``subgraphs=True``:
+        namespaced). ``debug=True`` (or ``print_mode``) prints chunks as ``stream`` does.
 
         Raises:
             TypeError: A keyword argument it does not take (``strem_mode=``).
         """
+        printing = print_modes(print_mode, debug, self.debug)
         args = RunArgs.checked(
-            self.invoke, kwargs, frozenset(), False, durability, interrupt_before,
-            interrupt_after, output_keys, context,
+            self.invoke, kwargs, frozenset(), subgraphs, durability, interrupt_before,
+            interrupt_after, output_keys, context, printing,
         )  # fmt: skip
         if stream_mode != "values":
             kw = args.passed(self.spec, version)
             return list(self.stream(input, config, stream_mode=stream_mode, **kw))
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        loop, opts, saver = self._begin(input, config, args, None)
+        shape, args = _printer(args)
+        loop, opts, saver = self._begin(input, config, args, shape and queue_sink(events))
         driver = sdriver.drive(loop, saver, events, opts.config.max_concurrency)
         while True:
             try:
-                deliver(opts, None, next(driver))
+                deliver(opts, shape, next(driver))
             except StopIteration as stop:
                 result: RunResult = stop.value
                 return invoke_output(result, output_keys, version)
@@ -404,15 +417,17 @@ class CompiledStateGraph(RunnableMethods):
         durability: Durability | None = None,
         subgraphs: bool = False,
         debug: bool | None = None,
+        print_mode: str | Sequence[str] = (),
         version: str = "v1",
         context: object = None,
         **kwargs: object,
     ) -> AsyncIterator[Any]:
         """Async [`stream`][]."""
-        shape = ChunkShape.of(stream_mode, subgraphs, version, default="updates", keys=output_keys)
+        printing = print_modes(print_mode, debug, self.debug)
+        shape = ChunkShape.of(stream_mode, subgraphs, version, "updates", output_keys, printing)
         args = RunArgs.checked(
             self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, _streamed_keys(self.spec, output_keys), context,
+            interrupt_after, _streamed_keys(self.spec, output_keys), context, printing,
         )  # fmt: skip
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, async_sink(sink))
@@ -434,26 +449,31 @@ class CompiledStateGraph(RunnableMethods):
         interrupt_before: Nodes = None,
         interrupt_after: Nodes = None,
         durability: Durability | None = None,
+        subgraphs: bool = False,
+        debug: bool | None = None,
+        print_mode: str | Sequence[str] = (),
         version: str = "v1",
         context: object = None,
         **kwargs: object,
     ) -> Any:
         """Async [`invoke`][]."""
+        printing = print_modes(print_mode, debug, self.debug)
         args = RunArgs.checked(
-            self.ainvoke, kwargs, frozenset(), False, durability, interrupt_before,
-            interrupt_after, output_keys, context,
+            self.ainvoke, kwargs, frozenset(), subgraphs, durability, interrupt_before,
+            interrupt_after, output_keys, context, printing,
         )  # fmt: skip
         if stream_mode != "values":
             kw = args.passed(self.spec, version)
             chunks = self.astream(input, config, stream_mode=stream_mode, **kw)
             return [c async for c in chunks]
         sink = _adriver().AsyncSink()
-        loop, opts, saver = self._begin(input, config, args, None)
+        shape, args = _printer(args)
+        loop, opts, saver = self._begin(input, config, args, shape and async_sink(sink))
         result: list[RunResult] = []
         limit = opts.config.max_concurrency
         async with contextlib.aclosing(_adriver().drive(loop, saver, sink, result, limit)) as run:
             async for chunk in run:
-                deliver(opts, None, chunk)
+                deliver(opts, shape, chunk)
         return invoke_output(result[0], output_keys, version)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
@@ -512,6 +532,19 @@ _NESTED = frozenset({"custom", "messages"})
 """The modes a nested run streams without ``subgraphs=True``."""
 
 _NO_DURABILITY = "`durability` has no effect when no checkpointer is present."
+
+
+def _printer(args: RunArgs) -> tuple[ChunkShape | None, RunArgs]:
+    """What an ``invoke`` in ``values`` mode streams: only the chunks it prints.
+
+    Its result is the run's, whatever ``subgraphs`` says (LangGraph's lists a
+    subgraph's interrupt twice then: docs/differences.md); ``subgraphs=True``
+    only prints the subgraphs' chunks too.
+    """
+    if not args.printing:
+        return None, dataclasses.replace(args, subgraphs=False)
+    key = args.output_keys if isinstance(args.output_keys, str) else None
+    return ChunkShape(frozenset(), True, args.subgraphs, False, key, args.printing), args
 
 
 def _nodes(given: Nodes, default: tuple[str, ...] | str) -> tuple[str, ...] | str:

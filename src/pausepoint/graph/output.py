@@ -24,6 +24,8 @@ __all__ = [
     "forward",
     "invoke_output",
     "message_tap",
+    "print_modes",
+    "printing_sink",
     "queue_sink",
 ]
 
@@ -46,6 +48,13 @@ class ChunkShape:
     v2: bool
     single_key: str | None = None
     """``output_keys="x"``: ``values`` chunks are the value of ``x`` alone."""
+    printing: frozenset[str] = frozenset()
+    """The modes printed as they come (``print_mode=``, ``debug=True``), yielded or not."""
+
+    @property
+    def wanted(self) -> frozenset[str]:
+        """Every mode the run must report: those yielded and those printed."""
+        return self.modes | self.printing
 
     @classmethod
     def of(
@@ -55,22 +64,24 @@ class ChunkShape:
         version: str,
         default: str,
         keys: str | Sequence[str] | None = None,
+        printing: frozenset[str] = frozenset(),
     ) -> ChunkShape:
-        """Parse ``stream``'s arguments."""
+        """Parse ``stream``'s arguments (``printing``: see [`print_modes`][])."""
         if version not in ("v1", "v2"):
             raise ValueError(f"version must be 'v1' or 'v2', got {version!r}")
         given = default if stream_mode is None else stream_mode
-        modes = [given] if isinstance(given, str) else list(given)
-        unknown = [m for m in modes if m not in _MODES]
-        if unknown:
-            raise ValueError(f"unknown stream_mode {unknown!r}; choose from {sorted(_MODES)}")
+        modes = _modes("stream_mode", given)
         single_key = keys if isinstance(keys, str) else None
-        return cls(frozenset(modes), isinstance(given, str), subgraphs, version == "v2", single_key)
+        v2 = version == "v2"
+        return cls(modes, isinstance(given, str), subgraphs, v2, single_key, printing)
 
     def shape(self, chunk: Chunk) -> object:
-        """The caller's form of one chunk, or ``None`` to drop it."""
+        """The caller's form of one chunk, or ``None`` to drop it.
+
+        A chunk of a printed mode is printed first (whether yielded or not).
+        """
         ns, mode, payload = chunk
-        if mode not in self.modes:
+        if mode not in self.wanted:
             return None
         if self.single_key is not None and not ns:
             if mode == "values":
@@ -78,6 +89,10 @@ class ChunkShape:
             elif mode == "updates":
                 payload = _bare_updates(payload, self.single_key)
         if ns and not self.subgraphs and mode != "custom":
+            return None
+        if mode in self.printing:
+            _print_chunk(ns if self.subgraphs else (), mode, payload)
+        if mode not in self.modes:
             return None
         if self.v2:
             part: dict[str, object] = {"type": mode, "ns": ns, "data": payload}
@@ -90,6 +105,67 @@ class ChunkShape:
         if self.subgraphs:
             return (ns, body) if self.single else (ns, mode, payload)
         return body
+
+
+def print_modes(
+    print_mode: str | Sequence[str], debug: bool | None, graph_debug: bool
+) -> frozenset[str]:
+    """The modes a run prints: ``print_mode``'s, or ``updates`` and ``values`` in debug.
+
+    ``debug=True`` (or a graph compiled with ``debug=True``) replaces ``print_mode``,
+    as in LangGraph.
+
+    Raises:
+        ValueError: A mode that is not a stream mode.
+    """
+    if debug or graph_debug:
+        return _DEBUG_MODES
+    return _modes("print_mode", print_mode)
+
+
+_DEBUG_MODES = frozenset({"updates", "values"})
+
+
+def _modes(name: str, given: str | Sequence[str]) -> frozenset[str]:
+    modes = [given] if isinstance(given, str) else list(given)
+    unknown = [m for m in modes if m not in _MODES]
+    if unknown:
+        raise ValueError(f"unknown {name} {unknown!r}; choose from {sorted(_MODES)}")
+    return frozenset(modes)
+
+
+def _print_chunk(ns: tuple[str, ...], mode: str, payload: object) -> None:
+    """Print one chunk to stdout as LangGraph's ``print_mode``/``debug`` does.
+
+    ``[mode]`` in bold, then (for a subgraph's chunk, with ``subgraphs=True``) its
+    namespace in yellow, then the payload's ``repr``.
+    """
+    parts = [f"\033[1m[{mode}]\033[0m"]
+    if ns:
+        parts.append(f"\033[1;30;33m[graph={ns}]\033[0m")
+    parts.append(repr(payload))
+    print(" ".join(parts))
+
+
+def printing_sink(
+    sink: Sink | None, ns: tuple[str, ...], printing: frozenset[str], passed: frozenset[str]
+) -> Sink | None:
+    """A nested run's sink when its graph prints (compiled with ``debug=True``).
+
+    It prints the run's own chunks of the ``printing`` modes (as a root run does,
+    without a namespace: LangGraph's subgraph prints them so) and passes on to the
+    parent's ``sink`` only the modes the parent wants.
+    """
+    if not printing:
+        return sink
+
+    def put(chunk_ns: tuple[str, ...], mode: str, payload: object) -> None:
+        if chunk_ns == ns and mode in printing:
+            _print_chunk((), mode, payload)
+        if sink is not None and mode in passed:
+            sink(chunk_ns, mode, payload)
+
+    return put
 
 
 def _pick(payload: object, key: str) -> object:

@@ -95,6 +95,8 @@ class RunArgs:
     interrupt_after: Nodes
     output_keys: str | Sequence[str] | None
     context: object = None
+    printing: frozenset[str] = frozenset()
+    """The modes printed as they come (``print_mode=``, ``debug=True``)."""
 
     @classmethod
     def checked(
@@ -108,21 +110,29 @@ class RunArgs:
         interrupt_after: Nodes,
         output_keys: str | Sequence[str] | None,
         context: object,
+        printing: frozenset[str] = frozenset(),
     ) -> RunArgs:
-        """The options of a call to ``method``, its stray keywords checked first."""
+        """The options of a call to ``method``, its stray keywords checked first.
+
+        ``modes`` are those the run reports (printed ones included).
+        """
         durability = check_run_kwargs(method, kwargs, durability)
         return cls(
-            modes, subgraphs, durability, interrupt_before, interrupt_after, output_keys, context
-        )
+            modes | printing, subgraphs, durability, interrupt_before, interrupt_after,
+            output_keys, context, printing,
+        )  # fmt: skip
 
     def passed(self, spec: GraphSpec, version: str) -> RunPassed:
         """The keyword arguments an ``invoke`` hands on to ``stream``/``astream``.
 
         Its chunks report the output schema's keys unless told others (``stream``'s
         default is every state key), and come in the ``version`` asked for: as
-        LangGraph's ``invoke(stream_mode=...)`` does.
+        LangGraph's ``invoke(stream_mode=...)`` does. ``subgraphs`` and what to print
+        go on as given.
         """
         return RunPassed(
+            subgraphs=self.subgraphs,
+            print_mode=tuple(self.printing),
             durability=self.durability,
             interrupt_before=self.interrupt_before,
             interrupt_after=self.interrupt_after,
@@ -135,6 +145,8 @@ class RunArgs:
 class RunPassed(TypedDict):
     """What an ``invoke`` with another ``stream_mode`` hands on to ``stream``."""
 
+    subgraphs: bool
+    print_mode: tuple[str, ...]
     durability: Durability | None
     interrupt_before: Nodes
     interrupt_after: Nodes

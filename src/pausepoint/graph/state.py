@@ -233,7 +233,8 @@ class StateGraph:
                 runs; ``None`` inherits the parent's when used as a subgraph.
             interrupt_before: Node names (or ``"*"``) to pause before.
             interrupt_after: Node names (or ``"*"``) to pause after.
-            debug: Accepted for compatibility.
+            debug: Print each run's ``updates`` and ``values`` chunks to stdout, as
+                ``invoke(..., debug=True)`` does (LangGraph's format).
             name: The graph's name (default ``"LangGraph"``).
             cache: Not supported: anything but ``None`` raises
                 ``NotImplementedError`` (pausepoint has no node cache yet).
