@@ -197,12 +197,12 @@ async def _next_done(sink: AsyncSink) -> Outcome:
             return item
 
 
-async def run_effects(flow: Generator[SaverEffect, Reply, T], saver: SaverProtocol) -> T:
+async def run_effects(flow: Generator[SaverEffect | Call, Any, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with an async saver; return its result.
 
-    The async form of `pausepoint.drivers.sync.run_effects`.
+    The async form of `pausepoint.drivers.sync.run_effects` (a `Call` is awaited).
     """
-    send: Reply = None
+    send: Any = None
     try:
         while True:
             try:
@@ -210,7 +210,10 @@ async def run_effects(flow: Generator[SaverEffect, Reply, T], saver: SaverProtoc
             except StopIteration as stop:
                 result: T = stop.value
                 return result
-            send = await perform(saver, effect)
+            if type(effect) is Call:
+                send = await _call(effect)
+            else:
+                send = await perform(saver, effect)
     finally:
         flow.close()
 
@@ -323,15 +326,19 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
         await asyncio.sleep(delay)
 
 
+async def _call(call: Call) -> object:
+    """Await an async function's call; run a sync one in a worker thread."""
+    if call.async_ is not None:
+        return await call.async_(*call.args, **call.kwargs)
+    return await asyncio.to_thread(call.sync, *call.args, **call.kwargs)
+
+
 async def _run_body(body: Body) -> list[tuple[str, object]]:
     try:
         call = next(body)
         while isinstance(call, Call):
             try:
-                if call.async_ is not None:
-                    result = await call.async_(*call.args, **call.kwargs)
-                else:
-                    result = await asyncio.to_thread(call.sync, *call.args, **call.kwargs)
+                result = await _call(call)
             except ParentCommand as sent:  # a subgraph's command: the body applies it
                 call = body.throw(sent)
                 continue

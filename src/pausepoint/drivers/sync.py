@@ -59,6 +59,7 @@ from pausepoint.running import TASK
 __all__ = [
     "Chunk",
     "LeaseHeld",
+    "call_sync",
     "callers_commit",
     "commit_of",
     "drive",
@@ -248,14 +249,15 @@ def _next_done(events: queue.SimpleQueue[_Event]) -> Outcome:
             return item
 
 
-def run_effects(flow: Generator[SaverEffect, Reply, T], saver: SaverProtocol) -> T:
+def run_effects(flow: Generator[SaverEffect | Call, Any, T], saver: SaverProtocol) -> T:
     """Carry out the saver effects of ``flow`` with a sync saver; return its result.
 
-    For flows that only read and write the saver: state inspection and
-    ``update_state`` (`pausepoint.loop.inspection`, `pausepoint.graph.update`).
+    For flows that read and write the saver, and call a user function now and then:
+    state inspection and ``update_state`` (`pausepoint.loop.inspection`,
+    `pausepoint.graph.update`, which has an async conditional edge called).
     A saver error propagates to the caller: such a flow has nothing to decide on it.
     """
-    send: Reply = None
+    send: Any = None
     try:
         while True:
             try:
@@ -263,7 +265,7 @@ def run_effects(flow: Generator[SaverEffect, Reply, T], saver: SaverProtocol) ->
             except StopIteration as stop:
                 result: T = stop.value
                 return result
-            send = perform(saver, effect)
+            send = call_sync(effect) if type(effect) is Call else perform(saver, effect)
     finally:
         flow.close()
 
@@ -433,13 +435,7 @@ def _run_body(body: Body) -> list[tuple[str, object]]:
         call = next(body)
         while isinstance(call, Call):
             try:
-                result = (
-                    call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
-                )
-                if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
-                    import asyncio  # only for an async node under the sync driver
-
-                    result = asyncio.run(_await(result))
+                result = call_sync(call)
             except ParentCommand as sent:  # a subgraph's command: the body applies it
                 call = body.throw(sent)
                 continue
@@ -447,6 +443,20 @@ def _run_body(body: Body) -> list[tuple[str, object]]:
         return call
     finally:
         body.close()
+
+
+def call_sync(call: Call) -> object:
+    """Make ``call`` in this thread; an async function's result is awaited to its end.
+
+    An async node or conditional edge under the sync driver runs on an event loop
+    of its own (``asyncio.run``), so ``invoke`` and ``update_state`` take it.
+    """
+    result = call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
+    if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
+        import asyncio  # only for an async node under the sync driver
+
+        result = asyncio.run(_await(result))
+    return result
 
 
 async def _await(awaitable: Awaitable[object]) -> object:

@@ -101,9 +101,14 @@ class _Planned:
         return CheckpointTuple(self.config, checkpoint, self.metadata, parent, writes)
 
 
+_Effect = LoadCheckpoint | SaveCheckpoint | SaveWrites | Call
+"""What working out and saving an update yields: saver effects, and the `Call` of an
+async conditional edge (the driver awaits it, or runs it on an event loop of its own)."""
+
+
 def update_effects(
     spec: GraphSpec, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
-) -> Generator[LoadCheckpoint | SaveCheckpoint | SaveWrites, Any, RunnableConfig]:
+) -> Generator[_Effect, Any, RunnableConfig]:
     """The effects of ``bulk_update_state``; returns the last new checkpoint's config.
 
     Every superstep is worked out (and its values checked against the channels)
@@ -119,7 +124,7 @@ def update_effects(
     head = "checkpoint_id" not in conf
     planned: list[_Planned] = []
     for step in steps:
-        plan = _plan(spec, saved, conf, step, head)
+        plan = yield from _plan(spec, saved, conf, step, head)
         planned.append(plan)
         saved, head = plan.as_saved(saved.config if saved else first), True
     parent = first
@@ -151,7 +156,7 @@ def _plan(
     conf: dict[str, object],
     step: Superstep,
     head: bool,
-) -> _Planned:
+) -> Generator[Call, Any, _Planned]:
     """Work out one superstep on ``saved``; the checkpoint it makes, not saved yet."""
     match step.kind:
         case "copy":
@@ -161,12 +166,15 @@ def _plan(
         case "input":
             return _input(spec, _base(spec, saved, conf, "done" if head else "none"), step)
         case "nodes":
-            return _nodes(spec, _base(spec, saved, conf, "done" if head else "none"), step)
+            base = _base(spec, saved, conf, "done" if head else "none")
+            return (yield from _nodes(spec, base, step))
 
 
-def _nodes(spec: GraphSpec, base: _Base, step: Superstep) -> _Planned:
+def _nodes(spec: GraphSpec, base: _Base, step: Superstep) -> Generator[Call, Any, _Planned]:
     """Node updates: each as if its node had returned the values."""
-    sources = [_update_task(spec, base, u) for u in step.updates]
+    sources: list[Task] = []
+    for update in step.updates:
+        sources.append((yield from _update_task(spec, base, update)))
     ordered = sorted(sources, key=lambda s: s.path)  # as apply_writes will apply them
     check_update(base.channels, (), [w for s in ordered for w in s.writes], _what(step))
     apply_writes(base.checkpoint, base.channels, sources)
@@ -308,9 +316,9 @@ def _drop_rejected(channels: dict[str, Channel], done: list[Task]) -> None:
         t.writes = [w for w in t.writes if w[0] not in rejected]
 
 
-def _update_task(spec: GraphSpec, base: _Base, update: StateUpdate) -> Task:
+def _update_task(spec: GraphSpec, base: _Base, update: StateUpdate) -> Generator[Call, Any, Task]:
     node = _pick_node(spec, base.checkpoint, update.as_node)
-    writes = _node_writes(spec, node, update.values, base)
+    writes = yield from _node_writes(spec, node, update.values, base)
     ns = str((base.config.get("configurable") or {}).get("checkpoint_ns", ""))
     tid = task_id(base.checkpoint["id"], ns, base.step, node, "__update__", node)
     # Triggers that are not channels: the step counts as run (ephemeral edge
@@ -322,6 +330,8 @@ def _pick_node(spec: GraphSpec, checkpoint: Checkpoint, as_node: str | None) -> 
     """``as_node``, or the node that ran last (as LangGraph picks it)."""
     if as_node is not None:
         return as_node  # a node of the graph (update_steps checked it)
+    if len(spec.nodes) == 1:  # an @entrypoint: its one node, run or not (as LangGraph)
+        return next(iter(spec.nodes))
     seen = checkpoint["versions_seen"]
     ranked = sorted(
         ((max(v.values(), default=0), n) for n, v in seen.items() if n in spec.nodes and v),
@@ -339,7 +349,14 @@ def _pick_node(spec: GraphSpec, checkpoint: Checkpoint, as_node: str | None) -> 
     return ranked[0][1]
 
 
-def _node_writes(spec: GraphSpec, node: str, values: object, base: _Base) -> list[tuple[str, Any]]:
+def _node_writes(
+    spec: GraphSpec, node: str, values: object, base: _Base
+) -> Generator[Call, Any, list[tuple[str, Any]]]:
+    """The writes of ``node`` returning ``values``: its state updates and its edges.
+
+    Its conditional edges run here; an async one is handed to the driver (so
+    ``aupdate_state`` awaits it), a sync one is called in place.
+    """
     proc = spec.nodes[node]
     conf = dict(base.config.get("configurable") or {})
     ns = str(conf.get("checkpoint_ns", ""))
@@ -361,7 +378,9 @@ def _node_writes(spec: GraphSpec, node: str, values: object, base: _Base) -> lis
     try:
         step = next(body)
         while isinstance(step, Call):
-            step = body.send(step.sync(*step.args, **step.kwargs))
+            inline = step.async_ is None
+            result = step.sync(*step.args, **step.kwargs) if inline else (yield step)
+            step = body.send(result)
         return step
     finally:
         body.close()

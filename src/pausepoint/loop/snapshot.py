@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pausepoint.channels import Channel
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
-from pausepoint.constants import INPUT, ROOT
+from pausepoint.constants import END, INPUT, ROOT
 from pausepoint.loop.answers import stored_answers
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.restore import restore
@@ -129,6 +129,8 @@ def _result(spec: GraphSpec, writes: Sequence[tuple[str, object]]) -> object:
     # output schema's (a subgraph with input/output schemas wrote its inputs too).
     # A finished task that wrote no state key shows ``{}`` (LangGraph's too).
     found = folded_writes(writes, spec.state_key_set)
+    if spec.output_channel == END:  # an @entrypoint: what it returned, as LangGraph shows
+        return found.get(END)
     if spec.root and found:  # a one-value state: the value itself, as LangGraph shows it
         return found[ROOT]
     return found
