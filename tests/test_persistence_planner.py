@@ -142,10 +142,24 @@ def test_durability_exit_saves_only_the_end() -> None:
     assert not p.dirty
 
 
-def test_durability_exit_a_nested_run_that_ends_saves_nothing() -> None:
-    p = planner(PlainSaver(), "exit")
+def nested_planner(ns: str) -> Persistence:
+    cfg = RunConfig.parse({"configurable": {"thread_id": "t", "checkpoint_ns": ns}})
+    return Persistence(cfg, PlainSaver(), "exit")
+
+
+def test_durability_exit_a_per_task_subgraph_run_that_ends_saves_nothing() -> None:
+    p = nested_planner("outer|sub:1f0e2d3c-0000-6000-8000-000000000000")
     made(p, checkpoint("c1"), meta(0))
     assert drive(p.run_ended(nested=True)) == ([], None)
+
+
+def test_durability_exit_a_stateful_subgraph_run_saves_its_end() -> None:
+    # checkpointer=True: no task id in its namespace; its next run starts from its end.
+    p = nested_planner("outer|sub")
+    made(p, checkpoint("c1"), meta(0))
+    effects, _ = drive(p.run_ended(nested=True))
+    ref = CheckpointRef("t", "outer|sub")
+    assert effects == [SaveCheckpoint(ref, checkpoint("c1"), meta(0), {})]
 
 
 def test_durability_exit_a_pause_or_a_failure_saves_the_end() -> None:

@@ -189,6 +189,7 @@ def _child_context(
         req.site.save_at,
     )
     site.events = req.site.events
+    site.kept = req.site.kept
     return TaskContext(
         req.name,
         req.id,
@@ -291,6 +292,8 @@ class SyncCalls:
     def _persist(self, req: CallRequest, writes: list[tuple[str, object]]) -> None:
         if req.save_at is not None:
             self.saver.commit(_commit(req, writes))
+        else:  # durability "exit": saved when the run ends or pauses
+            req.site.keep(req, writes)
 
     def _run(self, req: CallRequest) -> object:
         if req.new_answer:
@@ -359,6 +362,8 @@ class AsyncCalls:
     async def _persist(self, req: CallRequest, writes: list[tuple[str, object]]) -> None:
         if req.save_at is not None:
             await self.saver.acommit(_commit(req, writes))
+        else:  # durability "exit": saved when the run ends or pauses
+            req.site.keep(req, writes)
 
     async def _run(self, req: CallRequest) -> object:
         import asyncio

@@ -125,8 +125,31 @@ def load(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effe
     if saved is not None and cfg.checkpoint_id and nest is None:
         head = yield LoadCheckpoint(newest)
         state.historical = head is not None and head.checkpoint["id"] != state.checkpoint["id"]
-        if state.historical:  # its subgraphs start from where they were then
-            state.replay = ReplayPoint(state.checkpoint["id"], addressed(cfg.configurable))
+        if state.historical or state.metadata.get("source") in _EDITS:
+            # Its subgraphs start from where they were then: at an ``update_state`` fork
+            # (the head, when just made), where they were at the checkpoint it edits.
+            bound = replay_bound(saved)
+            state.replay = ReplayPoint(bound, addressed(cfg.configurable))
+
+
+_EDITS = frozenset({"update", "fork"})
+"""Sources of the checkpoints ``update_state`` writes (``"fork"``: ``as_node="__copy__"``)."""
+
+
+def replay_bound(saved: CheckpointTuple) -> str:
+    """The checkpoint whose time a replay or fork from ``saved`` loads subgraphs as of.
+
+    A stateful subgraph (``checkpointer=True``) first run in it reads its newest
+    checkpoint older than this id. An ``update_state`` edit (source ``"update"``) was
+    written after the subgraphs' later checkpoints: its parent's id bounds them, as
+    LangGraph 1.1.6 does. Any other checkpoint (``"__copy__"``'s ``"fork"`` too, as
+    there) bounds them by its own id.
+    """
+    own = saved.checkpoint["id"]
+    if saved.metadata.get("source") != "update" or saved.parent_config is None:
+        return own
+    parent = saved.parent_config.get("configurable", {}).get("checkpoint_id")
+    return parent if isinstance(parent, str) and parent else own
 
 
 def check_no_saver_input(run: RunSetup) -> None:

@@ -162,6 +162,9 @@ class CallSite:
         """Futures of the calls started here: the parent's outcome waits for them."""
         self.events: CallEvents | None = None
         """Reports calls in the streams (set when one that shows them is streamed)."""
+        self.kept: list[tuple[str, list[tuple[str, object]]]] | None = None
+        """Where calls' writes wait for the run's exit (durability ``"exit"``; ``save_at``
+        is None then): the step's list, shared by every call site of the step."""
 
     def request(
         self,
@@ -232,6 +235,14 @@ class CallSite:
         """Stream a finished call's result (or error) when someone listens; not a pause."""
         if self.events is not None and not isinstance(error, GraphInterrupt):
             self.events.finished(request.id, request.name, value, error)
+
+    def keep(self, request: CallRequest, writes: list[tuple[str, object]]) -> None:
+        """Keep a call's writes for the run's exit, when they are not saved now.
+
+        Called from the threads that run calls: ``list.append`` needs no lock.
+        """
+        if self.kept is not None:
+            self.kept.append((request.id, writes))
 
     def record(self, request: CallRequest, rec: TaskRecord) -> None:
         """Remember a call's outcome for later attempts of the same parent."""

@@ -14,8 +14,9 @@ Durability:
 - ``"sync"``/``"async"``: each finished task's writes are saved at once, each
   checkpoint as it is made (the driver decides whether it waits for the saver).
 - ``"exit"``: nothing is saved while the run goes; the last checkpoint and its
-  step's writes are saved when it pauses, fails or ends (a subgraph that ends
-  saves nothing: its parent task's writes carry its result).
+  step's writes (``@task`` calls' included) are saved when it pauses, fails or
+  ends (a per-task subgraph that ends saves nothing: its parent task's writes
+  carry its result; a stateful one saves its end, its next run's start).
 
 Each save is one ``StepCommit`` (`pausepoint.checkpoint.base`): a step's last
 writes go with its checkpoint for every saver (the default ``commit`` makes the
@@ -31,6 +32,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.base import CheckpointPut, CheckpointRef, TaskWrites, copy_checkpoint
+from pausepoint.constants import NS_END
 from pausepoint.loop.effects import Effect, ReleaseThread, SaveCheckpoint, SaveWrites
 
 if TYPE_CHECKING:
@@ -180,6 +182,15 @@ class Persistence:
         self.unsaved.append((task_id, writes))
         return None
 
+    def calls_kept(self, kept: list[tuple[str, Writes]]) -> None:
+        """A step's ``@task`` calls' writes, kept for the exit (durability ``"exit"``).
+
+        Saved with the step's other writes if the run pauses or fails in it (a
+        finished call is not run again on resume); dropped with them when the
+        step's checkpoint is made (its tasks' writes hold their effect).
+        """
+        self.unsaved.extend(kept)
+
     def save_writes(
         self, task_id: str, writes: Writes, path: str = "", last: bool = False
     ) -> Generator[Effect, object, None]:
@@ -279,10 +290,12 @@ class Persistence:
     def run_ended(self, nested: bool) -> Generator[Effect, object, None]:
         """The run ran out of tasks: with ``"exit"``, a root run saves its end now.
 
-        A nested run that finishes saves nothing: its parent's task writes carry the
-        result (the chapter's rule for nested graphs).
+        A nested run of a per-task subgraph that finishes saves nothing: its parent's
+        task writes carry the result (the chapter's rule for nested graphs). A
+        stateful subgraph's (``checkpointer=True``: no task id in its namespace) saves
+        its end, as LangGraph does: its next run goes on from it.
         """
-        if self._exit and not nested:
+        if self._exit and (not nested or NS_END not in self.thread.checkpoint_ns):
             yield from self._flush_exit()
         yield from self.release()
 

@@ -44,6 +44,7 @@ class StepFrame:
         "answers",
         "channels",
         "checkpoint_id",
+        "kept_calls",
         "live",
         "records",
         "resuming",
@@ -67,6 +68,10 @@ class StepFrame:
         self.answers: Mapping[str, object] = state.resume.values if state.resume else {}
         self.resuming = state.resuming
         self.save_at = persist.calls_config()
+        # Durability "exit": the step's ``@task`` call writes, kept for the run's exit.
+        self.kept_calls: list[tuple[str, list[tuple[str, object]]]] | None = (
+            [] if persist.has_saver and self.save_at is None else None
+        )
         self.writer = run.custom_writer
         self.live = streams_live(run.opts, run.spec.eager)
         self._nest: NestInfo | None = None
@@ -186,6 +191,7 @@ class ExecTask(TaskContext):
         )
         opts = frame.run.opts
         site.events = CallEvents.wanted(opts.sink, opts.ns, opts.stream_modes, frame.step)
+        site.kept = frame.kept_calls
         return site
 
     def runs_inline(self) -> bool:

@@ -175,6 +175,7 @@ class _Run:
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
         execs: list[ExecTask] = []
+        frame: StepFrame | None = None
         if len(to_run) == 1 and to_run[0].name == START and to_run[0].is_pure_start():
             # The input step calls no user code: applied here, without a driver round
             # trip (a worker context, a queue hand-off) on every invoke.
@@ -211,6 +212,7 @@ class _Run:
             # live or made @task calls: LangGraph runs it in the background then.
             lone = not last and (not execs or execs[0].runs_inline())
             yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=lone)
+        _keep_calls(self.persist, frame)
         if state.stopping:  # every outcome is kept: now the run ends (failed() saves)
             raise Stopped
         if errors:
@@ -366,3 +368,9 @@ _NEXT_OUTCOME = NextOutcome()
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, object, RunResult]:
     """The loop for one run of ``spec``; drive it with a driver from `pausepoint.drivers`."""
     return _Run(spec, input, opts).steps()
+
+
+def _keep_calls(persist: Persistence, frame: StepFrame | None) -> None:
+    """Durability ``"exit"``: the step's ``@task`` call writes wait for the run's exit."""
+    if frame is not None and frame.kept_calls:
+        persist.calls_kept(frame.kept_calls)
