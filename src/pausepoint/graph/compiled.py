@@ -35,6 +35,7 @@ from pausepoint.graph.output import (
 )
 from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
 from pausepoint.graph.update import update_effects
+from pausepoint.graph.fingerprint import stamped
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.namespaces import addressed, stateful_ns
@@ -73,8 +74,10 @@ class CompiledStateGraph(RunnableMethods):
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
         context_schema: Callable[..., object] | None = None,
+        version: str | None = None,
     ) -> None:
-        self.spec = spec
+        # Fingerprinted once, here: every checkpoint carries it (docs/deploys.md).
+        self.spec = stamped(spec, interrupt_before, interrupt_after, version)
         self.builder = builder
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = interrupt_before
