@@ -39,7 +39,7 @@ def _state(edit: str | None) -> type:
         fields["topic"] = NotRequired[int] if edit == "retype" else NotRequired[str]
     if edit == "new_key":
         fields["extra"] = NotRequired[str]
-    return TypedDict("S", fields)  # type: ignore[operator]  # noqa: UP013
+    return TypedDict("S", fields)  # type: ignore[operator]
 
 
 FAIL_AFTER_ANSWER = {"on": False}

@@ -14,10 +14,10 @@ import subprocess
 import sys
 from typing import Any
 
-import deploy_graphs as corpus
 import pytest
 
-from pausepoint import END, START, Command, InMemorySaver, StateGraph, interrupt
+import deploy_graphs as corpus
+from pausepoint import END, START, Command, InMemorySaver, StateGraph
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.errors import GraphMismatchError, PausepointError
 
@@ -114,7 +114,9 @@ def test_the_error_names_thread_checkpoint_pieces_and_fix() -> None:
     assert isinstance(err, PausepointError)
     assert (err.thread_id, err.checkpoint_id) == ("t-1", head)
     text = str(err)
-    assert "'t-1'" in text and repr(head) in text and "'ask'" in text
+    assert "'t-1'" in text
+    assert repr(head) in text
+    assert "'ask'" in text
     assert "question 0" in text  # the waiting question is named
     assert "docs/deploys.md" in text  # the fix
     assert [p.kind for p in err.problems] == ["node"]
@@ -129,7 +131,8 @@ def test_fingerprint_is_structural_and_has_a_label() -> None:
     assert a.spec.fingerprint != corpus.one("retype", None).spec.fingerprint
     labelled = corpus._chain(None).compile(version="2026-12")  # pyright: ignore[reportPrivateUsage]
     assert labelled.spec.fingerprint == a.spec.fingerprint
-    assert labelled.spec.shape is not None and labelled.spec.shape.version == "2026-12"
+    assert labelled.spec.shape is not None
+    assert labelled.spec.shape.version == "2026-12"
     before = corpus.breakpoint_(None, None).spec.fingerprint
     g = corpus._chain(None)  # pyright: ignore[reportPrivateUsage]
     assert g.compile(interrupt_before=["ask"]).spec.fingerprint != g.compile().spec.fingerprint
@@ -207,7 +210,8 @@ def test_a_question_in_a_subgraph_is_shown_with_subgraphs() -> None:
     corpus.pause("nested", saver, config)
     new = corpus.nested("rename", saver)
     snap = new.get_state(config, subgraphs=True)
-    assert snap.interrupts and snap.next == ("outer",)
+    assert snap.interrupts
+    assert snap.next == ("outer",)
     assert isinstance(snap.tasks[0].error, GraphMismatchError)
     with pytest.raises(GraphMismatchError, match="'ask'"):
         new.invoke(Command(resume="yes"), config)
@@ -223,7 +227,8 @@ def test_async_resume_refuses_too() -> None:
     with pytest.raises(GraphMismatchError):
         asyncio.run(new.ainvoke(Command(resume="yes"), config))
     snap = asyncio.run(new.aget_state(config))
-    assert snap.next == ("ask",) and snap.interrupts
+    assert snap.next == ("ask",)
+    assert snap.interrupts
 
 
 def _pause_elsewhere(url: str, name: str) -> None:

@@ -24,6 +24,7 @@ from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
 from pausepoint.drivers.owners import process_owner
 from pausepoint.errors import CheckpointerRequiredError
+from pausepoint.graph.fingerprint import stamped
 from pausepoint.graph.output import (
     ChunkShape,
     Sink,
@@ -35,7 +36,6 @@ from pausepoint.graph.output import (
 )
 from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
 from pausepoint.graph.update import update_effects
-from pausepoint.graph.fingerprint import stamped
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.namespaces import addressed, stateful_ns

@@ -16,6 +16,7 @@ import json
 import types
 import typing
 from collections.abc import Callable
+from typing import cast
 
 import typing_extensions
 from xxhash import xxh3_128_hexdigest
@@ -134,7 +135,8 @@ def _name(obj: object) -> str:
     if obj is None or isinstance(obj, str | int | float | bool):
         return repr(obj)
     if isinstance(obj, list | tuple):
-        return "[" + ", ".join(describe(o) for o in obj) + "]"  # pyright: ignore[reportUnknownVariableType]
+        items = cast("list[object] | tuple[object, ...]", obj)
+        return "[" + ", ".join(describe(o) for o in items) + "]"
     qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     if not isinstance(qualname, str):
         return type(obj).__qualname__
@@ -160,21 +162,26 @@ def checker(tp: object) -> Callable[[object], bool] | None:
     origin = typing.get_origin(tp) or tp
     if origin is typing.Union or origin is types.UnionType:
         arms = [checker(a) for a in typing.get_args(tp)]
-        if any(a is None for a in arms):
-            return None
         checks = [a for a in arms if a is not None]
+        if len(checks) < len(arms):
+            return None
         return lambda v: any(c(v) for c in checks)
     if origin is typing.Literal:
         allowed = typing.get_args(tp)
         return lambda v: any(v == a and type(v) is type(a) for a in allowed)
+    kinds = _kinds(tp, origin)
+    return None if kinds is None else (lambda v: _isinstance(v, kinds))
+
+
+def _kinds(tp: object, origin: object) -> tuple[type, ...] | None:
+    """The classes a value of ``tp`` is an instance of; None: no opinion."""
     if tp is None or tp is type(None):
-        return lambda v: v is None
+        return (type(None),)
     if typing_extensions.is_typeddict(origin):
-        return lambda v: isinstance(v, dict)
+        return (dict,)
     if not isinstance(origin, type) or origin is object:
         return None
-    kinds: tuple[type, ...] = (int, float) if origin is float else (origin,)
-    return lambda v: _isinstance(v, kinds)
+    return (int, float) if origin is float else (origin,)
 
 
 def _isinstance(value: object, kinds: tuple[type, ...]) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import reprlib
 from collections.abc import Callable, Generator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, TASKS
 from pausepoint.errors import GraphMismatchError
@@ -105,10 +105,12 @@ def same_graph(spec: GraphSpec, checkpoint: Checkpoint | Mapping[str, Any]) -> b
     shape = spec.shape
     if shape is None:
         return True
-    stamp = checkpoint.get(STAMP)
+    stamp: object = checkpoint.get(STAMP)
     if stamp is shape.stamp:  # the in-memory savers keep the object itself
         return True
-    return type(stamp) is dict and stamp.get("fingerprint") == shape.fingerprint
+    return type(stamp) is dict and cast("dict[str, object]", stamp).get("fingerprint") == (
+        shape.fingerprint
+    )
 
 
 def step_tasks(spec: GraphSpec, saved: CheckpointTuple, loaded: Restored) -> list[Task]:
@@ -244,9 +246,7 @@ def _pushes(
 
 def _ghost(tid: str, name: str, path: tuple[str, str | int], ns: str) -> Task:
     """A task of a node the graph lacks: listed, never run."""
-    node = NodeProc(
-        name, (), (), None, None, False, False, None, (), False, (), (), (), {}
-    )
+    node = NodeProc(name, (), (), None, None, False, False, None, (), False, (), (), (), {})
     return Task(tid, name, path, UNREAD, (), node, task_ns(ns, name, tid), ())
 
 
@@ -283,7 +283,7 @@ def _value_problems(spec: GraphSpec, stored: Checkpoint) -> list[Problem]:
         if key not in values:
             continue
         if isinstance(old, dict):
-            was: object = old.get(key, "")  # pyright: ignore[reportUnknownMemberType]
+            was = cast("dict[str, object]", old).get(key, "")
             now = shape.reducers.get(key, "")
             if was != now:
                 said = f"the stored key {key!r} was folded with {was or 'no reducer'}"

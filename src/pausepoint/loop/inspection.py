@@ -58,9 +58,7 @@ def read_state(
     deep = None if same_graph(spec, saved.checkpoint) else (yield from deep_problems(spec, saved))
     return _readable(
         saved,
-        lambda: build_snapshot(
-            spec, shown, apply_pending=apply, task_states=states, problems=deep
-        ),
+        lambda: build_snapshot(spec, shown, apply_pending=apply, task_states=states, problems=deep),
     )
 
 
