@@ -28,6 +28,7 @@ The tree:
         ├── NondeterministicTaskError a re-run called other tasks than were recorded
         ├── SerializationError       a value that cannot be stored
         ├── CheckpointDecodeError    a stored row that cannot be read safely
+        ├── GraphMismatchError       a stored thread the running graph cannot honour (a deploy)
         ├── LeaseLostError           a fenced write by a run that no longer holds the thread
         └── StaleCheckpointError     a head-conditional write to a checkpoint no longer newest
 
@@ -57,6 +58,7 @@ __all__ = [
     "EmptyInputError",
     "GraphBubbleUp",
     "GraphInterrupt",
+    "GraphMismatchError",
     "GraphRecursionError",
     "GraphValidationError",
     "InvalidAnswerError",
@@ -443,3 +445,36 @@ def _when(seconds: float) -> str:
 
 
 __all__ += ["LeaseLostError", "StaleCheckpointError"]
+
+
+class GraphMismatchError(PausepointError):
+    """A stored thread waits on something the running graph cannot honour (a deploy).
+
+    Raised where a thread is loaded (a resume, ``invoke(None)``, new input,
+    ``update_state``) when the graph that wrote its newest checkpoint differs from
+    the running one in a way the thread feels: a pending task, trigger, ``Send`` or
+    question names a node the graph lacks, or a stored key has no channel or holds a
+    value its new reducer or type cannot take. Nothing is written. ``get_state()``
+    still shows the thread's questions, each task that cannot run carrying this
+    error. See docs/deploys.md.
+
+    Attributes:
+        thread_id: The thread.
+        checkpoint_id: Its checkpoint that was loaded.
+        problems: What the running graph lacks, one entry per missing piece (each has
+            ``kind``, ``name`` and ``detail``; ``str()`` is a sentence).
+    """
+
+    def __init__(self, thread_id: str, checkpoint_id: str, problems: Sequence[Any]) -> None:
+        self.thread_id = thread_id
+        self.checkpoint_id = checkpoint_id
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"thread {thread_id!r} cannot be loaded into this graph: its checkpoint "
+            f"{checkpoint_id!r} was written by a graph this one differs from in ways the "
+            f"thread depends on:\n{lines}\nNothing was written. Fix: deploy a graph that "
+            "still has what is listed (keep the old node or key alongside the new one "
+            "until the thread finishes), or run the old graph to finish the thread; "
+            "see docs/deploys.md"
+        )

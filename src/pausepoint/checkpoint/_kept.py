@@ -69,6 +69,7 @@ class Stored:
     """
 
     __slots__ = (
+        "graph",
         "id",
         "metadata",
         "parent_id",
@@ -97,6 +98,7 @@ class Stored:
         self.versions = versions
         self.seen = seen
         self.updated = updated
+        self.graph = checkpoint.get("graph")  # the graph's stamp: read-only, shared
         # (names, value, value, ...): each an encoding (bytes), or itself if immutable
         self.values = values
         self.metadata = metadata
@@ -107,7 +109,7 @@ class Stored:
     def checkpoint(self, values: dict[str, object]) -> Checkpoint:
         """A new checkpoint dict for a reader: every part of it may be changed freely."""
         seen, versions = self.seen, self.versions
-        return {
+        made: Checkpoint = {
             "v": self.v,
             "id": self.id,
             "ts": self.ts if self.ts is not None else stamp_time(self.id) or "",
@@ -124,6 +126,9 @@ class Stored:
             ),
             "updated_channels": None if self.updated is None else list(self.updated),
         }
+        if self.graph is not None:
+            made["graph"] = self.graph
+        return made
 
 
 Encoded = tuple[object, int | None, bytes, tuple[object, ...] | None]

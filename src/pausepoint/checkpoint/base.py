@@ -94,7 +94,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -159,6 +159,8 @@ class Checkpoint(TypedDict):
     channel_versions: ChannelVersions
     versions_seen: dict[str, ChannelVersions]
     updated_channels: list[str] | None
+    graph: NotRequired[Mapping[str, Any]]
+    """The stamp of the graph that wrote it (docs/deploys.md): read-only, shared."""
 
 
 class CheckpointMetadata(TypedDict, total=False):
@@ -226,7 +228,7 @@ def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
     The ``versions_seen`` entries are shared, not copied: they are replaced, never
     edited (see the contracts above).
     """
-    return {
+    copied: Checkpoint = {
         "v": checkpoint["v"],
         "id": checkpoint["id"],
         "ts": checkpoint["ts"],
@@ -235,6 +237,9 @@ def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
         "versions_seen": dict(checkpoint["versions_seen"]),
         "updated_channels": checkpoint.get("updated_channels"),
     }
+    if "graph" in checkpoint:  # the stamp is read-only: shared, as versions_seen's entries
+        copied["graph"] = checkpoint["graph"]
+    return copied
 
 
 class BaseCheckpointSaver(PendingListing):

@@ -246,7 +246,7 @@ def _copy(
     updated = checkpoint.get("updated_channels")
     if seen is None:
         seen = {node: dict(versions) for node, versions in checkpoint["versions_seen"].items()}
-    return {
+    copied: Checkpoint = {
         "v": checkpoint["v"],
         "id": checkpoint["id"],
         "ts": checkpoint["ts"],
@@ -255,6 +255,9 @@ def _copy(
         "versions_seen": seen,
         "updated_channels": None if updated is None else list(updated),
     }
+    if "graph" in checkpoint:  # the graph's stamp (docs/deploys.md): read-only, shared
+        copied["graph"] = checkpoint["graph"]
+    return copied
 
 
 MemorySaver = InMemorySaver

@@ -24,6 +24,7 @@ from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
 from pausepoint.drivers.owners import process_owner
 from pausepoint.errors import CheckpointerRequiredError
+from pausepoint.graph.fingerprint import stamped
 from pausepoint.graph.output import (
     ChunkShape,
     Sink,
@@ -75,8 +76,10 @@ class CompiledStateGraph(RunnableMethods):
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
         context_schema: Callable[..., object] | None = None,
+        version: str | None = None,
     ) -> None:
-        self.spec = spec
+        # Fingerprinted once, here: every checkpoint carries it (docs/deploys.md).
+        self.spec = stamped(spec, interrupt_before, interrupt_after, version)
         self.builder = builder
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = interrupt_before

@@ -29,7 +29,7 @@ from pausepoint.channels import BinaryOperatorAggregate, Channel, LastValue
 from pausepoint.constants import ROOT
 from pausepoint.managed import ManagedValue
 
-__all__ = ["SchemaInfo", "refuse_managed_io", "update_as_pairs"]
+__all__ = ["SchemaInfo", "declared_types", "refuse_managed_io", "update_as_pairs"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,6 +98,15 @@ class SchemaInfo:
         if self.kind == "dict":
             return pairs
         return [(k, v) for k, v in pairs if k in self.channels]
+
+
+def declared_types(info: SchemaInfo) -> dict[str, object]:
+    """The declared type of each key of a schema (none for a dict or one-value state)."""
+    if info.kind == "root":
+        return {ROOT: info.schema}
+    if info.kind == "dict":
+        return {}
+    return {k: v for k, v in _hints(info.schema).items() if k in info.channels}
 
 
 def _kind(schema: object) -> str:

@@ -225,6 +225,7 @@ class StateGraph:
         name: str | None = None,
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
+        version: str | None = None,
     ) -> CompiledStateGraph:
         """Validate the graph and build its runnable form.
 
@@ -247,6 +248,9 @@ class StateGraph:
             lease_wait: Seconds a resume that only answers questions still waiting
                 (a second reviewer of a parallel step) waits for a busy thread before
                 it raises ``ThreadBusyError``; any other run raises at once.
+            version: A label for this version of the graph (``"2026-12"``), stored
+                with its fingerprint in every checkpoint. pausepoint's own; see
+                docs/deploys.md.
 
         Returns:
             A [`CompiledStateGraph`][pausepoint.graph.CompiledStateGraph].
@@ -278,6 +282,7 @@ class StateGraph:
             lease_ttl=lease_ttl,
             lease_wait=lease_wait,
             context_schema=self.context_schema,
+            version=version,
         )
 
     def schema_info(self) -> tuple[SchemaInfo, SchemaInfo, SchemaInfo]:

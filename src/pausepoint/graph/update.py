@@ -42,6 +42,7 @@ from pausepoint.config import RunnableConfig
 from pausepoint.constants import ASKED, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
 from pausepoint.graph.update_steps import COPY, Superstep, parse_supersteps
+from pausepoint.loop.compat_check import refuse_mismatch, same_graph
 from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
 from pausepoint.loop.pending import TaskRecord
@@ -118,6 +119,8 @@ def update_effects(
     conf = dict(config.get("configurable") or {})
     conf.setdefault("checkpoint_ns", "")
     saved: CheckpointTuple | None = yield LoadCheckpoint({"configurable": conf})
+    if saved is not None and not same_graph(spec, saved.checkpoint):
+        yield from refuse_mismatch(spec, saved)  # another graph wrote it (docs/deploys.md)
     first: RunnableConfig = saved.config if saved is not None else {"configurable": conf}
     # The thread's current state is updated as the next run would see it; a
     # checkpoint named by id, as it was stored.

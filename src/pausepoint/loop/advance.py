@@ -43,6 +43,8 @@ def _checkpoint(
     """Make the next checkpoint and tell the planner (see `leave_step`, which calls it)."""
     checkpoint = state.checkpoint
     checkpoint["id"], checkpoint["ts"] = new_stamp()
+    if (shape := run.spec.shape) is not None:  # a new thread's first: stamped (deploys.md)
+        checkpoint["graph"] = shape.stamp
     state.metadata = {
         "source": source,  # type: ignore[typeddict-item]
         "step": state.step,

@@ -25,6 +25,7 @@ from pausepoint.errors import (
 from pausepoint.loop import emit as out
 from pausepoint.loop.advance import leave_step
 from pausepoint.loop.answers import check_schemas, drop_consumed, plan_answers
+from pausepoint.loop.compat_check import refuse_mismatch, same_graph
 from pausepoint.loop.effects import Effect, LoadCheckpoint
 from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
@@ -120,6 +121,8 @@ def load(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effe
             where = where.at(cfg.checkpoint_id)
     saved = yield from _read(state, LoadCheckpoint(where, state.replayed))
     if saved is not None:
+        if not same_graph(run.spec, saved.checkpoint):  # another graph wrote it: does it fit?
+            yield from refuse_mismatch(run.spec, saved)
         restore_saved(run, state, saved)
         persist.restored(where.at(saved.checkpoint["id"]))  # where it was read
     if saved is not None and cfg.checkpoint_id and nest is None:

@@ -19,6 +19,7 @@ from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import NULL_TASK_ID, RESUME
 from pausepoint.errors import CheckpointDecodeError, PausepointError
+from pausepoint.loop.compat_check import deep_problems, same_graph
 from pausepoint.loop.effects import LoadCheckpoint
 from pausepoint.loop.namespaces import stateful_ns
 from pausepoint.loop.snapshot import build_snapshot, keeps_state, snapshot_tasks, subgraph_config
@@ -53,8 +54,11 @@ def read_state(
         for tid, (sub, cfg) in subs.items():
             states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True)
     apply = "checkpoint_id" not in (config.get("configurable") or {})
+    # Another graph wrote it: what it cannot honour, in its subgraphs too (deploys.md).
+    deep = None if same_graph(spec, saved.checkpoint) else (yield from deep_problems(spec, saved))
     return _readable(
-        saved, lambda: build_snapshot(spec, shown, apply_pending=apply, task_states=states)
+        saved,
+        lambda: build_snapshot(spec, shown, apply_pending=apply, task_states=states, problems=deep),
     )
 
 

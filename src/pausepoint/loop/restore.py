@@ -51,6 +51,8 @@ def next_step(metadata: Mapping[str, Any]) -> int:
 def restore(spec: GraphSpec, saved: CheckpointTuple) -> Restored:
     """Load ``saved`` for ``spec``: channels, step and pending writes (see `Restored`)."""
     checkpoint = copy_checkpoint(saved.checkpoint)
+    if spec.shape is not None:  # what is written from here on is this graph's (deploys.md)
+        checkpoint["graph"] = spec.shape.stamp
     records, null_writes = read_records(saved.pending_writes or [])
     return Restored(
         checkpoint,

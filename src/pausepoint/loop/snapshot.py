@@ -8,7 +8,16 @@ from pausepoint.channels import Channel
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import END, INPUT, ROOT
+from pausepoint.errors import GraphMismatchError
 from pausepoint.loop.answers import stored_answers
+from pausepoint.loop.compat_check import (
+    Mismatch,
+    Problem,
+    find_mismatch,
+    mismatch_error,
+    same_graph,
+    step_tasks,
+)
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.restore import restore
 from pausepoint.loop.spec import GraphSpec
@@ -21,9 +30,7 @@ __all__ = ["build_snapshot", "folded_writes", "keeps_state", "snapshot_tasks"]
 
 def snapshot_tasks(spec: GraphSpec, saved: CheckpointTuple) -> list[Task]:
     """The tasks of the step that starts at ``saved``."""
-    loaded = restore(spec, saved)
-    ns = (saved.config.get("configurable") or {}).get("checkpoint_ns", "")
-    return prepare_tasks(spec, loaded.checkpoint, loaded.channels, loaded.step, ns)
+    return step_tasks(spec, saved, restore(spec, saved))
 
 
 def build_snapshot(
@@ -32,6 +39,7 @@ def build_snapshot(
     *,
     apply_pending: bool,
     task_states: Mapping[str, RunnableConfig | StateSnapshot] | None = None,
+    problems: Sequence[Problem] | None = None,
 ) -> StateSnapshot:
     """The snapshot of ``saved``: as the next run sees it, or as it was stored.
 
@@ -42,11 +50,22 @@ def build_snapshot(
     checkpoint is shown as stored, with every interrupt raised at it, answered
     since or not, as LangGraph shows it: that is the checkpoint to fork from to
     answer one again (§4.2).
+
+    A checkpoint another graph wrote that this one cannot honour (docs/deploys.md)
+    still shows its tasks, those of missing nodes too, with their questions: each
+    task that has not finished carries the ``GraphMismatchError`` as its ``error``.
+    ``problems``: what a deeper check found (subgraphs included); by default, what
+    this checkpoint alone shows.
     """
     loaded = restore(spec, saved)
     checkpoint, channels, records = loaded.checkpoint, loaded.channels, loaded.records
     ns = (saved.config.get("configurable") or {}).get("checkpoint_ns", "")
-    tasks = prepare_tasks(spec, checkpoint, channels, loaded.step, ns)
+    mismatch = None if same_graph(spec, saved.checkpoint) else find_mismatch(spec, saved, loaded)
+    if mismatch is None:
+        tasks = prepare_tasks(spec, checkpoint, channels, loaded.step, ns)
+    else:
+        tasks = mismatch.tasks
+    refused = _refused(saved, mismatch, problems)
     if null_writes := loaded.null_writes:
         apply_writes(checkpoint, channels, [InputWrites(INPUT, null_writes)])
     done: list[Task] = []
@@ -63,6 +82,8 @@ def build_snapshot(
         rec = records.get(task.id)
         interrupts = _listed(rec, current=apply_pending)
         error = rec.error if rec is not None and rec.error and not rec.done else None
+        if refused is not None and mismatch is not None and task.id in mismatch.pending:
+            error = refused
         result = _result(spec, rec.writes) if rec is not None and rec.done else None
         answered = stored_answers(rec) if rec is not None else ()
         out.append(
@@ -88,6 +109,16 @@ def build_snapshot(
         tasks=tuple(out),
         interrupts=tuple(i for t in out for i in t.interrupts),
     )
+
+
+def _refused(
+    saved: CheckpointTuple, mismatch: Mismatch | None, problems: Sequence[Problem] | None
+) -> GraphMismatchError | None:
+    """The error a run of ``saved`` would raise, if it differs from the graph and cannot run."""
+    if mismatch is None:
+        return None
+    found = list(mismatch.problems if problems is None else problems)
+    return mismatch_error(saved, found) if found else None
 
 
 def _listed(rec: TaskRecord | None, *, current: bool) -> tuple[Interrupt, ...]:

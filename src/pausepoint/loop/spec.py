@@ -16,6 +16,7 @@ from pausepoint.types import RetryPolicy
 if TYPE_CHECKING:
     from pausepoint.channels import Channel
     from pausepoint.graph.schema import SchemaInfo
+    from pausepoint.loop.compat_check import GraphShape
 
 __all__ = ["Branch", "GraphSpec", "NodeProc"]
 
@@ -100,6 +101,9 @@ class GraphSpec:
     """Channels that hold back a deferred node's trigger until nothing else runs."""
     eager: bool = False
     """Stream chunks as tasks make them, whatever the modes (an entrypoint's calls)."""
+    shape: GraphShape | None = None
+    """Its fingerprint and what it stamps on checkpoints: set by the compiled graph
+    (`pausepoint.graph.fingerprint`); None for a spec made by hand (never checked)."""
     state_key_set: frozenset[str] = dataclasses.field(init=False)
     """``state_keys`` as a set, for membership tests on every write."""
     stream_keys: tuple[str, ...] = dataclasses.field(init=False)
@@ -118,6 +122,11 @@ class GraphSpec:
         object.__setattr__(self, "root", self.state.kind == "root")
         managed = any(n.input_schema and n.input_schema.managed for n in self.nodes.values())
         object.__setattr__(self, "managed", bool(self.state.managed) or managed)
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The structural fingerprint of the graph (docs/deploys.md), or None."""
+        return None if self.shape is None else self.shape.fingerprint
 
     def fresh_channels(self, stored: Mapping[str, object]) -> dict[str, Channel]:
         """Channels rebuilt from a checkpoint's stored values."""
