@@ -6,6 +6,7 @@ the machinery that acts on it lives in `pausepoint.loop`.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime
 import warnings
@@ -18,7 +19,9 @@ from typing import (
     Literal,
     NamedTuple,
     NotRequired,
+    Self,
     TypeVar,
+    cast,
     final,
 )
 
@@ -78,36 +81,41 @@ N = TypeVar("N", bound=Hashable)
 _PLACEHOLDER_ID = "placeholder-id"
 
 
+class _Terms:
+    """pausepoint's own attributes of `Interrupt`: slots outside its dataclass fields."""
+
+    __slots__ = ("deadline", "on_timeout", "position", "response_schema")
+    position: int | None
+    response_schema: dict[str, Any] | None
+    deadline: datetime.datetime | None
+    on_timeout: Literal["fail"] | TimeoutAnswer | None
+
+
 @final
 @dataclasses.dataclass(init=False, slots=True)
-class Interrupt:
+class Interrupt(_Terms):
     """A pause requested by a task, reported to the caller under ``"__interrupt__"``.
+
+    Its dataclass fields are LangGraph's, ``value`` and ``id``: only they are compared,
+    shown, and returned by ``dataclasses.asdict``. pausepoint's own attributes (from
+    ``position`` on) sit beside them, kept by ``copy`` and ``pickle``.
 
     Attributes:
         value: What the node passed to ``interrupt()``: the question for the person.
         id: A 32-hex digest of the task's checkpoint namespace. Stable while the task
             is pending (it survives re-execution), shared by every ``interrupt()`` call
             of one task, and the key to resume this task with a resume map.
+        position: Which ``interrupt()`` call of its task asked it (0 for the first),
+            or None when unknown.
+        response_schema: The JSON Schema the answer must match, or None (any answer).
+            Stored with the question (`interrupt`'s ``response_schema``).
+        deadline: When the question expires (aware, UTC), or None.
+        on_timeout: What the sweeper does once the deadline passed: ``"fail"``, a
+            `TimeoutAnswer`, or None (nothing).
     """
 
     value: Any
     id: str
-    position: int | None = dataclasses.field(default=None, compare=False, repr=False)
-    """pausepoint's own: which ``interrupt()`` call of its task asked it (0 for the
-    first), when known. Not compared and not shown: LangGraph has no such field."""
-    response_schema: dict[str, Any] | None = dataclasses.field(
-        default=None, compare=False, repr=False
-    )
-    """pausepoint's own: the JSON Schema the answer must match, or None (any answer).
-    Stored with the question, so every process sees it (`interrupt`'s
-    ``response_schema``)."""
-    deadline: datetime.datetime | None = dataclasses.field(default=None, compare=False, repr=False)
-    """pausepoint's own: when the question expires (aware, UTC), or None."""
-    on_timeout: Literal["fail"] | TimeoutAnswer | None = dataclasses.field(
-        default=None, compare=False, repr=False
-    )
-    """pausepoint's own: what the sweeper does once the deadline passed: ``"fail"``, a
-    `TimeoutAnswer`, or None (nothing)."""
 
     def __init__(
         self,
@@ -115,21 +123,20 @@ class Interrupt:
         id: str = _PLACEHOLDER_ID,
         *,
         position: int | None = None,
-        ns: Sequence[str] | None = None,
         response_schema: dict[str, Any] | None = None,
         deadline: datetime.datetime | None = None,
         on_timeout: Literal["fail"] | TimeoutAnswer | None = None,
+        **legacy: Any,
     ) -> None:
-        self.value = value
-        # ``ns`` is LangGraph's deprecated way to give the task namespace's parts: the
-        # id is then the digest of their "|"-join, as ``from_ns`` makes it.
-        if ns is not None and id == _PLACEHOLDER_ID:
-            id = xxh3_128_hexdigest("|".join(ns).encode())
-        self.id = id
-        self.position = position
-        self.response_schema = response_schema
-        self.deadline = deadline
-        self.on_timeout = on_timeout
+        # LangGraph still takes ``ns`` (the task namespace's parts: the id is the digest
+        # of their "|"-join, as ``from_ns`` makes it) and ignores its 0.x fields.
+        if unknown := sorted(set(legacy) - {"ns", "when", "resumable", "interrupt_id"}):
+            raise TypeError(f"Interrupt() got unexpected keyword arguments {unknown!r}")
+        ns = legacy.get("ns")
+        if isinstance(ns, Sequence) and id == _PLACEHOLDER_ID:
+            id = xxh3_128_hexdigest("|".join(cast(Sequence[str], ns)).encode())
+        self.value, self.id, self.position = value, id, position
+        self.response_schema, self.deadline, self.on_timeout = response_schema, deadline, on_timeout
 
     @classmethod
     def from_ns(cls, value: Any, ns: str, position: int | None = None) -> Interrupt:
@@ -138,14 +145,9 @@ class Interrupt:
 
     def moved(self, id: str) -> Interrupt:
         """The same question under another id (its task moved: a fork, an update)."""
-        return Interrupt(
-            self.value,
-            id,
-            position=self.position,
-            response_schema=self.response_schema,
-            deadline=self.deadline,
-            on_timeout=self.on_timeout,
-        )
+        twin = copy.copy(self)
+        twin.id = id
+        return twin
 
     def with_terms(
         self,
@@ -154,14 +156,9 @@ class Interrupt:
         on_timeout: Literal["fail"] | TimeoutAnswer | None,
     ) -> Interrupt:
         """A copy of this question with the given schema, deadline and timeout policy."""
-        return Interrupt(
-            self.value,
-            self.id,
-            position=self.position,
-            response_schema=schema,
-            deadline=deadline,
-            on_timeout=on_timeout,
-        )
+        twin = copy.copy(self)
+        twin.response_schema, twin.deadline, twin.on_timeout = schema, deadline, on_timeout
+        return twin
 
     @property
     def question_id(self) -> str:
@@ -385,21 +382,7 @@ class CachePolicy:
     ttl: int | None = None
 
 
-class PregelTask(NamedTuple):
-    """A task of a snapshot: what will run (or ran) in the snapshot's step.
-
-    A paused task is in one of three states, told apart by its fields:
-
-    - *waiting*: ``interrupts`` lists the question, nothing answers it yet;
-    - *answered, run pending*: ``interrupts`` is empty and ``answered`` holds the
-      stored answer (the worker died, or a run is in flight): ``invoke(None)``
-      continues with it, and so does sending the same answer again;
-    - *failed after the answer*: as answered, with ``error`` set: retry with
-      ``invoke(None)``, or replace the answer with ``Command(resume=Reanswer(v))``.
-
-    ``answered`` is pausepoint's own field (LangGraph has no such state).
-    """
-
+class _TaskFields(NamedTuple):
     id: str
     name: str
     path: tuple[str | int | tuple[object, ...], ...]
@@ -407,7 +390,30 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: RunnableConfig | StateSnapshot | None = None
     result: Any | None = None
+
+
+class PregelTask(_TaskFields):
+    """A task of a snapshot: what will run (or ran) in the snapshot's step.
+
+    A named tuple of LangGraph's seven fields. pausepoint's own ``answered`` (the
+    stored `Answer`s of its questions) and ``status`` sit beside them: not unpacked,
+    compared or shown; kept by ``copy``, ``pickle`` and ``_replace``. A paused task is
+
+    - *waiting*: ``interrupts`` lists the question, nothing answers it yet;
+    - *answered, run pending*: ``interrupts`` is empty and ``answered`` holds the
+      stored answer (the worker died, or a run is in flight): ``invoke(None)``
+      continues with it, and so does sending the same answer again;
+    - *failed after the answer*: as answered, with ``error`` set: retry with
+      ``invoke(None)``, or replace the answer with ``Command(resume=Reanswer(v))``.
+    """
+
     answered: tuple[Answer, ...] = ()
+
+    # typeshed marks ``_replace`` final; overriding it keeps ``answered`` on the copy.
+    def _replace(self, **changes: Any) -> Self:  # pyright: ignore[reportIncompatibleMethodOverride]
+        task = super()._replace(**changes)
+        task.__dict__.update(self.__dict__)
+        return task
 
     @property
     def status(self) -> Literal["waiting", "answered", "failed", "ready"]:

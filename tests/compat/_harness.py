@@ -265,10 +265,6 @@ _ID = re.compile(
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
 
 
-_OWN_FIELDS: dict[str, tuple[str, ...]] = {"PregelTask": ("answered",)}
-"""Named-tuple fields pausepoint adds to LangGraph's (DESIGN §4.1: stored answers)."""
-
-
 class Unordered(list[Any]):
     """A list whose order is not observable (tasks of one step finish in any order)."""
 
@@ -339,11 +335,7 @@ class _Normalizer:
             fields = ("graph", "update", "resume", "goto")
             return ("Command", {f: self(getattr(obj, f)) for f in fields})
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-            # pausepoint's own fields count only when they say something (non-empty):
-            # an empty one is what LangGraph, which lacks the field, means too.
-            own = _OWN_FIELDS.get(name, ())
-            fields = [f for f in obj._fields if f not in own or getattr(obj, f)]
-            return (name, {f: self(getattr(obj, f)) for f in fields})
+            return (name, {f: self(getattr(obj, f)) for f in obj._fields})
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             return (name, {f.name: self(getattr(obj, f.name)) for f in dataclasses.fields(obj)})
         if hasattr(obj, "model_dump") and hasattr(type(obj), "model_fields"):

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, final, overload
 
 from pausepoint.checkpoint._commit import At, CheckpointRef, StepCommit, ref_of
-from pausepoint.checkpoint._keys import lease_scope_of, method_takes
+from pausepoint.checkpoint._keys import lease_scope_of, method_takes, path_kwarg
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._protocol import SaverProtocol
@@ -154,7 +154,8 @@ class CallerKeys:
         task_path: str = "",
     ) -> None:
         """The saver's, with the caller's keys."""
-        self.saver.put_writes(self._config(config), writes, task_id, task_path)
+        path = path_kwarg(self.saver, "put_writes", task_path)
+        self.saver.put_writes(self._config(config), writes, task_id, **path)
 
     def delete_thread(self, thread_id: str) -> None:
         """The saver's."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, cast, fina
 
 from typing_extensions import TypeVar
 
-from pausepoint.checkpoint._keys import config_keys, guard_kwargs
+from pausepoint.checkpoint._keys import config_keys, guard_kwargs, path_kwarg
 from pausepoint.config import RunnableConfig
 
 if TYPE_CHECKING:
@@ -226,7 +226,8 @@ def commit_by_parts(saver: _PartsSaver, step: StepCommit[At]) -> At:
             return run_parts(saver, step)
         task = writes[0]
         guard = guard_kwargs(step.lease, step.if_head, step.release)
-        saver.put_writes(config, task.writes, task.task_id, task.task_path, **guard)
+        guard.update(path_kwarg(saver, "put_writes", task.task_path))
+        saver.put_writes(config, task.writes, task.task_id, **guard)
         return at
     if step.first is not None:
         if step.release:  # put_pair takes no release: the last put carries it
@@ -306,10 +307,11 @@ def committing(saver: Checkpointer) -> SaverProtocol | None:
 _Part = tuple[str, tuple[object, ...], dict[str, Any]]
 
 
-def _parts(step: StepCommit[At]) -> Generator[_Part, RunnableConfig | None, At]:
+def _parts(step: StepCommit[At], with_path: bool) -> Generator[_Part, RunnableConfig | None, At]:
     """The ``put``/``put_writes`` calls that store ``step``, one at a time.
 
     Each call is fenced by the step's lease; its release goes with the last call.
+    ``with_path``: pass each task's ``task_path`` (the saver's method takes it).
     Sent back: what each call returned (``put``: its checkpoint's config).
     """
     at, last = step.config, step.checkpoint
@@ -321,7 +323,9 @@ def _parts(step: StepCommit[At]) -> Generator[_Part, RunnableConfig | None, At]:
     final = len(step.writes) - 1
     for n, task in enumerate(step.writes):
         kw = guard_kwargs(step.lease, step.if_head, step.release and last is None and n == final)
-        yield ("put_writes", (config, task.writes, task.task_id, task.task_path), kw)
+        if with_path:
+            kw["task_path"] = task.task_path
+        yield ("put_writes", (config, task.writes, task.task_id), kw)
     if last is None:
         return at if step.first is None else _stored(at, config, step.first)
     done = yield ("put", (config, *last), guard_kwargs(step.lease, release=step.release))
@@ -331,7 +335,7 @@ def _parts(step: StepCommit[At]) -> Generator[_Part, RunnableConfig | None, At]:
 
 def run_parts(saver: object, step: StepCommit[At]) -> At:
     """Store ``step`` with ``saver``'s ``put_writes`` and ``put``."""
-    calls = _parts(step)
+    calls = _parts(step, bool(path_kwarg(saver, "put_writes", "")))
     done: RunnableConfig | None = None
     try:
         while True:
@@ -344,7 +348,7 @@ def run_parts(saver: object, step: StepCommit[At]) -> At:
 
 async def arun_parts(saver: object, step: StepCommit[At]) -> At:
     """Store ``step`` with ``saver``'s ``aput_writes`` and ``aput``."""
-    calls = _parts(step)
+    calls = _parts(step, bool(path_kwarg(saver, "aput_writes", "")))
     done: RunnableConfig | None = None
     try:
         while True:

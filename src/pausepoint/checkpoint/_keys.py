@@ -19,6 +19,7 @@ __all__ = [
     "guard_kwargs",
     "lease_scope_of",
     "method_takes",
+    "path_kwarg",
     "takes_keyword",
 ]
 
@@ -59,6 +60,20 @@ def takes_keyword(function: object, keyword: str) -> bool:
 def method_takes(saver_type: type[Any], method: str, keyword: str) -> bool:
     """`takes_keyword` for a saver class's method (once per class, method and keyword)."""
     return takes_keyword(getattr(saver_type, method, None), keyword)
+
+
+def path_kwarg(saver: object, method: str, task_path: str) -> dict[str, str]:
+    """``{"task_path": task_path}`` if ``saver``'s ``method`` takes it, else ``{}``.
+
+    For ``put_writes``/``aput_writes``: as LangGraph does, a saver written against the
+    older ``put_writes(config, writes, task_id)`` is not passed the path (it would
+    fail with a ``TypeError``). Passed by keyword, which a named parameter and a
+    ``**kwargs`` take alike. Decided once per saver class (`method_takes`).
+    """
+    return {"task_path": task_path} if method_takes(type(saver), method, "task_path") else _NO_PATH
+
+
+_NO_PATH: dict[str, str] = {}
 
 
 def lease_scope_of(saver: object) -> str:

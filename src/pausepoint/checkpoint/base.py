@@ -109,7 +109,7 @@ from pausepoint.checkpoint._commit import (
     ref_of,
     run_parts,
 )
-from pausepoint.checkpoint._keys import config_keys, guard_kwargs
+from pausepoint.checkpoint._keys import config_keys, guard_kwargs, path_kwarg
 from pausepoint.checkpoint._leases import Lease, LeaseClaim, LocalLeases
 from pausepoint.checkpoint._overrides import commits_async, honour_overrides, no_writes
 from pausepoint.checkpoint._pending import PendingListing
@@ -467,7 +467,10 @@ class BaseCheckpointSaver(PendingListing):
         return leases
 
     def get_next_version(self, current: Version | None, channel: str | None = None) -> Version:
-        """The version after ``current`` (1 for a channel never written)."""
+        """The version after ``current`` (1 for a channel never written).
+
+        For LangGraph's callers: the engine assigns versions itself and does not call it.
+        """
         return 1 if current is None else current + 1
 
     async def aget(self, config: RunnableConfig) -> Checkpoint | None:
@@ -526,7 +529,8 @@ class BaseCheckpointSaver(PendingListing):
             await self.acommit(step)
             return
         guard = guard_kwargs(lease, if_head, release)
-        self.put_writes(config, writes, task_id, task_path, **guard)
+        guard.update(path_kwarg(self, "put_writes", task_path))
+        self.put_writes(config, writes, task_id, **guard)
 
     async def aput_after_writes(
         self,

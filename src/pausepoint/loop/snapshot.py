@@ -85,19 +85,12 @@ def build_snapshot(
         if refused is not None and mismatch is not None and task.id in mismatch.pending:
             error = refused
         result = _result(spec, rec.writes) if rec is not None and rec.done else None
-        answered = stored_answers(rec) if rec is not None else ()
-        out.append(
-            PregelTask(
-                task.id,
-                task.name,
-                task.path,
-                error,
-                interrupts,
-                states.get(task.id),
-                result,
-                answered,
-            )
+        pregel = PregelTask(
+            task.id, task.name, task.path, error, interrupts, states.get(task.id), result
         )
+        if rec is not None:  # pausepoint's own attribute, outside LangGraph's fields
+            pregel.answered = stored_answers(rec)
+        out.append(pregel)
     parents = dict(saved.metadata.get("parents") or {})
     return StateSnapshot(
         values=_values(spec, channels),

@@ -19,6 +19,7 @@ from pausepoint.channels import MISSING, Channel
 from pausepoint.checkpoint.base import Checkpoint, Version
 from pausepoint.constants import NS_END, NS_SEP, PULL, PUSH, START, TASKS
 from pausepoint.loop.spec import GraphSpec, NodeProc
+from pausepoint.loop.writes import TaskPath
 from pausepoint.types import Send
 
 __all__ = [
@@ -39,7 +40,7 @@ class Task:
 
     id: str
     name: str
-    path: tuple[str, str | int]
+    path: TaskPath
     input: Any
     triggers: tuple[str, ...]
     node: NodeProc
@@ -211,7 +212,7 @@ def _push_task(
     return Task(
         id=tid,
         name=node.name,
-        path=(PUSH, idx),
+        path=(PUSH, idx, False),  # the path is not hashed into the id: ids stay as they were
         input=send.arg,
         triggers=(PUSH,),
         node=node,

@@ -19,6 +19,7 @@ from pausepoint.errors import InvalidUpdateError
 
 __all__ = [
     "InputWrites",
+    "TaskPath",
     "VersionClock",
     "WriteSource",
     "apply_writes",
@@ -30,7 +31,11 @@ __all__ = [
 
 _NOT_CHANNELS = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, SCHEDULED})
 
-_by_path: Callable[[WriteSource], tuple[str, str | int]] = attrgetter("path")
+TaskPath = tuple[str, str | int] | tuple[str, int, bool]
+"""Where a task comes from: ``(PULL, node)``, or a ``Send``'s ``(PUSH, index, False)``
+(LangGraph's shape: the False says "not a ``@task`` call"). Not part of the task's id."""
+
+_by_path: Callable[[WriteSource], TaskPath] = attrgetter("path")
 """The sort key of write sources, read in C (a key function per task was ~2 calls each)."""
 
 
@@ -47,7 +52,7 @@ class WriteSource(Protocol):
     def writes(self) -> Sequence[tuple[str, object]]: ...  # noqa: D102
 
     @property
-    def path(self) -> tuple[str, str | int]:
+    def path(self) -> TaskPath:
         """Where the writes come from: sources are applied in the order of their paths.
 
         Pull tasks come by node name, then ``Send`` tasks by index (an int: 10 after 9).
@@ -321,7 +326,7 @@ class InputWrites:
 
     __slots__ = ("name", "triggers", "writes")
 
-    path: tuple[str, str | int] = ("", "")  # before every task
+    path: TaskPath = ("", "")  # before every task
 
     def __init__(self, name: str, writes: Sequence[tuple[str, object]]) -> None:
         self.name = name
