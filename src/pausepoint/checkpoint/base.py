@@ -467,10 +467,7 @@ class BaseCheckpointSaver(PendingListing):
         return leases
 
     def get_next_version(self, current: Version | None, channel: str | None = None) -> Version:
-        """The version after ``current`` (1 for a channel never written).
-
-        For LangGraph's callers: the engine assigns versions itself and does not call it.
-        """
+        """The version after ``current`` (1 if never written); the engine does not call it."""
         return 1 if current is None else current + 1
 
     async def aget(self, config: RunnableConfig) -> Checkpoint | None:
