@@ -112,14 +112,18 @@ def _two_calls(lib: Any, drive: Any, depth: int, same: bool = False, **sub_kw: A
 
 
 def _answer_all(
-    lib: Any, drive: Any, g: Any, *, by_id: bool = False, stream: bool = False
+    lib: Any, drive: Any, g: Any, *, by_id: bool = False, stream: bool | list[str] = False
 ) -> dict[str, Any]:
-    """Run ``g`` and answer each question (``A0``, ``A1``, ...) until it ends."""
+    """Run ``g`` and answer each question (``A0``, ``A1``, ...) until it ends.
+
+    ``stream``: run with ``stream(subgraphs=True)`` (in these modes, or updates and
+    values) rather than ``invoke``.
+    """
     steps: list[Any] = []
     inp: Any = {"log": []}
     for i in range(12):
         if stream:
-            modes = ["updates", "values"]
+            modes = stream if isinstance(stream, list) else ["updates", "values"]
             out = drive.stream(g, inp, thread(), stream_mode=modes, subgraphs=True)
         else:
             out = drive.invoke(g, inp, thread())
@@ -181,6 +185,84 @@ def two_subgraphs_streamed_with_subgraphs_depth1(lib, drive):
 @scenario
 def two_subgraphs_streamed_with_subgraphs_depth3(lib, drive):
     return _answer_all(lib, drive, _two_calls(lib, drive, 3), stream=True)
+
+
+@scenario
+def two_subgraphs_streamed_debug_events_depth2(lib, drive):
+    """``checkpoints``/``tasks``/``debug`` events name each run's namespace and map."""
+    modes = ["checkpoints", "tasks", "debug"]
+    return _answer_all(lib, drive, _two_calls(lib, drive, 2), stream=modes)
+
+
+def _replayed(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
+    """Answer every question, then replay the root checkpoint where the node asked
+    (``invoke(None)``: each subgraph run starts afresh) and answer anew there; the new
+    branch then goes on at the thread's head."""
+    g = _two_calls(lib, drive, depth)
+    first = _answer_all(lib, drive, g)
+    old = next(h for h in drive.history(g, thread()) if h.next == ("call1",) and h.interrupts)
+    outs = [drive.invoke(g, None, old.config)]
+    for i in range(8):
+        at = old.config if i == 0 else thread()
+        out = catch(drive.invoke, g, lib.Command(resume=f"N{i}"), at)
+        outs.append(out)
+        if not isinstance(out, dict) or "__interrupt__" not in out:
+            break
+    return {
+        "first": first["steps"][-1]["out"],
+        "again": outs,
+        "namespaces": namespaces(drive, g.checkpointer),
+        "history": drive.history(g, thread()),
+    }
+
+
+@scenario
+def replay_asks_again_in_a_second_subgraph_run(lib, drive):
+    """The node's first subgraph run asks nothing, its second asks: a replay of the root
+    checkpoint where it asked runs both afresh, so the question is asked again."""
+    b = lib.StateGraph(Log)
+    b.add_node("x", lambda s: {"log": ["x"]})
+    b.add_edge(lib.START, "x")
+    g = _caller(lib, drive, "call1", b.compile(), _asker(lib, "b"))
+    g = g.compile(checkpointer=drive.saver())
+    first = _answer_all(lib, drive, g)
+    old = next(h for h in drive.history(g, thread()) if h.next == ("call1",) and h.interrupts)
+    replayed = drive.invoke(g, None, old.config)
+    return {
+        "first": first["steps"][-1]["out"],
+        "replayed": replayed,
+        "state": drive.get_state(g, thread(), subgraphs=True),
+        "namespaces": namespaces(drive, g.checkpointer),
+    }
+
+
+def _asked_again(questions: list[str], final: list[str]) -> Any:
+    def check(rec: dict[str, Any]) -> None:
+        *asked, last = rec["again"]
+        assert [[i[1] for i in out["__interrupt__"]] for out in asked] == [[q] for q in questions]
+        assert last == {"log": final}, last
+
+    return check
+
+
+# Both replay the node's subgraph runs afresh and ask each question again, in order. The
+# first new answer goes to the old checkpoint: pausepoint forks there with it (DESIGN
+# §4.2) and ends with the new answers; LangGraph asks the same questions (at depth 2 all
+# but the last) and then ends with the old answers.
+@scenario.differs(
+    langgraph=_asked_again(["a", "b"], ["a=A0", "b=A1"]),
+    pausepoint=_asked_again(["a", "b"], ["a=N0", "b=N1"]),
+)
+def replay_before_two_subgraphs_depth1(lib, drive):
+    return _replayed(lib, drive, 1)
+
+
+@scenario.differs(
+    langgraph=_asked_again(["z1", "a"], ["z1=A0", "a=A1", "b=A2"]),  # "b" not asked
+    pausepoint=_asked_again(["z1", "a", "b"], ["z1=N0", "a=N1", "b=N2"]),
+)
+def replay_before_two_subgraphs_depth2(lib, drive):
+    return _replayed(lib, drive, 2)
 
 
 @scenario
@@ -307,10 +389,9 @@ def _own_saver_graph(lib: Any, drive: Any, as_node: bool) -> tuple[Any, Any, Any
         b = lib.StateGraph(Log)
         b.add_node("call1", sub)
         b.add_edge(lib.START, "call1")
-        return b.compile(checkpointer=drive.saver()), sub, own
-    return _caller(lib, drive, "call1", sub, _asker(lib, "b")).compile(
-        checkpointer=drive.saver()
-    ), sub, own
+    else:
+        b = _caller(lib, drive, "call1", sub, _asker(lib, "b"))
+    return b.compile(checkpointer=drive.saver()), sub, own
 
 
 def _own_saver(lib: Any, drive: Any, as_node: bool) -> dict[str, Any]:

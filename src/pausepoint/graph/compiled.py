@@ -351,7 +351,8 @@ class CompiledStateGraph(RunnableMethods):
         if graph is self or graph.checkpointer is not True:
             return graph, config
         conf = dict(config.get("configurable") or {})
-        conf["checkpoint_ns"] = stateful_ns(str(conf.get("checkpoint_ns") or ""), keep_runs=keep_runs)
+        ns = str(conf.get("checkpoint_ns") or "")
+        conf["checkpoint_ns"] = stateful_ns(ns, keep_runs=keep_runs)
         return graph, {**config, "configurable": conf}
 
     def _graph_for_ns(self, config: RunnableConfig) -> CompiledStateGraph:

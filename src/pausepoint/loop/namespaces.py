@@ -128,10 +128,20 @@ class ReplayPoint:
     def first_visit(self, ns: str) -> bool:
         """Whether this is the first run in namespace ``ns`` (its own task id aside).
 
-        Its ancestors' ids count: two parallel parents' subgraphs are two subgraphs.
+        Its ancestors' ids count: two parallel parents' subgraphs are two subgraphs;
+        so does its run number: a task's second graph run (``|1``) is another subgraph.
         """
         mark = object()
-        return self._visited.setdefault(ns.rsplit(NS_END, 1)[0], mark) is mark
+        return self._visited.setdefault(_without_own_id(ns), mark) is mark
+
+
+def _without_own_id(ns: str) -> str:
+    """``ns`` without the task id of its last level (``a:<id>|b:<id>|1`` → ``a:<id>|b|1``)."""
+    parts = ns.split(NS_SEP)
+    own = next((i for i in range(len(parts) - 1, -1, -1) if not parts[i].isdigit()), None)
+    if own is not None:
+        parts[own] = parts[own].split(NS_END, 1)[0]
+    return NS_SEP.join(parts)
 
 
 class Afresh:
