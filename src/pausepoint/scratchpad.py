@@ -22,18 +22,27 @@ class Scratchpad:
     so a task that never interrupts pays nothing.
     """
 
-    __slots__ = ("_calls", "_counter", "resume")
+    __slots__ = ("_calls", "_counter", "_graphs", "resume")
 
     def __init__(self, resume: list[object] | None = None) -> None:
         self.resume: list[object] = resume if resume is not None else []
         self._counter: Callable[[], int] | None = None
         self._calls: Callable[[], int] | None = None
+        # Made now, not on first use: a node may start graph runs from several threads.
+        self._graphs: Callable[[], int] = itertools.count().__next__
 
     def next_call_index(self) -> int:
         """The position of this ``@task`` call among the task's calls (0 for the first)."""
         if self._calls is None:
             self._calls = itertools.count().__next__
         return self._calls()
+
+    def next_graph_index(self) -> int:
+        """The position of this graph run among those the task started (0 for the first).
+
+        It names the run's checkpoint namespace (`pausepoint.loop.namespaces.nested_ns`).
+        """
+        return self._graphs()
 
     def next_interrupt_index(self) -> int:
         """The index of this ``interrupt()`` call within the task (0 for the first)."""

@@ -70,6 +70,7 @@ class TaskContext:
         "_runtime",
         "_scratchpad",
         "checkpoint_ns",
+        "graph_ns",
         "name",
         "open_calls",
         "spawn",
@@ -91,10 +92,14 @@ class TaskContext:
         calls: CallSite | None = None,
         spawn: Callable[[CallRequest | Memo], object] | None = None,
         runtime: Runtime[Any] | None = None,
+        graph_ns: str | None = None,
     ) -> None:
         self.name = name
         self.task_id = task_id
         self.checkpoint_ns = checkpoint_ns
+        self.graph_ns = checkpoint_ns if graph_ns is None else graph_ns
+        """Where the graphs this task runs keep their checkpoints (``checkpoint_ns`` but
+        for a ``@task`` call's: under its caller's, as in LangGraph)."""
         self._scratchpad = scratchpad
         self._resume = resume
         self.stream_writer = stream_writer

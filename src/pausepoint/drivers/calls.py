@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.base import CheckpointRef, SaverProtocol, StepCommit, TaskWrites
-from pausepoint.constants import ASKED, ERROR, INTERRUPT, RESUME, RETURN
+from pausepoint.constants import ASKED, ERROR, INTERRUPT, NS_SEP, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
 from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
@@ -201,6 +201,7 @@ def _child_context(
         calls=site,
         spawn=spawner,
         runtime=_call_runtime(parent.runtime, req),
+        graph_ns=f"{parent.graph_ns}{NS_SEP}{req.ns.rsplit(NS_SEP, 1)[-1]}",
     )
 
 

@@ -40,7 +40,7 @@ from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
-from pausepoint.loop.namespaces import addressed, stateful_ns
+from pausepoint.loop.namespaces import addressed, nested_ns, stateful_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.running import TASK
@@ -116,7 +116,12 @@ class CompiledStateGraph(RunnableMethods):
         context = coerce_context(self.context_schema, context)
         if parent is not None:  # a subgraph (checkpointer=False too: no saver of its own)
             context = context or parent.runtime.context  # its parent's, unless given one
-            opts, saver = self._nested_options(cfg, parent.checkpoint_ns, parent.nest, printing)
+            ns = nested_ns(
+                parent.graph_ns,
+                parent.scratchpad.next_graph_index(),
+                stateful=self.checkpointer is True,
+            )
+            opts, saver = self._nested_options(cfg, ns, parent.nest, printing)
             opts.context = context
             return opts, saver
         if self.checkpointer is True:
@@ -172,9 +177,9 @@ class CompiledStateGraph(RunnableMethods):
     def _nested_options(
         self, cfg: RunConfig, ns: str, nest: NestInfo, printing: frozenset[str]
     ) -> tuple[RunOptions, SaverProtocol | None]:
-        given = nest.saver if self.checkpointer in (None, True) else self.checkpointer or None
-        if self.checkpointer is True:  # stateful: one namespace across parent runs
-            ns = stateful_ns(ns)
+        # Inside a parent, a graph's own saver is not used (as in LangGraph): its
+        # checkpoints go with its parent's, where get_state(subgraphs=True) reads them.
+        given = None if self.checkpointer is False else nest.saver
         inner = RunConfig.parse(
             {
                 **cfg.raw,
@@ -344,23 +349,26 @@ class CompiledStateGraph(RunnableMethods):
 
     def _history_query(self, config: RunnableConfig) -> tuple[GraphSpec, RunnableConfig]:
         """The graph whose checkpoints ``config`` lists, and the config to list them with."""
-        graph, config = self._addressed(config)
+        graph, config = self._addressed(config, keep_runs=True)
         conf = dict(config.get("configurable") or {})
         conf.setdefault("checkpoint_ns", "")
         return graph.spec, {"configurable": conf}
 
-    def _addressed(self, config: RunnableConfig) -> tuple[CompiledStateGraph, RunnableConfig]:
+    def _addressed(
+        self, config: RunnableConfig, *, keep_runs: bool = False
+    ) -> tuple[CompiledStateGraph, RunnableConfig]:
         """The (sub)graph a config names, and the config its checkpoints are found by.
 
         A stateful subgraph's (``checkpointer=True``) are under its namespace without
-        task ids (see `pausepoint.loop.namespaces`).
+        task ids (see `pausepoint.loop.namespaces`; ``keep_runs``: see ``stateful_ns``).
         """
         config = self._merged(config)
         graph = self._graph_for_ns(config)
         if graph is self or graph.checkpointer is not True:
             return graph, config
         conf = dict(config.get("configurable") or {})
-        conf["checkpoint_ns"] = stateful_ns(str(conf.get("checkpoint_ns") or ""))
+        ns = str(conf.get("checkpoint_ns") or "")
+        conf["checkpoint_ns"] = stateful_ns(ns, keep_runs=keep_runs)
         return graph, {**config, "configurable": conf}
 
     def _graph_for_ns(self, config: RunnableConfig) -> CompiledStateGraph:
@@ -368,6 +376,8 @@ class CompiledStateGraph(RunnableMethods):
         ns = str((config.get("configurable") or {}).get("checkpoint_ns") or "")
         graph = self
         for part in ns.split("|") if ns else ():
+            if part.isdigit():  # a task's second (third, ...) graph run: not a level
+                continue
             name = part.split(":", 1)[0]
             node = graph.spec.nodes.get(name)
             sub = None if node is None else node.subgraph or node.calls_graph

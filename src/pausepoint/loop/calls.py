@@ -200,7 +200,9 @@ class CallSite:
                 bound = bind_answer(rec, rec.interrupts[0], answer[0])
                 if bound is not None:
                     resume, new_answer = tuple(bound), True
-            elif rec.paused and self.answers and not rec.answered:
+            elif not answer and rec.paused and self.answers and not rec.answered:
+                # (An answer to a question of a graph the call runs reaches it through
+                # the resume map the graph inherits: the call runs again.)
                 # Partially resumed parent: a call nobody answered stays paused (§4.6).
                 return Memo(pause=GraphInterrupt(rec.interrupts))
         return CallRequest(

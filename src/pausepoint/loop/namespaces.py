@@ -11,6 +11,11 @@ stateful subgraph that forgot its state). The rules, as LangGraph 1.1.6 has them
   it with a new task id, so it starts afresh; a resume of the same task finds it.
 - **Stateful** (``checkpointer=True``): the same namespace without the task ids
   (``node``, ``outer|node``), so the subgraph keeps its state across parent runs.
+- **Several in one task**: a node that runs two subgraphs (or one twice, or in a
+  loop) gives each run its own namespace: the first takes the task's, the n-th
+  (from 0) adds a segment ``|n`` (``node:<id>|1``). The count is the task's and
+  restarts when the task re-runs, so a resume finds each run where it paused
+  (`nested_ns`).
 - **Addressed**: a config taken from inside a subgraph carries ``checkpoint_map``
   (namespace → checkpoint id, every level from the root down). Given to the root
   graph, the root runs from the map's root entry and each subgraph on the path from
@@ -48,6 +53,7 @@ __all__ = [
     "Afresh",
     "ReplayPoint",
     "addressed",
+    "nested_ns",
     "parents_of",
     "replay_before",
     "stateful_ns",
@@ -56,13 +62,28 @@ __all__ = [
 ]
 
 
-def stateful_ns(ns: str) -> str:
+def stateful_ns(ns: str, *, keep_runs: bool = False) -> str:
     """The namespace of a stateful subgraph run in task namespace ``ns``: ids dropped.
 
-    ``"outer:<id>|inner:<id>"`` → ``"outer|inner"``; a numeric part (a push
-    task's position) is dropped too.
+    ``"outer:<id>|inner:<id>"`` → ``"outer|inner"``; a numeric part (a task's
+    second, third, ... graph run: `nested_ns`) is dropped too, unless
+    ``keep_runs``: LangGraph's history of ``"outer|1"`` lists that namespace, while
+    its ``get_state`` reads ``"outer"``'s.
     """
-    return NS_SEP.join(part.split(NS_END, 1)[0] for part in ns.split(NS_SEP) if not part.isdigit())
+    parts = ns.split(NS_SEP)
+    return NS_SEP.join(
+        part.split(NS_END, 1)[0] for part in parts if keep_runs or not part.isdigit()
+    )
+
+
+def nested_ns(task_ns: str, index: int, stateful: bool) -> str:
+    """The namespace of the ``index``-th graph run (from 0) that task ``task_ns`` started.
+
+    The first run's is the task's (``stateful_ns`` of it for a stateful subgraph):
+    threads paused before runs were counted stored it so. Later runs add ``|index``.
+    """
+    ns = stateful_ns(task_ns) if stateful else task_ns
+    return f"{ns}{NS_SEP}{index}" if index else ns
 
 
 class ReplayPoint:
@@ -107,10 +128,20 @@ class ReplayPoint:
     def first_visit(self, ns: str) -> bool:
         """Whether this is the first run in namespace ``ns`` (its own task id aside).
 
-        Its ancestors' ids count: two parallel parents' subgraphs are two subgraphs.
+        Its ancestors' ids count: two parallel parents' subgraphs are two subgraphs;
+        so does its run number: a task's second graph run (``|1``) is another subgraph.
         """
         mark = object()
-        return self._visited.setdefault(ns.rsplit(NS_END, 1)[0], mark) is mark
+        return self._visited.setdefault(_without_own_id(ns), mark) is mark
+
+
+def _without_own_id(ns: str) -> str:
+    """``ns`` without the task id of its last level (``a:<id>|b:<id>|1`` → ``a:<id>|b|1``)."""
+    parts = ns.split(NS_SEP)
+    own = next((i for i in range(len(parts) - 1, -1, -1) if not parts[i].isdigit()), None)
+    if own is not None:
+        parts[own] = parts[own].split(NS_END, 1)[0]
+    return NS_SEP.join(parts)
 
 
 class Afresh:
