@@ -19,6 +19,7 @@ in async nodes, and a sync node's ``stream`` while the parent runs ``astream``.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import operator
 from typing import Annotated, Any
 
@@ -384,6 +385,33 @@ _register_deep("deep_asks_plain", _UPD, {"stream_mode": "values"}, {"stream_mode
                ask=True, view=_drops_paused_step("m"))  # fmt: skip
 _register_deep("deep_invoke_asks", {"stream_mode": "updates"}, {"stream_mode": "updates"},
                _UPD_SG, ask=True, how="invoke")  # fmt: skip
+
+
+# --- an entrypoint's task events ---------------------------------------------------------
+
+
+@scenario
+def entrypoint_task_and_debug_events(lib: Any, drive: Any) -> Any:
+    """The ``tasks``/``debug`` events of an ``@entrypoint`` run, paused and resumed:
+    the entrypoint's task result reads as LangGraph's (``{"__end__": value}``)."""
+    f = importlib.import_module(f"{lib.name}.func")
+
+    @f.task
+    def double(x: int) -> int:
+        return x * 2
+
+    @f.entrypoint(checkpointer=drive.saver())
+    def flow(x: int) -> dict[str, Any]:
+        return {"y": double(x).result(), "a": lib.interrupt("ok?")}
+
+    record: dict[str, Any] = {}
+    for mode in ("tasks", "debug"):
+        config = thread(mode)
+        record[mode] = [
+            drive.stream(flow, 3, config, stream_mode=mode),
+            drive.stream(flow, lib.Command(resume="yes"), config, stream_mode=mode),
+        ]
+    return record
 
 
 test_subgraph_stream_in_node = scenario.test()
