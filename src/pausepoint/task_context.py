@@ -47,6 +47,14 @@ class NestInfo:
     stream_modes: frozenset[str]
     stream_subgraphs: bool
     parents: Mapping[str, str]
+    up: Callable[[tuple[str, ...], str, object], None] | None = None
+    """Where a graph run inside this task passes its chunks of ``up_modes`` (besides
+    its own caller): the stream of the nearest run above that streams with
+    ``subgraphs=True``, or None (`pausepoint.graph.output.deliver`)."""
+    up_modes: frozenset[str] = frozenset()
+    custom: Callable[[tuple[str, ...], object], None] | None = None
+    """Where a graph run inside this task that does not stream ``custom`` itself sends
+    its ``custom`` chunks while ``up`` is set: the custom stream of this task's run."""
     afresh: Afresh | None = None
     """A new answer a fork carries to a question re-asked inside a subgraph."""
     replay: ReplayPoint | None = None

@@ -29,11 +29,12 @@ from pausepoint.graph.output import (
     ChunkShape,
     Sink,
     async_sink,
+    custom_target,
     deliver,
     invoke_output,
     message_tap,
+    nested_message_tap,
     print_modes,
-    printing_sink,
     queue_sink,
 )
 from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
@@ -109,7 +110,6 @@ class CompiledStateGraph(RunnableMethods):
         sink: Sink | None,
         output_keys: str | Sequence[str] | None = None,
         context: object = None,
-        printing: frozenset[str] = frozenset(),
     ) -> tuple[RunOptions, SaverProtocol | None]:
         parent = TASK.get()
         cfg = RunConfig.parse(self._merged(config))
@@ -121,7 +121,8 @@ class CompiledStateGraph(RunnableMethods):
                 parent.scratchpad.next_graph_index(),
                 stateful=self.checkpointer is True,
             )
-            opts, saver = self._nested_options(cfg, ns, parent.nest, printing)
+            opts, saver = self._nested_options(cfg, ns, parent.nest, modes, sink)
+            opts.stream_subgraphs = subgraphs
             opts.context = context
             return opts, saver
         if self.checkpointer is True:
@@ -163,6 +164,7 @@ class CompiledStateGraph(RunnableMethods):
             lease=lease,
             context=context,
             messages=message_tap(sink, (), modes),
+            custom=custom_target(sink, modes),
         )
         return opts, saver
 
@@ -175,8 +177,13 @@ class CompiledStateGraph(RunnableMethods):
         )
 
     def _nested_options(
-        self, cfg: RunConfig, ns: str, nest: NestInfo, printing: frozenset[str]
+        self, cfg: RunConfig, ns: str, nest: NestInfo, modes: frozenset[str], sink: Sink | None
     ) -> tuple[RunOptions, SaverProtocol | None]:
+        """The options of a run inside a task (a subgraph).
+
+        ``sink`` and ``modes`` are its own caller's; it also passes its chunks up as
+        the task's `NestInfo` says (`pausepoint.graph.output.deliver`).
+        """
         # Inside a parent, a graph's own saver is not used (as in LangGraph): its
         # checkpoints go with its parent's, where get_state(subgraphs=True) reads them.
         given = None if self.checkpointer is False else nest.saver
@@ -191,23 +198,28 @@ class CompiledStateGraph(RunnableMethods):
             }
         )
         saver = with_caller_keys(committing(given), inner.configurable)
-        # Without subgraphs=True only custom chunks come up; messages are dropped by
-        # their namespace then, but still reported here, not as the parent node's.
-        wanted = nest.stream_modes if nest.stream_subgraphs else nest.stream_modes & _NESTED
         ns_parts = tuple(ns.split("|"))
+        up_modes: frozenset[str] = nest.up_modes if nest.up is not None else frozenset()
+        # As LangGraph's: custom chunks go to the nearest run streaming them, up only
+        # through runs with subgraphs=True; nowhere else.
+        custom = custom_target(sink, modes) or (nest.custom if nest.up is not None else None)
         opts = RunOptions(
             config=inner,
             has_saver=saver is not None,
             durability=nest.durability,
-            stream_modes=frozenset(wanted) | printing,
-            stream_subgraphs=nest.stream_subgraphs,
+            stream_modes=modes | up_modes,
+            stream_subgraphs=False,
             ns=ns_parts,
             nest=nest,
             interrupt_before=self.interrupt_before_nodes,
             interrupt_after=self.interrupt_after_nodes,
-            sink=printing_sink(nest.sink, ns_parts, printing, wanted),
+            sink=sink,
             saver=saver,
-            messages=message_tap(nest.sink, ns_parts, wanted, muted=not nest.stream_subgraphs),
+            messages=nested_message_tap(nest, ns_parts),
+            up=nest.up,
+            up_modes=up_modes,
+            own_modes=modes,
+            custom=custom,
         )
         return opts, saver
 
@@ -225,7 +237,6 @@ class CompiledStateGraph(RunnableMethods):
             sink=sink,
             output_keys=args.output_keys,
             context=args.context,
-            printing=args.printing,
         )
         return run(self.spec, input, opts), opts, saver
 
@@ -312,7 +323,8 @@ class CompiledStateGraph(RunnableMethods):
             return list(self.stream(input, config, stream_mode=stream_mode, **kw))
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         shape, args = _printer(args)
-        loop, opts, saver = self._begin(input, config, args, shape and queue_sink(events))
+        sink = queue_sink(events) if shape is not None or TASK.get() is not None else None
+        loop, opts, saver = self._begin(input, config, args, sink)
         driver = sdriver.drive(loop, saver, events, opts.config.max_concurrency)
         while True:
             try:
@@ -481,7 +493,8 @@ class CompiledStateGraph(RunnableMethods):
             return [c async for c in chunks]
         sink = _adriver().AsyncSink()
         shape, args = _printer(args)
-        loop, opts, saver = self._begin(input, config, args, shape and async_sink(sink))
+        nested = shape is not None or TASK.get() is not None
+        loop, opts, saver = self._begin(input, config, args, async_sink(sink) if nested else None)
         result: list[RunResult] = []
         limit = opts.config.max_concurrency
         async with contextlib.aclosing(_adriver().drive(loop, saver, sink, result, limit)) as run:
@@ -540,9 +553,6 @@ class CompiledStateGraph(RunnableMethods):
             )
         return with_caller_keys(saver, self._merged(config).get("configurable") or {})
 
-
-_NESTED = frozenset({"custom", "messages"})
-"""The modes a nested run streams without ``subgraphs=True``."""
 
 _NO_DURABILITY = "`durability` has no effect when no checkpointer is present."
 

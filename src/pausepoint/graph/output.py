@@ -13,6 +13,7 @@ from pausepoint.loop.run import RunOptions, RunResult
 if TYPE_CHECKING:
     from pausepoint.drivers.async_ import AsyncSink
     from pausepoint.graph.message_stream import MessageTap
+    from pausepoint.task_context import NestInfo
 
 __all__ = [
     "MESSAGES_EXTRA",
@@ -20,12 +21,12 @@ __all__ = [
     "ChunkShape",
     "Sink",
     "async_sink",
+    "custom_target",
     "deliver",
-    "forward",
     "invoke_output",
     "message_tap",
+    "nested_message_tap",
     "print_modes",
-    "printing_sink",
     "queue_sink",
 ]
 
@@ -75,20 +76,23 @@ class ChunkShape:
         v2 = version == "v2"
         return cls(modes, isinstance(given, str), subgraphs, v2, single_key, printing)
 
-    def shape(self, chunk: Chunk) -> object:
+    def shape(self, chunk: Chunk, own: tuple[str, ...] = ()) -> object:
         """The caller's form of one chunk, or ``None`` to drop it.
 
-        A chunk of a printed mode is printed first (whether yielded or not).
+        ``own`` is the namespace of the run the caller runs (a subgraph's, when it
+        runs inside a task); a chunk from below it is the caller's only with
+        ``subgraphs=True``. A chunk of a printed mode is printed first (whether
+        yielded or not).
         """
         ns, mode, payload = chunk
         if mode not in self.wanted:
             return None
-        if self.single_key is not None and not ns:
+        if self.single_key is not None and ns == own:
             if mode == "values":
                 payload = _pick(payload, self.single_key)
             elif mode == "updates":
                 payload = _bare_updates(payload, self.single_key)
-        if ns and not self.subgraphs and mode != "custom":
+        if len(ns) > len(own) and not self.subgraphs and mode != "custom":
             return None
         if mode in self.printing:
             _print_chunk(ns if self.subgraphs else (), mode, payload)
@@ -145,27 +149,6 @@ def _print_chunk(ns: tuple[str, ...], mode: str, payload: object) -> None:
         parts.append(f"\033[1;30;33m[graph={ns}]\033[0m")
     parts.append(repr(payload))
     print(" ".join(parts))
-
-
-def printing_sink(
-    sink: Sink | None, ns: tuple[str, ...], printing: frozenset[str], passed: frozenset[str]
-) -> Sink | None:
-    """A nested run's sink when its graph prints (compiled with ``debug=True``).
-
-    It prints the run's own chunks of the ``printing`` modes (as a root run does,
-    without a namespace: LangGraph's subgraph prints them so) and passes on to the
-    parent's ``sink`` only the modes the parent wants.
-    """
-    if not printing:
-        return sink
-
-    def put(chunk_ns: tuple[str, ...], mode: str, payload: object) -> None:
-        if chunk_ns == ns and mode in printing:
-            _print_chunk((), mode, payload)
-        if sink is not None and mode in passed:
-            sink(chunk_ns, mode, payload)
-
-    return put
 
 
 def _pick(payload: object, key: str) -> object:
@@ -269,6 +252,33 @@ def message_tap(
     return MessageTap(sink, ns, muted=muted)
 
 
+def custom_target(
+    sink: Sink | None, modes: frozenset[str]
+) -> Callable[[tuple[str, ...], Any], None] | None:
+    """Where a run's ``custom`` chunks go when its own caller streams them."""
+    if sink is None or "custom" not in modes:
+        return None
+
+    def put(ns: tuple[str, ...], value: object) -> None:
+        sink(ns, "custom", value)
+
+    return put
+
+
+def nested_message_tap(nest: NestInfo, ns: tuple[str, ...]) -> MessageTap | None:
+    """A nested run's ``messages`` tap (None: it has none).
+
+    Streamed up with ``subgraphs=True`` above; else muted (its messages are not
+    reported as its parent node's either).
+    """
+    if nest.up is not None and "messages" in nest.up_modes:
+        return message_tap(nest.up, ns, nest.up_modes)
+    return message_tap(nest.sink, ns, nest.stream_modes & _MESSAGES, muted=True)
+
+
+_MESSAGES = frozenset({"messages"})
+
+
 def queue_sink(events: queue.SimpleQueue[tuple[str, Any]]) -> Sink:
     """The sink a sync run streams through: its chunks go to the caller's queue."""
 
@@ -288,14 +298,16 @@ def async_sink(sink: AsyncSink) -> Sink:
 
 
 def deliver(opts: RunOptions, shape: ChunkShape | None, chunk: Chunk) -> object:
-    """A nested run passes chunks up to its parent; a root run shapes them for the caller."""
-    if opts.nest is not None:
-        forward(opts, chunk)
+    """One chunk of a run, shaped for the run's own caller (None: not for it).
+
+    A nested run's chunk is also passed up, as its `NestInfo.up` says.
+
+    ``custom`` chunks are not passed up: they went to the nearest run streaming them
+    when written (`pausepoint.loop.prepare.custom_writer`).
+    """
+    _ns, mode, _payload = chunk
+    if opts.up is not None and mode in opts.up_modes and mode != "custom":
+        opts.up(*chunk)
+    if shape is None or (opts.own_modes is not None and mode not in opts.own_modes):
         return None
-    return shape.shape(chunk) if shape is not None else None
-
-
-def forward(opts: RunOptions, chunk: Chunk) -> None:
-    """A nested run hands its chunks to the parent's stream."""
-    if opts.sink is not None and opts.nest is not None:
-        opts.sink(*chunk)
+    return shape.shape(chunk, opts.ns)

@@ -102,6 +102,7 @@ class StepFrame:
                 parents={**run.parents, run.cfg.checkpoint_ns: self.checkpoint_id},
                 replay=state.replay,
                 afresh=state.afresh,
+                **_passed_down(opts),
             )
         return self._nest
 
@@ -215,27 +216,40 @@ _LIVE_MODES = frozenset({"custom", "messages"})
 
 
 def streams_live(opts: RunOptions, eager: bool) -> bool:
-    """Whether a root stream reads chunks that tasks make while they run.
+    """Whether a stream reads chunks that tasks make while they run.
 
     As LangGraph's: ``custom``, ``messages``, ``subgraphs=True``, or an entrypoint
     (``eager``). Then a driver never runs a lone task to its end before passing its chunks on.
-    A nested run's chunks reach the root's stream at once from wherever it runs.
     """
-    if opts.sink is None or opts.nest is not None:
+    if opts.sink is None:
         return False
     return eager or opts.stream_subgraphs or not opts.stream_modes.isdisjoint(_LIVE_MODES)
 
 
 def custom_writer(opts: RunOptions) -> Callable[[Any], None]:
     """What ``get_stream_writer()`` returns in this run's tasks (made once per run)."""
-    sink, ns = opts.sink, opts.ns
-    if sink is None or "custom" not in opts.stream_modes:
+    target, ns = opts.custom, opts.ns
+    if target is None:
         return _ignore
 
     def write_custom(value: object) -> None:
-        sink(ns, "custom", value)
+        target(ns, value)
 
     return write_custom
+
+
+def _passed_down(opts: RunOptions) -> dict[str, Any]:
+    """Where the chunks of a graph run inside one of this run's tasks go up to.
+
+    To this run's own stream (which passes on what its ``up`` wants too, as
+    LangGraph's sync stream does) when it streams with ``subgraphs=True``; else
+    wherever this run's go (LangGraph's tasks inherit their run's stream config).
+    """
+    if opts.stream_subgraphs and opts.sink is not None:
+        up, modes = opts.sink, opts.stream_modes
+    else:
+        up, modes = opts.up, opts.up_modes
+    return {"up": up, "up_modes": modes, "custom": opts.custom}
 
 
 def prepare_for_execution(frame: StepFrame, task: Task) -> ExecTask:

@@ -63,6 +63,13 @@ class RunOptions:
     lease: RunLease | None = None  # a root run's thread lease (single-writer threads)
     context: Any = None  # ``invoke(context=...)``: what ``Runtime.context`` is (not saved)
     messages: Any = None  # streaming "messages": the MessageTap its tasks report through
+    up: Callable[[tuple[str, ...], str, Any], None] | None = None
+    """A nested run's second destination (`NestInfo.up`); ``sink`` is its own caller's."""
+    up_modes: frozenset[str] = frozenset()
+    own_modes: frozenset[str] | None = None
+    """The modes the run's own caller reads (None: all of ``stream_modes``)."""
+    custom: Callable[[tuple[str, ...], Any], None] | None = None
+    """Where ``get_stream_writer()`` in the run's tasks writes (None: nowhere)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
