@@ -274,8 +274,8 @@ def _in_subgraph(
     """Root ``sub1 || w``, the subgraph ``depth`` levels deep pausing; resumed."""
     runs: Counter[str] = Counter()
     root = lib.StateGraph(Log)
-    # Added in name order: LangGraph orders a step's tasks by name within a run and
-    # by graph order after a load; pausepoint by graph order always.
+    # Added in name order: LangGraph streams a step's tasks by node name (in a run),
+    # pausepoint in graph order (snapshots list both in graph order).
     root.add_node("sub1", _nested(lib, runs, depth, _asking(lib, runs, fan), **compile_kw))
     root.add_node("w", _worker(runs, "w"))
     root.add_edge(lib.START, "w")
