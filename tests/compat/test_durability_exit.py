@@ -54,9 +54,8 @@ def _saved(drive: Any, saver: Any) -> list[tuple[Any, ...]]:
 def _events(chunks: list[Any]) -> list[Any]:
     """``task_result`` debug events as (namespace depth, type, task name): what ran.
 
-    (A ``task`` event is left out: LangGraph 1.1.6 also sends one, on resume, for a
-    finished sibling whose saved writes are reused, pausepoint none — a gap of its own,
-    the same with every durability.)
+    (``task`` events, which a resume also sends for a finished sibling whose saved
+    writes it reuses, are compared in tests/compat/test_resume_events.py.)
     """
     found = []
     for chunk in chunks:

@@ -31,6 +31,7 @@ __all__ = [
     "interrupted",
     "reached_checkpoint",
     "resumed_checkpoint",
+    "still_paused",
     "task_result",
     "task_starts",
     "update_of",
@@ -120,6 +121,20 @@ def task_result(
         "interrupts": [{"value": i.value, "id": i.id} for i in interrupts],
     }
     yield from _task_event(run, state, "task_result", payload)
+
+
+def still_paused(
+    run: RunSetup, state: RunState, task: Task, interrupts: tuple[Interrupt, ...]
+) -> Generator[Emit, object, None]:
+    """Report a task a resume leaves paused, without running it (DESIGN §4.6).
+
+    The stream shows what LangGraph's run of it again shows: its interrupts in
+    ``updates`` / ``values`` and a result carrying them (``tasks`` / ``debug``).
+    """
+    if run.streams_updates or run.streams_values:
+        yield from interrupts_found(run, state, interrupts)
+    if run.streams_tasks:
+        yield from task_result(run, state, task, None, interrupts)
 
 
 def _task_event(

@@ -155,11 +155,15 @@ class _Run:
             if records
             else (tasks, [])
         )
-        if run.streams_updates and len(to_run) < len(tasks):
-            yield from out.cached_updates(run, state)
         before = run.opts.interrupt_before
         if before and pauses_at(state.checkpoint, before, tasks):
             raise GraphInterrupt(())
+        # Every task of the step is reported as it starts, also one whose saved writes
+        # are reused or that stays paused; then the reused writes (LangGraph's order).
+        if run.streams_tasks:
+            yield from out.task_starts(run, state, tasks)
+        if run.streams_updates and len(to_run) < len(tasks):
+            yield from out.cached_updates(run, state)
         interrupts = [i for t in paused for i in records[t.id].interrupts] if paused else []
         state.pausing = bool(paused)
         if to_run:
@@ -168,17 +172,14 @@ class _Run:
             yield from begin.bind_resume(run, state, self.persist)
             return True  # the step again: the question re-asked has its answer now
         if interrupts or state.pausing:
-            if run.streams_updates or run.streams_values:
-                for t in paused:
-                    yield from out.interrupts_found(run, state, state.records[t.id].interrupts)
+            for t in paused:  # not run again (§4.6), reported as a run that asks again
+                yield from out.still_paused(run, state, t, state.records[t.id].interrupts)
             raise GraphInterrupt(tuple(interrupts))
         yield from self.after_tick()
         return True
 
     def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
         run, state = self.setup, self.state
-        if run.streams_tasks:
-            yield from out.task_starts(run, state, to_run)
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
         execs: list[ExecTask] = []
