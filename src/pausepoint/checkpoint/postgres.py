@@ -30,7 +30,7 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
-from pausepoint.checkpoint import _sql, _sql_leases
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint.base import (
     At,
@@ -44,6 +44,7 @@ from pausepoint.checkpoint.base import (
     LeaseClaim,
     StepCommit,
 )
+from pausepoint.checkpoint.heads import Head
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
 from pausepoint.serde import SerializerProtocol
@@ -288,6 +289,15 @@ class PostgresSaver(BaseCheckpointSaver):
         threads list`` reads each thread on its own).
         """
         return self._run(_sql.thread_ids_flow(_D))
+
+    def thread_heads(self, after: str = "", limit: int = 1000) -> list[Head]:
+        """Each thread's newest root checkpoint, peeked (`pausepoint.checkpoint.heads`).
+
+        Up to ``limit`` threads, in thread id order, from the first id after ``after``:
+        pass the last one's id to read on. An unreadable row is a `Head` with its
+        ``error``. Reads only; what ``pausepoint check`` batches through.
+        """
+        return self._run(_sql_heads.thread_heads_flow(_D, self._codec, after, limit))
 
     def delete_thread(self, thread_id: str) -> None:
         """See [`pausepoint.checkpoint.base`][]."""
