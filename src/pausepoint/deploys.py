@@ -142,6 +142,32 @@ class ReadHeads:
         return heads
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadWhole:
+    """Root checkpoints by ``(thread id, checkpoint id)``, whole (``saver.thread_tuples``)."""
+
+    keys: list[tuple[str, str]]
+
+    def run(self, saver: BaseCheckpointSaver) -> Whole:
+        """The checkpoint tuples; one that cannot be read maps to its error."""
+        method = getattr(saver, "thread_tuples", None)
+        if callable(method):
+            return cast("Whole", method(self.keys))
+        found: Whole = {}
+        for thread, checkpoint_id in self.keys:
+            try:
+                saved = saver.get_tuple(_config(thread, checkpoint_id))
+            except Exception as exc:  # reported with its thread
+                found[thread, checkpoint_id] = exc
+                continue
+            if saved is not None:
+                found[thread, checkpoint_id] = saved
+        return found
+
+
+Whole = dict[tuple[str, str], "CheckpointTuple | Exception"]
+
+
 def _thread_ids(saver: BaseCheckpointSaver) -> Iterable[str]:
     listed = getattr(saver, "thread_ids", None)
     if callable(listed):
@@ -161,7 +187,7 @@ def _config(thread: str, checkpoint_id: str | None = None) -> RunnableConfig:
     return {"configurable": conf}
 
 
-Effect = ReadHeads | LoadCheckpoint
+Effect = ReadHeads | ReadWhole | LoadCheckpoint
 Pick = Callable[[Head], "tuple[str, GraphSpec] | str | None"]
 """The graph a thread is checked against: ``(name, spec)``, or its ``graph_id`` (a
 ``str`` or None) when no graph given has that name."""
@@ -171,44 +197,55 @@ Pick = Callable[[Head], "tuple[str, GraphSpec] | str | None"]
 
 
 def check_flow(pick: Pick, batch: int = BATCH) -> Generator[Effect, Any, CheckReport]:
-    """The check as a generator: yields `ReadHeads` and ``LoadCheckpoint``, returns the report.
+    """The check as a generator: yields what to read, returns the report.
 
-    The driver sends back each effect's result, or throws its exception in.
+    `ReadHeads` for a batch of heads, `ReadWhole` for those of its threads written by
+    another graph, ``LoadCheckpoint`` for a subgraph's checkpoint. The driver sends
+    back each effect's result, or throws its exception in.
     """
     report = CheckReport()
     after = ""
     while True:
         heads: list[Head] = yield ReadHeads(after, batch)
-        for head in heads:
-            yield from _check_one(head, pick, report)
+        todo = [c for head in heads if (c := _sort(head, pick, report)) is not None]
+        if todo:
+            whole: Whole = yield ReadWhole([(h.thread_id, h.checkpoint_id) for h, _, _ in todo])
+            for head, name, spec in todo:
+                yield from _check_one(head, name, spec, whole, report)
         if len(heads) < batch:
             return report
         after = heads[-1].thread_id
 
 
-def _check_one(head: Head, pick: Pick, report: CheckReport) -> Generator[Effect, Any, None]:
+def _sort(head: Head, pick: Pick, report: CheckReport) -> tuple[Head, str, GraphSpec] | None:
+    """Count ``head`` where it belongs; the thread and its graph if it needs reading whole."""
     if head.error is not None:
         report.unreadable.append(_unreadable(head, "", head.error))
-        return
+        return None
     if not head.work_left:
         report.finished += 1
-        return
+        return None
     chosen = pick(head)
     if not isinstance(chosen, tuple):
         report.unmatched.append((head.thread_id, chosen))
-        return
-    name, spec = chosen
+        return None
     report.checked += 1
-    if spec.fingerprint is None or head.fingerprint == spec.fingerprint:
+    if chosen[1].fingerprint is None or head.fingerprint == chosen[1].fingerprint:
         report.same += 1  # the everyday case: one comparison
+        return None
+    return head, chosen[0], chosen[1]
+
+
+def _check_one(
+    head: Head, name: str, spec: GraphSpec, whole: Whole, report: CheckReport
+) -> Generator[Effect, Any, None]:
+    saved = whole.get((head.thread_id, head.checkpoint_id))
+    if saved is None:  # deleted since its head was read
+        report.checked -= 1
         return
     try:
-        saved: CheckpointTuple | None = yield LoadCheckpoint(
-            _config(head.thread_id, head.checkpoint_id)
-        )
-        if saved is None:  # deleted since its head was read
-            report.checked -= 1
-            return
+        if isinstance(saved, BaseException):
+            raise saved
         problems = yield from _problems(spec, saved)
     except Exception as exc:  # a thread that cannot be read is reported, never a crash
         report.unreadable.append(_unreadable(head, name, exc))
@@ -274,7 +311,7 @@ def check_threads(
             return cast("CheckReport", stop.value)
         sent, error = None, None
         try:
-            if isinstance(effect, ReadHeads):
+            if isinstance(effect, ReadHeads | ReadWhole):
                 sent = effect.run(saver)
             else:
                 sent = saver.get_tuple(cast("RunnableConfig", effect.config))

@@ -47,6 +47,7 @@ from pausepoint.checkpoint.base import (
 from pausepoint.checkpoint.heads import Head
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
+from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import SerializerProtocol
 
 if TYPE_CHECKING:
@@ -298,6 +299,16 @@ class PostgresSaver(BaseCheckpointSaver):
         ``error``. Reads only; what ``pausepoint check`` batches through.
         """
         return self._run(_sql_heads.thread_heads_flow(_D, self._codec, after, limit))
+
+    def thread_tuples(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], CheckpointTuple | CheckpointDecodeError]:
+        """Root checkpoints by ``(thread id, checkpoint id)``, whole, a few statements for all.
+
+        As ``get_tuple`` reads each; one that cannot be decoded maps to its error, one
+        that is gone is left out. Reads only (``pausepoint check``'s second pass).
+        """
+        return self._run(_sql_heads.thread_tuples_flow(_D, self._codec, keys))
 
     def delete_thread(self, thread_id: str) -> None:
         """See [`pausepoint.checkpoint.base`][]."""
