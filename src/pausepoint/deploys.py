@@ -73,7 +73,9 @@ class ThreadCheck:
             "stored_fingerprint": self.fingerprint,
             "stored_version": self.version,
             "status": "unreadable" if self.error is not None else "cannot_resume",
-            "problems": [{"kind": p.kind, "name": p.name, "detail": p.detail} for p in self.problems],
+            "problems": [
+                {"kind": p.kind, "name": p.name, "detail": p.detail} for p in self.problems
+            ],
             "error": self.error,
         }
 
@@ -257,7 +259,9 @@ def _check_one(
         report.cannot_resume.append(found)
 
 
-def _problems(spec: GraphSpec, saved: CheckpointTuple) -> Generator[Effect, Any, tuple[Problem, ...]]:
+def _problems(
+    spec: GraphSpec, saved: CheckpointTuple
+) -> Generator[Effect, Any, tuple[Problem, ...]]:
     """What of ``saved`` the graph cannot honour, as a resume would find it.
 
     The one place to account for declared migrations (issue 31 item 3) once they
@@ -274,8 +278,11 @@ def _unreadable(head: Head, graph: str, exc: BaseException) -> ThreadCheck:
 
 
 def picker(graphs: _Graph | Mapping[str, _Graph]) -> Pick:
-    """How threads find their graph: one graph checks every thread; named graphs check
-    each thread against the one its metadata's ``graph_id`` names."""
+    """How threads find their graph.
+
+    One graph checks every thread; named graphs check each thread against the one its
+    metadata's ``graph_id`` names.
+    """
     if not isinstance(graphs, Mapping):
         one = ("", graphs.spec)
         return lambda head: one

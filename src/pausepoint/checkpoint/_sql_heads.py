@@ -34,7 +34,9 @@ _HEADS = """SELECT c.thread_id, c.checkpoint_id, c.type, c.checkpoint, c.{json_s
     ORDER BY c.thread_id"""
 
 
-def thread_heads_flow(dialect: Dialect, codec: SqlCodec, after: str, limit: int) -> Flow[list[Head]]:
+def thread_heads_flow(
+    dialect: Dialect, codec: SqlCodec, after: str, limit: int
+) -> Flow[list[Head]]:
     """Up to ``limit`` threads' heads, the first thread id after ``after`` first."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit!r}")
@@ -57,7 +59,8 @@ def thread_tuples_flow(
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start : start + _CHUNK]
         pairs = ", ".join(["(?, '', ?)"] * len(chunk))
-        sql = f"{SELECT_CHECKPOINTS} WHERE (thread_id, checkpoint_ns, checkpoint_id) IN (VALUES {pairs})"
+        keyed = f"(thread_id, checkpoint_ns, checkpoint_id) IN (VALUES {pairs})"
+        sql = f"{SELECT_CHECKPOINTS} WHERE {keyed}"
         if dialect.name == "postgres":  # the writes in the same row: one round trip
             sql = f"SELECT c.*, w.* FROM ({sql}) c LEFT JOIN LATERAL ({WRITE_ARRAYS}) w ON true"
         rows = yield Statement(dialect.sql(sql), [v for k in chunk for v in k], fetch=True)

@@ -1,4 +1,4 @@
-"""``pausepoint check``: which stored threads a new graph cannot resume (before a deploy).
+r"""``pausepoint check``: which stored threads a new graph cannot resume (before a deploy).
 
 ::
 
@@ -119,7 +119,9 @@ def _compiled(target: str) -> CompiledStateGraph:
         try:
             obj = obj()
         except TypeError as exc:
-            raise CliError(f"--graph {target!r} is a function that needs arguments: {exc}") from None
+            raise CliError(
+                f"--graph {target!r} is a function that needs arguments: {exc}"
+            ) from None
     if isinstance(obj, StateGraph):
         return obj.compile()
     if isinstance(obj, CompiledStateGraph):
@@ -157,7 +159,9 @@ def _text(report: CheckReport, fingerprints: dict[str, str | None]) -> str:
         lines.append(_heading(found, "cannot be read"))
         lines.append(f"  - {printable(found.error or '')}")
     if report.unmatched:
-        lines.append(f"not checked: {len(report.unmatched)} thread(s) whose graph_id names no --graph:")
+        lines.append(
+            f"not checked: {len(report.unmatched)} thread(s) whose graph_id names no --graph:"
+        )
         lines += [
             f"  - thread {printable(repr(t))} (graph_id {printable(repr(g))})"
             for t, g in report.unmatched
@@ -181,7 +185,8 @@ def _heading(found: ThreadCheck, what: str) -> str:
 
 def _summary(report: CheckReport, fingerprints: dict[str, str | None]) -> str:
     against = ", ".join(
-        f"{name + ' ' if name else ''}{fp or '(no fingerprint)'}" for name, fp in fingerprints.items()
+        f"{name + ' ' if name else ''}{fp or '(no fingerprint)'}"
+        for name, fp in fingerprints.items()
     )
     bad = len(report.cannot_resume)
     verdict = "ok: every one can be resumed" if report.ok else f"{bad} cannot be resumed"
