@@ -146,7 +146,8 @@ class Workload:
     runs the library in a child process and must not import it itself). ``rounds``
     caps the alternating rounds for a workload whose one run takes seconds.
     ``per_run``: for a workload also reported as a rate, the operations in one run
-    (resumes), so the report can show operations per second.
+    (resumes), so the report can show operations per second. ``pausepoint_only``:
+    LangGraph has no counterpart (its cell shows "—").
     """
 
     name: str
@@ -157,6 +158,7 @@ class Workload:
     by_name: bool = False
     rounds: int | None = None
     per_run: int | None = None
+    pausepoint_only: bool = False
 
 
 # --------------------------------------------------------------------------- helpers

@@ -247,6 +247,8 @@ def _has_side(library: str, name: str, round_no: int) -> bool:
     spec = workloads.WORKLOADS[name]
     if spec.rounds is not None and round_no >= spec.rounds:
         return False
+    if library == "langgraph" and spec.pausepoint_only:
+        return False
     return library != workloads.FLOOR or spec.floor is not None
 
 

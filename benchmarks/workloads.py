@@ -15,6 +15,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
+import deploycheck
 import large
 import pending
 import scale
@@ -489,10 +490,39 @@ def _pending_workloads() -> list[Workload]:
     ]
 
 
+CHECK = Target(0.1, "issue 31: pausepoint check, 10 s per 10,000 waiting threads", explicit=False)
+CHECK_SIZES = (10_000, 200)
+"""Waiting threads: the issue's size, and the quick one."""
+
+
+def _check_workloads() -> list[Workload]:
+    return [
+        Workload(
+            f"check-{waiting}/{kind}/{edit}",
+            f"`pausepoint check` (deploys.check_threads) over {waiting:,} threads waiting on "
+            f"a question in {kind}: "
+            + (
+                "the graph that wrote them (same fingerprint: the fast path)"
+                if edit == "same"
+                else "a graph whose paused node was renamed (every thread read and listed)"
+            ),
+            deploycheck.check(waiting, kind, edit),
+            deploycheck.check_floor(waiting),
+            CHECK,
+            rounds=3 if waiting > 1000 else None,
+            pausepoint_only=True,
+        )
+        for waiting in CHECK_SIZES
+        for kind in _database_kinds()
+        for edit in ("same", "changed")
+    ]
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in _graph_workloads()
     + _pending_workloads()
+    + _check_workloads()
     + _scale_workloads()
     + _startup_workloads()
     + throughput.workloads(_database_kinds())
@@ -513,6 +543,7 @@ QUICK += [
     *_QUICK_LARGE,
 ]
 _QUICK_PENDING = [n for n in WORKLOADS if n.startswith(f"pending-{PENDING_SIZES[1][0]}/")]
+_QUICK_PENDING += [n for n in WORKLOADS if n.startswith(f"check-{CHECK_SIZES[1]}/")]
 QUICK += _QUICK_PENDING
 _QUICK_ONLY = {"threads-20", "list-1000/memory", *_QUICK_THROUGHPUT, *large.quick_only(WORKLOADS)}
 _QUICK_ONLY |= set(_QUICK_PENDING)

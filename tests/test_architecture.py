@@ -308,6 +308,7 @@ PACKAGE_ORDER = (
     "pausepoint",  # the package's __init__: re-exports the everyday names
     "testing",
     "questions",
+    "deploys",  # issue 31: the pre-deploy check (reads savers, checks with the loop)
     "inbox",
     "cli",
 )

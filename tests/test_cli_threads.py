@@ -331,6 +331,26 @@ def test_show_through_the_graph(db: Path, capsys: Any, graphs: str):
     assert "values\n" in out
 
 
+def test_show_prints_the_graph_version_label(tmp_path: Path, capsys: Any, graphs: str):
+    """``compile(version=...)``'s label, stored with the checkpoint (issue 31)."""
+    path = tmp_path / "labelled.sqlite"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        builder = load_graph(f"{graphs}:approval")
+        builder.compile(checkpointer=saver, version="2026-12").invoke({"topic": "x"}, _config("v"))
+        builder.compile(checkpointer=saver).invoke({"topic": "y"}, _config("plain"))
+    for through in ((), ("--graph", f"{graphs}:approval")):
+        status, out, _ = cli(capsys, "show", "v", "--db", str(path), *through)
+        assert status == 0
+        assert "graph version  2026-12" in out
+        data = cli_json(capsys, "show", "v", "--db", str(path), *through)
+        assert data["graph_version"] == "2026-12"
+        status, out, _ = cli(capsys, "show", "plain", "--db", str(path), *through)
+        assert "graph version" not in out
+        assert (
+            cli_json(capsys, "show", "plain", "--db", str(path), *through)["graph_version"] is None
+        )
+
+
 def test_history_is_newest_first(db: Path, capsys: Any, graphs: str):
     rows = cli_json(capsys, "history", "finished", "--db", str(db))
     assert [r["step"] for r in rows] == [3, 2, 1, 0, -1]

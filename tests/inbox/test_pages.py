@@ -195,3 +195,27 @@ def test_the_app_mounts_under_a_path(graph: Any) -> None:
             follow_redirects=False,
         )
         assert done.headers["location"] == "/inbox/?answered=t1"
+
+
+def test_the_question_page_shows_the_graph_version(db_path: Any) -> None:
+    """The ``compile(version=...)`` label of the graph that wrote the thread (issue 31)."""
+    from starlette.testclient import TestClient
+
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+    from pausepoint.inbox import create_app
+
+    with SqliteSaver.from_conn_string(str(db_path)) as saver:
+        labelled = graphs.approval().compile(checkpointer=saver, name="approval", version="2026-12")
+        q = graphs.start(labelled, "t1", rows=5)
+        plain = graphs.approval().compile(checkpointer=saver, name="approval")
+        q2 = graphs.start(plain, "t2", rows=5)
+        with TestClient(create_app(labelled, token=TOKEN)) as c:
+            c.get("/", params={"token": TOKEN})
+            html = c.get(page_url(q, "t1")).text
+            assert "<dt>Graph version</dt><dd>2026-12</dd>" in html
+            assert "Graph version" not in c.get(page_url(q2, "t2")).text
+            bearer = {"Authorization": f"Bearer {TOKEN}"}
+            api = f"/api/threads/t1/questions/{q.question_id}"
+            assert c.get(api, headers=bearer).json()["graph_version"] == "2026-12"
+            api2 = f"/api/threads/t2/questions/{q2.question_id}"
+            assert c.get(api2, headers=bearer).json()["graph_version"] is None

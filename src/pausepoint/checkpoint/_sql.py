@@ -81,12 +81,12 @@ __all__ = [
 _CHECKPOINT_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, {json_select}"
 )
-_SELECT_CHECKPOINTS = f"SELECT {_CHECKPOINT_COLUMNS} FROM pausepoint_checkpoints"
+SELECT_CHECKPOINTS = f"SELECT {_CHECKPOINT_COLUMNS} FROM pausepoint_checkpoints"
 _SELECT_ONE = (
-    f"{_SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+    f"{SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
 )
 _SELECT_LATEST = (
-    f"{_SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? "
+    f"{SELECT_CHECKPOINTS} WHERE thread_id = ? AND checkpoint_ns = ? "
     "ORDER BY checkpoint_id DESC LIMIT 1"
 )
 CHECKPOINTS_INTO = """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns,
@@ -111,7 +111,7 @@ _SQLITE_ROWS_PER_STATEMENT = 100
 """SQLite before 3.32 allows only 999 parameters per statement (Ubuntu 20.04 has 3.31)."""
 _SELECT_WRITES = """SELECT task_id, channel, type, value FROM pausepoint_writes
     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY seq"""
-_WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDER BY seq),
+WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDER BY seq),
     array_agg(type ORDER BY seq), array_agg(value ORDER BY seq) FROM pausepoint_writes w
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
     AND w.checkpoint_id = c.checkpoint_id"""
@@ -249,7 +249,7 @@ def read_query(
     else:
         sql, params = _SELECT_ONE, (thread, ns, checkpoint_id)
     if dialect.name == "postgres":
-        sql = f"SELECT c.*, w.* FROM ({sql}) c LEFT JOIN LATERAL ({_WRITE_ARRAYS}) w ON true"
+        sql = f"SELECT c.*, w.* FROM ({sql}) c LEFT JOIN LATERAL ({WRITE_ARRAYS}) w ON true"
     return sql, params
 
 
@@ -323,7 +323,7 @@ def list_flow(
         params.append(str(before_id))
     fconds, fparams, exact = _filter_sql(dialect, filter or {})
     where = " WHERE " + " AND ".join(conds + fconds) if conds or fconds else ""
-    sql = f"{_SELECT_CHECKPOINTS}{where} ORDER BY checkpoint_id DESC"
+    sql = f"{SELECT_CHECKPOINTS}{where} ORDER BY checkpoint_id DESC"
     if limit is not None and exact:
         sql += f" LIMIT {int(limit)}"
     rows = yield Statement(dialect.sql(sql), tuple(params + fparams), fetch=True)

@@ -30,7 +30,7 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
-from pausepoint.checkpoint import _sql, _sql_leases
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint.base import (
     At,
@@ -44,8 +44,10 @@ from pausepoint.checkpoint.base import (
     LeaseClaim,
     StepCommit,
 )
+from pausepoint.checkpoint.heads import Head
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
+from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import SerializerProtocol
 
 if TYPE_CHECKING:
@@ -288,6 +290,25 @@ class PostgresSaver(BaseCheckpointSaver):
         threads list`` reads each thread on its own).
         """
         return self._run(_sql.thread_ids_flow(_D))
+
+    def thread_heads(self, after: str = "", limit: int = 1000) -> list[Head]:
+        """Each thread's newest root checkpoint, peeked (`pausepoint.checkpoint.heads`).
+
+        Up to ``limit`` threads, in thread id order, from the first id after ``after``:
+        pass the last one's id to read on. An unreadable row is a `Head` with its
+        ``error``. Reads only; what ``pausepoint check`` batches through.
+        """
+        return self._run(_sql_heads.thread_heads_flow(_D, self._codec, after, limit))
+
+    def thread_tuples(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], CheckpointTuple | CheckpointDecodeError]:
+        """Root checkpoints by ``(thread id, checkpoint id)``, whole, a few statements for all.
+
+        As ``get_tuple`` reads each; one that cannot be decoded maps to its error, one
+        that is gone is left out. Reads only (``pausepoint check``'s second pass).
+        """
+        return self._run(_sql_heads.thread_tuples_flow(_D, self._codec, keys))
 
     def delete_thread(self, thread_id: str) -> None:
         """See [`pausepoint.checkpoint.base`][]."""

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
-from pausepoint.checkpoint import _sql, _sql_leases
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -35,8 +35,10 @@ from pausepoint.checkpoint.base import (
     StepCommit,
     guard_kwargs,
 )
+from pausepoint.checkpoint.heads import Head
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
+from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import SerializerProtocol
 
 __all__ = ["AsyncSqliteSaver", "SqliteSaver"]
@@ -256,6 +258,25 @@ class SqliteSaver(BaseCheckpointSaver):
         threads list`` reads each thread on its own).
         """
         return self._run(_sql.thread_ids_flow(_sql.SQLITE))
+
+    def thread_heads(self, after: str = "", limit: int = 1000) -> list[Head]:
+        """Each thread's newest root checkpoint, peeked (`pausepoint.checkpoint.heads`).
+
+        Up to ``limit`` threads, in thread id order, from the first id after ``after``:
+        pass the last one's id to read on. An unreadable row is a `Head` with its
+        ``error``. Reads only; what ``pausepoint check`` batches through.
+        """
+        return self._run(_sql_heads.thread_heads_flow(_sql.SQLITE, self._codec, after, limit))
+
+    def thread_tuples(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], CheckpointTuple | CheckpointDecodeError]:
+        """Root checkpoints by ``(thread id, checkpoint id)``, whole, a few statements for all.
+
+        As ``get_tuple`` reads each; one that cannot be decoded maps to its error, one
+        that is gone is left out. Reads only (``pausepoint check``'s second pass).
+        """
+        return self._run(_sql_heads.thread_tuples_flow(_sql.SQLITE, self._codec, keys))
 
     def delete_thread(self, thread_id: str) -> None:
         """See [`pausepoint.checkpoint.base`][]."""

@@ -1,4 +1,4 @@
-"""The ``pausepoint`` command line: ``demo``, ``threads``, ``sweep`` and ``inbox``."""
+"""The ``pausepoint`` command line: ``demo``, ``threads``, ``sweep``, ``inbox`` and ``check``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from pausepoint.cli import demo, inbox, sweep, threads
+from pausepoint.cli import check, demo, inbox, sweep, threads
 
 __all__ = ["main"]
 
@@ -24,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     threads.add_parser(commands)
     sweep.add_parser(commands)
     inbox.add_parser(commands)
+    check.add_parser(commands)
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)

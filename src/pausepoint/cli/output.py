@@ -48,6 +48,8 @@ def render_view(view: ThreadView, *, exact: bool) -> str:
         ["checkpoint", view.checkpoint_id],
         ["updated", view.created_at],
     ]
+    if view.graph_version is not None:
+        head.append(["graph version", view.graph_version])
     parts = [render_table(["", ""], head).split("\n", 1)[1]]
     values = [[k, compact(v)] for k, v in view.values.items()]
     title = "values" if exact else "values (as stored; pass --graph for pending updates)"

@@ -9,7 +9,7 @@ a view of its own (``unreadable``), so one bad row never hides the others.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from pausepoint.checkpoint.base import CheckpointTuple
@@ -31,6 +31,7 @@ __all__ = [
     "STATUSES",
     "CliError",
     "ThreadView",
+    "graph_version",
     "latest",
     "latest_checkpoints",
     "thread_config",
@@ -63,6 +64,8 @@ class ThreadView:
     """Questions whose answer is stored while their node has not got past them."""
     paused_at: str = ""
     """The static breakpoint the thread is paused at (``before 'node'``), if any."""
+    graph_version: str | None = None
+    """The ``compile(version=...)`` label of the graph that wrote the checkpoint."""
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready dict of the view."""
@@ -79,6 +82,7 @@ class ThreadView:
             "created_at": self.created_at,
             "errors": list(self.errors),
             "paused_at": self.paused_at or None,
+            "graph_version": self.graph_version,
             "answered": [
                 {
                     "id": a.interrupt.id,
@@ -121,13 +125,22 @@ def view_of(
     saved: CheckpointTuple, graph: CompiledStateGraph | None, *, latest: bool
 ) -> ThreadView:
     """The view of one stored checkpoint, through the graph when there is one."""
-    if graph is not None:
+    if graph is None:
+        view = _view_of_raw(saved, latest=latest)
+    else:
         config = saved.config if not latest else thread_config(_thread_of(saved))
         view = _view_of_snapshot(graph.get_state(config))
         if latest and view.status == "running" and (at := _breakpoint(graph, saved, view)):
-            return dataclasses.replace(view, status="paused", paused_at=at)
-        return view
-    return _view_of_raw(saved, latest=latest)
+            view = dataclasses.replace(view, status="paused", paused_at=at)
+    label = graph_version(saved.checkpoint)
+    return view if label is None else dataclasses.replace(view, graph_version=label)
+
+
+def graph_version(checkpoint: Mapping[str, object]) -> str | None:
+    """The ``compile(version=...)`` label stored with a checkpoint (docs/deploys.md)."""
+    stamp = checkpoint.get("graph")
+    label = cast(dict[str, object], stamp).get("version") if isinstance(stamp, dict) else None
+    return label if isinstance(label, str) else None
 
 
 def unreadable(thread: str, exc: BaseException) -> ThreadView:

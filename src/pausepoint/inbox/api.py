@@ -51,7 +51,9 @@ class Api:
         q = await self.inbox.questions.get(*_ids(request))
         if q is None:
             return _not_waiting(404)
-        return JSONResponse(question_json(q, self.inbox.root(request)))
+        found = question_json(q, self.inbox.root(request))
+        found["graph_version"] = await self.inbox.questions.graph_version(q.thread_id)
+        return JSONResponse(found)
 
     async def answer(self, request: Request) -> JSONResponse:
         """``POST .../answer`` with ``{"answer": value}``: resume the question's thread."""

@@ -145,6 +145,7 @@ class Pages:
     ) -> Response:
         inbox = self.inbox
         history = await inbox.questions.history(q.thread_id, inbox.history_limit)
+        version = await inbox.questions.graph_version(q.thread_id)
         errors, general = problems_by_field(form, problems)
         now = inbox.clock()
         return inbox.render(
@@ -154,6 +155,7 @@ class Pages:
             q=q,
             value=pretty(q.value),
             metadata=pretty(q.metadata),
+            graph_version=version,
             left=remaining(q.deadline, now),
             now=now.isoformat(),
             on_timeout=_on_timeout_text(q.on_timeout),

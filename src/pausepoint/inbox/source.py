@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 from starlette.concurrency import run_in_threadpool
 
@@ -95,6 +95,17 @@ class Questions:
         else:
             head = await _in_thread(lambda: self.saver.get_tuple(config))
         return question_in(head, question_id)
+
+    async def graph_version(self, thread_id: str) -> str | None:
+        """The ``compile(version=...)`` label of the graph that wrote the thread's head."""
+        config = _config(thread_id)
+        if self._async:
+            head = await self.saver.aget_tuple(config)
+        else:
+            head = await _in_thread(lambda: self.saver.get_tuple(config))
+        stamp: object = head.checkpoint.get("graph") if head is not None else None
+        label = cast("dict[str, object]", stamp).get("version") if isinstance(stamp, dict) else None
+        return label if isinstance(label, str) else None
 
     async def history(self, thread_id: str, limit: int = 10) -> list[StateSnapshot]:
         """The thread's newest checkpoints, newest first."""
