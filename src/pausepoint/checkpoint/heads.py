@@ -25,7 +25,7 @@ from pausepoint.serde.frames import unframe
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import CheckpointTuple
 
-__all__ = ["Head", "head_of", "peek", "unreadable_head", "work_left"]
+__all__ = ["Head", "head_of", "peek", "trigger_target", "unreadable_head", "work_left"]
 
 _STAMP = "graph"
 """The checkpoint field holding the stamp of the graph that wrote it (docs/format.md)."""
@@ -104,7 +104,7 @@ def work_left(checkpoint: Mapping[str, object]) -> bool:
         return True
     seen_by = cast("dict[str, object]", seen) if isinstance(seen, dict) else {}
     for chan, version in cast("dict[str, object]", versions).items():
-        node = _target(chan, values)
+        node = trigger_target(chan, values)
         if node is None:
             continue
         node_seen = seen_by.get(node)
@@ -120,8 +120,10 @@ def work_left(checkpoint: Mapping[str, object]) -> bool:
 _FIELDS = ("channel_values", "channel_versions", "versions_seen")
 
 
-def _target(chan: str, values: dict[str, object]) -> str | None:
-    """The node an available trigger channel starts, or None."""
+def trigger_target(chan: str, values: Mapping[str, object]) -> str | None:
+    """The node an available trigger channel starts (an edge's, a complete join's,
+    the input's), or None. Read without the graph, from the stored channels.
+    """
     if chan not in values:
         return None
     if chan == START:

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from pausepoint.checkpoint.base import CheckpointTuple
+from pausepoint.checkpoint.heads import trigger_target
 from pausepoint.cli.output import jsonable
-from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, RESERVED_NAMES, START, TASKS
+from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, RESERVED_NAMES, TASKS
 from pausepoint.loop.answers import stored_answers
 from pausepoint.loop.breakpoints import changed_since_pause
 from pausepoint.loop.pending import read_records
@@ -246,27 +247,12 @@ def _raw_tasks(saved: CheckpointTuple) -> list[tuple[str, str]]:
             out.append((task_id(cp["id"], ns, step, send.node, PUSH, str(idx)), send.node))
     triggered: dict[str, None] = {}
     for chan, version in versions.items():
-        node = _trigger_target(chan, values)
+        node = trigger_target(chan, values)
         if node is not None and version > seen.get(node, {}).get(chan, 0):
             triggered[node] = None
     for node in triggered:
         out.append((task_id(cp["id"], ns, step, node, PULL, node), node))
     return out
-
-
-def _trigger_target(chan: str, values: dict[str, object]) -> str | None:
-    """The node an available trigger channel starts, or None."""
-    if chan not in values:
-        return None
-    if chan == START:
-        return START
-    if chan.startswith(BRANCH_TO):
-        return chan[len(BRANCH_TO) :]
-    if chan.startswith(JOIN):
-        sources, _, node = chan[len(JOIN) :].rpartition(":")
-        arrived = cast(list[str], values[chan])  # a join channel holds its arrived sources
-        return node if set(sources.split("+")) == set(arrived) else None
-    return None
 
 
 def _internal(key: str) -> bool:
