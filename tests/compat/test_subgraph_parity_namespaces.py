@@ -111,13 +111,36 @@ def _two_calls(lib: Any, drive: Any, depth: int, same: bool = False, **sub_kw: A
     return inner.compile(checkpointer=drive.saver())
 
 
+def _read_alike(ns: str, depth: int) -> bool:
+    """Whether both libraries read namespace ``ns`` of a `_two_calls` graph of ``depth``
+    with the graph that wrote it.
+
+    Only the first run of ``call1`` (at depth 1, each run: two askers of one shape) is:
+    its later runs (``|1``) run the level below, not the ``z1`` asker the function
+    names first, so LangGraph reads them with that asker (no tasks) and finds no
+    namespace under them (``call2``), while pausepoint reads each with the graph that
+    wrote it (docs/differences.md; pinned by ``later_run_read_with_its_own_graph_*``).
+    """
+    parts = ns.split("|")
+    names = [p.split(":")[0] for p in parts if not p.isdigit()]
+    return names == ["call1"] and (depth == 1 or len(parts) == 1)
+
+
 def _answer_all(
-    lib: Any, drive: Any, g: Any, *, by_id: bool = False, stream: bool | list[str] = False
+    lib: Any,
+    drive: Any,
+    g: Any,
+    *,
+    by_id: bool = False,
+    stream: bool | list[str] = False,
+    depth: int = 0,
 ) -> dict[str, Any]:
     """Run ``g`` and answer each question (``A0``, ``A1``, ...) until it ends.
 
     ``stream``: run with ``stream(subgraphs=True)`` (in these modes, or updates and
-    values) rather than ``invoke``.
+    values) rather than ``invoke``. ``depth``: ``g`` is a `_two_calls` graph of that
+    depth; the histories of namespaces LangGraph reads with another graph are left out
+    (`_read_alike`).
     """
     steps: list[Any] = []
     inp: Any = {"log": []}
@@ -135,7 +158,8 @@ def _answer_all(
         answer = f"A{i}"
         inp = lib.Command(resume={plain.interrupts[0].id: answer} if by_id else answer)
     saved = namespaces(drive, g.checkpointer)
-    subs = {ns: catch(drive.history, g, thread(checkpoint_ns=ns)) for ns in saved if ns}
+    read = [ns for ns in saved if ns and (not depth or _read_alike(ns, depth))]
+    subs = {ns: catch(drive.history, g, thread(checkpoint_ns=ns)) for ns in read}
     return {
         "steps": steps,
         "namespaces": saved,
@@ -149,49 +173,129 @@ def _answer_all(
 
 @scenario
 def two_subgraphs_in_one_node_depth1(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 1))
+    return _answer_all(lib, drive, _two_calls(lib, drive, 1), depth=1)
 
 
 @scenario
 def two_subgraphs_in_one_node_depth2(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 2))
+    return _answer_all(lib, drive, _two_calls(lib, drive, 2), depth=2)
 
 
 @scenario
 def two_subgraphs_in_one_node_depth3(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 3))
+    return _answer_all(lib, drive, _two_calls(lib, drive, 3), depth=3)
 
 
 @scenario
 def same_subgraph_twice_in_one_node_depth1(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 1, same=True))
+    return _answer_all(lib, drive, _two_calls(lib, drive, 1, same=True), depth=1)
 
 
 @scenario
 def same_subgraph_twice_in_one_node_depth2(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 2, same=True))
+    return _answer_all(lib, drive, _two_calls(lib, drive, 2, same=True), depth=2)
 
 
 @scenario
 def two_subgraphs_answered_by_id_depth2(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 2), by_id=True)
+    return _answer_all(lib, drive, _two_calls(lib, drive, 2), by_id=True, depth=2)
 
 
 @scenario
 def two_subgraphs_streamed_with_subgraphs_depth1(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 1), stream=True)
+    return _answer_all(lib, drive, _two_calls(lib, drive, 1), stream=True, depth=1)
 
 
 @scenario
 def two_subgraphs_streamed_with_subgraphs_depth3(lib, drive):
-    return _answer_all(lib, drive, _two_calls(lib, drive, 3), stream=True)
+    return _answer_all(lib, drive, _two_calls(lib, drive, 3), stream=True, depth=3)
 
 
 @scenario
 def two_subgraphs_streamed_debug_events_depth2(lib, drive):
     """``checkpoints``/``tasks``/``debug`` events name each run's namespace and map."""
     modes = ["checkpoints", "tasks", "debug"]
-    return _answer_all(lib, drive, _two_calls(lib, drive, 2), stream=modes)
+    return _answer_all(lib, drive, _two_calls(lib, drive, 2), stream=modes, depth=2)
+
+
+def _later_run(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
+    """Answer ``z1``: the root node's second run (``call1:<id>|1``, the level below, not
+    the ``z1`` asker the function names first) now waits. Read that namespace (state,
+    deep state, history, the history of the namespace under it), then answer everything
+    and update it."""
+    g = _two_calls(lib, drive, depth)
+    drive.invoke(g, {"log": []}, thread())
+    drive.invoke(g, lib.Command(resume="A0"), thread())
+    saved = namespaces(drive, g.checkpointer)
+    later = next(ns for ns in saved if ns.count("|") == 1 and ns.endswith("|1"))
+    under = next(ns for ns in saved if ns.startswith(later + "|") and ns.count("|") == 2)
+    rec: dict[str, Any] = {
+        "state": drive.get_state(g, thread(checkpoint_ns=later)),
+        "deep": drive.get_state(g, thread(checkpoint_ns=later), subgraphs=True),
+        "history": drive.history(g, thread(checkpoint_ns=later)),
+        "under": catch(drive.history, g, thread(checkpoint_ns=under)),
+    }
+    for i in range(1, 8):
+        if not drive.get_state(g, thread()).next:
+            break
+        rec["final"] = drive.invoke(g, lib.Command(resume=f"A{i}"), thread())
+    rec["update"] = catch(drive.update_state, g, thread(checkpoint_ns=later), {"log": ["e"]})
+    rec["after_update"] = drive.get_state(g, thread(checkpoint_ns=later))
+    return rec
+
+
+def _read_with(waits: tuple[str, str] | None, final: list[str]) -> Any:
+    """The check of `_later_run`'s record: the later run's namespace read with the graph
+    that wrote it (``waits``: the node waiting there and its question; the namespace
+    under it read too, and updated), or (None) with the first asker, which knows none
+    of its nodes (nor the namespaces under it)."""
+
+    def check(rec: dict[str, Any]) -> None:
+        state, deep, history = rec["state"][1], rec["deep"][1], rec["history"]
+        assert rec["final"] == {"log": final}, rec["final"]
+        task_names = {t[1]["name"] for h in history for t in h[1]["tasks"]}
+        if waits is None:
+            assert (state["next"], state["tasks"], state["interrupts"]) == ((), (), ())
+            assert deep["tasks"] == ()
+            assert task_names == {"__start__"}, task_names
+            assert rec["under"][:2] == ("raised", "ValueError"), rec["under"]
+            # The update is written as the asker's node: now it waits to run there.
+            assert rec["after_update"][1]["next"] == ("q",), rec["after_update"]
+            return
+        node, question = waits
+        assert state["next"] == (node,), state
+        assert [i[1] for i in state["interrupts"]] == [question], state
+        assert deep["tasks"][0][1]["state"][1]["next"] == ("q",), deep["tasks"]
+        assert node in task_names, task_names
+        assert isinstance(rec["under"], list), rec["under"]
+        assert rec["under"], rec["under"]
+        assert isinstance(rec["update"], dict), rec["update"]  # the new config
+        after = rec["after_update"][1]
+        assert (after["values"]["log"][-1], after["next"]) == ("e", ()), after
+
+    return check
+
+
+# docs/differences.md: a node's function that runs two different subgraphs. LangGraph
+# reads each run's namespace with the first graph the function names: the second run's
+# shows no task and no question, the namespaces under it are "not found", and
+# update_state there writes as the first graph's node (which then waits to run).
+# pausepoint reads and updates each with the graph that wrote it (its checkpoints
+# carry its fingerprint).
+@scenario.differs(
+    langgraph=_read_with(None, ["z1=A0", "a=A1", "b=A2"]),
+    pausepoint=_read_with(("call2", "a"), ["z1=A0", "a=A1", "b=A2"]),
+)
+def later_run_read_with_its_own_graph_depth2(lib, drive):
+    return _later_run(lib, drive, 2)
+
+
+@scenario.differs(
+    langgraph=_read_with(None, ["z1=A0", "z2=A1", "a=A2", "b=A3"]),
+    pausepoint=_read_with(("call2", "z2"), ["z1=A0", "z2=A1", "a=A2", "b=A3"]),
+)
+def later_run_read_with_its_own_graph_depth3(lib, drive):
+    return _later_run(lib, drive, 3)
 
 
 def _replayed(lib: Any, drive: Any, depth: int) -> dict[str, Any]:
@@ -274,7 +378,7 @@ def subgraph_in_a_loop(lib, drive):
 def stateful_subgraphs_twice_in_one_node_depth2(lib, drive):
     """``checkpointer=True``: the second run's namespace is ``node|1``, kept across runs."""
     g = _two_calls(lib, drive, 2, checkpointer=True)
-    first = _answer_all(lib, drive, g)
+    first = _answer_all(lib, drive, g, depth=2)
     again = catch(drive.invoke, g, {"log": []}, thread())
     return {"first": first, "again": again, "namespaces": namespaces(drive, g.checkpointer)}
 

@@ -146,6 +146,7 @@ def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc
 
     action = spec.action
     subgraph = action if isinstance(action, CompiledStateGraph) else None
+    called = () if subgraph is not None else _called_graphs(action, CompiledStateGraph)
     return NodeProc(
         name=name,
         triggers=(BRANCH_TO + name, *w.join_triggers[name]),
@@ -163,20 +164,22 @@ def _node_proc(spec: NodeSpec, input_schema: SchemaInfo, w: _Wiring) -> NodeProc
         metadata=spec.metadata,
         inject=_injected(action) if subgraph is None else frozenset(),
         input_channel=ROOT if input_schema.kind == "root" else None,
-        calls_graph=None if subgraph is not None else _called_graph(action, CompiledStateGraph),
+        calls_graph=called[0] if called else None,
+        called_graphs=called,
     )
 
 
-def _called_graph(fn: object, kind: type[CompiledStateGraph]) -> CompiledStateGraph | None:
-    """A compiled graph ``fn`` refers to (a closure variable or a global it names), if any.
+def _called_graphs(fn: object, kind: type[CompiledStateGraph]) -> tuple[CompiledStateGraph, ...]:
+    """The compiled graphs ``fn`` refers to (closure variables, then globals it names).
 
     So a node that runs a subgraph from inside its function (``sub.invoke(...)``) shows
-    that subgraph's state in snapshots, as a subgraph node does (LangGraph finds it the
-    same way). One with ``checkpointer=False`` keeps no state, so it is not one.
+    that subgraph's state in snapshots, as a subgraph node does (LangGraph finds the
+    first the same way). One with ``checkpointer=False`` keeps no state, so it is not
+    one. The others tell which graph wrote a later run's namespace (``|1``, ...).
     """
     code = getattr(fn, "__code__", None)
     if code is None:
-        return None
+        return ()
     found: list[object] = []
     for cell in getattr(fn, "__closure__", None) or ():
         try:
@@ -191,7 +194,8 @@ def _called_graph(fn: object, kind: type[CompiledStateGraph]) -> CompiledStateGr
         codes.extend(c for c in current.co_consts if inspect.iscode(c))
     scope: dict[str, object] = getattr(fn, "__globals__", None) or {}
     found.extend(scope[n] for n in sorted(names) if n in scope)
-    return next((g for g in found if isinstance(g, kind) and g.checkpointer is not False), None)
+    graphs = [g for g in found if isinstance(g, kind) and g.checkpointer is not False]
+    return tuple(g for i, g in enumerate(graphs) if all(g is not h for h in graphs[:i]))
 
 
 def _is_async(fn: object) -> bool:

@@ -24,6 +24,7 @@ from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
 from pausepoint.drivers.owners import process_owner
 from pausepoint.errors import CheckpointerRequiredError
+from pausepoint.graph.addressing import address
 from pausepoint.graph.fingerprint import stamped
 from pausepoint.graph.output import (
     ChunkShape,
@@ -41,7 +42,7 @@ from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
-from pausepoint.loop.namespaces import addressed, nested_ns, stateful_ns
+from pausepoint.loop.namespaces import addressed, nested_ns
 from pausepoint.loop.run import RunOptions, RunResult, run
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.running import TASK
@@ -341,8 +342,8 @@ class CompiledStateGraph(RunnableMethods):
         ``subgraphs=True``, subgraph tasks carry their own snapshots.
         """
         saver = self._require_saver(config)
-        graph, config = self._addressed(config)
-        flow = read_state(graph.spec, config, subgraphs)
+        at = address(self, self._merged(config))
+        flow = read_state(at.graph.spec, at.config, subgraphs, at.others)
         return sdriver.run_effects(flow, saver)
 
     def get_state_history(
@@ -355,51 +356,10 @@ class CompiledStateGraph(RunnableMethods):
     ) -> Iterator[StateSnapshot]:
         """The thread's checkpoints as snapshots, newest first."""
         saver = self._require_saver(config)
-        spec, listed = self._history_query(config)
+        at = address(self, self._merged(config), keep_runs=True)
+        listed = _listed(at.config)
         for saved in saver.list(listed, filter=filter, before=before, limit=limit):
-            yield history_snapshot(spec, saved)
-
-    def _history_query(self, config: RunnableConfig) -> tuple[GraphSpec, RunnableConfig]:
-        """The graph whose checkpoints ``config`` lists, and the config to list them with."""
-        graph, config = self._addressed(config, keep_runs=True)
-        conf = dict(config.get("configurable") or {})
-        conf.setdefault("checkpoint_ns", "")
-        return graph.spec, {"configurable": conf}
-
-    def _addressed(
-        self, config: RunnableConfig, *, keep_runs: bool = False
-    ) -> tuple[CompiledStateGraph, RunnableConfig]:
-        """The (sub)graph a config names, and the config its checkpoints are found by.
-
-        A stateful subgraph's (``checkpointer=True``) are under its namespace without
-        task ids (see `pausepoint.loop.namespaces`; ``keep_runs``: see ``stateful_ns``).
-        """
-        config = self._merged(config)
-        graph = self._graph_for_ns(config)
-        if graph is self or graph.checkpointer is not True:
-            return graph, config
-        conf = dict(config.get("configurable") or {})
-        ns = str(conf.get("checkpoint_ns") or "")
-        conf["checkpoint_ns"] = stateful_ns(ns, keep_runs=keep_runs)
-        return graph, {**config, "configurable": conf}
-
-    def _graph_for_ns(self, config: RunnableConfig) -> CompiledStateGraph:
-        """The (sub)graph whose checkpoints live in the config's ``checkpoint_ns``."""
-        ns = str((config.get("configurable") or {}).get("checkpoint_ns") or "")
-        graph = self
-        for part in ns.split("|") if ns else ():
-            if part.isdigit():  # a task's second (third, ...) graph run: not a level
-                continue
-            name = part.split(":", 1)[0]
-            node = graph.spec.nodes.get(name)
-            sub = None if node is None else node.subgraph or node.calls_graph
-            if sub is None:
-                raise ValueError(
-                    f"checkpoint_ns {ns!r} names {name!r}, which is not a subgraph node of "
-                    f"graph {graph.name!r}"
-                )
-            graph = sub
-        return graph
+            yield history_snapshot(at.graph.spec, saved, at.others)
 
     def update_state(
         self,
@@ -425,8 +385,9 @@ class CompiledStateGraph(RunnableMethods):
         [`InvalidUpdateError`][pausepoint.errors.InvalidUpdateError] and writes nothing.
         """
         saver = self._require_saver(config)
-        graph, config = self._addressed(config)
-        return sdriver.run_effects(update_effects(graph.spec, config, supersteps), saver)
+        at = address(self, self._merged(config))
+        flow = update_effects(at.graph.spec, at.config, supersteps, at.others)
+        return sdriver.run_effects(flow, saver)
 
     # --- async -----------------------------------------------------------------------------
 
@@ -505,8 +466,8 @@ class CompiledStateGraph(RunnableMethods):
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """Async [`get_state`][] (with the saver's async methods)."""
         saver = self._require_saver(config)
-        graph, config = self._addressed(config)
-        flow = read_state(graph.spec, config, subgraphs)
+        at = address(self, self._merged(config))
+        flow = read_state(at.graph.spec, at.config, subgraphs, at.others)
         return await _adriver().run_effects(flow, saver)
 
     async def aget_state_history(
@@ -519,9 +480,10 @@ class CompiledStateGraph(RunnableMethods):
     ) -> AsyncIterator[StateSnapshot]:
         """Async [`get_state_history`][] (with the saver's ``alist``)."""
         saver = self._require_saver(config)
-        spec, listed = self._history_query(config)
+        at = address(self, self._merged(config), keep_runs=True)
+        listed = _listed(at.config)
         async for saved in saver.alist(listed, filter=filter, before=before, limit=limit):
-            yield history_snapshot(spec, saved)
+            yield history_snapshot(at.graph.spec, saved, at.others)
 
     async def aupdate_state(
         self,
@@ -538,8 +500,9 @@ class CompiledStateGraph(RunnableMethods):
     ) -> RunnableConfig:
         """Async [`bulk_update_state`][] (with the saver's async methods)."""
         saver = self._require_saver(config)
-        graph, config = self._addressed(config)
-        return await _adriver().run_effects(update_effects(graph.spec, config, supersteps), saver)
+        at = address(self, self._merged(config))
+        flow = update_effects(at.graph.spec, at.config, supersteps, at.others)
+        return await _adriver().run_effects(flow, saver)
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -568,6 +531,13 @@ def _printer(args: RunArgs) -> tuple[ChunkShape | None, RunArgs]:
         return None, dataclasses.replace(args, subgraphs=False)
     key = args.output_keys if isinstance(args.output_keys, str) else None
     return ChunkShape(frozenset(), True, args.subgraphs, False, key, args.printing), args
+
+
+def _listed(config: RunnableConfig) -> RunnableConfig:
+    """The config a history lists checkpoints with: its namespace, the root's by default."""
+    conf = dict(config.get("configurable") or {})
+    conf.setdefault("checkpoint_ns", "")
+    return {"configurable": conf}
 
 
 def _nodes(given: Nodes, default: tuple[str, ...] | str) -> tuple[str, ...] | str:

@@ -42,7 +42,7 @@ from pausepoint.config import RunnableConfig
 from pausepoint.constants import ASKED, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
 from pausepoint.graph.update_steps import COPY, Superstep, parse_supersteps
-from pausepoint.loop.compat_check import refuse_mismatch, same_graph
+from pausepoint.loop.compat_check import refuse_mismatch, same_graph, written_by
 from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.node import node_body
 from pausepoint.loop.pending import TaskRecord
@@ -108,17 +108,23 @@ async conditional edge (the driver awaits it, or runs it on an event loop of its
 
 
 def update_effects(
-    spec: GraphSpec, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    spec: GraphSpec,
+    config: RunnableConfig,
+    supersteps: Sequence[Sequence[StateUpdate]],
+    others: Sequence[GraphSpec] = (),
 ) -> Generator[_Effect, Any, RunnableConfig]:
     """The effects of ``bulk_update_state``; returns the last new checkpoint's config.
 
     Every superstep is worked out (and its values checked against the channels)
     before the first is saved: an update refused anywhere writes nothing at all.
+    ``others``: the other graphs that may have written the namespace (`written_by`).
     """
-    steps = parse_supersteps(supersteps, spec.nodes)
     conf = dict(config.get("configurable") or {})
     conf.setdefault("checkpoint_ns", "")
     saved: CheckpointTuple | None = yield LoadCheckpoint({"configurable": conf})
+    if saved is not None:
+        spec = written_by(spec, others, saved.checkpoint)
+    steps = parse_supersteps(supersteps, spec.nodes)
     if saved is not None and not same_graph(spec, saved.checkpoint):
         yield from refuse_mismatch(spec, saved)  # another graph wrote it (docs/deploys.md)
     first: RunnableConfig = saved.config if saved is not None else {"configurable": conf}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import reprlib
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pausepoint.constants import BRANCH_TO, JOIN, PULL, PUSH, TASKS
@@ -44,6 +44,7 @@ __all__ = [
     "refuse_mismatch",
     "same_graph",
     "step_tasks",
+    "written_by",
 ]
 
 STAMP = "graph"
@@ -113,6 +114,19 @@ def same_graph(spec: GraphSpec, checkpoint: Checkpoint | Mapping[str, Any]) -> b
     )
 
 
+def written_by(
+    spec: GraphSpec, others: Sequence[GraphSpec], checkpoint: Checkpoint | Mapping[str, Any]
+) -> GraphSpec:
+    """Which of ``spec`` and ``others`` wrote ``checkpoint``, by fingerprint; else ``spec``.
+
+    A node's function may run several graphs, each in a namespace of its own: the
+    one a namespace names is the one whose fingerprint its checkpoints carry.
+    """
+    if not others or same_graph(spec, checkpoint):
+        return spec
+    return next((o for o in others if same_graph(o, checkpoint)), spec)
+
+
 def step_tasks(spec: GraphSpec, saved: CheckpointTuple, loaded: Restored) -> list[Task]:
     """The tasks of the step at ``saved`` (those of missing nodes too, when it differs)."""
     if same_graph(spec, saved.checkpoint):
@@ -179,7 +193,10 @@ def deep_problems(
             {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
         )
         if inner is not None:
-            for p in (yield from deep_problems(sub.spec, inner)):
+            # Which of the graphs the node's function runs wrote it: `written_by`.
+            kin = [g.spec for g in task.node.graphs if (g.checkpointer is True) is (keeps is True)]
+            wrote = written_by(sub.spec, kin, inner.checkpoint)
+            for p in (yield from deep_problems(wrote, inner)):
                 where = f"in subgraph node {task.name!r} (namespace {ns!r}): {p.detail}"
                 problems.append(Problem(p.kind, p.name, where))
     return problems

@@ -12,14 +12,14 @@ method (``list`` or ``alist``) yields them: each becomes a snapshot with
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import NULL_TASK_ID, RESUME
 from pausepoint.errors import CheckpointDecodeError, PausepointError
-from pausepoint.loop.compat_check import deep_problems, same_graph
+from pausepoint.loop.compat_check import deep_problems, same_graph, written_by
 from pausepoint.loop.effects import LoadCheckpoint
 from pausepoint.loop.namespaces import stateful_ns
 from pausepoint.loop.snapshot import build_snapshot, keeps_state, snapshot_tasks, subgraph_config
@@ -33,7 +33,7 @@ T = TypeVar("T")
 
 
 def read_state(
-    spec: GraphSpec, config: RunnableConfig, subgraphs: bool
+    spec: GraphSpec, config: RunnableConfig, subgraphs: bool, others: Sequence[GraphSpec] = ()
 ) -> Generator[LoadCheckpoint, Any, StateSnapshot]:
     """The snapshot of the checkpoint ``config`` names, or of the thread's newest.
 
@@ -42,17 +42,20 @@ def read_state(
     checkpoint is shown as it was stored, with every interrupt raised at it (the
     ones to answer again by forking there, DESIGN §4.3). With ``subgraphs``, each
     subgraph task carries its own snapshot (read recursively); without, the
-    config that names it.
+    config that names it. ``others``: the other graphs that may have written the
+    namespace (`written_by` picks the one that did).
     """
     saved: CheckpointTuple | None = yield LoadCheckpoint(config)
     if saved is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
+    spec = written_by(spec, others, saved.checkpoint)
     shown = _readable(saved, lambda: showable(spec, saved))
     subs = _readable(saved, lambda: _subgraph_tasks(spec, shown))
     states: dict[str, RunnableConfig | StateSnapshot] = {tid: cfg for tid, (_, cfg) in subs.items()}
     if subgraphs:
-        for tid, (sub, cfg) in subs.items():
-            states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True)
+        for tid, (graphs, cfg) in subs.items():
+            sub, alike = graphs[0], _alike(graphs)
+            states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True, alike)
     apply = "checkpoint_id" not in (config.get("configurable") or {})
     # Another graph wrote it: what it cannot honour, in its subgraphs too (deploys.md).
     deep = None if same_graph(spec, saved.checkpoint) else (yield from deep_problems(spec, saved))
@@ -62,13 +65,16 @@ def read_state(
     )
 
 
-def history_snapshot(spec: GraphSpec, saved: CheckpointTuple) -> StateSnapshot:
+def history_snapshot(
+    spec: GraphSpec, saved: CheckpointTuple, others: Sequence[GraphSpec] = ()
+) -> StateSnapshot:
     """One stored checkpoint as ``get_state_history`` shows it.
 
     As it was stored, like ``get_state`` of a config naming it: with every interrupt
     raised at it, so ``next(s for s in history if s.interrupts)`` finds where a
-    question was asked.
+    question was asked. ``others``: as `read_state`'s.
     """
+    spec = written_by(spec, others, saved.checkpoint)
 
     def build() -> StateSnapshot:
         shown = showable(spec, saved)
@@ -138,16 +144,30 @@ def _left_out(saved: CheckpointTuple, rejected: Mapping[str, Exception]) -> str:
 
 def _subgraph_tasks(
     spec: GraphSpec, saved: CheckpointTuple
-) -> dict[str, tuple[Any, RunnableConfig]]:
-    """Subgraph tasks of the step that starts at ``saved``: their graphs and configs."""
+) -> dict[str, tuple[tuple[Any, ...], RunnableConfig]]:
+    """Subgraph tasks of the step that starts at ``saved``: their graphs and configs.
+
+    The graphs a task may run (`NodeProc.graphs`), the one its first run's namespace
+    is read with by default first.
+    """
     if not any(n.subgraph or n.calls_graph for n in spec.nodes.values()):
         return {}
     thread: str | None = (saved.config.get("configurable") or {}).get("thread_id")
     return {
-        task.id: (task.node.subgraph or task.node.calls_graph, subgraph_config(thread, task))
+        task.id: (task.node.graphs, subgraph_config(thread, task))
         for task in snapshot_tasks(spec, saved)
         if keeps_state(task)  # a checkpointer=False subgraph keeps no state to show
     }
+
+
+def _alike(graphs: tuple[Any, ...]) -> list[GraphSpec]:
+    """The specs of ``graphs[1:]`` whose checkpoints live where ``graphs[0]``'s do.
+
+    A stateful subgraph's (``checkpointer=True``) namespace has no task ids: one
+    that is not could not have written the one looked in.
+    """
+    stateful = getattr(graphs[0], "checkpointer", None) is True
+    return [g.spec for g in graphs[1:] if (getattr(g, "checkpointer", None) is True) == stateful]
 
 
 def _lookup(sub: object, config: RunnableConfig) -> RunnableConfig:

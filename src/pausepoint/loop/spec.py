@@ -62,6 +62,9 @@ class NodeProc:
     calls_graph: Any | None = None
     """A compiled graph the node's function calls (found in what its code refers to):
     its state is shown as this node's task's, like a subgraph node's (snapshot.py)."""
+    called_graphs: tuple[Any, ...] = ()
+    """Every compiled graph the function refers to, ``calls_graph`` first: it may run
+    several, each in a namespace of its own (``|1``, ...: `pausepoint.graph.addressing`)."""
     after_writes: tuple[tuple[str, object], ...] = dataclasses.field(init=False)
     """The writes that follow every run: edge triggers, then join marks (made once)."""
     pull_key: str = dataclasses.field(init=False)
@@ -70,6 +73,14 @@ class NodeProc:
     """Its pull task's path, ``(PULL, name)``: one tuple for all its tasks."""
     pull_path: str = dataclasses.field(init=False)
     """``repr`` of its pull task's path, as savers store it with the task's writes."""
+
+    @property
+    def graphs(self) -> tuple[Any, ...]:
+        """The compiled graphs a task of this node may run, ``calls_graph`` first.
+
+        Its subgraph, or those its function refers to.
+        """
+        return (self.subgraph,) if self.subgraph is not None else self.called_graphs
 
     def __post_init__(self) -> None:
         after = [(chan, None) for chan in self.edges]
