@@ -121,8 +121,9 @@ _FIELDS = ("channel_values", "channel_versions", "versions_seen")
 
 
 def trigger_target(chan: str, values: Mapping[str, object]) -> str | None:
-    """The node an available trigger channel starts (an edge's, a complete join's,
-    the input's), or None. Read without the graph, from the stored channels.
+    """The node an available trigger channel starts, or None.
+
+    An edge's, a complete join's or the input's, read from the stored channels alone.
     """
     if chan not in values:
         return None
