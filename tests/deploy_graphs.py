@@ -109,9 +109,7 @@ def one(edit: str | None, saver: Any) -> Any:
 
 
 def two_in_one(edit: str | None, saver: Any) -> Any:
-    return _chain(edit, questions=2).compile(
-        checkpointer=saver, migrations=_declared(edit, "ask")
-    )
+    return _chain(edit, questions=2).compile(checkpointer=saver, migrations=_declared(edit, "ask"))
 
 
 def answered(edit: str | None, saver: Any) -> Any:

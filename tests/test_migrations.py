@@ -21,9 +21,7 @@ from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.errors import GraphMismatchError, MigrationError
 from pausepoint.migrations import StoredThread, migration, rename_channel, rename_node
 
-PAIRS = [
-    (name, edit) for name, (_, destructive) in corpus.CORPUS.items() for edit in destructive
-]
+PAIRS = [(name, edit) for name, (_, destructive) in corpus.CORPUS.items() for edit in destructive]
 SAVERS = ["memory", "sqlite", "postgres"]
 
 
@@ -103,9 +101,10 @@ def test_every_destructive_pair_resumes_through_its_migration(
     moved = [s for s in history if s.metadata and s.metadata.get("source") == "migrate"]
     assert len(moved) == 1
     assert moved[0].metadata["migrated_from"]["checkpoint_id"] == head
-    assert moved[0].config["configurable"]["checkpoint_id"] == view.config["configurable"][
-        "checkpoint_id"
-    ]
+    assert (
+        moved[0].config["configurable"]["checkpoint_id"]
+        == view.config["configurable"]["checkpoint_id"]
+    )
     stamp = saver.get_tuple(moved[0].config).checkpoint["graph"]
     assert stamp["fingerprint"] == new.spec.fingerprint
 
@@ -125,7 +124,7 @@ def test_an_answer_by_the_id_shown_before_the_deploy_answers_once(name: str) -> 
     assert new.get_state(config).values == _expected(name, "rename")
     assert runs == (len(shown) if name != "functional" else 0)
     # Sending it again answers nothing new: one answer answers one question.
-    with pytest.raises(Exception, match="no interrupt is pending|not pending"):
+    with pytest.raises(Exception, match=r"no interrupt is pending|not pending"):
         new.invoke(Command(resume=answer), config)
 
 
@@ -156,7 +155,8 @@ def test_a_migration_that_leaves_a_mismatch_names_what_remains() -> None:
     assert [p.kind for p in caught.value.problems] == ["node"]
     assert saver.get_tuple(config).checkpoint["id"] == head  # nothing written
     snap = new.get_state(config)
-    assert snap.interrupts and isinstance(snap.tasks[0].error, GraphMismatchError)
+    assert snap.interrupts
+    assert isinstance(snap.tasks[0].error, GraphMismatchError)
 
 
 def test_a_migration_that_raises_names_itself_and_writes_nothing() -> None:
@@ -225,7 +225,8 @@ def test_subgraph_migration_moves_the_child_namespace(tmp_path: pathlib.Path) ->
         new = corpus.migrated("nested", "rename", saver)
         snap = new.get_state(config, subgraphs=True)
         inner = snap.tasks[0].state
-        assert inner is not None and inner.tasks[0].state is not None
+        assert inner is not None
+        assert inner.tasks[0].state is not None
         assert inner.tasks[0].state.next == ("approve",)  # two levels down, moved
         assert [i.value for i in snap.interrupts] == ["question 0"]
         new.invoke(Command(resume="yes"), config)

@@ -26,8 +26,8 @@ from pausepoint.running import current_task
 from pausepoint.types import CachePolicy, Checkpointer, RetryPolicy
 
 if TYPE_CHECKING:
-    from pausepoint.loop.migration_ops import Migration
     from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.loop.migration_ops import Migration
 
 __all__ = ["entrypoint", "task"]
 

@@ -512,8 +512,8 @@ def commit_flow(
             store_rows(dialect, rows, []) if guard is None else guard.store(dialect, rows, [])
         )
         return at
-    # ``first`` alone: a checkpoint and its own writes (a migrated one's)
-    checkpoint, metadata = (None, {}) if last is None else (last.checkpoint, last.metadata)
+    checkpoint = None if last is None else last.checkpoint  # None: ``first`` and its writes
+    metadata: CheckpointMetadata = {} if last is None else last.metadata
     if checkpoint is not None and step.first is None and not writes:
         return (yield from put_flow(dialect, codec, at, checkpoint, metadata, guard))
     return (

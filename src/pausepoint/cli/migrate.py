@@ -37,13 +37,19 @@ from pausepoint.cli.threads import Commands, add_db_option, compile_graph, load_
 from pausepoint.cli.views import CliError, thread_ids
 from pausepoint.constants import DEFAULT_LEASE_TTL
 from pausepoint.drivers.owners import holder_is_gone, process_owner
-from pausepoint.errors import CheckpointDecodeError, GraphMismatchError, MigrationError
+from pausepoint.errors import (
+    CheckpointDecodeError,
+    GraphMismatchError,
+    MigrationError,
+    PausepointError,
+)
 from pausepoint.loop.compat_check import deep_problems, same_graph
 from pausepoint.loop.effects import LoadCheckpoint
 from pausepoint.loop.migrate import MigrationPlan, declares, plan_migration
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.config import RunnableConfig
     from pausepoint.loop.spec import GraphSpec
 
 __all__ = ["Moved", "add_parser", "migrate_thread", "run"]
@@ -118,21 +124,23 @@ def migrate_thread(
         saved = saver.get_tuple(_root(thread_id))
         if saved is None or same_graph(spec, saved.checkpoint):
             return Moved(thread_id, "current")
-        if not declares(spec):
+        if not declares(spec):  # no migrations: does it fit as it is?
             problems = _drive(saver, deep_problems(spec, saved))
-            if problems:
-                return Moved(thread_id, "failed", "; ".join(map(str, problems)))
-            return Moved(thread_id, "fits")
+            outcome = "failed" if problems else "fits"
+            return Moved(thread_id, outcome, "; ".join(map(str, problems)))
         if dry_run:
             plan = _drive(saver, plan_migration(spec, saved))
             return Moved(thread_id, "would migrate", "", tuple(plan.applied))
         return _leased(saver, spec, thread_id)
-    except GraphMismatchError as exc:
+    except (GraphMismatchError, MigrationError, CheckpointDecodeError) as exc:
+        return _refused(thread_id, exc)
+
+
+def _refused(thread_id: str, exc: PausepointError) -> Moved:
+    if isinstance(exc, GraphMismatchError):
         return Moved(thread_id, "failed", "; ".join(map(str, exc.problems)))
-    except MigrationError as exc:
-        return Moved(thread_id, "failed", str(exc))
-    except CheckpointDecodeError as exc:
-        return Moved(thread_id, "unreadable", str(exc))
+    outcome = "unreadable" if isinstance(exc, CheckpointDecodeError) else "failed"
+    return Moved(thread_id, outcome, str(exc))
 
 
 def _leased(saver: BaseCheckpointSaver, spec: GraphSpec, thread_id: str) -> Moved:
@@ -165,7 +173,7 @@ def _save(saver: BaseCheckpointSaver, plan: MigrationPlan, lease: str | None) ->
         saver.commit(StepCommit(level.parent, level.writes, None, put, lease))
 
 
-def _root(thread_id: str) -> dict[str, Any]:
+def _root(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 

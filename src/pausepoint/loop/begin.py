@@ -27,8 +27,8 @@ from pausepoint.loop.advance import leave_step
 from pausepoint.loop.answers import check_schemas, drop_consumed, plan_answers
 from pausepoint.loop.compat_check import same_graph
 from pausepoint.loop.effects import Effect, LoadCheckpoint
-from pausepoint.loop.migrate import fitted, translated_resume
 from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
+from pausepoint.loop.migrate import fitted, translated_resume
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (

@@ -171,8 +171,9 @@ def translated_resume(resume: object, metadata: Mapping[str, Any]) -> object:
     for key, value in cast("dict[object, object]", resume).items():
         if isinstance(key, str):
             iid, sep, at = key.partition(":")
-            key = ids.get(iid, iid) + sep + at
-        out[key] = value
+            out[ids.get(iid, iid) + sep + at] = value
+        else:
+            out[key] = value
     return out
 
 
@@ -191,8 +192,10 @@ def _level(
     thread, unplaced = _decompose(spec, saved, old_ns)
     if not same_graph(spec, saved.checkpoint):
         _apply(spec, saved, thread, plan)
-    stamp = spec.shape.stamp if spec.shape is not None else {}
-    new_id = _derived_id(saved.checkpoint["id"], f"{where.checkpoint_ns}\x00{stamp.get('fingerprint')}")
+    stamp: Mapping[str, object] = spec.shape.stamp if spec.shape is not None else {}
+    new_id = _derived_id(
+        saved.checkpoint["id"], f"{where.checkpoint_ns}\x00{stamp.get('fingerprint')}"
+    )
     ids = _new_ids(thread, new_id, where.checkpoint_ns)
     own = _own_renames(thread, ids, old_ns, where.checkpoint_ns)
     plan.renamed.update(own)
@@ -202,7 +205,10 @@ def _level(
         problems += yield from _child(spec, task, ids, old_ns, where, kids, plan)
     pending = _pending(thread, ids, unplaced, plan.renamed)
     moved_here = {
-        i.id: plan.renamed[i.id] for t in thread.tasks for i in _interrupts(t) if i.id in plan.renamed
+        i.id: plan.renamed[i.id]
+        for t in thread.tasks
+        for i in _interrupts(t)
+        if i.id in plan.renamed
     }
     checkpoint: Checkpoint = {
         "v": saved.checkpoint["v"],
@@ -217,13 +223,19 @@ def _level(
     metadata = _metadata(saved, thread, parents, plan, moved_here)
     conf = {"thread_id": where.thread_id, "checkpoint_ns": where.checkpoint_ns}
     config = {"configurable": {**conf, "checkpoint_id": new_id}}
-    parent_config = None if where.checkpoint_id is None else {"configurable": {**conf, "checkpoint_id": where.checkpoint_id}}
+    parent_config = (
+        None
+        if where.checkpoint_id is None
+        else {"configurable": {**conf, "checkpoint_id": where.checkpoint_id}}
+    )
     moved = CheckpointTuple(config, checkpoint, metadata, parent_config, pending)  # pyright: ignore[reportArgumentType]
     problems += find_mismatch(spec, moved, restore(spec, moved)).problems
     if spec.shape is not None:
         checkpoint[STAMP] = spec.shape.stamp  # pyright: ignore[reportGeneralTypeIssues]
-    writes = [TaskWrites(tid, [(w.channel, w.value) for w in pending if w.task_id == tid], _path(t))
-              for t, tid in ((t, ids[id(t)]) for t in thread.tasks)]
+    writes = [
+        TaskWrites(tid, [(w.channel, w.value) for w in pending if w.task_id == tid], _path(t))
+        for t, tid in ((t, ids[id(t)]) for t in thread.tasks)
+    ]
     writes = [w for w in writes if w.writes]
     plan.levels.append(Level(where, moved, writes))
     return problems
@@ -269,7 +281,9 @@ def _decompose(
         if isinstance(send, Send):
             tid = task_id(cid, ns, step, send.node, PUSH, str(idx))
             if tid in records:
-                thread.tasks.append(StoredTask(send.node, "push", idx, records.pop(tid), None, send.node, tid))
+                thread.tasks.append(
+                    StoredTask(send.node, "push", idx, records.pop(tid), None, send.node, tid)
+                )
     _find_calls(thread, records, cid, ns, step)
     return thread, records
 
@@ -298,7 +312,9 @@ def _find_calls(
                 queue.append(call)
 
 
-def _apply(spec: GraphSpec, saved: CheckpointTuple, thread: StoredThread, plan: MigrationPlan) -> None:
+def _apply(
+    spec: GraphSpec, saved: CheckpointTuple, thread: StoredThread, plan: MigrationPlan
+) -> None:
     for op in spec.migrations:
         try:
             changed = op.apply(thread)
@@ -374,8 +390,10 @@ def _interrupts(task: StoredTask) -> tuple[Interrupt, ...]:
 
 
 def _calls_asking(thread: StoredThread) -> list[Problem]:
-    """A question asked inside an ``@task`` call cannot move: its id hashes the call's
-    function's name, which is not stored."""
+    """Questions asked inside ``@task`` calls: they cannot move.
+
+    A call's question id hashes its function's name, which is not stored.
+    """
     problems: list[Problem] = []
     for task in thread.tasks:
         rec = _record(task)
@@ -450,8 +468,10 @@ def _pending(
         for channel, value in task.writes:
             if channel == INTERRUPT and isinstance(value, tuple | list):
                 asked = cast("tuple[Interrupt, ...]", tuple(value))  # pyright: ignore[reportUnknownArgumentType]
-                value = tuple(i.moved(renamed[i.id]) if i.id in renamed else i for i in asked)
-            pending.append(PendingWrite(tid, channel, value))
+                moved = tuple(i.moved(renamed[i.id]) if i.id in renamed else i for i in asked)
+                pending.append(PendingWrite(tid, channel, moved))
+            else:
+                pending.append(PendingWrite(tid, channel, value))
     for tid, writes in unplaced.items():  # no node runs them: the check lists them
         pending += [PendingWrite(tid, c, v) for c, v in writes]
     pending += [PendingWrite(NULL_TASK_ID, c, v) for c, v in thread.updates]
@@ -465,13 +485,15 @@ def _path(task: StoredTask) -> str:
 
 
 def _checking_stamp(spec: GraphSpec, stored: Checkpoint, thread: StoredThread) -> dict[str, object]:
-    """The stamp the migrated values are checked against: the old reducers, renamed,
-    those of converted keys taken as the running graph's."""
+    """The stamp the migrated values are checked against.
+
+    The old reducers, renamed; those of converted keys taken as the running graph's.
+    """
     old: object = stored.get(STAMP)
     if not isinstance(old, dict) or "reducers" not in old:
         return {"fingerprint": ""}
     reducers = dict(thread.reducers)
-    now = spec.shape.reducers if spec.shape is not None else {}
+    now: Mapping[str, str] = spec.shape.reducers if spec.shape is not None else {}
     for key in thread.converted:
         reducers[key] = now.get(key, "")
     return {"fingerprint": "", "reducers": {k: v for k, v in reducers.items() if v}}

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Literal, cast
 
+from pausepoint.checkpoint.base import Version
 from pausepoint.constants import BRANCH_TO, JOIN, TASKS
 from pausepoint.types import Send
 
@@ -32,8 +33,6 @@ __all__ = [
     "rename_node",
     "reroute",
 ]
-
-Version = str | int | float
 
 
 @dataclasses.dataclass(slots=True)
@@ -152,7 +151,8 @@ class _Reroute(Migration):
         changed = False
         packets: object = thread.values.get(TASKS)
         if isinstance(packets, list) and any(
-            isinstance(p, Send) and p.node == old for p in packets  # pyright: ignore[reportUnknownVariableType]
+            isinstance(p, Send) and p.node == old
+            for p in packets  # pyright: ignore[reportUnknownVariableType]
         ):
             thread.values[TASKS] = [
                 Send(new, p.arg) if isinstance(p, Send) and p.node == old else p
@@ -196,8 +196,9 @@ def _join_renamed(key: str, old: str, new: str) -> str:
 
 def _members_renamed(value: object, old: str, new: str) -> object:
     if isinstance(value, set | frozenset):
-        items: Iterable[object] = value  # pyright: ignore[reportUnknownVariableType]
-        return type(value)(new if v == old else v for v in items)  # pyright: ignore[reportUnknownArgumentType]
+        items: Iterable[object] = cast("Iterable[object]", value)
+        renamed: list[object] = [new if v == old else v for v in items]
+        return frozenset(renamed) if isinstance(value, frozenset) else set(renamed)
     return value
 
 
@@ -288,14 +289,20 @@ class _Function(Migration):
 
 
 def rename_node(old: str, new: str) -> Migration:
-    """The node ``old`` is now called ``new``: its pending tasks, questions (waiting
-    or answered), triggers, ``Send`` packets, joins and what it has seen follow."""
+    """The node ``old`` is now called ``new``.
+
+    Its pending tasks, questions (waiting or answered), triggers, ``Send`` packets,
+    joins and what it has seen follow.
+    """
     return _Reroute(old, new, whole=True)
 
 
 def reroute(old: str, new: str) -> Migration:
-    """Pending work of node ``old`` (its triggered task, its ``Send`` packets, their
-    questions and answers) goes to node ``new``; what ``old`` has seen stays."""
+    """Pending work of node ``old`` goes to node ``new``.
+
+    Its triggered task, its ``Send`` packets, their questions and answers move;
+    what ``old`` has seen stays.
+    """
     return _Reroute(old, new, whole=False)
 
 
@@ -310,8 +317,10 @@ def drop_channel(name: str) -> Migration:
 
 
 def convert_channel(name: str, convert: Callable[[object], object]) -> Migration:
-    """Convert the stored value of ``name`` (and pending writes to it) with ``convert``,
-    for a new type or reducer: ``convert_channel("count", int)``."""
+    """Convert the stored value of ``name`` with ``convert``, for a new type or reducer.
+
+    Pending writes to it are converted too: ``convert_channel("count", int)``.
+    """
     return _ConvertChannel(name, convert)
 
 
