@@ -242,3 +242,34 @@ def test_async_resume_migrates_too() -> None:
     new = corpus.migrated("one", "rename", saver)
     asyncio.run(new.ainvoke(Command(resume="yes 0"), config))
     assert asyncio.run(new.aget_state(config)).values == _expected("one", "rename")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_paused_in_one_process_migrated_and_resumed_in_another(
+    kind: str, tmp_path: pathlib.Path
+) -> None:
+    from test_deploys import _pause_elsewhere  # pyright: ignore[reportPrivateUsage]
+
+    if kind == "sqlite":
+        url = str(tmp_path / "x.db")
+        with SqliteSaver.from_conn_string(url) as saver:
+            saver.setup()
+        opened: Any = SqliteSaver.from_conn_string(url)
+    else:
+        url = os.environ.get("PAUSEPOINT_PG_URL", "")
+        if not url:
+            pytest.skip("PAUSEPOINT_PG_URL is not set (source /tmp/pgenv)")
+        from pausepoint.checkpoint.postgres import PostgresSaver
+
+        opened = PostgresSaver.from_conn_string(url)
+    with opened as saver:
+        if kind == "postgres":
+            saver.setup()
+            for name in ("one", "nested"):
+                saver.delete_thread(name)
+        for name, edit in (("one", "rename"), ("nested", "rename")):
+            _pause_elsewhere(url, name)
+            config = {"configurable": {"thread_id": name}}
+            new = corpus.migrated(name, edit, saver)
+            new.invoke(corpus.answer_for(new, config), config)
+            assert new.get_state(config).values == _expected(name, edit)
