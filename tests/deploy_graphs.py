@@ -7,6 +7,10 @@ stored key dropped or retyped, a subgraph node renamed, a reducer changed): load
 the thread into the edited graph must raise ``GraphMismatchError``. ``HARMLESS``
 edits (a node's body, a new node elsewhere, a new optional key) must pass unnoticed.
 
+``migrated(name, edit, saver)`` builds the edited graph with the migrations that
+move a thread paused on the old graph to it (``MIGRATIONS``); ``RUNS`` counts node
+runs, so a test sees that nothing finished runs again.
+
 Run as a script (``python deploy_graphs.py URL CORPUS``) it pauses thread ``CORPUS``
 of that corpus on the old graph in a database (a SQLite file or a PostgreSQL URL):
 the cross-process test resumes it in another process.
@@ -16,14 +20,28 @@ from __future__ import annotations
 
 import operator
 import sys
+from collections import Counter
 from collections.abc import Callable
 from typing import Annotated, Any, NotRequired, TypedDict
 
 from pausepoint import END, START, Command, StateGraph, interrupt
 from pausepoint.func import entrypoint
+from pausepoint.migrations import (
+    Migration,
+    StoredThread,
+    convert_channel,
+    drop_channel,
+    migration,
+    rename_node,
+    reroute,
+)
 from pausepoint.types import Send
 
 HARMLESS = ("body", "new_node", "new_key")
+RUNS: Counter[str] = Counter()
+"""Node runs by node, to show what a resume runs again."""
+MIGRATE = {"on": False}
+"""Set while ``migrated`` builds a graph: the builders declare the edit's migrations."""
 
 
 def _keep(left: list[str], right: list[str]) -> list[str]:
@@ -50,6 +68,7 @@ def _asker(
     edit: str | None, questions: int = 1, key: str = "verdict"
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def ask(state: dict[str, Any]) -> dict[str, Any]:
+        RUNS["ask"] += 1
         answers = [interrupt(f"question {n}") for n in range(questions)]
         if FAIL_AFTER_ANSWER["on"]:
             raise RuntimeError("the worker died after the answer was stored")
@@ -61,6 +80,7 @@ def _asker(
 
 
 def _prep(state: dict[str, Any]) -> dict[str, Any]:
+    RUNS["prep"] += 1
     return {"notes": ["prepared"]}
 
 
@@ -85,15 +105,15 @@ def _chain(edit: str | None, *, questions: int = 1) -> StateGraph:
 
 
 def one(edit: str | None, saver: Any) -> Any:
-    return _chain(edit).compile(checkpointer=saver)
+    return _chain(edit).compile(checkpointer=saver, migrations=_declared(edit, "ask"))
 
 
 def two_in_one(edit: str | None, saver: Any) -> Any:
-    return _chain(edit, questions=2).compile(checkpointer=saver)
+    return _chain(edit, questions=2).compile(checkpointer=saver, migrations=_declared(edit, "ask"))
 
 
 def answered(edit: str | None, saver: Any) -> Any:
-    return _chain(edit).compile(checkpointer=saver)
+    return _chain(edit).compile(checkpointer=saver, migrations=_declared(edit, "ask"))
 
 
 def breakpoint_(edit: str | None, saver: Any) -> Any:
@@ -102,7 +122,7 @@ def breakpoint_(edit: str | None, saver: Any) -> Any:
     g.add_edge(START, "prep")
     if edit == "remove":
         g.add_edge("prep", END)
-        return g.compile(checkpointer=saver)
+        return g.compile(checkpointer=saver, migrations=_declared(edit, "review"))
     review = "approve" if edit == "rename" else "review"
     g.add_node(review, lambda s: {"verdict": "reviewed" + ("!" if edit == "body" else "")})
     g.add_edge("prep", review)
@@ -111,7 +131,9 @@ def breakpoint_(edit: str | None, saver: Any) -> Any:
         g.add_node("audit", lambda s: {"notes": ["audited"]})
         g.add_edge("prep", "audit")
         g.add_edge("audit", END)
-    return g.compile(checkpointer=saver, interrupt_before=[review])
+    return g.compile(
+        checkpointer=saver, interrupt_before=[review], migrations=_declared(edit, "review")
+    )
 
 
 def sends(edit: str | None, saver: Any) -> Any:
@@ -130,7 +152,8 @@ def sends(edit: str | None, saver: Any) -> Any:
         g.add_node("audit", lambda s: {"notes": ["audited"]})
         g.add_edge(START, "audit")
         g.add_edge("audit", END)
-    return g.compile(checkpointer=saver)
+    moves = [reroute("ask", "approve")] if edit in ("rename", "remove") else _declared(edit, "ask")
+    return g.compile(checkpointer=saver, migrations=moves if MIGRATE["on"] else [])
 
 
 def _inner(edit: str | None) -> Any:
@@ -142,7 +165,7 @@ def _inner(edit: str | None) -> Any:
     if edit == "new_node":
         g.add_node("audit", lambda s: {"notes": ["audited"]})
         g.add_edge(asked, "audit")
-    return g.compile()
+    return g.compile(migrations=_declared(edit, "ask"))
 
 
 def nested(edit: str | None, saver: Any) -> Any:
@@ -151,14 +174,16 @@ def nested(edit: str | None, saver: Any) -> Any:
     middle.add_node("inner", _inner(edit))
     middle.add_edge(START, "inner")
     middle.add_edge("inner", END)
+    convert = _declared(edit, "?") if edit == "retype" else []
     root = StateGraph(_state(edit))
     outer = "outer2" if edit == "rename_subgraph" else "outer"
     root.add_node("prep", _prep)
-    root.add_node(outer, middle.compile())
+    root.add_node(outer, middle.compile(migrations=convert))
     root.add_edge(START, "prep")
     root.add_edge("prep", outer)
     root.add_edge(outer, END)
-    return root.compile(checkpointer=saver)
+    moves = [rename_node("outer", "outer2")] if edit == "rename_subgraph" else convert
+    return root.compile(checkpointer=saver, migrations=moves if MIGRATE["on"] else [])
 
 
 def functional(edit: str | None, saver: Any) -> Any:
@@ -168,7 +193,8 @@ def functional(edit: str | None, saver: Any) -> Any:
 
     if edit == "rename":
         flow.__name__ = flow.__qualname__ = "publish"
-    return entrypoint(checkpointer=saver)(flow)
+    moves = [rename_node("flow", "publish")] if edit == "rename" and MIGRATE["on"] else []
+    return entrypoint(checkpointer=saver, migrations=moves)(flow)
 
 
 CORPUS: dict[str, tuple[Callable[[str | None, Any], Any], tuple[str, ...]]] = {
@@ -181,6 +207,46 @@ CORPUS: dict[str, tuple[Callable[[str | None, Any], Any], tuple[str, ...]]] = {
     "nested": (nested, ("rename", "rename_subgraph", "retype")),
     "functional": (functional, ("rename",)),
 }
+
+
+def _abandon(node: str) -> Migration:
+    """The question in ``node`` (removed by the edit) is dropped: the thread goes on."""
+
+    def drop(thread: StoredThread) -> None:
+        thread.tasks = [t for t in thread.tasks if t.node != node]
+        for key in (f"branch:to:{node}",):
+            thread.values.pop(key, None)
+            thread.versions.pop(key, None)
+
+    return migration(f"abandon {node}", drop, nodes=[node])
+
+
+def _declared(edit: str | None, node: str) -> list[Migration]:
+    """The migrations that move a thread paused in ``node`` across ``edit``."""
+    if not MIGRATE["on"]:
+        return []
+    match edit:
+        case "rename":
+            return [rename_node(node, "approve")]
+        case "remove":
+            return [_abandon(node)]
+        case "drop_key":
+            return [drop_channel("topic")]
+        case "retype":
+            return [convert_channel("topic", lambda v: len(str(v)))]
+        case "reducer":
+            return [convert_channel("notes", lambda v: list(v)[-3:])]  # pyright: ignore
+        case _:
+            return []
+
+
+def migrated(name: str, edit: str, saver: Any) -> Any:
+    """The edited graph of corpus ``name``, declaring the migrations for ``edit``."""
+    MIGRATE["on"] = True
+    try:
+        return CORPUS[name][0](edit, saver)
+    finally:
+        MIGRATE["on"] = False
 
 
 def first_input(name: str) -> Any:

@@ -301,6 +301,7 @@ PACKAGE_ORDER = (
     "scratchpad",
     "task_context",
     "loop",
+    "migrations",  # issue 31: the declared migrations, re-exported from the loop
     "drivers",
     # the public builders, then what is built on them
     "graph",

@@ -25,6 +25,7 @@ import deploy_graphs as corpus
 from pausepoint import InMemorySaver
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.deploys import check_threads
+from pausepoint.migrations import StoredThread, drop_channel, migration
 
 HERE = Path(__file__).parent
 PAIRS = check_graphs.pairs()
@@ -281,3 +282,35 @@ def test_postgres() -> None:
         assert after == before
         same = check(url, "--graph", "one-body=check_graphs:one__body")
         assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_a_thread_its_declared_migrations_move_is_not_listed(tmp_path: Path) -> None:
+    """With the migrations that move each destructive pair declared, the check lists none
+    of them (they can resume); a migration that raises, or one that leaves a problem, is
+    listed. The check writes nothing either way."""
+    db = tmp_path / "migrations.db"
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        _pause_all(saver)
+        before = _sqlite_state(db)[1]  # the rows: the open saver's WAL moves the file's bytes
+        graphs = {
+            _thread(n, e): corpus.migrated(n, e, None) if d else corpus.CORPUS[n][0](e, None)
+            for n, e, d in PAIRS
+        }
+        report = check_threads(saver, graphs)
+        assert report.checked == len(PAIRS)
+        assert report.cannot_resume == [], [(c.thread_id, c.problems) for c in report.cannot_resume]
+
+        def broken(thread: StoredThread) -> None:
+            raise ValueError("no such column")
+
+        name, edit = "one", "rename"
+        raising = corpus.CORPUS[name][0](edit, None)
+        raising = raising.builder.compile(migrations=[migration("fix it", broken)])
+        partial = corpus.CORPUS[name][0](edit, None)
+        partial = partial.builder.compile(migrations=[drop_channel("not_there")])
+        for graph, kind in ((raising, "migration"), (partial, "node")):
+            found = check_threads(saver, {_thread(name, edit): graph}).cannot_resume
+            assert [(c.thread_id, [p.kind for p in c.problems]) for c in found] == [
+                (_thread(name, edit), [kind])
+            ]
+        assert _sqlite_state(db)[1] == before

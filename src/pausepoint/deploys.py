@@ -23,9 +23,10 @@ from collections.abc import Callable, Generator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pausepoint.checkpoint.heads import Head, head_of, unreadable_head
-from pausepoint.errors import CheckpointDecodeError
+from pausepoint.errors import CheckpointDecodeError, GraphMismatchError, MigrationError
 from pausepoint.loop.compat_check import Problem, deep_problems
 from pausepoint.loop.effects import LoadCheckpoint
+from pausepoint.loop.migrate import declares, plan_migration
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
@@ -264,10 +265,19 @@ def _problems(
 ) -> Generator[Effect, Any, tuple[Problem, ...]]:
     """What of ``saved`` the graph cannot honour, as a resume would find it.
 
-    The one place to account for declared migrations (issue 31 item 3) once they
-    exist: a problem a migration of ``spec`` fixes is not one.
+    A graph that declares migrations is checked as its next run would load the
+    thread: what the migrations fix is not a problem; what they leave is, and so is a
+    migration that raises (kind ``migration``). Nothing is written either way.
     """
-    return tuple((yield from deep_problems(spec, saved)))
+    if not declares(spec):
+        return tuple((yield from deep_problems(spec, saved)))
+    try:
+        yield from plan_migration(spec, saved)
+    except GraphMismatchError as exc:
+        return tuple(exc.problems)
+    except MigrationError as exc:
+        return (Problem("migration", exc.label, str(exc)),)
+    return ()
 
 
 def _unreadable(head: Head, graph: str, exc: BaseException) -> ThreadCheck:

@@ -29,6 +29,7 @@ The tree:
         ├── SerializationError       a value that cannot be stored
         ├── CheckpointDecodeError    a stored row that cannot be read safely
         ├── GraphMismatchError       a stored thread the running graph cannot honour (a deploy)
+        ├── MigrationError           a declared migration failed on a stored thread
         ├── LeaseLostError           a fenced write by a run that no longer holds the thread
         └── StaleCheckpointError     a head-conditional write to a checkpoint no longer newest
 
@@ -58,7 +59,6 @@ __all__ = [
     "EmptyInputError",
     "GraphBubbleUp",
     "GraphInterrupt",
-    "GraphMismatchError",
     "GraphRecursionError",
     "GraphValidationError",
     "InvalidAnswerError",
@@ -463,18 +463,48 @@ class GraphMismatchError(PausepointError):
         checkpoint_id: Its checkpoint that was loaded.
         problems: What the running graph lacks, one entry per missing piece (each has
             ``kind``, ``name`` and ``detail``; ``str()`` is a sentence).
+        applied: The declared migrations that ran before what remains was found.
     """
 
-    def __init__(self, thread_id: str, checkpoint_id: str, problems: Sequence[Any]) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        checkpoint_id: str,
+        problems: Sequence[Any],
+        *,
+        applied: Sequence[str] = (),
+    ) -> None:
         self.thread_id = thread_id
         self.checkpoint_id = checkpoint_id
         self.problems = tuple(problems)
+        self.applied = tuple(applied)
         lines = "\n".join(f"  - {p}" for p in self.problems)
+        after = f" (after the declared migrations {', '.join(applied)})" if applied else ""
         super().__init__(
             f"thread {thread_id!r} cannot be loaded into this graph: its checkpoint "
             f"{checkpoint_id!r} was written by a graph this one differs from in ways the "
-            f"thread depends on:\n{lines}\nNothing was written. Fix: deploy a graph that "
-            "still has what is listed (keep the old node or key alongside the new one "
-            "until the thread finishes), or run the old graph to finish the thread; "
-            "see docs/deploys.md"
+            f"thread depends on{after}:\n{lines}\nNothing was written. Fix: declare a "
+            "migration for what is listed (compile(migrations=[...])), or deploy a graph "
+            "that still has it (keep the old node or key alongside the new one until the "
+            "thread finishes), or run the old graph to finish the thread; see "
+            "docs/deploys.md"
         )
+
+
+class MigrationError(PausepointError):
+    """A declared migration raised while a stored thread was being moved (a deploy).
+
+    Nothing is written: the thread stays as it was, on its old checkpoint. The
+    message names the migration, the thread and the checkpoint; the migration's
+    own exception is the ``__cause__``. See docs/deploys.md.
+
+    Attributes:
+        label: The migration, as declared (``rename_node('ask', 'approve')``).
+    """
+
+    def __init__(self, message: str, *, label: str) -> None:
+        super().__init__(message)
+        self.label = label
+
+
+__all__ += ["GraphMismatchError", "MigrationError"]

@@ -27,6 +27,7 @@ from pausepoint.types import CachePolicy, Checkpointer, RetryPolicy
 
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.loop.migration_ops import Migration
 
 __all__ = ["entrypoint", "task"]
 
@@ -161,6 +162,7 @@ class entrypoint:
         context_schema: object = None,
         cache_policy: object = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        migrations: Sequence[Migration] = (),
     ) -> None:
         from pausepoint.graph.validate import check_cache, check_checkpointer, check_store
 
@@ -170,6 +172,7 @@ class entrypoint:
         check_cache("entrypoint(cache_policy=...)", cache_policy)
         self.checkpointer = checkpointer
         self.context_schema = context_schema
+        self.migrations = tuple(migrations)  # pausepoint's own: docs/deploys.md
         if isinstance(retry_policy, RetryPolicy):
             self.retry: tuple[RetryPolicy, ...] = (retry_policy,)
         else:
@@ -189,5 +192,10 @@ class entrypoint:
                 f"entrypoint {func.__name__!r} takes no arguments; it needs one for the input"
             )
         return build_entrypoint(
-            func, self.checkpointer, self.retry, self.context_schema, entrypoint.final
+            func,
+            self.checkpointer,
+            self.retry,
+            self.context_schema,
+            entrypoint.final,
+            self.migrations,
         )

@@ -130,6 +130,9 @@ class StepCommit(NamedTuple, Generic[At]):
        against ``first`` when given (as ``put_writes`` for each would);
     3. ``checkpoint``: a checkpoint after them, whose parent is that checkpoint.
 
+    ``first`` without ``checkpoint`` stores a checkpoint and its own writes (a
+    migrated checkpoint's, `pausepoint.loop.migrate`).
+
     A saver's ``commit`` returns the last checkpoint stored, or ``config`` when the
     commit stores none, in ``config``'s form: a `CheckpointRef` for a ref (the
     engine's), a config dict for a config dict. A named tuple, as ``TaskWrites`` and
@@ -141,7 +144,7 @@ class StepCommit(NamedTuple, Generic[At]):
             `CheckpointRef`, or a config dict.
         writes: Tasks' writes, each a [`TaskWrites`][pausepoint.checkpoint.base.TaskWrites].
         checkpoint: The checkpoint stored after the writes, if any.
-        first: The checkpoint stored before the writes, if any (needs ``checkpoint``).
+        first: The checkpoint stored before the writes, if any.
         lease: Store only while this owner holds the thread's lease (a saver whose
             ``supports_leases`` is true), renewing it; else raise ``LeaseLostError``.
         release: Let the lease go once all is stored (needs ``lease``).
@@ -222,7 +225,7 @@ def commit_by_parts(saver: _PartsSaver, step: StepCommit[At]) -> At:
     at, writes, second = step.config, step.writes, step.checkpoint
     config = at.config() if type(at) is CheckpointRef else at
     if second is None:
-        if len(writes) != 1:
+        if len(writes) != 1 or step.first is not None:
             return run_parts(saver, step)
         task = writes[0]
         guard = guard_kwargs(step.lease, step.if_head, step.release)

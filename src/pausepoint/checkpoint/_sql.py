@@ -451,12 +451,14 @@ def put_after_writes_flow(
     codec: SqlCodec,
     at: At,
     writes: Sequence[TaskWrites],
-    checkpoint: Checkpoint,
+    checkpoint: Checkpoint | None,
     metadata: CheckpointMetadata,
     first: CheckpointPut | None = None,
     guard: Guard | None = None,
 ) -> Flow[At]:
     """Tasks' writes against the config's checkpoint, then a checkpoint after it.
+
+    ``checkpoint`` None (with ``first``): ``first`` and its own writes alone.
 
     With ``first`` (``put_pair``), that checkpoint is stored under the config, and the
     writes and the other checkpoint go after it: both rows in one INSERT. Everything
@@ -475,12 +477,13 @@ def put_after_writes_flow(
         for task in writes
         for row in _write_rows(codec, under, task.writes, task.task_id, task.task_path, found)
     ]
-    puts.append(put_params(dialect, codec, under, checkpoint, metadata, found))
+    if checkpoint is not None:
+        puts.append(put_params(dialect, codec, under, checkpoint, metadata, found))
     if guard is None:
         yield from store_rows(dialect, _first_of_each_slot(rows), puts)
     else:
         yield from guard.store(dialect, _first_of_each_slot(rows), puts)
-    return in_form(at, ref.at(checkpoint["id"]))
+    return in_form(at, under if checkpoint is None else ref.at(checkpoint["id"]))
 
 
 def commit_flow(
@@ -494,7 +497,7 @@ def commit_flow(
     when the writes fit one, see `one_statement_after_writes`).
     """
     at, writes, last = step.config, step.writes, step.checkpoint
-    if last is None:
+    if last is None and step.first is None:
         if len(writes) == 1:
             task = writes[0]
             yield from put_writes_flow(
@@ -509,8 +512,9 @@ def commit_flow(
             store_rows(dialect, rows, []) if guard is None else guard.store(dialect, rows, [])
         )
         return at
-    checkpoint, metadata, _ = last
-    if step.first is None and not writes:
+    checkpoint = None if last is None else last.checkpoint  # None: ``first`` and its writes
+    metadata: CheckpointMetadata = {} if last is None else last.metadata
+    if checkpoint is not None and step.first is None and not writes:
         return (yield from put_flow(dialect, codec, at, checkpoint, metadata, guard))
     return (
         yield from put_after_writes_flow(

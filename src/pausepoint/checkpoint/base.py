@@ -166,7 +166,7 @@ class Checkpoint(TypedDict):
 class CheckpointMetadata(TypedDict, total=False):
     """Metadata stored beside a checkpoint; ``source``/``step``/``parents`` always set."""
 
-    source: Literal["input", "loop", "update", "fork"]
+    source: Literal["input", "loop", "update", "fork", "migrate"]
     step: int
     parents: dict[str, str]
 

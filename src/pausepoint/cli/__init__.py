@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from pausepoint.cli import check, demo, inbox, sweep, threads
+from pausepoint.cli import check, demo, inbox, migrate, sweep, threads
 
 __all__ = ["main"]
 
@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"pausepoint {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     demo.add_parser(commands)
-    threads.add_parser(commands)
+    migrate.add_parser(threads.add_parser(commands))  # `threads migrate`
     sweep.add_parser(commands)
     inbox.add_parser(commands)
     check.add_parser(commands)

@@ -8,6 +8,7 @@ Works against a SQLite file or a PostgreSQL URL (``--db``)::
     pausepoint threads resume THREAD --value '"yes"' --graph app.flows:builder --db app.sqlite
     pausepoint threads retry THREAD --graph app.flows:builder --db app.sqlite
     pausepoint threads pending --db app.sqlite [--graph NAME] [--limit N] [--cursor C]
+    pausepoint threads migrate --db app.sqlite --graph app.flows:graph [--dry-run]
 
 ``list``, ``show`` and ``history`` read the stored checkpoints directly. Without the
 graph, ``next`` is worked out from the stored edge triggers and ``values`` are the
@@ -107,8 +108,8 @@ class Commands(Protocol):
         ...
 
 
-def add_parser(commands: Commands) -> None:
-    """Register ``threads`` and its subcommands on the CLI's subcommands."""
+def add_parser(commands: Commands) -> Commands:
+    """Register ``threads`` and its subcommands; return them (``migrate`` joins them)."""
     p = commands.add_parser(
         "threads",
         help="list, inspect and resume stored threads (SQLite or PostgreSQL)",
@@ -140,6 +141,7 @@ def add_parser(commands: Commands) -> None:
     retry.add_argument("thread")
     _add_pending(sub)
     p.set_defaults(run=run)
+    return sub
 
 
 def _add_pending(sub: Commands) -> None:
@@ -308,6 +310,8 @@ def compile_graph(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph
             interrupt_before=obj.interrupt_before_nodes or None,
             interrupt_after=obj.interrupt_after_nodes or None,
             name=obj.name,
+            version=obj.spec.shape.version if obj.spec.shape is not None else None,
+            migrations=obj.spec.migrations,
         )
     if isinstance(obj, StateGraph):
         return obj.compile(checkpointer=saver)

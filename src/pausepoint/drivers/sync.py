@@ -158,6 +158,8 @@ class LeaseHeld:
             task = TaskWrites(effect.task_id, effect.writes, effect.task_path)
             return StepCommit(at, (task,), None, None, fence, release, effect.if_head)
         last = CheckpointPut(effect.checkpoint, effect.metadata, effect.new_versions)
+        if effect.own_writes:  # the checkpoint, then its own writes (a migration's)
+            return StepCommit(at, effect.own_writes, None, last, fence, release)
         first = effect.first
         release = release and first is None
         return StepCommit(at, effect.writes, last, first, fence, release)

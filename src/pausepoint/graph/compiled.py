@@ -53,6 +53,7 @@ from pausepoint.types import Checkpointer, Durability, StateSnapshot, StateUpdat
 if TYPE_CHECKING:
     from pausepoint.graph.state import StateGraph
     from pausepoint.loop.effects import Effect
+    from pausepoint.loop.migration_ops import Migration
 
 __all__ = ["CompiledStateGraph"]
 
@@ -79,9 +80,11 @@ class CompiledStateGraph(RunnableMethods):
         lease_wait: float = DEFAULT_LEASE_WAIT,
         context_schema: Callable[..., object] | None = None,
         version: str | None = None,
+        migrations: Sequence[Migration] = (),
     ) -> None:
         # Fingerprinted once, here: every checkpoint carries it (docs/deploys.md).
-        self.spec = stamped(spec, interrupt_before, interrupt_after, version)
+        spec = stamped(spec, interrupt_before, interrupt_after, version)
+        self.spec = dataclasses.replace(spec, migrations=tuple(migrations)) if migrations else spec
         self.builder = builder
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = interrupt_before

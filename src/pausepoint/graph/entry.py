@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pausepoint.channels import EphemeralValue, LastValue, Topic
@@ -12,6 +12,7 @@ from pausepoint.constants import END, PREVIOUS, START, TASKS
 from pausepoint.graph.build import takes
 from pausepoint.graph.compiled import CompiledStateGraph
 from pausepoint.graph.schema import SchemaInfo
+from pausepoint.loop.migration_ops import Migration
 from pausepoint.loop.spec import GraphSpec, NodeProc
 from pausepoint.types import Checkpointer, RetryPolicy
 
@@ -24,6 +25,7 @@ def build_entrypoint(
     retry: tuple[RetryPolicy, ...],
     context_schema: Any = None,
     final: type | None = None,
+    migrations: Sequence[Migration] = (),
 ) -> CompiledStateGraph:
     """A compiled graph running ``func`` as its only node.
 
@@ -72,7 +74,7 @@ def build_entrypoint(
         output_channel=END,
         eager=True,
     )
-    return _compiled(spec, func, checkpointer, context_schema)
+    return _compiled(spec, func, checkpointer, context_schema, migrations)
 
 
 def entrypoint_with(graph: CompiledStateGraph, checkpointer: Checkpointer) -> CompiledStateGraph:
@@ -90,6 +92,7 @@ def _compiled(
     func: Callable[..., Any] | None,
     checkpointer: Checkpointer,
     context_schema: Callable[..., object] | None,
+    migrations: Sequence[Migration] = (),
 ) -> CompiledStateGraph:
     """The entrypoint's one-node graph, saving with ``checkpointer``."""
     if func is not None:
@@ -102,6 +105,7 @@ def _compiled(
         interrupt_after=(),
         debug=False,
         context_schema=context_schema,
+        migrations=migrations,
     )
 
 

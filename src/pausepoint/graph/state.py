@@ -18,6 +18,7 @@ from pausepoint.types import All, CachePolicy, Checkpointer, RetryPolicy
 
 if TYPE_CHECKING:
     from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.loop.migration_ops import Migration
 
 __all__ = ["StateGraph"]
 
@@ -226,6 +227,7 @@ class StateGraph:
         lease_ttl: float | None = DEFAULT_LEASE_TTL,
         lease_wait: float = DEFAULT_LEASE_WAIT,
         version: str | None = None,
+        migrations: Sequence[Migration] = (),
     ) -> CompiledStateGraph:
         """Validate the graph and build its runnable form.
 
@@ -250,6 +252,10 @@ class StateGraph:
                 it raises ``ThreadBusyError``; any other run raises at once.
             version: A label for this version of the graph (``"2026-12"``), stored
                 with its fingerprint in every checkpoint. pausepoint's own; see
+                docs/deploys.md.
+            migrations: What a thread an older version of the graph wrote follows
+                when it is loaded (`pausepoint.migrations`: ``rename_node("ask",
+                "approve")``, ...), applied in order. pausepoint's own; see
                 docs/deploys.md.
 
         Returns:
@@ -283,6 +289,7 @@ class StateGraph:
             lease_wait=lease_wait,
             context_schema=self.context_schema,
             version=version,
+            migrations=migrations,
         )
 
     def schema_info(self) -> tuple[SchemaInfo, SchemaInfo, SchemaInfo]:

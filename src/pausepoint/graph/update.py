@@ -42,8 +42,9 @@ from pausepoint.config import RunnableConfig
 from pausepoint.constants import ASKED, INPUT, INTERRUPT, RESUME, START
 from pausepoint.errors import InvalidUpdateError
 from pausepoint.graph.update_steps import COPY, Superstep, parse_supersteps
-from pausepoint.loop.compat_check import refuse_mismatch, same_graph, written_by
+from pausepoint.loop.compat_check import same_graph, written_by
 from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
+from pausepoint.loop.migrate import fitted
 from pausepoint.loop.node import node_body
 from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.restore import next_step, restore
@@ -126,7 +127,8 @@ def update_effects(
         spec = written_by(spec, others, saved.checkpoint)
     steps = parse_supersteps(supersteps, spec.nodes)
     if saved is not None and not same_graph(spec, saved.checkpoint):
-        yield from refuse_mismatch(spec, saved)  # another graph wrote it (docs/deploys.md)
+        # Another graph wrote it: moved by declared migrations, or refused (deploys.md).
+        saved = yield from fitted(spec, saved, movable="checkpoint_id" not in conf)
     first: RunnableConfig = saved.config if saved is not None else {"configurable": conf}
     # The thread's current state is updated as the next run would see it; a
     # checkpoint named by id, as it was stored.

@@ -25,9 +25,10 @@ from pausepoint.errors import (
 from pausepoint.loop import emit as out
 from pausepoint.loop.advance import leave_step
 from pausepoint.loop.answers import check_schemas, drop_consumed, plan_answers
-from pausepoint.loop.compat_check import refuse_mismatch, same_graph
+from pausepoint.loop.compat_check import same_graph
 from pausepoint.loop.effects import Effect, LoadCheckpoint
 from pausepoint.loop.fork import carried_afresh, fork, forkable_interrupts, restarted_by_update
+from pausepoint.loop.migrate import fitted, translated_resume
 from pausepoint.loop.namespaces import ReplayPoint, addressed, replay_before
 from pausepoint.loop.node import command_writes
 from pausepoint.loop.pending import (
@@ -122,7 +123,9 @@ def load(run: RunSetup, state: RunState, persist: Persistence) -> Generator[Effe
     saved = yield from _read(state, LoadCheckpoint(where, state.replayed))
     if saved is not None:
         if not same_graph(run.spec, saved.checkpoint):  # another graph wrote it: does it fit?
-            yield from refuse_mismatch(run.spec, saved)
+            # A migration moves the namespace's newest checkpoint (docs/deploys.md).
+            movable = target is None and state.replayed is None and not where.checkpoint_id
+            saved = yield from fitted(run.spec, saved, movable=movable)
         restore_saved(run, state, saved)
         persist.restored(where.at(saved.checkpoint["id"]))  # where it was read
     if saved is not None and cfg.checkpoint_id and nest is None:
@@ -236,6 +239,8 @@ def take_command(
         if not run.opts.has_saver:
             check_no_saver_input(run)
         resume: object = cmd.resume
+        if state.metadata.get("source") == "migrate":  # ids a person saw before the move
+            resume = translated_resume(resume, state.metadata)
         if state.historical:
             # DESIGN §4.2: answering an old checkpoint forks the thread there.
             parsed = parse_resume(resume, forkable_interrupts(state.records))

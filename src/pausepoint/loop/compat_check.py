@@ -77,7 +77,8 @@ class Problem:
 
     kind: str
     """``node`` (a pending task's node is gone), ``send``, ``task`` (a question no node
-    of the graph runs), ``key`` (a stored key without channel), ``reducer``, ``type``."""
+    of the graph runs), ``key`` (a stored key without channel), ``reducer``, ``type``;
+    ``migration`` (a declared migration raised: `pausepoint check` only)."""
     name: str
     detail: str
 

@@ -90,6 +90,9 @@ class SaveCheckpoint:
     first: CheckpointPut | None = None
     release: bool = False
     """The run's last write: let the thread's lease go with it (see ``SaveWrites``)."""
+    own_writes: Sequence[TaskWrites] = ()
+    """Writes against this checkpoint itself, stored with it in one commit (a migrated
+    checkpoint and its tasks' writes: `pausepoint.loop.migrate`)."""
 
 
 @final

@@ -18,9 +18,15 @@ from typing import Any, TypeVar
 from pausepoint.checkpoint.base import CheckpointTuple
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import NULL_TASK_ID, RESUME
-from pausepoint.errors import CheckpointDecodeError, PausepointError
+from pausepoint.errors import (
+    CheckpointDecodeError,
+    GraphMismatchError,
+    MigrationError,
+    PausepointError,
+)
 from pausepoint.loop.compat_check import deep_problems, same_graph, written_by
 from pausepoint.loop.effects import LoadCheckpoint
+from pausepoint.loop.migrate import MigrationPlan, declares, plan_migration
 from pausepoint.loop.namespaces import stateful_ns
 from pausepoint.loop.snapshot import build_snapshot, keeps_state, snapshot_tasks, subgraph_config
 from pausepoint.loop.spec import GraphSpec
@@ -33,7 +39,11 @@ T = TypeVar("T")
 
 
 def read_state(
-    spec: GraphSpec, config: RunnableConfig, subgraphs: bool, others: Sequence[GraphSpec] = ()
+    spec: GraphSpec,
+    config: RunnableConfig,
+    subgraphs: bool,
+    others: Sequence[GraphSpec] = (),
+    moved: MigrationPlan | None = None,
 ) -> Generator[LoadCheckpoint, Any, StateSnapshot]:
     """The snapshot of the checkpoint ``config`` names, or of the thread's newest.
 
@@ -44,18 +54,27 @@ def read_state(
     subgraph task carries its own snapshot (read recursively); without, the
     config that names it. ``others``: the other graphs that may have written the
     namespace (`written_by` picks the one that did).
+
+    A thread another graph wrote that the graph's declared migrations move is shown
+    as the move would leave it (nothing is written: the next run saves the move).
+    ``moved``: that move, when a graph above made it (its subgraphs' checkpoints).
     """
-    saved: CheckpointTuple | None = yield LoadCheckpoint(config)
+    conf = config.get("configurable") or {}
+    view = None if moved is None else moved.view(str(conf.get("checkpoint_ns", "")))
+    saved: CheckpointTuple | None = view or (yield LoadCheckpoint(config))
     if saved is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
     spec = written_by(spec, others, saved.checkpoint)
+    if not same_graph(spec, saved.checkpoint) and "checkpoint_id" not in conf:
+        moved = yield from _moved(spec, saved)
+        saved = saved if moved is None else moved.root
     shown = _readable(saved, lambda: showable(spec, saved))
     subs = _readable(saved, lambda: _subgraph_tasks(spec, shown))
     states: dict[str, RunnableConfig | StateSnapshot] = {tid: cfg for tid, (_, cfg) in subs.items()}
     if subgraphs:
         for tid, (graphs, cfg) in subs.items():
             sub, alike = graphs[0], _alike(graphs)
-            states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True, alike)
+            states[tid] = yield from read_state(sub.spec, _lookup(sub, cfg), True, alike, moved)
     apply = "checkpoint_id" not in (config.get("configurable") or {})
     # Another graph wrote it: what it cannot honour, in its subgraphs too (deploys.md).
     deep = None if same_graph(spec, saved.checkpoint) else (yield from deep_problems(spec, saved))
@@ -63,6 +82,18 @@ def read_state(
         saved,
         lambda: build_snapshot(spec, shown, apply_pending=apply, task_states=states, problems=deep),
     )
+
+
+def _moved(
+    spec: GraphSpec, saved: CheckpointTuple
+) -> Generator[LoadCheckpoint, Any, MigrationPlan | None]:
+    """The move the graph's migrations would make of ``saved``; None if there is none."""
+    if not declares(spec):
+        return None
+    try:
+        return (yield from plan_migration(spec, saved))
+    except (GraphMismatchError, MigrationError):  # shown unmoved, with what is wrong
+        return None
 
 
 def history_snapshot(

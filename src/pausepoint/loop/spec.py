@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pausepoint.channels import Channel
     from pausepoint.graph.schema import SchemaInfo
     from pausepoint.loop.compat_check import GraphShape
+    from pausepoint.loop.migration_ops import Migration
 
 __all__ = ["Branch", "GraphSpec", "NodeProc"]
 
@@ -115,6 +116,8 @@ class GraphSpec:
     shape: GraphShape | None = None
     """Its fingerprint and what it stamps on checkpoints: set by the compiled graph
     (`pausepoint.graph.fingerprint`); None for a spec made by hand (never checked)."""
+    migrations: tuple[Migration, ...] = ()
+    """What a thread another graph wrote follows when loaded (`pausepoint.loop.migrate`)."""
     state_key_set: frozenset[str] = dataclasses.field(init=False)
     """``state_keys`` as a set, for membership tests on every write."""
     stream_keys: tuple[str, ...] = dataclasses.field(init=False)
