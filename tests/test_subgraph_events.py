@@ -220,9 +220,9 @@ def parent_command(depth: int) -> Scenario:
         inner = _chain(lib, ("leave",), last=leave)
         b = lib.StateGraph(Log)
         b.add_node("cmd", inner, destinations=("jump",))
-        # Added in name order: LangGraph lists a step's tasks by name within a run and
-        # by insertion order after a load, pausepoint always by insertion order.
-        for name in ("jump", "routed", "static"):
+        # Added out of name order: a step's tasks are listed by name within a run and
+        # after a load, by insertion order in a snapshot (tests/compat/test_task_order.py).
+        for name in ("static", "routed", "jump"):
             b.add_node(name, _logger(name))
         b.add_edge(lib.START, "cmd")
         b.add_edge("cmd", "static")

@@ -274,10 +274,10 @@ def _in_subgraph(
     """Root ``sub1 || w``, the subgraph ``depth`` levels deep pausing; resumed."""
     runs: Counter[str] = Counter()
     root = lib.StateGraph(Log)
-    # Added in name order: LangGraph streams a step's tasks by node name (in a run),
-    # pausepoint in graph order (snapshots list both in graph order).
-    root.add_node("sub1", _nested(lib, runs, depth, _asking(lib, runs, fan), **compile_kw))
+    # Added out of name order: a step's tasks stream by node name, a snapshot lists
+    # them in graph order (tests/compat/test_task_order.py).
     root.add_node("w", _worker(runs, "w"))
+    root.add_node("sub1", _nested(lib, runs, depth, _asking(lib, runs, fan), **compile_kw))
     root.add_edge(lib.START, "w")
     root.add_edge(lib.START, "sub1")
     g = root.compile(checkpointer=drive.saver())

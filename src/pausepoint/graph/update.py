@@ -230,6 +230,7 @@ def _copy(saved: CheckpointTuple | None, conf: dict[str, object], where: str) ->
         )
     checkpoint = copy_checkpoint(saved.checkpoint)
     checkpoint["id"], checkpoint["ts"] = new_stamp()
+    checkpoint["updated_channels"] = None  # as _finish's
     thread = dict(saved.config.get("configurable") or {})
     metadata: CheckpointMetadata = {
         "source": "fork",
@@ -258,6 +259,9 @@ def _finish(
     step = base.step if step is None else step
     checkpoint = base.checkpoint
     checkpoint["id"], checkpoint["ts"] = new_stamp()
+    # As LangGraph's: no record of changed channels, so the next run's first step
+    # lists its nodes in graph order (loop/tasks.py).
+    checkpoint["updated_channels"] = None
     checkpoint["channel_values"] = {
         k: v for k, c in base.channels.items() if (v := c.checkpoint()) is not MISSING
     }

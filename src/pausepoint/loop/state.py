@@ -106,6 +106,7 @@ class RunState:
         "tasks",
         "unreported",
         "updated",
+        "updated_by_name",
     )
 
     def __init__(self, replay: ReplayPoint | None = None, afresh: Afresh | None = None) -> None:
@@ -119,6 +120,9 @@ class RunState:
         self.tasks: list[Task] = []
         # Channels the last step changed; None while unknown: every node is considered.
         self.updated: set[str] | None = None
+        # While it is unknown: whether the loaded checkpoint recorded what its step
+        # changed. LangGraph then orders the step's pull tasks by name (tasks.py).
+        self.updated_by_name = False
         # Bumped whenever channels change outside a new checkpoint (null writes),
         # so current_tasks() never reuses tasks prepared from older values.
         self.epoch = 0
@@ -158,6 +162,7 @@ def restore_saved(run: RunSetup, state: RunState, saved: CheckpointTuple) -> Non
     loaded = restore(run.spec, saved)
     state.checkpoint, state.channels, state.step = loaded.checkpoint, loaded.channels, loaded.step
     state.records, state.null_writes = loaded.records, loaded.null_writes
+    state.updated_by_name = bool(saved.checkpoint.get("updated_channels"))
     state.metadata = saved.metadata
     state.parent_config = saved.parent_config
 
@@ -181,6 +186,7 @@ def current_tasks(run: RunSetup, state: RunState) -> list[Task]:
             run.cfg.checkpoint_ns,
             state.updated,
             pulls,
+            state.updated_by_name,
         )
         state.prepared = prepared = (key, tasks)
     return prepared[1]

@@ -10,7 +10,8 @@ resumed run find the writes and interrupts its tasks saved before.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any, Final
 
 from xxhash import xxh3_128_hexdigest
@@ -111,6 +112,7 @@ def prepare_tasks(
     ns: str,
     updated: Collection[str] | None = None,
     pulls: Sequence[NodeProc] | None = None,
+    by_name: bool = False,
 ) -> list[Task]:
     """The tasks of the superstep that starts at ``checkpoint``: pushes first, then pulls.
 
@@ -118,12 +120,18 @@ def prepare_tasks(
     nodes considered to those these channels trigger: a step then costs what it
     changed, not the size of the graph. ``pulls``: the nodes triggered, when
     `triggered_pulls` found them for this checkpoint already.
+
+    Pushes come in the order of their packets. Pulls come sorted by node name when
+    ``updated`` is known or ``by_name`` is set (the first step after loading a
+    checkpoint that recorded what its step changed), in graph order otherwise (a
+    snapshot): LangGraph 1.1.6's order, seen in task and checkpoint events.
     """
     tasks: list[Task] = []
     sends = channels[TASKS].value if TASKS in channels else None
     if sends and isinstance(sends, list):
         for idx, send in enumerate(sends):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             tasks.append(_push_task(spec, checkpoint, step, ns, idx, send))  # pyright: ignore[reportUnknownArgumentType]
+    pushes = len(tasks)
     versions = checkpoint["channel_versions"]
     seen_all = checkpoint["versions_seen"]
     # task_id() and task_ns() of each pull task, with the parts shared by the step's
@@ -154,7 +162,12 @@ def prepare_tasks(
                 known[node.name] = (tid, own_ns)
         # The input is read when the task runs (UNREAD): a paused task never does.
         tasks.append(Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, ()))
+    if by_name and updated is None and len(tasks) - pushes > 1:
+        tasks[pushes:] = sorted(tasks[pushes:], key=_by_name)
     return tasks
+
+
+_by_name: Callable[[Task], str] = attrgetter("name")
 
 
 _NONE_SEEN: Mapping[str, Version] = {}
@@ -191,7 +204,7 @@ def _triggered(node: NodeProc, checkpoint: Checkpoint, channels: Mapping[str, Ch
 
 
 def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[NodeProc]:
-    """The nodes that ``updated`` can trigger (all of them when it is unknown), in graph order."""
+    """The nodes that ``updated`` can trigger, by name (all of them, in graph order, if unknown)."""
     if updated is None:
         return spec.nodes.values()
     triggered_by = spec.triggered_by
@@ -199,9 +212,7 @@ def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[No
     for chan in updated:
         if chan in triggered_by:
             names.update(triggered_by[chan])
-    if len(names) <= 1:
-        return list(map(spec.nodes.__getitem__, names))
-    return [node for name, node in spec.nodes.items() if name in names]
+    return list(map(spec.nodes.__getitem__, sorted(names) if len(names) > 1 else names))
 
 
 def _push_task(
