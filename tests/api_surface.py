@@ -46,6 +46,8 @@ PAGES: dict[str, str] = {
     "pausepoint.questions": "questions",
     "pausepoint.response_schema": "response_schema",
     "pausepoint.inbox": "inbox",
+    "pausepoint.deploys": "deploys",
+    "pausepoint.migrations": "migrations",
 }
 
 # Modules without a page, with the reason; "x.*" stands for every submodule of x.
@@ -53,6 +55,7 @@ PAGES: dict[str, str] = {
 NOT_PAGES: dict[str, str] = {
     "pausepoint.checkpoint": "a namespace: its saver modules have pages",
     "pausepoint.checkpoint.ids": "checkpoint id helpers used by the savers",
+    "pausepoint.checkpoint.heads": "pausepoint.deploys' reads of thread heads",
     "pausepoint.cli": "the command line, documented in docs/cli.md",
     "pausepoint.cli.*": "the command line, documented in docs/cli.md",
     "pausepoint.drivers": "the engine's sync and async drivers",
@@ -73,6 +76,8 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.update": "update_state internals",
     "pausepoint.graph.update_steps": "bulk_update_state internals",
     "pausepoint.graph.validate": "compile() internals",
+    "pausepoint.graph.fingerprint": "compile() internals: a graph's fingerprint",
+    "pausepoint.graph.addressing": "which graph wrote a checkpoint namespace (get_state internals)",
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "a task's interrupt and call counters",

@@ -3,7 +3,7 @@
 Pass them to ``StateGraph.compile(..., migrations=[...])`` or
 ``@entrypoint(..., migrations=[...])``. When a thread whose newest checkpoint another
 graph wrote is loaded, they are applied in order and the thread moves on a new
-checkpoint of its own (``source="migrate"``); see docs/deploys.md::
+checkpoint of its own (``source="migrate"``); see docs/deploys.md. For example:
 
     graph = builder.compile(
         checkpointer=saver,
