@@ -175,6 +175,11 @@ class LocalLeases:
             raise LeaseLostError(thread_id, owner, holder, now)
         held.expires_at = now + held.ttl
 
+    def held(self, thread_id: str, now: float) -> bool:
+        """Whether a live lease is held on the thread (locked; ``prune``)."""
+        held = self._rows.get(thread_id)
+        return held is not None and held.expires_at > now
+
     def drop(self, thread_id: str) -> None:
         """Forget the thread's lease (locked; ``delete_thread``)."""
         self._rows.pop(thread_id, None)

@@ -40,8 +40,8 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   saver whose ``batches`` is true gets more in each (one commit costs about what one
   part would). ``put_after_writes`` (writes, then a checkpoint) and ``put_pair`` (a
   checkpoint, writes, a checkpoint) are its older forms, kept for callers.
-- ``delete_thread`` removes every checkpoint and write of a thread, in all namespaces,
-  and its lease.
+- ``delete_thread`` removes every row of a thread, in all namespaces: checkpoints,
+  writes, its lease and index rows. ``prune`` and ``copy_thread``: see ``_retention``.
 - Values are stored so that later mutation of the caller's objects never changes
   what is stored.
 - A checkpoint's ``versions_seen`` entries (the per-node dicts) are read-only once
@@ -84,7 +84,6 @@ Single-writer threads (a saver whose ``supports_leases`` is true; see docs/persi
 
 Waiting questions: ``list_pending`` (``alist_pending``) lists them across threads
 (see [`PendingListing`][pausepoint.checkpoint._pending.PendingListing] and docs/pending.md).
-
 The engine passes ``lease=`` and ``if_head=`` only to a saver whose ``supports_leases``
 is true. [`BaseCheckpointSaver`][]'s lease methods work within one process only.
 """
@@ -114,6 +113,7 @@ from pausepoint.checkpoint._leases import Lease, LeaseClaim, LocalLeases
 from pausepoint.checkpoint._overrides import commits_async, honour_overrides, no_writes
 from pausepoint.checkpoint._pending import PendingListing
 from pausepoint.checkpoint._protocol import SaverProtocol
+from pausepoint.checkpoint._retention import Retention
 from pausepoint.config import RunnableConfig
 
 __all__ = [
@@ -242,7 +242,7 @@ def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
     return copied
 
 
-class BaseCheckpointSaver(PendingListing):
+class BaseCheckpointSaver(PendingListing, Retention):
     """Base class of savers: sync methods to override, async ones defaulting to them.
 
     A subclass overrides the reads, ``delete_thread`` and either ``commit`` or

@@ -45,6 +45,8 @@ from pausepoint.checkpoint._kept import (
 from pausepoint.checkpoint._keys import ListQuery
 from pausepoint.checkpoint._labels import channel_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
+from pausepoint.checkpoint._prune import ApplyPlan, Request
+from pausepoint.checkpoint._retention import apply_to_dicts
 from pausepoint.checkpoint._reuse import Found, reused
 from pausepoint.checkpoint.base import (
     At,
@@ -456,6 +458,28 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             self._recent.pop(thread, None)
             self._waiting.pop(thread, None)
             self._leases.drop(thread)
+
+    def _prune_request(self, request: Request) -> object:
+        """A prune's deletions under the lock: lease and head checked, then dropped."""
+        if not isinstance(request, ApplyPlan):
+            return super()._prune_request(request)
+        thread = request.thread_id
+        with self._lock:
+            spaces: dict[str, dict[str, Any]] = {"": self._root.get(thread, {})}
+            spaces.update(self._nested.get(thread, {}))
+            done = apply_to_dicts(request, spaces, self._leases.held(thread, self.lease_clock()))
+            if done == "busy":
+                return done
+            if request.whole:
+                for table in (self._root, self._nested, self._recent, self._waiting):
+                    table.pop(thread, None)
+                self._leases.drop(thread)
+            elif thread in self._nested:
+                self._nested[thread] = {ns: ids for ns, ids in spaces.items() if ns}
+            return done
+
+    async def _aprune_request(self, request: Request) -> object:
+        return self._prune_request(request)
 
     def acquire_lease(
         self, thread_id: str, owner: str, ttl: float, *, nudge: bool = False

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pausepoint.checkpoint._keys import ListQuery
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
+from pausepoint.checkpoint._prune import ApplyPlan, Request
+from pausepoint.checkpoint._retention import apply_to_dicts
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -210,6 +212,22 @@ class InMemorySaver(BaseCheckpointSaver):
         with self._lock:
             self._threads.pop(thread, None)
             self._leases.drop(thread)
+
+    def _prune_request(self, request: Request) -> object:
+        """A prune's deletions under the lock: lease and head checked, then dropped."""
+        if not isinstance(request, ApplyPlan):
+            return super()._prune_request(request)
+        thread = request.thread_id
+        with self._lock:
+            leased = self._leases.held(thread, self.lease_clock())
+            done = apply_to_dicts(request, self._threads.get(thread, {}), leased)
+            if request.whole and done != "busy":
+                self._threads.pop(thread, None)
+                self._leases.drop(thread)
+            return done
+
+    async def _aprune_request(self, request: Request) -> object:
+        return self._prune_request(request)
 
 
 def _put_in(by_id: dict[str, _Saved], checkpoint_id: str, saved: _Saved) -> None:
