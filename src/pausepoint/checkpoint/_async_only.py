@@ -131,6 +131,14 @@ class AsyncOnlySaver(BaseCheckpointSaver):
         """Not available: use `aget_lease`, or the sync saver."""
         raise self._refuse("get_lease")
 
+    def _prune_request(self, request: object) -> object:
+        """Not available: ``prune`` is ``aprune`` here."""
+        raise self._refuse("prune")
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Not available: use `acopy_thread`, or the sync saver."""
+        raise self._refuse("copy_thread")
+
     def _refuse(self, method: str) -> TypeError:
         return TypeError(
             f"{type(self).__name__}.{method}() is not available: this saver runs on an async "

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Retention", "apply_to_dicts", "copy_steps", "inventory_of"]
 
-REPORTED = (CheckpointDecodeError, ValueError, TypeError, KeyError, IndexError)
+REPORTED = (CheckpointDecodeError,)
 """Errors of one thread's rows that a prune reports and goes on past (a corrupt row)."""
 
 

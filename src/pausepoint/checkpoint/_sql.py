@@ -117,6 +117,7 @@ WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDE
     AND w.checkpoint_id = c.checkpoint_id"""
 """PostgreSQL: a checkpoint's pending writes as four arrays (NULL when it has none)."""
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
+_THREAD_TABLES = ("pausepoint_leases", "pausepoint_pending")  # rows keyed by thread alone
 
 
 class SqlCodec:
@@ -594,7 +595,6 @@ def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:
-    """Delete every checkpoint, write and the lease of a thread, in all namespaces."""
-    for table in ("pausepoint_writes", "pausepoint_checkpoints", "pausepoint_leases"):
+    """Delete every row of a thread: checkpoints, writes, lease, index rows (all namespaces)."""
+    for table in ("pausepoint_writes", "pausepoint_checkpoints", *_THREAD_TABLES):
         yield Statement(dialect.sql(f"DELETE FROM {table} WHERE thread_id = ?"), (str(thread_id),))
-    return None

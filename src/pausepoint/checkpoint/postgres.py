@@ -30,7 +30,9 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune
+from pausepoint.checkpoint._prune import Request
+from pausepoint.checkpoint._sql_prune import ThreadSize
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint.base import (
     At,
@@ -314,6 +316,25 @@ class PostgresSaver(BaseCheckpointSaver):
         """See [`pausepoint.checkpoint.base`][]."""
         self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
 
+    def _prune_request(self, request: Request) -> object:
+        flow, write = _sql_prune.request_flow(_D, self._codec, request, None)
+        return self._run(flow, write=write)
+
+    async def _aprune_request(self, request: Request) -> object:
+        return await asyncio.to_thread(self._prune_request, request)
+
+    def thread_size(self, thread_id: str) -> ThreadSize:
+        """What a thread's rows cost (``pausepoint threads show``); nothing decoded."""
+        return self._run(_sql_prune.thread_size_flow(_D, thread_id))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """See ``BaseCheckpointSaver.copy_thread``: one transaction."""
+        self._run(_sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id), write=True)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async [`copy_thread`][] (runs in a worker thread)."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
     def acquire_lease(
         self,
         thread_id: str,
@@ -492,6 +513,19 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     async def adelete_thread(self, thread_id: str) -> None:
         """Async ``delete_thread``; see [`pausepoint.checkpoint.base`][]."""
         await self._run(_sql.delete_thread_flow(_D, thread_id), write=True)
+
+    async def _aprune_request(self, request: Request) -> object:
+        flow, write = _sql_prune.request_flow(_D, self._codec, request, None)
+        return await self._run(flow, write=write)
+
+    async def athread_size(self, thread_id: str) -> ThreadSize:
+        """What a thread's rows cost; nothing decoded."""
+        return await self._run(_sql_prune.thread_size_flow(_D, thread_id))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async ``copy_thread``: one transaction."""
+        flow = _sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id)
+        await self._run(flow, write=True)
 
     async def aacquire_lease(
         self,

@@ -21,7 +21,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, Self, TypeVar
 
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune
+from pausepoint.checkpoint._prune import Request
+from pausepoint.checkpoint._sql_prune import ThreadSize
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -281,6 +283,26 @@ class SqliteSaver(BaseCheckpointSaver):
     def delete_thread(self, thread_id: str) -> None:
         """See [`pausepoint.checkpoint.base`][]."""
         self._run(_sql.delete_thread_flow(_sql.SQLITE, thread_id), write=True)
+
+    def _prune_request(self, request: Request) -> object:
+        flow, write = _sql_prune.request_flow(_sql.SQLITE, self._codec, request, self._lease_now)
+        return self._run(flow, write=write)
+
+    async def _aprune_request(self, request: Request) -> object:
+        return await asyncio.to_thread(self._prune_request, request)
+
+    def thread_size(self, thread_id: str) -> ThreadSize:
+        """What a thread's rows cost (``pausepoint threads show``); nothing decoded."""
+        return self._run(_sql_prune.thread_size_flow(_sql.SQLITE, thread_id))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """See ``BaseCheckpointSaver.copy_thread``: one transaction."""
+        flow = _sql_prune.copy_thread_flow(_sql.SQLITE, source_thread_id, target_thread_id)
+        self._run(flow, write=True)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async [`copy_thread`][] (runs in a worker thread)."""
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     def acquire_lease(
         self,
