@@ -64,6 +64,7 @@ from pausepoint.cli.views import (
     ThreadView,
     latest,
     latest_checkpoints,
+    stored_size,
     thread_config,
     thread_ids,
     unreadable,
@@ -432,11 +433,20 @@ def _show(
     args: argparse.Namespace, saver: BaseCheckpointSaver, graph: CompiledStateGraph | None
 ) -> int:
     view = view_of(latest(saver, args.thread), graph, latest=True)
+    size = stored_size(saver, args.thread)
     if args.json:
-        print_json(view.to_json())
-    else:
-        print(render_view(view, exact=graph is not None) + _continue_hint(args, view))
+        print_json({**view.to_json(), "stored": size})
+        return 0
+    stored = "" if size is None else _size_line(size)
+    print(render_view(view, exact=graph is not None) + stored + _continue_hint(args, view))
     return 0
+
+
+def _size_line(size: dict[str, int]) -> str:
+    return (
+        f"\nstored: {size['bytes']} bytes in {size['checkpoints']} checkpoints and "
+        f"{size['writes']} writes (`pausepoint prune` drops old ones)"
+    )
 
 
 def _history(

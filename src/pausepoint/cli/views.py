@@ -35,6 +35,7 @@ __all__ = [
     "graph_version",
     "latest",
     "latest_checkpoints",
+    "stored_size",
     "thread_config",
     "thread_ids",
     "unreadable",
@@ -305,3 +306,12 @@ def latest(saver: BaseCheckpointSaver, thread: str) -> CheckpointTuple:
     if saved is None:
         raise CliError(f"no thread {thread!r} in this database; `threads list` shows them")
     return saved
+
+
+def stored_size(saver: BaseCheckpointSaver, thread: str) -> dict[str, int] | None:
+    """A thread's rows and their bytes as stored, where the saver measures them."""
+    measure = getattr(saver, "thread_size", None)
+    if not callable(measure):
+        return None
+    size = measure(thread)
+    return {"checkpoints": size.checkpoints, "writes": size.writes, "bytes": size.bytes}
