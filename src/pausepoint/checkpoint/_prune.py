@@ -178,6 +178,9 @@ class ApplyPlan:
     head_writes: int
     drop: tuple[Key, ...]
     whole: bool = False
+    deleting: bool = False
+    """A first part of a thread deleted whole: a saver that deletes only whole threads
+    may skip it (the last part, ``whole``, deletes everything)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -405,7 +408,7 @@ def _apply(
     checkpoints = writes = 0
     for n, chunk in enumerate(chunks):
         last = whole and n == len(chunks) - 1
-        result = yield ApplyPlan(inv.thread_id, head_id, head_writes, chunk, last)
+        result = yield ApplyPlan(inv.thread_id, head_id, head_writes, chunk, last, whole)
         if isinstance(result, Applied):
             checkpoints, writes = checkpoints + result.checkpoints, writes + result.writes
             continue

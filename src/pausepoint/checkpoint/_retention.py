@@ -130,7 +130,7 @@ class Retention:
                 return inventory_of(thread, tuples, _head(tuples), saver.get_lease(thread))
             case ApplyPlan():
                 if not request.whole:
-                    raise _cannot_truncate(saver)
+                    return _part(request, saver)
                 current = saver.get_tuple(_config(request.thread_id))
                 if saver.get_lease(request.thread_id) is not None or _moved(request, current):
                     return "busy"
@@ -149,7 +149,7 @@ class Retention:
                 return inventory_of(thread, tuples, _head(tuples), lease)
             case ApplyPlan():
                 if not request.whole:
-                    raise _cannot_truncate(saver)
+                    return _part(request, saver)
                 current = await saver.aget_tuple(_config(request.thread_id))
                 lease = await saver.aget_lease(request.thread_id)
                 if lease is not None or _moved(request, current):
@@ -319,6 +319,14 @@ def apply_to_dicts(plan: ApplyPlan, spaces: dict[str, dict[str, Any]], leased: b
     for ns in [ns for ns, by_id in spaces.items() if ns and not by_id]:
         del spaces[ns]
     return Applied(len(gone), sum(len(getattr(r, "writes", None) or ()) for r in gone))
+
+
+def _part(plan: ApplyPlan, saver: BaseCheckpointSaver) -> Applied:
+    """A part of a plan, for a saver that deletes only whole threads: the first parts of
+    a thread deleted whole are left to the last (``delete_thread``); others it cannot do."""
+    if plan.deleting:
+        return Applied(0, 0)
+    raise _cannot_truncate(saver)
 
 
 def _cannot_truncate(saver: BaseCheckpointSaver) -> NotImplementedError:
