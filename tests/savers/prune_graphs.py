@@ -22,7 +22,8 @@ class State(TypedDict):
 
 
 def _count(node: str) -> None:
-    thread = str(get_config()["configurable"]["thread_id"])
+    conf: dict[str, Any] = dict(get_config().get("configurable") or {})
+    thread = str(conf["thread_id"])
     RUNS[thread, node] += 1
 
 

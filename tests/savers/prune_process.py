@@ -12,8 +12,9 @@ import sys
 from contextlib import AbstractContextManager
 from typing import Any
 
-from pausepoint import Command
 from tests.savers.prune_graphs import build, config
+
+from pausepoint import Command
 
 
 def _saver(db: str) -> AbstractContextManager[Any]:

@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from tests.savers.prune_graphs import RUNS, build, config
 
 from pausepoint import Command, InMemorySaver
 from pausepoint.checkpoint.base import BaseCheckpointSaver
 from pausepoint.checkpoint.compact import CompactingMemorySaver
 from pausepoint.checkpoint.sqlite import SqliteSaver
-from tests.savers.prune_graphs import RUNS, build, config
 
 HERE = Path(__file__).parent
 KINDS = ["memory", "compact", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -133,7 +133,8 @@ def test_older_than_deletes_idle_threads_and_keep_last_keeps_some(saver: Any) ->
     _run_turns(graph, "kept", 2)
     later = datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=31)
     dry = saver.prune(older_than=datetime.timedelta(days=30), now=later, dry_run=True)
-    assert {t.action for t in dry.threads} == {"deleted"} and dry.dry_run
+    assert {t.action for t in dry.threads} == {"deleted"}
+    assert dry.dry_run
     assert len(list(saver.list(config("idle")))) > 1  # a dry run deletes nothing
     saver.prune(["kept"], older_than=datetime.timedelta(days=30), keep_last=3, now=later)
     assert len([t for t in saver.list(config("kept")) if not _ns(t)]) == 3
@@ -222,10 +223,11 @@ def test_sqlite_thread_size_counts_the_rows(tmp_path: Path) -> None:
         _run_turns(build(saver), "t", 2)
         size = saver.thread_size("t")
         assert size.checkpoints == len(list(saver.list(config("t"))))
-        assert size.bytes > 0 and size.writes > 0
+        assert size.bytes > 0
+        assert size.writes > 0
         dry = saver.prune(["t"], keep_last=1, dry_run=True)
         saver.prune(["t"], keep_last=1)
-        assert saver.thread_size("t").bytes == size.bytes - dry.threads[0].bytes
+        assert saver.thread_size("t").bytes == size.bytes - (dry.threads[0].bytes or 0)
 
 
 def test_a_saver_without_single_deletes_says_what_to_implement() -> None:
@@ -390,7 +392,11 @@ def test_kill_9_during_prune_then_rerun(
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "check", db], env=env, capture_output=True, text=True
+        [sys.executable, str(SCRIPT), "check", db],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "all 24 threads resumed" in done.stdout

@@ -286,11 +286,17 @@ CopyStep = tuple["RunnableConfig", "CheckpointTuple", list[tuple[str, list[tuple
 
 
 def copy_steps(tuples: Iterable[CheckpointTuple], target: str) -> list[CopyStep]:
-    """What copying a thread stores: per checkpoint, oldest first, the ``put`` config
-    (its parent in ``target``), the checkpoint, and its writes grouped by task."""
+    """What copying a thread stores, checkpoint by checkpoint, oldest first.
+
+    Each: the ``put`` config (its parent, in ``target``), the checkpoint, and its
+    writes grouped by task.
+    """
     steps: list[CopyStep] = []
     for tup in sorted(tuples, key=lambda t: str(_conf(t).get("checkpoint_id"))):
-        conf: dict[str, Any] = {"thread_id": target, "checkpoint_ns": _conf(tup).get("checkpoint_ns", "")}
+        conf: dict[str, Any] = {
+            "thread_id": target,
+            "checkpoint_ns": _conf(tup).get("checkpoint_ns", ""),
+        }
         if (parent := _parent_id(tup)) is not None:
             conf["checkpoint_id"] = parent
         steps.append(({"configurable": conf}, tup, _by_task(tup.pending_writes or ())))  # pyright: ignore[reportArgumentType]
@@ -305,10 +311,10 @@ def _by_task(writes: Iterable[PendingWrite]) -> list[tuple[str, list[tuple[str, 
 
 
 def apply_to_dicts(plan: ApplyPlan, spaces: dict[str, dict[str, Any]], leased: bool) -> object:
-    """An in-memory saver's `ApplyPlan` (locked): drop the plan's checkpoints from
-    ``spaces`` (namespace -> checkpoint id -> record with ``writes``), or "busy".
+    """An in-memory saver's `ApplyPlan` (locked): its checkpoints dropped, or "busy".
 
-    A ``whole`` plan changes nothing here: the caller then forgets the thread.
+    ``spaces``: namespace -> checkpoint id -> a record with ``writes``. A ``whole``
+    plan changes nothing here: the caller then forgets the thread.
     """
     root = spaces.get("", {})
     head = max(root, default="")
@@ -322,8 +328,11 @@ def apply_to_dicts(plan: ApplyPlan, spaces: dict[str, dict[str, Any]], leased: b
 
 
 def _part(plan: ApplyPlan, saver: BaseCheckpointSaver) -> Applied:
-    """A part of a plan, for a saver that deletes only whole threads: the first parts of
-    a thread deleted whole are left to the last (``delete_thread``); others it cannot do."""
+    """A part of a plan, for a saver that deletes only whole threads.
+
+    The first parts of a thread deleted whole are left to the last (``delete_thread``);
+    other parts it cannot do.
+    """
     if plan.deleting:
         return Applied(0, 0)
     raise _cannot_truncate(saver)

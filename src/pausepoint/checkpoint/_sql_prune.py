@@ -204,8 +204,7 @@ def thread_size_flow(dialect: Dialect, thread_id: str) -> Flow[ThreadSize]:
     ):
         rows = yield Statement(
             dialect.sql(
-                f"SELECT count(*), sum({_size(dialect, *columns)}) FROM {table}"
-                " WHERE thread_id = ?"
+                f"SELECT count(*), sum({_size(dialect, *columns)}) FROM {table} WHERE thread_id = ?"
             ),
             (str(thread_id),),
             fetch=True,

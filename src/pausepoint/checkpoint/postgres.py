@@ -31,9 +31,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, 
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
 from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune
+from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
-from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,

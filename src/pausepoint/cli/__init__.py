@@ -1,4 +1,4 @@
-"""The ``pausepoint`` command line: ``demo``, ``threads``, ``sweep``, ``inbox``, ``check`` and ``prune``."""
+"""The ``pausepoint`` command line: demo, threads, sweep, inbox, check and prune."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from pausepoint.loop.tasks import task_id
 from pausepoint.types import Answer, Interrupt, Send, StateSnapshot
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint._sql_prune import ThreadSize
     from pausepoint.checkpoint.base import BaseCheckpointSaver
     from pausepoint.config import RunnableConfig
     from pausepoint.graph.compiled import CompiledStateGraph
@@ -313,5 +314,5 @@ def stored_size(saver: BaseCheckpointSaver, thread: str) -> dict[str, int] | Non
     measure = getattr(saver, "thread_size", None)
     if not callable(measure):
         return None
-    size = measure(thread)
+    size = cast("ThreadSize", measure(thread))
     return {"checkpoints": size.checkpoints, "writes": size.writes, "bytes": size.bytes}
