@@ -35,9 +35,18 @@ class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
 
+    # Channels test ``value is MISSING``, so a copy must be the sentinel itself: the
+    # default reduction would make ``copy.deepcopy(MISSING)`` a second, distinct
+    # ``_Missing`` that every such test takes for a value (an empty barrier copied for a
+    # trial update then failed with "'_Missing' object is not iterable"). Reducing to
+    # the module-level name makes copy, deepcopy and pickle return MISSING itself.
+    def __reduce__(self) -> str:
+        return "MISSING"
+
 
 MISSING: Final = _Missing()
-"""Marks a channel with no value (never stored in a checkpoint)."""
+"""Marks a channel with no value (never stored in a checkpoint). ``copy``, ``deepcopy``
+and ``pickle`` return this same object."""
 
 
 class Channel:

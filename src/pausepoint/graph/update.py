@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Generator, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from xxhash import xxh3_128_hexdigest
 
@@ -50,7 +50,13 @@ from pausepoint.loop.pending import TaskRecord
 from pausepoint.loop.restore import next_step, restore
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, task_id, task_ns
-from pausepoint.loop.writes import InputWrites, apply_writes, check_update, rejected_writes
+from pausepoint.loop.writes import (
+    InputWrites,
+    apply_writes,
+    check_update,
+    finish_deferred,
+    rejected_writes,
+)
 from pausepoint.types import StateUpdate
 
 __all__ = ["update_effects"]
@@ -188,7 +194,11 @@ def _nodes(spec: GraphSpec, base: _Base, step: Superstep) -> Generator[Call, Any
         sources.append((yield from _update_task(spec, base, update)))
     ordered = sorted(sources, key=lambda s: s.path)  # as apply_writes will apply them
     check_update(base.channels, (), [w for s in ordered for w in s.writes], _what(step))
-    apply_writes(base.checkpoint, base.channels, sources)
+    updated = apply_writes(base.checkpoint, base.channels, sources)
+    if spec.deferred and updated.isdisjoint(spec.triggered_by):
+        # As after a run's step: nothing else would run, so a deferred node's waiting
+        # trigger is released (a deferred join both sides of which were written here).
+        finish_deferred(base.checkpoint, base.channels, spec.deferred)
     return _finish(spec, base, "update", {s.name for s in sources})
 
 
@@ -337,8 +347,13 @@ def _update_task(spec: GraphSpec, base: _Base, update: StateUpdate) -> Generator
     ns = str((base.config.get("configurable") or {}).get("checkpoint_ns", ""))
     tid = task_id(base.checkpoint["id"], ns, base.step, node, "__update__", node)
     # Triggers that are not channels: the step counts as run (ephemeral edge
-    # triggers clear) without marking any channel as seen, as in LangGraph.
-    return Task(tid, node, ("__update__", node), None, (INTERRUPT,), spec.nodes[node], "", writes)
+    # triggers clear) without marking any channel as seen, as in LangGraph. One path
+    # for every update of a superstep: the (stable) sort by path keeps the caller's
+    # order, so a reducer key folds the updates as listed, as LangGraph applies them.
+    return Task(tid, node, _UPDATE_PATH, None, (INTERRUPT,), spec.nodes[node], "", writes)
+
+
+_UPDATE_PATH: Final = ("__update__", "")
 
 
 def _pick_node(spec: GraphSpec, checkpoint: Checkpoint, as_node: str | None) -> str:
