@@ -530,8 +530,8 @@ def _printer(args: RunArgs) -> tuple[ChunkShape | None, RunArgs]:
     subgraph's interrupt twice then: docs/differences.md); ``subgraphs=True``
     only prints the subgraphs' chunks too.
     """
-    if not args.printing:
-        return None, dataclasses.replace(args, subgraphs=False)
+    if not args.printing:  # the common call: no copy (dataclasses.replace is slow)
+        return None, dataclasses.replace(args, subgraphs=False) if args.subgraphs else args
     key = args.output_keys if isinstance(args.output_keys, str) else None
     return ChunkShape(frozenset(), True, args.subgraphs, False, key, args.printing), args
 

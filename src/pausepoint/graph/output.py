@@ -124,10 +124,11 @@ def print_modes(
     """
     if debug or graph_debug:
         return _DEBUG_MODES
-    return _modes("print_mode", print_mode)
+    return _modes("print_mode", print_mode) if print_mode else _NO_MODES
 
 
 _DEBUG_MODES = frozenset({"updates", "values"})
+_NO_MODES: frozenset[str] = frozenset()
 
 
 def _modes(name: str, given: str | Sequence[str]) -> frozenset[str]:
