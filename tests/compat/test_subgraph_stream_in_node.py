@@ -128,14 +128,7 @@ def _record(
     leaf = _leaf(lib, ask=ask)
     g = _graph(lib, drive, _caller(lib, drive, leaf, seen, "n", how, inner), saver=saver)
     config = thread() if saver else None
-    record: dict[str, Any] = {
-        "outer": _by_ns(drive.stream(g, {"x": 1, "log": []}, config, **outer))
-    }
-    if ask:
-        record["resumed"] = _by_ns(drive.stream(g, lib.Command(resume="yes"), config, **outer))
-        record["state"] = drive.get_state(g, config).values
-    record["inner"] = [(name, _by_ns(got)) for name, got in seen]
-    return record
+    return _observed(lib, drive, g, config, outer, ask, seen)
 
 
 def _cases() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
@@ -302,14 +295,7 @@ def _deep(
     mid = b.compile()
     g = _graph(lib, drive, _caller(lib, drive, mid, seen, "n", how, mid_kw), saver=ask)
     config = thread() if ask else None
-    record: dict[str, Any] = {
-        "outer": _by_ns(drive.stream(g, {"x": 1, "log": []}, config, **outer))
-    }
-    if ask:
-        record["resumed"] = _by_ns(drive.stream(g, lib.Command(resume="yes"), config, **outer))
-        record["state"] = drive.get_state(g, config).values
-    record["inner"] = [(name, _by_ns(got)) for name, got in seen]
-    return record
+    return _observed(lib, drive, g, config, outer, ask, seen)
 
 
 _UPD: dict[str, Any] = {"stream_mode": ["updates", "custom"]}
@@ -415,3 +401,18 @@ def entrypoint_task_and_debug_events(lib: Any, drive: Any) -> Any:
 
 
 test_subgraph_stream_in_node = scenario.test()
+
+
+def _observed(
+    lib: Any, drive: Any, g: Any, config: Any, outer: dict[str, Any], ask: bool, seen: list[Any]
+) -> dict[str, Any]:
+    """Run ``g`` streamed as ``outer`` says (then resume it, when a node asks) and record
+    what the root's caller got, the state, and what each inner caller got."""
+    record: dict[str, Any] = {
+        "outer": _by_ns(drive.stream(g, {"x": 1, "log": []}, config, **outer))
+    }
+    if ask:
+        record["resumed"] = _by_ns(drive.stream(g, lib.Command(resume="yes"), config, **outer))
+        record["state"] = drive.get_state(g, config).values
+    record["inner"] = [(name, _by_ns(got)) for name, got in seen]
+    return record
