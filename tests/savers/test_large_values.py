@@ -153,20 +153,22 @@ def test_a_bad_value_beside_a_large_one_writes_nothing(saver: Any) -> None:
     assert "payload" not in graph.get_state(cfg).values
 
 
-def test_sqlite_stores_the_step_as_the_whole_checkpoint_would_encode(tmp_path: Path) -> None:
-    # The checkpoint blob was spliced from the write's encoding: byte for byte what
-    # encoding the whole checkpoint gives, so the stored format is unchanged.
+def test_sqlite_stores_the_step_as_the_whole_value_would_encode(tmp_path: Path) -> None:
+    # The value's row (pausepoint_blobs, schema version 7) reuses the write's encoding:
+    # byte for byte what encoding the value gives; the checkpoint holds its version.
     path = str(tmp_path / "c.sqlite")
     value = _records(MB)
     with SqliteSaver.from_conn_string(path) as saver:
         _graph(saver, value).invoke({"n": 1}, {"configurable": {"thread_id": "t"}})
     conn = sqlite3.connect(path)
-    rows = conn.execute("SELECT checkpoint FROM pausepoint_checkpoints").fetchall()
+    rows = conn.execute("SELECT value FROM pausepoint_blobs").fetchall()
+    checkpoints = conn.execute("SELECT checkpoint FROM pausepoint_checkpoints").fetchall()
     conn.close()
     ser = Serializer()
     spliced = [blob for (blob,) in rows if len(blob) > MB // 2]
     assert len(spliced) == 1
     assert ser.dumps(ser.loads(spliced[0])) == spliced[0]
+    assert all(len(blob) < MB // 2 for (blob,) in checkpoints)
 
 
 @pytest_asyncio.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

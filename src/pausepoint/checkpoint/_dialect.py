@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from pausepoint.checkpoint._blobs_schema import BLOBS_MIGRATION
 from pausepoint.checkpoint._pending_schema import PENDING_MIGRATION
 from pausepoint.errors import PausepointError
 
@@ -224,6 +225,9 @@ MIGRATIONS: tuple[tuple[str | Mapping[str, str], ...], ...] = (
     # instructions per resume (benchmarks/README.md, run N). Applies to pages filled
     # from now on.
     ({"postgres": "ALTER TABLE pausepoint_leases SET (fillfactor = 50)"},),
+    # Large channel values in rows of their own, once per version; appends as deltas
+    # (``_sql_values``). Checkpoints stored before keep their values and read as before.
+    BLOBS_MIGRATION,
 )
 """Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1.
 

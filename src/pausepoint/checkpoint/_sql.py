@@ -10,8 +10,10 @@ Tables (prefixed so they can live beside LangGraph's in one database):
 ``pausepoint_migrations`` (applied schema versions), ``pausepoint_checkpoints``
 (one row per checkpoint; the checkpoint is one serialized blob and metadata is a
 JSON object for filtering), ``pausepoint_writes`` (pending writes; ``seq``
-keeps insertion order and survives upserts) and ``pausepoint_leases`` (a thread's
-single writer; its flows are in `pausepoint.checkpoint._sql_leases`).
+keeps insertion order and survives upserts), ``pausepoint_blobs`` (large channel
+values, once per version, appends as deltas: `pausepoint.checkpoint._sql_values`) and
+``pausepoint_leases`` (a thread's single writer; its flows are in
+`pausepoint.checkpoint._sql_leases`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,11 @@ from pausepoint.checkpoint._dialect import (
     setup_flow,
 )
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
-from pausepoint.checkpoint._reuse import Found, dumps_checkpoint, remember
+from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
+from pausepoint.checkpoint._sql_codec import SqlCodec
 from pausepoint.checkpoint._sql_pending import list_pending_flow as _list_pending_flow
+from pausepoint.checkpoint._sql_values import Unless, each, fetch_statement, fill, refs_of, split
 from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
@@ -53,8 +57,7 @@ from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
 from pausepoint.errors import CheckpointDecodeError, SerializationError
-from pausepoint.serde import FORMAT, FRAMED, Serializer, SerializerProtocol
-from pausepoint.serde.frames import MAGIC
+from pausepoint.serde import FORMAT
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_leases import Guard
@@ -120,56 +123,6 @@ _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
 _THREAD_TABLES = ("pausepoint_leases", "pausepoint_pending")  # rows keyed by thread alone
 
 
-class SqlCodec:
-    """Serialization of rows: values through the saver's serde, metadata as JSON."""
-
-    __slots__ = ("_meta", "serde")
-
-    def __init__(self, serde: SerializerProtocol | None) -> None:
-        self.serde: SerializerProtocol = serde if serde is not None else Serializer()
-        # Metadata must stay a JSON object (databases filter on it): always our format.
-        self._meta = self.serde if isinstance(self.serde, Serializer) else Serializer()
-
-    def dump(self, value: Any, label: str) -> tuple[str, bytes]:
-        """``(type, bytes)`` of ``value``; ``label`` names it in error messages."""
-        if isinstance(self.serde, Serializer):
-            data = self.serde.dumps(value, label=label)
-            return (FRAMED if data.startswith(MAGIC) else FORMAT), data
-        return self.serde.dumps_typed(value)
-
-    def dump_checkpoint(self, checkpoint: Checkpoint, found: Found | None) -> tuple[str, bytes]:
-        """``dump(checkpoint)``, reusing the encodings of large writes noted in ``found``."""
-        if found and isinstance(self.serde, Serializer):
-            try:
-                blob = dumps_checkpoint(self.serde, checkpoint, found)
-            except SerializationError:
-                blob = None  # encoded whole below, which reports it as usual
-            if blob is not None:
-                return FORMAT, blob
-        return self.dump(checkpoint, "checkpoint")
-
-    def dump_metadata(self, metadata: Mapping[str, Any]) -> str:
-        """Encode the metadata as a JSON object text."""
-        return self._meta.dumps_mapping(metadata)
-
-    def load(self, type_: str, blob: bytes | memoryview) -> Any:
-        """Decode a stored value (a column of the wrong type is a corrupt row)."""
-        if not isinstance(type_, str) or not isinstance(blob, bytes | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise CheckpointDecodeError(
-                f"a value is stored as {type(type_).__name__}/{type(blob).__name__}, "
-                "not as text/bytes; the row is corrupt"
-            )
-        return self.serde.loads_typed((type_, bytes(blob)))
-
-    def load_metadata(self, text: str | bytes) -> dict[str, Any]:
-        """Decode stored metadata."""
-        if not isinstance(text, str | bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise CheckpointDecodeError(
-                f"metadata is stored as {type(text).__name__}, not as JSON text; the row is corrupt"
-            )
-        return self._meta.loads_mapping(text)
-
-
 def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
@@ -200,15 +153,23 @@ def _decoded(row: Row, decode: Callable[[], T]) -> T:
         ) from exc
 
 
-def _to_tuple(row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any]) -> CheckpointTuple:
-    return _decoded(row, lambda: _tuple_of_row(row, writes, codec, metadata))
+def _to_tuple(
+    dialect: Dialect, codec: SqlCodec, row: Row, writes: Rows, metadata: dict[str, Any]
+) -> Flow[CheckpointTuple]:
+    """The row's tuple; its large values read from ``pausepoint_blobs`` (``_sql_values``)."""
+    checkpoint = _decoded(row, lambda: codec.load(row[4], row[5]))
+    refs = _decoded(row, lambda: refs_of(checkpoint))
+    if refs:
+        blobs = yield fetch_statement(dialect, row[0], row[1], refs)
+        key = (str(row[0]), str(row[1]))
+        _decoded(row, lambda: fill(codec, codec.chains, key, checkpoint, refs, blobs))
+    return _decoded(row, lambda: _tuple_of_row(row, writes, codec, metadata, checkpoint))
 
 
 def _tuple_of_row(
-    row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any]
+    row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any], checkpoint: Any
 ) -> CheckpointTuple:
-    thread, ns, cid, parent_id, type_, blob = row[:6]
-    checkpoint = codec.load(type_, blob)
+    thread, ns, cid, parent_id = row[:4]
     check_checkpoint(checkpoint, cid)
     pending = [PendingWrite(w[0], w[1], codec.load(w[2], w[3])) for w in writes]
     check_writes(pending)
@@ -261,7 +222,7 @@ def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTupl
         writes: Rows = list(zip(tasks, channels, types, values, strict=True)) if tasks else []
     else:
         writes = yield _writes_of(dialect, row)
-    return _to_tuple(row, writes, codec, _metadata_of(row, codec))
+    return (yield from _to_tuple(dialect, codec, row, writes, _metadata_of(row, codec)))
 
 
 def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
@@ -336,7 +297,7 @@ def list_flow(
         if filter and any(metadata.get(k) != v for k, v in filter.items()):
             continue
         writes = yield _writes_of(dialect, row)
-        out.append(_to_tuple(row, writes, codec, metadata))
+        out.append((yield from _to_tuple(dialect, codec, row, writes, metadata)))
     return out
 
 
@@ -350,7 +311,9 @@ def put_flow(
 ) -> Flow[At]:
     """Store a checkpoint whose parent is ``at``'s ``checkpoint_id``; return where it is."""
     ref = ref_of(at)
-    params = put_params(dialect, codec, ref, checkpoint, metadata)
+    blobs: list[Statement | Unless] = []
+    params = put_params(dialect, codec, ref, checkpoint, metadata, None, blobs)
+    yield from each(blobs)
     if guard is None:
         yield Statement(dialect.sql(_PUT_INTO + PUT_ROW + ON_PUT_CONFLICT), params)
     else:
@@ -365,14 +328,21 @@ def put_params(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     found: Found | None = None,
+    blobs: list[Statement | Unless] | None = None,
 ) -> Row:
     """The parameters of a checkpoint's row (``PUT_ROW``), its values encoded.
 
     ``found``: encodings of large writes stored in the same call (see ``_reuse``).
+    ``blobs``: gets the statements storing its large values, to run before the row
+    (``_sql_values``); None: every value in the row, as before schema version 7.
     """
     thread, ns, parent_id = parent
     try:
-        type_, blob = codec.dump_checkpoint(checkpoint, found)
+        stored: Mapping[str, Any] = checkpoint
+        if blobs is not None:
+            stored, more = split(codec, codec.chains, dialect, thread, ns, checkpoint, found)
+            blobs.extend(more)
+        type_, blob = codec.dump_checkpoint(stored, found)
     except SerializationError as exc:
         values = checkpoint["channel_values"]
         raise explain_checkpoint(values, codec.dump, exc) from None
@@ -469,8 +439,9 @@ def put_after_writes_flow(
     """
     ref = under = ref_of(at)
     puts: list[Row] = []
+    blobs: list[Statement | Unless] = []
     if first is not None:
-        puts.append(put_params(dialect, codec, ref, first.checkpoint, first.metadata))
+        puts.append(put_params(dialect, codec, ref, first.checkpoint, first.metadata, None, blobs))
         under = ref.at(first.checkpoint["id"])
     found: Found = {}  # a large value written and in the checkpoint is encoded once
     rows = [
@@ -479,7 +450,8 @@ def put_after_writes_flow(
         for row in _write_rows(codec, under, task.writes, task.task_id, task.task_path, found)
     ]
     if checkpoint is not None:
-        puts.append(put_params(dialect, codec, under, checkpoint, metadata, found))
+        puts.append(put_params(dialect, codec, under, checkpoint, metadata, found, blobs))
+    yield from each(blobs)  # before the rows referencing them
     if guard is None:
         yield from store_rows(dialect, _first_of_each_slot(rows), puts)
     else:
@@ -595,6 +567,11 @@ def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:
-    """Delete every row of a thread: checkpoints, writes, lease, index rows (all namespaces)."""
-    for table in ("pausepoint_writes", "pausepoint_checkpoints", *_THREAD_TABLES):
+    """Delete every row of a thread: checkpoints, writes, value rows, lease, index rows."""
+    for table in (
+        "pausepoint_writes",
+        "pausepoint_checkpoints",
+        "pausepoint_blobs",
+        *_THREAD_TABLES,
+    ):
         yield Statement(dialect.sql(f"DELETE FROM {table} WHERE thread_id = ?"), (str(thread_id),))

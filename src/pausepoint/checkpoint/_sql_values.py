@@ -1,0 +1,325 @@
+"""Schema version 7: large channel values stored apart, once per version, appends as deltas.
+
+A checkpoint row used to hold every channel value, so a thread whose message list
+grows by one message a step stored the whole list again at every step (O(N²) bytes).
+Now a *large* value of a state channel (its encoding at least `MOVE_FROM` bytes) is a
+row of ``pausepoint_blobs``, keyed by ``(thread_id, checkpoint_ns, channel, version)``,
+and the checkpoint holds its key: a value that did not change is the same row, written
+once. The version text is ``"<channel version>:<digest of the encoding>"``, so a row
+always holds one content (a value changed without a new version, as a declared
+migration may do, gets a row of its own).
+
+A value whose encoding extends the one stored last for the channel (the same bytes,
+more of them before the closing one: a list that was appended to, a string that
+grew) is stored as a *delta*: the bytes inserted, and the version it extends
+(``base``). Reading follows the bases back to a full value (a recursive query, one
+statement) and joins the bytes: ``full[:-1] + deltas + full[-1:]``, then decodes once.
+A full value is written again when the deltas since the last one add up to its size,
+or after `MAX_DEPTH` of them, so reading any value reads at most about twice its size.
+
+Which encoding was stored last is remembered by the saver (`Chains`, per process,
+bounded); it is a hint, never trusted: a delta row is inserted only if its base row
+exists, in the same statement, and otherwise the full value is. Nothing here depends
+on the engine telling the saver what changed: the bytes decide. docs/format.md
+describes the rows.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from xxhash import xxh3_128_hexdigest, xxh3_128_intdigest
+
+from pausepoint.checkpoint._dialect import Dialect, Flow, Rows, Statement
+from pausepoint.checkpoint._reuse import Found, reused
+from pausepoint.errors import CheckpointDecodeError
+from pausepoint.serde import FORMAT, Serializer
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._sql_codec import SqlCodec
+
+__all__ = [
+    "MAX_DEPTH",
+    "MOVE_FROM",
+    "REFS",
+    "Chains",
+    "Unless",
+    "each",
+    "fetch_statement",
+    "fill",
+    "refs_of",
+    "split",
+]
+
+MOVE_FROM = 4096
+"""A channel value whose encoding is at least this long is stored in its own row."""
+MAX_DEPTH = 1000
+"""Deltas in a row at most before a full value is stored again."""
+REFS = "refs"
+"""The stored checkpoint's key listing the channels whose value is a row's version."""
+DELTA = "delta"
+"""The ``type`` of a delta row."""
+_CHAINS = 4096
+"""Channels whose last stored encoding a saver remembers (least recently used go)."""
+
+_COLUMNS = "thread_id, checkpoint_ns, channel, version, type, value, base, anchor"
+_INSERT_FULL = (
+    f"INSERT INTO pausepoint_blobs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, NULL, ?) "
+    "ON CONFLICT DO NOTHING"
+)
+# The delta only if its base is stored; its anchor is the base's (whatever a hint says).
+_INSERT_DELTA = f"""INSERT INTO pausepoint_blobs ({_COLUMNS})
+    SELECT ?, ?, ?, ?, '{DELTA}', ?, b.version, b.anchor FROM pausepoint_blobs b
+    WHERE b.thread_id = ? AND b.checkpoint_ns = ? AND b.channel = ? AND b.version = ?
+    ON CONFLICT DO NOTHING"""
+_STORED = """SELECT 1 FROM pausepoint_blobs WHERE thread_id = ? AND checkpoint_ns = ?
+    AND channel = ? AND version = ?"""
+SHIP_FROM = 64 * 1024
+"""PostgreSQL: a full value at least this long is sent only if its row is not there
+(a round trip to ask costs less than sending it); SQLite's are always given."""
+_FETCH = """SELECT channel, version, type, value, base FROM pausepoint_blobs
+    WHERE thread_id = ? AND checkpoint_ns = ? AND ({keys})"""
+_KEY = """(channel = ? AND anchor = (SELECT a.anchor FROM pausepoint_blobs a
+    WHERE a.thread_id = ? AND a.checkpoint_ns = ? AND a.channel = ? AND a.version = ?))"""
+"""The rows of the values a checkpoint references: each one's full value and deltas
+(and those of other branches from the same full value: a fork's)."""
+
+
+@dataclass(slots=True)
+class _Link:
+    """What a saver remembers of the encoding it stored last for one channel."""
+
+    version: str
+    size: int
+    head: int
+    """The digest of the encoding without its last byte."""
+    last: bytes
+    depth: int
+    """Deltas since the last full value."""
+    chain: int
+    """Bytes of those deltas."""
+    full: int
+    """Size of that full value."""
+
+
+class Chains:
+    """The last stored encoding of recently written channels, per saver (a hint)."""
+
+    __slots__ = ("_links", "_lock")
+
+    def __init__(self) -> None:
+        self._links: OrderedDict[tuple[str, str, str], _Link] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> _Link | None:
+        with self._lock:
+            return self._links.get(key)
+
+    def note(self, key: tuple[str, str, str], link: _Link) -> None:
+        with self._lock:
+            self._links[key] = link
+            self._links.move_to_end(key)
+            if len(self._links) > _CHAINS:
+                self._links.popitem(last=False)
+
+
+def _movable(channel: str, value: object) -> bool:
+    """A state channel's value that may be large: not internal, not a small scalar."""
+    if channel.startswith("__") and channel != "__root__":
+        return False
+    if ":" in channel:  # branch:to:<node>, join:<a>+<b>:<node>
+        return False
+    kind = type(value)
+    if kind is str:
+        return len(cast("str", value)) >= MOVE_FROM // 6
+    return kind not in (int, float, bool, type(None))
+
+
+def split(
+    codec: SqlCodec,
+    chains: Chains,
+    dialect: Dialect,
+    thread: str,
+    ns: str,
+    checkpoint: Mapping[str, Any],
+    found: Found | None,
+) -> tuple[Mapping[str, Any], list[Statement | Unless]]:
+    """The checkpoint to store in its row, and the statements storing its large values.
+
+    The statements go before the checkpoint's row (a crash between them leaves rows no
+    checkpoint references, never a checkpoint missing one). A serializer other than
+    pausepoint's, or a checkpoint with no large state value, is stored whole, as before.
+    """
+    values = checkpoint.get("channel_values")
+    if not isinstance(codec.serde, Serializer) or type(values) is not dict:
+        return checkpoint, []
+    versions = cast("Mapping[str, object]", checkpoint.get("channel_versions") or {})
+    channels = cast("dict[str, object]", values)
+    moved: dict[str, str] = {}
+    statements: list[Statement | Unless] = []
+    for channel, value in channels.items():
+        if not _movable(channel, value):
+            continue
+        blob = reused(found, value) if found else None
+        if blob is None:
+            type_, blob = codec.dump(value, f"channel {channel!r}")
+            if type_ != FORMAT:
+                continue  # framed (large bytes): kept in the checkpoint, as before
+        if len(blob) < MOVE_FROM:
+            continue
+        version = f"{versions.get(channel, '')}:{xxh3_128_hexdigest(blob)}"
+        statements.extend(_store(chains, dialect, (thread, ns, channel), version, blob))
+        moved[channel] = version
+    if not moved:
+        return checkpoint, []
+    stored = dict(checkpoint)
+    stored["channel_values"] = {**channels, **moved}
+    stored[REFS] = list(moved)
+    return stored, statements
+
+
+@dataclass(frozen=True, slots=True)
+class Unless:
+    """Run ``otherwise`` unless ``first`` returns a row (``each`` runs it)."""
+
+    first: Statement
+    otherwise: Statement
+
+
+def _store(
+    chains: Chains, dialect: Dialect, key: tuple[str, str, str], version: str, blob: bytes
+) -> list[Statement | Unless]:
+    """The statements storing ``blob`` as ``version``: a delta when it may be one."""
+    link = chains.get(key)
+    full = Statement(dialect.sql(_INSERT_FULL), (*key, version, FORMAT, blob, version))
+    head = xxh3_128_intdigest(memoryview(blob)[:-1])
+    if link is None or link.version == version:
+        # Unchanged (or not known): the full row, ignored if it is there. Never trusted
+        # to be there: the thread may have been deleted since, by any process.
+        if link is None:
+            chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob)))
+        if dialect.name == "postgres" and len(blob) >= SHIP_FROM:
+            stored = Statement(dialect.sql(_STORED), (*key, version), fetch=True)
+            return [Unless(stored, full)]
+        return [full]
+    base = link.size - 1
+    delta = len(blob) - link.size
+    extends = (
+        delta > 0
+        and blob[-1:] == link.last
+        and link.depth < MAX_DEPTH
+        and link.chain + delta < 2 * link.full
+        and xxh3_128_intdigest(memoryview(blob)[:base]) == link.head
+    )
+    if not extends:
+        chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob)))
+        return [full]
+    depth, chain = link.depth + 1, link.chain + delta
+    chains.note(key, _Link(version, len(blob), head, blob[-1:], depth, chain, link.full))
+    inserted = blob[base:-1]
+    delta_params = (*key, version, inserted, *key, link.version)
+    if dialect.returning:  # the full value only if the delta was not stored
+        returning = dialect.sql(_INSERT_DELTA + " RETURNING 1")
+        return [Unless(Statement(returning, delta_params, fetch=True), full)]
+    return [Statement(dialect.sql(_INSERT_DELTA), delta_params), full]
+
+
+def each(statements: list[Statement | Unless]) -> Flow[None]:
+    """A flow running ``statements`` (a list cannot be delegated to: rows are sent)."""
+    for statement in statements:
+        if isinstance(statement, Unless):
+            if not (yield statement.first):
+                yield statement.otherwise
+        else:
+            _ = yield statement  # the rows sent back are not needed
+
+
+def fetch_statement(dialect: Dialect, thread: str, ns: str, refs: Mapping[str, str]) -> Statement:
+    """The statement reading the rows of ``refs`` (channel → version): each one's chain."""
+    keys = " OR ".join([_KEY] * len(refs))
+    params = [thread, ns]
+    for channel, version in refs.items():
+        params += (channel, thread, ns, channel, version)
+    return Statement(dialect.sql(_FETCH.format(keys=keys)), params, fetch=True)
+
+
+def refs_of(checkpoint: object) -> dict[str, str] | None:
+    """The stored checkpoint's references (channel → version), None if it has none."""
+    if type(checkpoint) is not dict:
+        return None
+    stored = cast("dict[str, Any]", checkpoint)
+    names = stored.get(REFS)
+    if names is None:
+        return None
+    values = stored.get("channel_values")
+    if type(names) is not list or type(values) is not dict:
+        raise CheckpointDecodeError("the checkpoint's value references are malformed")
+    refs: dict[str, str] = {}
+    for name in cast("list[object]", names):
+        version = cast("dict[object, object]", values).get(name)
+        if type(name) is not str or type(version) is not str:
+            raise CheckpointDecodeError("the checkpoint's value references are malformed")
+        refs[name] = version
+    return refs
+
+
+def fill(
+    codec: SqlCodec,
+    chains: Chains,
+    key: tuple[str, str],
+    checkpoint: dict[str, Any],
+    refs: Mapping[str, str],
+    rows: Rows,
+) -> None:
+    """Put the referenced values into ``checkpoint`` (decoded from ``rows``), in place.
+
+    A row of the wrong shape fails here as ``CheckpointDecodeError``, or as the
+    ``TypeError`` of joining what is not bytes (the caller names the checkpoint).
+    """
+    by_channel: dict[object, dict[object, tuple[Any, Any, Any]]] = {}
+    for channel, version, type_, value, base in rows:
+        by_channel.setdefault(channel, {})[version] = (type_, value, base)
+    values = cast("dict[str, object]", checkpoint["channel_values"])
+    for channel, version in refs.items():
+        blob, depth, chain = _joined(by_channel.get(channel, {}), channel, version)
+        values[channel] = codec.load(FORMAT, blob)
+        head = xxh3_128_intdigest(memoryview(blob)[:-1])
+        full = len(blob) - chain
+        link = _Link(version, len(blob), head, blob[-1:], depth, chain, full)
+        chains.note((*key, channel), link)
+    del checkpoint[REFS]
+
+
+def _joined(
+    rows: Mapping[object, tuple[Any, Any, Any]], channel: str, version: str
+) -> tuple[bytes, int, int]:
+    """The encoding of ``version``: its full value's bytes with the deltas since joined."""
+    deltas: list[Any] = []
+    get = rows.get
+    at: object = version
+    for _ in range(MAX_DEPTH + 2):
+        row = get(at)
+        if row is None:
+            raise CheckpointDecodeError(
+                f"channel {channel!r}: stored value {at!r} is missing from pausepoint_blobs"
+            )
+        type_, value, base = row
+        if base is None:
+            if type_ != FORMAT or not value:
+                raise CheckpointDecodeError(
+                    f"channel {channel!r}: stored value {at!r} has type {type_!r} or is empty"
+                )
+            full = bytes(value)
+            joined = b"".join(reversed(deltas))
+            return full[:-1] + joined + full[-1:], len(deltas), len(joined)
+        if type_ != DELTA:
+            raise CheckpointDecodeError(
+                f"channel {channel!r}: stored value {at!r} has an unknown type {type_!r}"
+            )
+        deltas.append(value)
+        at = base
+    raise CheckpointDecodeError(f"channel {channel!r}: stored value {version!r} has no full value")
