@@ -1,7 +1,9 @@
 """A graph for the retention tests: parallel branches, a question, a subgraph asking too.
 
 Every node counts its runs per thread in ``RUNS`` (a side effect), so a test can tell
-that a resume after a prune re-ran nothing that had finished.
+that a resume after a prune re-ran nothing that had finished. ``build(pad=N)`` makes
+each entry N characters longer: the list soon passes 4 KiB and the SQL savers store it
+apart, its appends as deltas (``_sql_values``).
 """
 
 from __future__ import annotations
@@ -27,25 +29,29 @@ def _count(node: str) -> None:
     RUNS[thread, node] += 1
 
 
-def _work(state: State) -> dict[str, Any]:
-    _count("work")
-    return {"log": [f"w{len(state['log'])}"]}
+def _nodes(pad: int) -> tuple[Any, Any, Any]:
+    filler = "".join(chr(97 + (i * 7) % 26) for i in range(pad))
+
+    def work(state: State) -> dict[str, Any]:
+        _count("work")
+        return {"log": [f"w{len(state['log'])}{filler}"]}
+
+    def ask(state: State) -> dict[str, Any]:
+        answer = interrupt(f"ok {len(state['log'])}?")
+        _count("ask")
+        return {"log": [f"a:{answer}{filler}"]}
+
+    def inner(state: State) -> dict[str, Any]:
+        answer = interrupt("inner?")
+        _count("inner")
+        return {"log": [f"i:{answer}{filler}"]}
+
+    return work, ask, inner
 
 
-def _ask(state: State) -> dict[str, Any]:
-    answer = interrupt(f"ok {len(state['log'])}?")
-    _count("ask")
-    return {"log": [f"a:{answer}"]}
-
-
-def _inner(state: State) -> dict[str, Any]:
-    answer = interrupt("inner?")
-    _count("inner")
-    return {"log": [f"i:{answer}"]}
-
-
-def build(saver: Any, *, stateful_sub: bool = False) -> Any:
+def build(saver: Any, *, stateful_sub: bool = False, pad: int = 0) -> Any:
     """START -> (work | ask) -> sub (a subgraph that asks) -> END."""
+    _work, _ask, _inner = _nodes(pad)
     sub = StateGraph(State)
     sub.add_node("inner", _inner)
     sub.add_edge(START, "inner")

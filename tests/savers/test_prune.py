@@ -182,8 +182,9 @@ def _ns(tup: Any) -> str:
 
 def test_sqlite_delete_thread_leaves_no_row_in_any_table(tmp_path: Path) -> None:
     with SqliteSaver.from_conn_string(str(tmp_path / "d.db")) as saver:
-        graph = build(saver)
+        graph = build(saver, pad=2000)  # its log stored apart too (pausepoint_blobs)
         _run_turns(graph, "gone", 1, end_waiting=True)
+        assert saver.conn.execute("SELECT count(*) FROM pausepoint_blobs").fetchone()[0] > 0
         saver.acquire_lease("gone", "w", 60)
         saver.release_lease("gone", "w")
         saver.delete_thread("gone")
@@ -192,7 +193,7 @@ def test_sqlite_delete_thread_leaves_no_row_in_any_table(tmp_path: Path) -> None
             for r in saver.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             if str(r[0]).startswith("pausepoint_") and r[0] != "pausepoint_migrations"
         ]
-        assert len(tables) == 4
+        assert len(tables) == 5
         for table in tables:
             n = saver.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
             assert n == 0, table
@@ -278,11 +279,12 @@ class PruneMachine(RuleBasedStateMachine):
     """The same operations on thread "t" (pruned) and "r" (never): they must agree."""
 
     make_saver: Any = InMemorySaver
+    pad = 0  # characters added to each log entry (test_blob_retention: large values)
 
     def __init__(self) -> None:
         super().__init__()
         self.saver = type(self).make_saver()
-        self.graph = build(self.saver, stateful_sub=False)
+        self.graph = build(self.saver, stateful_sub=False, pad=self.pad)
         self.kept: int | None = None  # history length left by the last prune
         RUNS.clear()
 

@@ -10,8 +10,8 @@ commit. Then it checks that the lease is free and the head (and its writes) is w
 the plan was made from; otherwise it deletes nothing and answers ``"busy"``.
 
 Deleting checkpoints deletes their writes (their rows in ``pausepoint_pending``
-follow by trigger), then runs `collect_unreferenced_flow`: the step that deletes
-rows no surviving checkpoint references, once checkpoints share stored values.
+follow by trigger), then runs `collect_unreferenced_flow`: it deletes the value rows
+(``pausepoint_blobs``, shared by checkpoints) no surviving checkpoint needs.
 
 Also here: a thread's stored size (``pausepoint threads show``) and ``copy_thread``.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Statement
 from pausepoint.checkpoint._prune import (
@@ -36,6 +36,7 @@ from pausepoint.checkpoint._prune import (
 )
 from pausepoint.checkpoint._sql import SqlCodec, delete_thread_flow, get_tuple_flow
 from pausepoint.checkpoint._sql_leases import Clock, get_lease_flow
+from pausepoint.checkpoint._sql_values import REFS_MARK, refs_of
 from pausepoint.errors import CheckpointDecodeError
 
 __all__ = [
@@ -57,8 +58,9 @@ class ThreadSize:
     Attributes:
         checkpoints: Checkpoint rows, in every namespace.
         writes: Pending write rows.
-        bytes: Bytes of their stored values and metadata (SQLite: the blobs' and
-            texts' lengths; PostgreSQL: ``pg_column_size``, after compression).
+        bytes: Bytes of their stored values and metadata, the large values stored
+            apart (``pausepoint_blobs``) included (SQLite: the blobs' and texts'
+            lengths; PostgreSQL: ``pg_column_size``, after compression).
     """
 
     checkpoints: int
@@ -81,7 +83,7 @@ def request_flow(
         case ReadThread(thread):
             return _inventory_flow(dialect, codec, thread, clock), False
         case ApplyPlan():
-            return _apply_flow(dialect, request, clock), True
+            return _apply_flow(dialect, codec, request, clock), True
 
 
 def _threads_flow(dialect: Dialect, after: str, limit: int) -> Flow[object]:
@@ -145,7 +147,7 @@ _HEAD = """SELECT c.checkpoint_id, (SELECT count(*) FROM pausepoint_writes w
     ORDER BY c.checkpoint_id DESC LIMIT 1"""
 
 
-def _apply_flow(dialect: Dialect, plan: ApplyPlan, clock: Clock) -> Flow[object]:
+def _apply_flow(dialect: Dialect, codec: SqlCodec, plan: ApplyPlan, clock: Clock) -> Flow[object]:
     thread = plan.thread_id
     if dialect.name == "postgres":  # a claim in another session now waits for our commit
         yield Statement(dialect.lease_sql(_LOCK_LEASE), (thread,))
@@ -164,7 +166,7 @@ def _apply_flow(dialect: Dialect, plan: ApplyPlan, clock: Clock) -> Flow[object]
                 ),
                 (thread, ns, *ids),
             )
-    yield from collect_unreferenced_flow(dialect, thread)
+    yield from collect_unreferenced_flow(dialect, codec, thread)
     if plan.whole:
         yield from delete_thread_flow(dialect, thread)
     return Applied(len(plan.drop), 0)
@@ -181,18 +183,64 @@ def _by_namespace(keys: Iterable[Key]) -> list[tuple[str, list[str]]]:
     ]
 
 
-def collect_unreferenced_flow(dialect: Dialect, thread_id: str) -> Flow[None]:
-    """Delete the thread's rows that no surviving checkpoint references (the GC step).
+def collect_unreferenced_flow(dialect: Dialect, codec: SqlCodec, thread_id: str) -> Flow[int]:
+    """Delete the thread's value rows no remaining checkpoint needs (the GC step).
 
-    Today every checkpoint row holds its whole state and its writes are deleted with
-    it, so nothing is left over: this yields nothing. A layout in which checkpoints
-    share stored channel values (values stored once per version, deltas) deletes
-    here, in the prune's transaction, the stored values no remaining checkpoint of
-    ``thread_id`` references.
+    A checkpoint needs the rows its references name and, for a delta, every row its
+    ``base`` chain passes through down to the full value it starts from: whole chains
+    stay. Run in the prune's transaction, after its checkpoints are deleted; reads
+    only the value rows' keys and the checkpoints that hold references (found by their
+    ``"refs"`` key before decoding). A checkpoint that cannot be decoded keeps every
+    row (what it references is unknown). Returns the number of rows deleted.
     """
-    del dialect, thread_id
-    return None
-    yield  # a generator, so a flow  # pyright: ignore[reportUnreachable]
+    thread = str(thread_id)
+    rows = yield Statement(
+        dialect.sql(
+            "SELECT checkpoint_ns, channel, version, base FROM pausepoint_blobs WHERE thread_id = ?"
+        ),
+        (thread,),
+        fetch=True,
+    )
+    if not rows:
+        return 0
+    bases: dict[tuple[str, str, str], str | None] = {
+        (str(ns), str(ch), str(v)): (None if b is None else str(b)) for ns, ch, v, b in rows
+    }
+    stored = yield Statement(
+        dialect.sql(
+            "SELECT checkpoint_ns, type, checkpoint FROM pausepoint_checkpoints WHERE thread_id = ?"
+        ),
+        (thread,),
+        fetch=True,
+    )
+    needed: set[tuple[str, str, str]] = set()
+    for ns, type_, blob in stored:
+        data = bytes(cast("bytes", blob)) if isinstance(blob, bytes | memoryview) else b""
+        if REFS_MARK not in data:
+            continue
+        try:
+            refs = refs_of(codec.load(type_, data))
+        except (CheckpointDecodeError, ValueError, TypeError):
+            return 0  # what it references is unknown: keep everything
+        for channel, version in (refs or {}).items():
+            at: str | None = version
+            while at is not None and (key := (str(ns), channel, at)) not in needed:
+                needed.add(key)
+                at = bases.get(key)
+    gone: dict[tuple[str, str], list[str]] = {}
+    for ns, channel, version in bases.keys() - needed:
+        gone.setdefault((ns, channel), []).append(version)
+    for (ns, channel), versions in gone.items():
+        for i in range(0, len(versions), _IDS_PER_STATEMENT):
+            chunk = versions[i : i + _IDS_PER_STATEMENT]
+            yield Statement(
+                dialect.sql(
+                    "DELETE FROM pausepoint_blobs WHERE thread_id = ? AND checkpoint_ns = ?"
+                    f" AND channel = ? AND version IN ({', '.join('?' * len(chunk))})"
+                ),
+                (thread, ns, channel, *chunk),
+            )
+    return len(bases) - len(needed)
 
 
 def thread_size_flow(dialect: Dialect, thread_id: str) -> Flow[ThreadSize]:
@@ -201,6 +249,7 @@ def thread_size_flow(dialect: Dialect, thread_id: str) -> Flow[ThreadSize]:
     for table, columns in (
         ("pausepoint_checkpoints", ("checkpoint", "metadata")),
         ("pausepoint_writes", ("value",)),
+        ("pausepoint_blobs", ("value",)),
     ):
         rows = yield Statement(
             dialect.sql(
@@ -210,12 +259,12 @@ def thread_size_flow(dialect: Dialect, thread_id: str) -> Flow[ThreadSize]:
             fetch=True,
         )
         counts.append((int(rows[0][0]), int(rows[0][1] or 0)))
-    (checkpoints, cbytes), (writes, wbytes) = counts
-    return ThreadSize(checkpoints, writes, cbytes + wbytes)
+    (checkpoints, cbytes), (writes, wbytes), (_, vbytes) = counts
+    return ThreadSize(checkpoints, writes, cbytes + wbytes + vbytes)
 
 
 def copy_thread_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
-    """Copy every checkpoint and write of ``source`` to the new thread ``target``."""
+    """Copy every checkpoint, write and value row of ``source`` to the new thread ``target``."""
     found = yield Statement(
         dialect.sql("SELECT 1 FROM pausepoint_checkpoints WHERE thread_id = ? LIMIT 1"),
         (str(target),),
@@ -226,6 +275,14 @@ def copy_thread_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
             f"copy_thread: the target thread {str(target)!r} already has checkpoints; "
             "delete it first or copy to a new thread id"
         )
+    yield Statement(  # the value rows first: the copies' references name them
+        dialect.sql(
+            """INSERT INTO pausepoint_blobs (thread_id, checkpoint_ns, channel, version, type,
+            value, base, anchor) SELECT ?, checkpoint_ns, channel, version, type, value, base,
+            anchor FROM pausepoint_blobs WHERE thread_id = ?"""
+        ),
+        (str(target), str(source)),
+    )
     yield Statement(
         dialect.sql(
             """INSERT INTO pausepoint_checkpoints (thread_id, checkpoint_ns, checkpoint_id,

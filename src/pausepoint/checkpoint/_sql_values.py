@@ -46,6 +46,7 @@ __all__ = [
     "MAX_DEPTH",
     "MOVE_FROM",
     "REFS",
+    "REFS_MARK",
     "Chains",
     "Unless",
     "each",
@@ -61,6 +62,9 @@ MAX_DEPTH = 1000
 """Deltas in a row at most before a full value is stored again."""
 REFS = "refs"
 """The stored checkpoint's key listing the channels whose value is a row's version."""
+REFS_MARK = b'"refs":'
+"""Bytes every stored checkpoint with references contains (its JSON key): the GC
+decodes only those."""
 DELTA = "delta"
 """The ``type`` of a delta row."""
 _CHAINS = 4096
