@@ -117,6 +117,30 @@ def test_stored_bytes_grow_with_what_a_turn_adds(saver: Any) -> None:
     assert rows[0][0] < 4 * added  # the whole list per checkpoint would be ~60x
 
 
+def test_a_saver_reads_what_it_wrote_last_from_memory(saver: Any) -> None:
+    graph, config = _run(saver, "chat", 4)
+    head = graph.get_state(config)
+    _execute(saver, "UPDATE pausepoint_blobs SET value = ? WHERE channel = 'messages'", (b"[]",))
+    assert graph.get_state(config) == head  # the head's encoding, held: no row read
+    saver._codec.chains = type(saver._codec.chains)()  # pyright: ignore[reportPrivateUsage]
+    with pytest.raises(CheckpointDecodeError, match="thread 'chat'"):
+        graph.get_state(config)  # a new process reads the (now damaged) rows
+
+
+def test_held_encodings_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pausepoint.checkpoint import _sql_values
+
+    monkeypatch.setattr(_sql_values, "HELD", 10_000)
+    chains = _sql_values.Chains()
+    for n in range(5):
+        blob = bytes([65 + n]) * 4_000
+        link = _sql_values._Link(f"{n}:x", len(blob), 0, blob[-1:], 0, 0, len(blob), blob)  # pyright: ignore[reportPrivateUsage]
+        chains.note(("t", "", f"c{n}"), link)
+    held = {f"c{n}": f"{n}:x" for n in range(5)}
+    assert sorted(chains.held(("t", ""), held)) == ["c3", "c4"]  # the newest 8,000 bytes
+    assert chains.get(("t", "", "c0")) is not None  # the hint stays, its bytes went
+
+
 def test_a_new_process_goes_on_with_deltas(saver: Any) -> None:
     graph, config = _run(saver, "chat", 5)
     saver._codec.chains = type(saver._codec.chains)()  # pyright: ignore[reportPrivateUsage]
@@ -195,6 +219,8 @@ def test_damaged_value_rows_are_decode_errors_naming_the_thread(saver: Any, dama
         _execute(saver, f"UPDATE pausepoint_blobs SET value = ? WHERE {where}", (b"\xff{[",))
     else:
         _execute(saver, f"UPDATE pausepoint_blobs SET type = 'zip' WHERE {where}")
+    # As another process reads them: the saver that wrote the head holds its encoding.
+    saver._codec.chains = type(saver._codec.chains)()  # pyright: ignore[reportPrivateUsage]
     with pytest.raises(CheckpointDecodeError, match="thread 'victim'"):
         graph.get_state(config)
     with pytest.raises(CheckpointDecodeError, match="thread 'victim'"):

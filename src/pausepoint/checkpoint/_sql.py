@@ -160,9 +160,11 @@ def _to_tuple(
     checkpoint = _decoded(row, lambda: codec.load(row[4], row[5]))
     refs = _decoded(row, lambda: refs_of(checkpoint))
     if refs:
-        blobs = yield fetch_statement(dialect, row[0], row[1], refs)
         key = (str(row[0]), str(row[1]))
-        _decoded(row, lambda: fill(codec, codec.chains, key, checkpoint, refs, blobs))
+        held = codec.chains.held(key, refs)  # encodings this saver wrote or read last
+        missing = {c: v for c, v in refs.items() if c not in held}
+        blobs = (yield fetch_statement(dialect, row[0], row[1], missing)) if missing else []
+        _decoded(row, lambda: fill(codec, codec.chains, key, checkpoint, refs, blobs, held))
     return _decoded(row, lambda: _tuple_of_row(row, writes, codec, metadata, checkpoint))
 
 

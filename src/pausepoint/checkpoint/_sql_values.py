@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_DEPTH",
+    "HELD",
     "MOVE_FROM",
     "REFS",
     "REFS_MARK",
@@ -69,6 +70,8 @@ DELTA = "delta"
 """The ``type`` of a delta row."""
 _CHAINS = 4096
 """Channels whose last stored encoding a saver remembers (least recently used go)."""
+HELD = 64 * 1024 * 1024
+"""Bytes of encodings a saver keeps in memory at most (`Chains`)."""
 
 _COLUMNS = "thread_id, checkpoint_ns, channel, version, type, value, base, anchor"
 _INSERT_FULL = (
@@ -108,27 +111,66 @@ class _Link:
     """Bytes of those deltas."""
     full: int
     """Size of that full value."""
+    blob: bytes | None = None
+    """The encoding itself, while `Chains` holds it (see `Chains.held`)."""
 
 
 class Chains:
-    """The last stored encoding of recently written channels, per saver (a hint)."""
+    """The last stored encoding of recently written or read channels, per saver.
 
-    __slots__ = ("_links", "_lock")
+    What a saver remembers is a hint for writing (never trusted, see `_store`) and,
+    for the `HELD` most recently used bytes, the encoding itself: reading a
+    checkpoint whose reference names that version (its digest included) takes it
+    from here instead of joining its rows again. A version names one content, so
+    what is held is what the rows hold.
+    """
+
+    __slots__ = ("_held", "_links", "_lock")
 
     def __init__(self) -> None:
         self._links: OrderedDict[tuple[str, str, str], _Link] = OrderedDict()
         self._lock = threading.Lock()
+        self._held = 0
 
     def get(self, key: tuple[str, str, str]) -> _Link | None:
         with self._lock:
             return self._links.get(key)
 
+    def held(self, key: tuple[str, str], refs: Mapping[str, str]) -> dict[str, bytes]:
+        """The encodings held of ``refs`` (channel → version) in namespace ``key``."""
+        out: dict[str, bytes] = {}
+        with self._lock:
+            for channel, version in refs.items():
+                link = self._links.get((*key, channel))
+                if link is not None and link.blob is not None and link.version == version:
+                    out[channel] = link.blob
+                    self._links.move_to_end((*key, channel))
+        return out
+
     def note(self, key: tuple[str, str, str], link: _Link) -> None:
         with self._lock:
+            old = self._links.get(key)
+            if old is not None and old.blob is not None:
+                self._held -= len(old.blob)
             self._links[key] = link
             self._links.move_to_end(key)
+            if link.blob is not None:
+                self._held += len(link.blob)
             if len(self._links) > _CHAINS:
-                self._links.popitem(last=False)
+                _, gone = self._links.popitem(last=False)
+                if gone.blob is not None:
+                    self._held -= len(gone.blob)
+            if self._held > HELD:
+                self._release()
+
+    def _release(self) -> None:
+        """Drop the least recently used encodings until at most `HELD` bytes are held."""
+        for link in self._links.values():
+            if self._held <= HELD:
+                return
+            if link.blob is not None:
+                self._held -= len(link.blob)
+                link.blob = None
 
 
 def _movable(channel: str, value: object) -> bool:
@@ -205,7 +247,7 @@ def _store(
         # Unchanged (or not known): the full row, ignored if it is there. Never trusted
         # to be there: the thread may have been deleted since, by any process.
         if link is None:
-            chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob)))
+            chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob), blob))
         if dialect.name == "postgres" and len(blob) >= SHIP_FROM:
             stored = Statement(dialect.sql(_STORED), (*key, version), fetch=True)
             return [Unless(stored, full)]
@@ -220,10 +262,10 @@ def _store(
         and xxh3_128_intdigest(memoryview(blob)[:base]) == link.head
     )
     if not extends:
-        chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob)))
+        chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob), blob))
         return [full]
     depth, chain = link.depth + 1, link.chain + delta
-    chains.note(key, _Link(version, len(blob), head, blob[-1:], depth, chain, link.full))
+    chains.note(key, _Link(version, len(blob), head, blob[-1:], depth, chain, link.full, blob))
     inserted = blob[base:-1]
     delta_params = (*key, version, inserted, *key, link.version)
     if dialect.returning:  # the full value only if the delta was not stored
@@ -278,22 +320,33 @@ def fill(
     checkpoint: dict[str, Any],
     refs: Mapping[str, str],
     rows: Rows,
+    held: Mapping[str, bytes],
 ) -> None:
     """Put the referenced values into ``checkpoint`` (decoded from ``rows``), in place.
 
-    A row of the wrong shape fails here as ``CheckpointDecodeError``, or as the
-    ``TypeError`` of joining what is not bytes (the caller names the checkpoint).
+    ``held``: the encodings `Chains.held` had (their rows were not read). A row of the
+    wrong shape fails here as ``CheckpointDecodeError``, or as the ``TypeError`` of
+    joining what is not bytes (the caller names the checkpoint).
     """
     by_channel: dict[object, dict[object, tuple[Any, Any, Any]]] = {}
     for channel, version, type_, value, base in rows:
         by_channel.setdefault(channel, {})[version] = (type_, value, base)
     values = cast("dict[str, object]", checkpoint["channel_values"])
     for channel, version in refs.items():
+        blob = held.get(channel)
+        if blob is not None:
+            values[channel] = codec.load(FORMAT, blob)
+            continue
         blob, depth, chain = _joined(by_channel.get(channel, {}), channel, version)
+        if xxh3_128_hexdigest(blob) != version.rpartition(":")[2]:
+            raise CheckpointDecodeError(
+                f"channel {channel!r}: stored value {version!r} does not match its digest "
+                "(a row of pausepoint_blobs is damaged)"
+            )
         values[channel] = codec.load(FORMAT, blob)
         head = xxh3_128_intdigest(memoryview(blob)[:-1])
         full = len(blob) - chain
-        link = _Link(version, len(blob), head, blob[-1:], depth, chain, full)
+        link = _Link(version, len(blob), head, blob[-1:], depth, chain, full, blob)
         chains.note((*key, channel), link)
     del checkpoint[REFS]
 
@@ -317,9 +370,12 @@ def _joined(
                 raise CheckpointDecodeError(
                     f"channel {channel!r}: stored value {at!r} has type {type_!r} or is empty"
                 )
-            full = bytes(value)
-            joined = b"".join(reversed(deltas))
-            return full[:-1] + joined + full[-1:], len(deltas), len(joined)
+            full = value if type(value) is bytes else bytes(value)
+            if not deltas:
+                return full, 0, 0
+            deltas.reverse()
+            chain = sum(map(len, deltas))
+            return b"".join((memoryview(full)[:-1], *deltas, full[-1:])), len(deltas), chain
         if type_ != DELTA:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {at!r} has an unknown type {type_!r}"
