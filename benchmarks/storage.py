@@ -8,7 +8,9 @@ messages, two checkpoints, one question asked. Reported: the stored size (SQLite
 file, after a WAL checkpoint; PostgreSQL: ``pg_total_relation_size`` of the saver's
 tables) and the bytes per turn around turns 1, 100, 200 (1,000), averaged over the
 turns since the previous mark (the first: turn 1 alone), then ``get_state`` and one
-resume at the last turn (median of 9 and of 5).
+resume at the last turn (median of 9 and of 5), and ``get_state`` through a new saver
+on the same connection (median of 9: what a process that did not write the thread
+reads; the database's own cache stays warm).
 
 ``short-N/KIND``: N threads of one turn each (paused, answered, finished), the total
 size. Both libraries run the same graph code (``cases.load_library``), each in its own
@@ -143,12 +145,19 @@ def chat(lib: SimpleNamespace, kind: str, turns: int) -> dict[str, Any]:
         t = time.perf_counter()
         graph.get_state(config)
         reads.append(time.perf_counter() - t)
+    fresh = []  # a new saver on the same connection: nothing it wrote is in its memory
+    for _ in range(9):
+        other = chat_graph(lib, type(saver)(saver.conn))
+        t = time.perf_counter()
+        other.get_state(config)
+        fresh.append(time.perf_counter() - t)
     resumes = []
     for k in range(5):
         t = time.perf_counter()
         graph.invoke(lib.Command(resume=_text(f"extra {k}")), config)
         resumes.append(time.perf_counter() - t)
     out["get_state"] = median(reads)
+    out["get_state_fresh"] = median(fresh)
     out["resume"] = median(resumes)
     return out
 
@@ -215,24 +224,25 @@ def _ms(s: float) -> str:
 def report(results: dict[tuple[str, str], dict[str, dict[str, Any]]]) -> str:
     lines = [
         "| workload | library | stored | bytes/turn at turn 1 · 100 · 200 · 1000 "
-        "| get_state (last turn) | resume (last turn) |",
-        "|---|---|---|---|---|---|",
+        "| get_state (last turn) | get_state, new saver | resume (last turn) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for (what, kind), by_lib in results.items():
         for library, found in by_lib.items():
             if "error" in found:
-                lines.append(f"| {what}/{kind} | {library} | error: {found['error']} | | | |")
+                lines.append(f"| {what}/{kind} | {library} | error: {found['error']} | | | | |")
             elif what.startswith("chat"):
                 per = " · ".join(_size(v) for v in found["per_turn"].values())
                 last = max(found["bytes"], key=int)
                 lines.append(
                     f"| {what}/{kind} | {library} | {_size(found['bytes'][last])} | {per} "
-                    f"| {_ms(found['get_state'])} | {_ms(found['resume'])} |"
+                    f"| {_ms(found['get_state'])} | {_ms(found['get_state_fresh'])} "
+                    f"| {_ms(found['resume'])} |"
                 )
             else:
                 lines.append(
                     f"| {what}/{kind} | {library} | {_size(found['bytes'])} "
-                    f"({_size(found['per_thread'])} a thread) | | | |"
+                    f"({_size(found['per_thread'])} a thread) | | | | |"
                 )
     return "\n".join(lines)
 
