@@ -12,16 +12,21 @@ migration may do, gets a row of its own).
 A value whose encoding extends the one stored last for the channel (the same bytes,
 more of them before the closing one: a list that was appended to, a string that
 grew) is stored as a *delta*: the bytes inserted, and the version it extends
-(``base``). Reading follows the bases back to a full value (a recursive query, one
-statement) and joins the bytes: ``full[:-1] + deltas + full[-1:]``, then decodes once.
-A full value is written again when the deltas since the last one add up to its size,
-or after `MAX_DEPTH` of them, so reading any value reads at most about twice its size.
+(``base``). Reading fetches the rows of the chain's full value (its ``anchor``, one
+statement), follows the bases back from the version wanted and joins the bytes:
+``full[:-1] + deltas + full[-1:]``, checks them against the version's digest, then
+decodes once. A full value is written again when the deltas since the last one add up
+to twice its size, or after `MAX_DEPTH` of them, so reading any value reads at most
+about three times its size.
 
 Which encoding was stored last is remembered by the saver (`Chains`, per process,
 bounded); it is a hint, never trusted: a delta row is inserted only if its base row
-exists, in the same statement, and otherwise the full value is. Nothing here depends
-on the engine telling the saver what changed: the bytes decide. docs/format.md
-describes the rows.
+exists, in the same statement, and otherwise the full value is. The last encodings
+themselves are held too (`HELD` bytes at most): a read of a version held (the digest
+names its content) joins nothing. Nothing here depends on the engine telling the
+saver what changed: the bytes decide. Rows no checkpoint needs any more are deleted
+by ``prune`` (``_sql_prune.collect_unreferenced_flow``). docs/format.md describes the
+rows.
 """
 
 from __future__ import annotations
