@@ -166,9 +166,10 @@ def _apply_flow(dialect: Dialect, codec: SqlCodec, plan: ApplyPlan, clock: Clock
                 ),
                 (thread, ns, *ids),
             )
-    yield from collect_unreferenced_flow(dialect, codec, thread)
     if plan.whole:
-        yield from delete_thread_flow(dialect, thread)
+        yield from delete_thread_flow(dialect, thread)  # its value rows with it
+    elif not plan.deleting:  # a thread being deleted whole: its last part takes them
+        yield from collect_unreferenced_flow(dialect, codec, thread)
     return Applied(len(plan.drop), 0)
 
 
