@@ -206,6 +206,24 @@ def test_a_database_of_version_6_is_migrated(tmp_path: Path) -> None:
         assert rows == [(7,)]
 
 
+@pytest.mark.postgres
+def test_a_postgres_database_of_version_6_is_migrated(pg_url: str, pg_kwargs: Any) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        old = PostgresSaver(conn)
+        old.setup()
+        conn.execute("DROP TABLE pausepoint_blobs")  # as version 6 left it
+        conn.execute("DELETE FROM pausepoint_migrations WHERE v = 7")
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn)
+        saver.setup()
+        graph, config = _run(saver, "chat", 3)
+        assert len(graph.get_state(config).values["messages"]) == 6
+        assert conn.execute("SELECT max(v) FROM pausepoint_migrations").fetchall() == [(7,)]
+        assert _execute(saver, "SELECT count(*) FROM pausepoint_blobs") != [(0,)]
+
+
 @pytest.mark.parametrize("damage", ["missing delta", "missing full", "corrupt", "bad type"])
 def test_damaged_value_rows_are_decode_errors_naming_the_thread(saver: Any, damage: str) -> None:
     graph, config = _run(saver, "victim", 6)
