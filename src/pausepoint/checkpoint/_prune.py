@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pausepoint.checkpoint.base import CheckpointTuple
 
 __all__ = [
+    "COLLECT_EVERY",
     "ApplyPlan",
     "Applied",
     "ListThreads",
@@ -57,6 +58,9 @@ __all__ = [
     "plan_thread",
     "prune_flow",
 ]
+
+COLLECT_EVERY = 16
+"""Parts of a thread's prune between two collections of what no checkpoint needs."""
 
 Key = tuple[str, str]
 """A checkpoint of a thread: ``(checkpoint_ns, checkpoint_id)``."""
@@ -181,6 +185,10 @@ class ApplyPlan:
     deleting: bool = False
     """A first part of a thread deleted whole: a saver that deletes only whole threads
     may skip it (the last part, ``whole``, deletes everything)."""
+    collect: bool = True
+    """Also delete what no remaining checkpoint of the thread needs (stored values
+    checkpoints share): set on the last part of a thread's prune and on every
+    `COLLECT_EVERY`-th, so that the work of finding it stays linear in the thread."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -395,7 +403,9 @@ def _apply(
     """Delete in transactions of at most ``batch_size`` checkpoints, oldest first.
 
     Each is complete on its own (what is left is what a prune keeping more would
-    leave), so a kill between two loses nothing a rerun would not drop anyway.
+    leave), so a kill between two loses nothing a rerun would not drop anyway. Stored
+    values only dropped checkpoints needed are collected in every `COLLECT_EVERY`-th
+    part and in the last: after a kill in between, in the rerun's last part.
     """
     head = inv.head
     head_id = head.checkpoint["id"] if head is not None else ""
@@ -408,7 +418,10 @@ def _apply(
     checkpoints = writes = 0
     for n, chunk in enumerate(chunks):
         last = whole and n == len(chunks) - 1
-        result = yield ApplyPlan(inv.thread_id, head_id, head_writes, chunk, last, whole)
+        collect = n == len(chunks) - 1 or n % COLLECT_EVERY == COLLECT_EVERY - 1
+        result = yield ApplyPlan(
+            inv.thread_id, head_id, head_writes, chunk, last, whole, collect and not whole
+        )
         if isinstance(result, Applied):
             checkpoints, writes = checkpoints + result.checkpoints, writes + result.writes
             continue

@@ -168,7 +168,7 @@ def _apply_flow(dialect: Dialect, codec: SqlCodec, plan: ApplyPlan, clock: Clock
             )
     if plan.whole:
         yield from delete_thread_flow(dialect, thread)  # its value rows with it
-    elif not plan.deleting:  # a thread being deleted whole: its last part takes them
+    elif plan.collect:  # not in every part: it reads every checkpoint holding refs
         yield from collect_unreferenced_flow(dialect, codec, thread)
     return Applied(len(plan.drop), 0)
 
