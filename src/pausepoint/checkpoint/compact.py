@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from operator import is_
 from typing import Any, cast
 
+from pausepoint.checkpoint._grown import GROWN, expand, grow
 from pausepoint.checkpoint._kept import (
     EMPTY,
     FLAT_ITEMS,
@@ -54,6 +55,7 @@ from pausepoint.checkpoint.base import (
     ChannelVersions,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
@@ -189,6 +191,9 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             else []
         )
         keys, *kept = stored.values
+        recent = self._recent.get(thread)
+        if recent is not None and (known := recent.encoded.get(ns)):
+            kept = _whole_if_known(keys, kept, known)
         values = dict(
             zip(keys, [thaw(serde, v) if type(v) in THAWED else v for v in kept], strict=True)
         )
@@ -217,7 +222,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             recent = self._recent.get(thread) or Recent()  # left as it is if encoding fails
             known = recent.encoded.get(ns)
         if first is not None:
-            head, known = self._keep_checkpoint(first, known, None)
+            head, known = self._keep_checkpoint(first, known, None, self._stored(ref))
         target = parent_id if head is None else head.id  # what the writes go to
         if writes and target is None:  # before encoding, as the other savers check
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
@@ -227,7 +232,8 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             for task in writes
         ]
         if last is not None:
-            tail, known = self._keep_checkpoint(last, known, found)
+            before = head if head is not None else self._stored(ref)
+            tail, known = self._keep_checkpoint(last, known, found, before)
         if recent is not None and known is not None:
             recent.encoded[ns] = known
         with self._lock:
@@ -249,13 +255,27 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         done = tail or head
         return at if done is None else in_form(at, ref.at(done.id))
 
+    def _stored(self, ref: CheckpointRef) -> Stored | None:
+        """The checkpoint ``ref`` names, if stored (read without the lock: one dict get).
+
+        Only a hint for what a new checkpoint's values may share or grow from
+        (`grow`): whatever it holds is immutable, and stays valid if it is dropped.
+        """
+        thread, ns, checkpoint_id = ref
+        by_id = self._by_id(thread, ns) if checkpoint_id is not None else None
+        return by_id.get(checkpoint_id) if by_id and checkpoint_id is not None else None
+
     def _keep_checkpoint(
-        self, put: CheckpointPut, known: dict[str, Encoded] | None, found: Found | None
+        self,
+        put: CheckpointPut,
+        known: dict[str, Encoded] | None,
+        found: Found | None,
+        parent: Stored | None,
     ) -> tuple[Stored, dict[str, Encoded]]:
         """A checkpoint as it is kept, and the encodings of its values made or reused."""
         checkpoint, metadata, _ = put
         values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
-        kept, encoded = self._keep_values(values, versions, known, found)
+        kept, encoded = self._keep_values(values, versions, known, found, parent)
         updated = checkpoint.get("updated_channels")
         stored = Stored(
             checkpoint,
@@ -302,6 +322,7 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         versions: ChannelVersions,
         known: dict[str, Encoded] | None,
         found: Found | None = None,
+        parent: Stored | None = None,
     ) -> tuple[list[object], dict[str, Encoded]]:
         """What a checkpoint keeps of each channel value, and the encodings made or reused.
 
@@ -309,36 +330,43 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         ``RawBytes``); others are encoded, unless ``known`` (the namespace's last put)
         had the very same object at the same channel version, or ``found`` holds its
         encoding as a write of this call, or the value is a list of str/int/bool/None
-        that extends the one encoded last (see ``_list_entry``).
+        that extends the one encoded last (see ``_list_entry``). An encoding equal to
+        the one kept before for the channel (in ``known``, else in ``parent``) shares
+        it; one that extends it is kept as what it gained (see `grow`).
         """
         encoded: dict[str, Encoded] = {}
         kept: list[object] = []
+        value: object
         for chan, value in values.items():
             if type(value) in FROZEN:
                 kept.append(value)
                 continue
             if type(value) is bytes:
-                kept.append(RawBytes((value,)))
+                kept.append(RawBytes((value,)))  # pyright: ignore[reportArgumentType]
                 continue
             version = versions.get(chan)
             hit = known.get(chan) if known is not None else None
             entry: Encoded
             if hit is not None and hit[0] is value and hit[1] == version:
                 entry = hit
-            elif found and (blob := reused(found, value)) is not None:
-                entry = (value, version, blob, None)
-            elif type(value) is list:
-                entry = self._list_entry(chan, value, version, hit)  # pyright: ignore[reportUnknownArgumentType]
             else:
-                entry = (value, version, encode(self.serde, value, channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
+                snapshot = None
+                if found and (blob := reused(found, value)) is not None:
+                    pass
+                elif type(value) is list:
+                    blob, snapshot = self._list_entry(chan, value, hit)  # pyright: ignore[reportUnknownArgumentType]
+                else:
+                    blob = encode(self.serde, value, channel_label(chan))
+                before = (hit[2], hit[4]) if hit is not None else _kept_before(parent, chan)
+                entry = (value, version, blob, snapshot, grow(blob, before))  # pyright: ignore[reportUnknownVariableType]
             encoded[chan] = entry
-            kept.append(entry[2])
+            kept.append(entry[4])
         return kept, encoded
 
     def _list_entry(
-        self, chan: str, value: list[object], version: int | None, hit: Encoded | None
-    ) -> Encoded:
-        """A list: if it extends the last one encoded, encode only what was appended.
+        self, chan: str, value: list[object], hit: Encoded | None
+    ) -> tuple[bytes, tuple[object, ...] | None]:
+        """A list's encoding: if it extends the last one encoded, only what was appended.
 
         A list that grows by a few items a step (an ``operator.add`` channel) would be
         encoded whole at every checkpoint. When its items are all str, int, bool or
@@ -346,7 +374,8 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         list's first items are the very objects of that snapshot (compared by
         identity, in C), the old encoding still holds for them and only the appended
         items are encoded and type-checked: ~100 µs a step at 5,000 items instead of
-        ~750 µs (benchmarks/' list-10000/memory).
+        ~750 µs (benchmarks/' list-10000/memory). Returns the encoding and the
+        snapshot (None: items that may change).
         """
         dumps = self.serde.dumps
         label = channel_label(chan)
@@ -361,10 +390,10 @@ class CompactingMemorySaver(BaseCheckpointSaver):
                     blob = dumps(added, label=label)
                 else:  # "[a,b]" and "[c]" make "[a,b,c]"
                     blob = b"".join((hit[2][:-1], b",", dumps(added, label=label)[1:]))
-                return (value, version, blob, tuple(value))
+                return blob, tuple(value)
         elif FLAT_ITEMS.issuperset(map(type, value)):
-            return (value, version, dumps(value, label=label), tuple(value))
-        return (value, version, encode(self.serde, value, label), None)
+            return dumps(value, label=label), tuple(value)
+        return encode(self.serde, value, label), None
 
     def _compact(self, fresh: list[Stored]) -> None:
         """Keep the checkpoints of a thread that went idle in their small, shared form.
@@ -515,6 +544,36 @@ _SHARED_MAX = 4096
 
 _SHARED_BLOB = 256
 """Metadata encodings up to this many bytes are shared (most steps' are ~40)."""
+
+
+def _kept_before(parent: Stored | None, chan: str) -> tuple[bytes, object] | None:
+    """The whole encoding ``parent`` keeps for ``chan``, and its kept form, if encoded."""
+    if parent is None:
+        return None
+    names = parent.values[0]
+    if chan not in names:
+        return None
+    kept = parent.values[names.index(chan) + 1]
+    if type(kept) in GROWN:
+        return expand(kept), kept  # pyright: ignore[reportArgumentType]
+    return (kept, kept) if isinstance(kept, bytes) else None
+
+
+def _whole_if_known(
+    keys: tuple[str, ...], kept: list[object], known: dict[str, Encoded]
+) -> list[object]:
+    """``kept`` with each `Grown` the thread's last put holds whole replaced by those bytes.
+
+    Reading the head of a busy thread (``get_state``, a resume) then decodes its
+    growing lists from one buffer, as before they were kept as deltas.
+    """
+    if not any(type(v) in GROWN for v in kept):
+        return kept
+    out = list(kept)
+    for n, (chan, value) in enumerate(zip(keys, kept, strict=True)):
+        if type(value) in GROWN and (entry := known.get(chan)) is not None and entry[4] is value:
+            out[n] = entry[2]
+    return out
 
 
 def _put_in(by_id: dict[str, Stored], stored: Stored) -> None:
