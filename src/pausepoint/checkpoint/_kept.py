@@ -149,14 +149,16 @@ class Recent:
     serves reads of the head without joining a chain. The version matters: a node
     may change its input list in place and return it, the same object with new
     content.
+    ``last``: checkpoint_ns -> the id of the checkpoint ``encoded`` describes.
     ``fresh``: the checkpoints put since the thread became recent, not yet compacted
     (``CompactingMemorySaver._compact``).
     """
 
-    __slots__ = ("encoded", "fresh")
+    __slots__ = ("encoded", "fresh", "last")
 
     def __init__(self) -> None:
         self.encoded: dict[str, dict[str, Encoded]] = {}
+        self.last: dict[str, str] = {}
         self.fresh: list[Stored] = []
 
 
