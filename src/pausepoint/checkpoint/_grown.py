@@ -21,6 +21,8 @@ growing value are ~1.5x its final size in all (sizes 1, 3, 9, ...). Values under
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
     "CHAIN_MAX",
     "GAIN_MAX",
@@ -95,32 +97,29 @@ def _cut(marshalled: bool) -> tuple[int, int]:
 def expand(kept: Grown) -> bytes:
     """The whole encoding a `Grown` stands for (plain bytes, whichever its kind).
 
-    One pass down the chain, one up it keeping each link's part of the body (a list
-    of pieces, cut where a link keeps less than its base had), one copy to join.
+    One pass down the chain: each link's body is the first ``keep`` bytes of its
+    base's and its gains, so a link's gains are used as far as the link above
+    keeps them (``need``: bytes of the body still wanted from here down). Then one
+    copy, joining the pieces.
     """
-    links: list[Grown] = []
+    h, f = _cut(type(kept) is GrownMarshalled)
+    pieces: list[bytes | memoryview] = [kept.foot]
+    need = sys.maxsize
     node: object = kept
     while type(node) in GROWN:
         link: Grown = node  # pyright: ignore[reportAssignmentType]
-        links.append(link)
+        keep = link.keep - h
+        if need > keep:
+            gained = link.gained
+            pieces.append(
+                gained if need - keep >= len(gained) else memoryview(gained)[: need - keep]
+            )
+            need = keep
         node = link.base
     whole: bytes = node  # pyright: ignore[reportAssignmentType]
-    h, f = _cut(type(kept) is GrownMarshalled)
-    pieces: list[bytes | memoryview] = [kept.head, memoryview(whole)[h : len(whole) - f]]
-    total = len(whole) - f - h  # bytes of body in pieces[1:]
-    for link in reversed(links):
-        body = link.keep - h
-        while total > body:  # drop what the link does not keep, from the end
-            last = pieces[-1]
-            if total - len(last) >= body:
-                pieces.pop()
-                total -= len(last)
-            else:
-                pieces[-1] = memoryview(last)[: len(last) - (total - body)]
-                total = body
-        pieces.append(link.gained)
-        total += len(link.gained)
-    pieces.append(kept.foot)
+    pieces.append(memoryview(whole)[h : min(len(whole) - f, h + need)])
+    pieces.append(kept.head)
+    pieces.reverse()
     return b"".join(pieces)
 
 
