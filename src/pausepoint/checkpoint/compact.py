@@ -15,6 +15,28 @@ of idle threads are compacted (parts that recur across threads are kept once), s
 many paused threads cost ~3 KB each for a small graph. ``list_pending`` reads only
 the threads whose head holds a question (an index kept with each write), not every
 thread.
+
+Layout of a stored checkpoint's values (``Stored.values``: the channel names, then
+one kept form per channel; see `pausepoint.checkpoint._kept_values`):
+
+- an immutable value as it is; a ``bytes`` value in a ``RawBytes``;
+- otherwise an encoding (JSON bytes, or a ``Marshalled`` large plain value), made
+  once per channel version: a channel no step wrote is the very kept form of the
+  checkpoint before (one object for all the checkpoints that hold it), and so is a
+  new version whose encoding is the same bytes;
+- or a ``Grown`` link (`pausepoint.checkpoint._grown`): a reference to the kept form
+  of the channel in the parent checkpoint and the bytes after the part the new
+  encoding shares with it from the start. Decided by the bytes, not the reducer:
+  an ``operator.add`` list or ``add_messages`` appending costs what it gained, not
+  the whole list again (benchmarks/README.md: a 1,000-turn chat). A chain is cut by a
+  whole copy at 1,000 links or once its gains pass twice the whole value's size, so
+  any checkpoint reads back in work bounded by ~3x its value's bytes.
+
+Everything kept is immutable and referenced, never copied: dropping a checkpoint
+(``prune``, ``delete_thread``) frees what it alone held, and the links the kept
+checkpoints stand on stay with them. The thread's last put (``Recent``) holds each
+growing value's whole bytes, which serve reads of the head without joining a chain
+and are what the next version is compared with.
 """
 
 from __future__ import annotations
