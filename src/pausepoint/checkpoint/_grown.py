@@ -104,21 +104,20 @@ def expand(kept: Grown) -> bytes:
     """
     h, f = _cut(type(kept) is GrownMarshalled)
     pieces: list[bytes | memoryview] = [kept.foot]
+    append = pieces.append
     need = sys.maxsize
     node: object = kept
-    while type(node) in GROWN:
-        link: Grown = node  # pyright: ignore[reportAssignmentType]
-        keep = link.keep - h
+    while isinstance(node, Grown):
+        keep = node.keep - h
         if need > keep:
-            gained = link.gained
-            pieces.append(
-                gained if need - keep >= len(gained) else memoryview(gained)[: need - keep]
-            )
+            gained = node.gained
+            n = need - keep  # a short slice copied: cheaper than a view to join
+            append(gained if n >= len(gained) else gained[:n])
             need = keep
-        node = link.base
+        node = node.base
     whole: bytes = node  # pyright: ignore[reportAssignmentType]
-    pieces.append(memoryview(whole)[h : min(len(whole) - f, h + need)])
-    pieces.append(kept.head)
+    append(memoryview(whole)[h : min(len(whole) - f, h + need)])
+    append(kept.head)
     pieces.reverse()
     return b"".join(pieces)
 
