@@ -2,14 +2,17 @@
 
 A list channel that grows by appending (an ``operator.add`` list, ``add_messages``
 appending) was kept whole at every checkpoint: a chat of 1,000 turns held 1 GB for
-~1 MB of messages. Now a new encoding that *extends* the one kept for the channel's
-previous version is kept as a `Grown`: a reference to that kept form (never copied,
-never changed) and the bytes it gained. What counts as extending is decided by the
-bytes, not by the reducer: with ``h`` bytes of head and ``f`` of foot (a JSON
-encoding: ``h=0, f=1``, the closing ``]`` or ``"``; a `Marshalled` list: ``h=5``,
-its type and item count, ``f=0``), the new encoding ``N`` extends ``P`` when
-``N[h:len(P)-f] == P[h:len(P)-f]``; it is then ``N[:h] + P[h:len(P)-f] + gained +
-N[len(N)-f:]``, exactly, so reading it back gives the very bytes a full copy would.
+~1 MB of messages. Now a new encoding that shares most of its bytes, from the start,
+with the one kept for the channel in the parent checkpoint is kept as a `Grown`: a
+reference to that kept form (never copied, never changed), how much of it it keeps,
+and the bytes after that. Decided by the bytes, not by the reducer: with ``h``
+bytes of head and ``f`` of foot (a JSON encoding: ``h=0, f=1``, the closing ``]``
+or ``"``; a `Marshalled` list: ``h=5``, its type and item count, ``f=0``), ``keep``
+is where ``N[h:]`` and ``P[h:len(P)-f]`` first differ (`_common`), and ``N`` is then
+``N[:h] + P[h:keep] + N[keep:len(N)-f] + N[len(N)-f:]``, exactly: reading it back
+gives the very bytes a whole copy would. A JSON list appended to differs only
+after ``P``'s body; a ``marshal`` list a little before (``FLAG_REF`` bits of its
+newest items follow their reference counts), so its links hold that item again.
 
 Reading a `Grown` joins its chain (one pass over the pieces, one copy of the bytes)
 and decodes once. A chain is cut, and the next version kept whole, when it reaches
