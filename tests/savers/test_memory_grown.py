@@ -250,7 +250,7 @@ class GrowingLists(RuleBasedStateMachine):
         target = f"copy-{self.copies}"
         for saver in self.savers:
             saver.copy_thread(thread, target)
-        assert _history(self.savers[0], target) != [] or not self._ids(thread)
+        assert _history(self.savers[1], target) == _history(self.savers[0], target)
         for saver in self.savers:
             other = THREADS[1 - THREADS.index(thread)]
             saver.delete_thread(other)
