@@ -14,7 +14,11 @@ reads; the database's own cache stays warm).
 
 ``short-N/KIND``: N threads of one turn each (paused, answered, finished), the total
 size. Both libraries run the same graph code (``cases.load_library``), each in its own
-process: ``python benchmarks/storage.py [--quick] [--kinds sqlite postgres]``.
+process: ``python benchmarks/storage.py [--quick] [--kinds sqlite postgres memory]``.
+
+``memory`` (only when asked for): the in-memory saver the workloads use
+(pausepoint's ``CompactingMemorySaver``, LangGraph's ``InMemorySaver``); "stored" is
+then what the saver's objects take in memory (`retained_bytes`).
 """
 
 from __future__ import annotations
@@ -88,8 +92,10 @@ def _config(thread: str) -> dict[str, Any]:
 
 
 def stored_bytes(lib: SimpleNamespace, saver: Any) -> int:
-    """Bytes the saver's data takes: the SQLite file, or the PostgreSQL tables."""
-    conn = saver.conn
+    """Bytes the saver's data takes: the SQLite file, the PostgreSQL tables, or memory."""
+    conn = getattr(saver, "conn", None)
+    if conn is None:
+        return retained_bytes(saver)
     if "sqlite" in type(conn).__module__:
         return _sqlite_bytes(conn)
     total = 0
@@ -103,6 +109,47 @@ def stored_bytes(lib: SimpleNamespace, saver: Any) -> int:
     return total
 
 
+def retained_bytes(saver: Any) -> int:
+    """Bytes of the objects an in-memory saver holds (``sys.getsizeof``, each object once).
+
+    Walks from the saver's attributes through dicts, lists, tuples, sets and the
+    objects of the savers' own classes (pausepoint's ``Stored``, ``Recent``, kept
+    forms; LangGraph's dicts of tuples): what the saver keeps alive, not the
+    process's other memory. Types, functions, locks and serializers are not walked.
+    """
+    seen: set[int] = set()
+    total = 0
+    stack: list[Any] = [v for k, v in vars(saver).items() if k not in _NOT_DATA]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        kind = type(obj)
+        ours = kind.__module__.startswith(("pausepoint.checkpoint", "langgraph.checkpoint"))
+        if not ours and not isinstance(obj, _DATA):
+            continue  # types, functions, locks, serializers: not what is stored
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())  # pyright: ignore[reportUnknownArgumentType]
+            stack.extend(obj.values())  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(obj, list | tuple | set | frozenset):
+            stack.extend(obj)  # pyright: ignore[reportUnknownArgumentType]
+        elif ours:
+            stack.extend(getattr(obj, "__dict__", {}).values())
+            for cls in kind.__mro__:
+                for name in getattr(cls, "__slots__", ()):
+                    if hasattr(obj, name):
+                        stack.append(getattr(obj, name))
+    return total
+
+
+_DATA = (dict, list, tuple, set, frozenset, bytes, bytearray, str, int, float, type(None))
+
+# Attributes of a saver that are not what it stores.
+_NOT_DATA = frozenset({"serde", "lease_clock", "_lock", "_leases", "stack", "jsonplus_serde"})
+
+
 def _sqlite_bytes(conn: Any) -> int:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
@@ -113,8 +160,8 @@ def _sqlite_bytes(conn: Any) -> int:
 
 def _quiet(saver: Any) -> None:
     # Sizes, not fsyncs, are measured: SQLite without syncing (untimed parts are fast).
-    conn = saver.conn
-    if "sqlite" in type(conn).__module__:
+    conn = getattr(saver, "conn", None)
+    if conn is not None and "sqlite" in type(conn).__module__:
         conn.execute("PRAGMA synchronous=OFF")
 
 
@@ -250,7 +297,9 @@ def report(results: dict[tuple[str, str], dict[str, dict[str, Any]]]) -> str:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="chat-200 and 500 short threads")
-    parser.add_argument("--kinds", nargs="*", help="sqlite, postgres (default: those available)")
+    parser.add_argument(
+        "--kinds", nargs="*", help="sqlite, postgres, memory (default: sqlite, and postgres if set)"
+    )
     parser.add_argument("--libraries", nargs="*", default=["pausepoint", "langgraph"])
     parser.add_argument("--only", help="workloads whose name contains this")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)

@@ -5,7 +5,8 @@ immutable values as they are, shares parts of idle threads' checkpoints, encodes
 only what a list gained, reuses encodings and keeps an index of waiting questions.
 A Hypothesis state machine drives both with the same puts, writes (ordinary and
 special, good and refused), batched writes, pairs, commits under a ``CheckpointRef``
-(the engine's), deletions and bursts of puts to other threads (which make the
+(the engine's), long lists that grow (kept as links, see ``_grown``; more of those in
+test_memory_grown.py), deletions and bursts of puts to other threads (which make the
 compacting saver compact the idle ones); after every
 step each read must give equal results, types included: ``get_tuple``, ``list``
 (whole, by thread, by namespace, by metadata filter, before, limit) and
@@ -17,6 +18,7 @@ Longer runs: ``pytest -m stress tests/savers/test_memory_differential.py``.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -100,6 +102,7 @@ class SameResults(RuleBasedStateMachine):
         super().__init__()
         self.savers = (InMemorySaver(), CompactingMemorySaver())
         self.ids: dict[tuple[str, str], list[str]] = {}
+        self.long: dict[tuple[str, str], list[str]] = {}  # (thread, ns) -> its long list
         self.fillers = 0
 
     def both(self, op: Any) -> Any:
@@ -226,6 +229,32 @@ class SameResults(RuleBasedStateMachine):
         if done is not None and last is not None:
             assert type(done) is CheckpointRef
             self._note(thread, ns, done.config())
+
+    @rule(
+        thread=st.sampled_from(THREADS),
+        ns=st.sampled_from(NAMESPACES),
+        parent=st.none() | st.integers(-2, 1),
+        added=st.lists(st.integers(0, 2**32), min_size=1, max_size=3),
+        again=st.booleans(),
+    )
+    def put_long_list(
+        self, thread: str, ns: str, parent: int | None, added: list[int], again: bool
+    ) -> None:
+        """A list of 4 KiB and more that grows (the compacting saver keeps links).
+
+        ``again``: the list put before is extended in place and put again, the same
+        object at a new version.
+        """
+        texts = [random.Random(n).randbytes(1500).hex() for n in added]
+        old = self.long.get((thread, ns), [])
+        log = old if again else list(old)
+        log.extend(texts)
+        self.long[(thread, ns)] = log
+        checkpoint = self._checkpoint({"items": log, "x": len(log)})
+        checkpoint["channel_versions"] = {"items": len(log), "x": len(log)}
+        config = self._config(thread, ns, parent)
+        result = self.both(lambda s: s.put(config, checkpoint, {"source": "loop"}, {}))
+        self._note(thread, ns, result)
 
     @rule(thread=st.sampled_from(THREADS))
     def delete_thread(self, thread: str) -> None:

@@ -13,6 +13,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pausepoint.checkpoint._grown import Grown, GrownMarshalled, expand
 from pausepoint.checkpoint._labels import write_label
 from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint.base import ChannelVersions, Checkpoint
@@ -131,27 +132,33 @@ class Stored:
         return made
 
 
-Encoded = tuple[object, int | None, bytes, tuple[object, ...] | None]
-"""A channel value, its version, its encoding, and for a list of immutable items a
-snapshot of them (see ``CompactingMemorySaver._list_entry``)."""
+Encoded = tuple[object, int | None, bytes, tuple[object, ...] | None, object]
+"""A channel value, its version, its whole encoding, for a list of immutable items a
+snapshot of them (see ``CompactingMemorySaver._list_entry``), and what checkpoints
+keep of it: the encoding itself, or a `Grown` (see `pausepoint.checkpoint._grown`)."""
 
 
 class Recent:
     """What a thread put lately, while it is among the most recently put threads.
 
-    ``encoded``: checkpoint_ns -> channel -> (value object, channel version, encoding),
-    the last put's values that are not kept as they are: a value no step wrote since
-    is the same object at the same version, encoded once (holding it keeps its
-    identity from being reused). The version matters: a node may change its input
-    list in place and return it, the same object with new content.
+    ``encoded``: checkpoint_ns -> channel -> `Encoded` (value object, channel version,
+    whole encoding, ..., kept form), the last put's values that are not kept as
+    they are: a value no step wrote since is the same object at the same version,
+    encoded once (holding it keeps its identity from being reused); the next
+    version's encoding is compared with the whole one (see ``_grown``), which also
+    serves reads of the head without joining a chain. The version matters: a node
+    may change its input list in place and return it, the same object with new
+    content.
+    ``last``: checkpoint_ns -> the id of the checkpoint ``encoded`` describes.
     ``fresh``: the checkpoints put since the thread became recent, not yet compacted
     (``CompactingMemorySaver._compact``).
     """
 
-    __slots__ = ("encoded", "fresh")
+    __slots__ = ("encoded", "fresh", "last")
 
     def __init__(self) -> None:
         self.encoded: dict[str, dict[str, Encoded]] = {}
+        self.last: dict[str, str] = {}
         self.fresh: list[Stored] = []
 
 
@@ -252,7 +259,7 @@ class Marshalled(bytes):
     __slots__ = ()
 
 
-THAWED = frozenset({bytes, Interrupts, FrozenList, RawBytes, Marshalled})
+THAWED = frozenset({bytes, Interrupts, FrozenList, RawBytes, Marshalled, Grown, GrownMarshalled})
 """Kept forms that stand for something else (see `thaw`)."""
 
 
@@ -313,6 +320,8 @@ def thaw(serde: Serializer, kept: Any) -> object:
     kind: type[Any] = type(kept)  # pyright: ignore[reportUnknownVariableType]
     if kind is bytes:
         return serde.loads(kept)
+    if kind is Grown:
+        return serde.loads(expand(kept))
     if kind is Interrupts:
         if len(kept) == 1:  # the usual case, without a generator
             ((value, iid),) = kept
@@ -326,6 +335,7 @@ _THAW: dict[type[object], Callable[[Any], object]] = {
     FrozenList: list,
     RawBytes: operator.itemgetter(0),
     Marshalled: marshal.loads,
+    GrownMarshalled: lambda kept: marshal.loads(expand(kept)),
 }
 
 

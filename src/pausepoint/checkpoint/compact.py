@@ -15,6 +15,28 @@ of idle threads are compacted (parts that recur across threads are kept once), s
 many paused threads cost ~3 KB each for a small graph. ``list_pending`` reads only
 the threads whose head holds a question (an index kept with each write), not every
 thread.
+
+Layout of a stored checkpoint's values (``Stored.values``: the channel names, then
+one kept form per channel; see `pausepoint.checkpoint._kept_values`):
+
+- an immutable value as it is; a ``bytes`` value in a ``RawBytes``;
+- otherwise an encoding (JSON bytes, or a ``Marshalled`` large plain value), made
+  once per channel version: a channel no step wrote is the very kept form of the
+  checkpoint before (one object for all the checkpoints that hold it), and so is a
+  new version whose encoding is the same bytes;
+- or a ``Grown`` link (`pausepoint.checkpoint._grown`): a reference to the kept form
+  of the channel in the parent checkpoint and the bytes after the part the new
+  encoding shares with it from the start. Decided by the bytes, not the reducer:
+  an ``operator.add`` list or ``add_messages`` appending costs what it gained, not
+  the whole list again (benchmarks/README.md: a 1,000-turn chat). A chain is cut by a
+  whole copy at 1,000 links or once its gains pass twice the whole value's size, so
+  any checkpoint reads back in work bounded by ~3x its value's bytes.
+
+Everything kept is immutable and referenced, never copied: dropping a checkpoint
+(``prune``, ``delete_thread``) frees what it alone held, and the links the kept
+checkpoints stand on stay with them. The thread's last put (``Recent``) holds each
+growing value's whole bytes, which serve reads of the head without joining a chain
+and are what the next version is compared with.
 """
 
 from __future__ import annotations
@@ -22,38 +44,35 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from operator import is_
 from typing import Any, cast
 
 from pausepoint.checkpoint._kept import (
     EMPTY,
-    FLAT_ITEMS,
     FROZEN,
     THAWED,
     Encoded,
     Meta,
-    RawBytes,
     Recent,
     Stored,
-    encode,
     freeze,
     pack_seen,
     pack_versions,
     plain_metadata,
     thaw,
 )
+from pausepoint.checkpoint._kept_values import keep_values, whole_if_known
 from pausepoint.checkpoint._keys import ListQuery
-from pausepoint.checkpoint._labels import channel_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint._prune import ApplyPlan, Request
 from pausepoint.checkpoint._retention import apply_to_dicts
-from pausepoint.checkpoint._reuse import Found, reused
+from pausepoint.checkpoint._reuse import Found
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
     ChannelVersions,
     CheckpointMetadata,
     CheckpointPut,
+    CheckpointRef,
     CheckpointTuple,
     Lease,
     LeaseClaim,
@@ -189,6 +208,9 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             else []
         )
         keys, *kept = stored.values
+        recent = self._recent.get(thread)
+        if recent is not None and (known := recent.encoded.get(ns)):
+            kept = whole_if_known(keys, kept, known)
         values = dict(
             zip(keys, [thaw(serde, v) if type(v) in THAWED else v for v in kept], strict=True)
         )
@@ -213,11 +235,15 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         ref = ref_of(at)
         thread, ns, parent_id = ref
         recent = known = head = tail = None  # recent: set whenever a checkpoint is stored
+        linear = False  # known describes the parent: its values are the bases to grow from
         if first is not None or last is not None:
             recent = self._recent.get(thread) or Recent()  # left as it is if encoding fails
             known = recent.encoded.get(ns)
+            linear = known is not None and recent.last.get(ns) == parent_id
         if first is not None:
-            head, known = self._keep_checkpoint(first, known, None)
+            head, known = self._keep_checkpoint(
+                first, known, None, None if linear else self._stored(ref)
+            )
         target = parent_id if head is None else head.id  # what the writes go to
         if writes and target is None:  # before encoding, as the other savers check
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
@@ -227,9 +253,12 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             for task in writes
         ]
         if last is not None:
-            tail, known = self._keep_checkpoint(last, known, found)
-        if recent is not None and known is not None:
+            before = None if head is not None or linear else self._stored(ref)
+            tail, known = self._keep_checkpoint(last, known, found, before)
+        done = tail or head
+        if recent is not None and known is not None and done is not None:
             recent.encoded[ns] = known
+            recent.last[ns] = done.id
         with self._lock:
             if lease is not None:
                 self._leases.fence(thread, lease, self.lease_clock())
@@ -246,16 +275,29 @@ class CompactingMemorySaver(BaseCheckpointSaver):
                 self._put(thread, ns, by_id, tail, parent, target, recent)
             if release:
                 self._leases.drop(thread)  # fenced above: the owner's own
-        done = tail or head
         return at if done is None else in_form(at, ref.at(done.id))
 
+    def _stored(self, ref: CheckpointRef) -> Stored | None:
+        """The checkpoint ``ref`` names, if stored (read without the lock: one dict get).
+
+        Only a hint for what a new checkpoint's values may share or grow from
+        (`grow`): whatever it holds is immutable, and stays valid if it is dropped.
+        """
+        thread, ns, checkpoint_id = ref
+        by_id = self._by_id(thread, ns) if checkpoint_id is not None else None
+        return by_id.get(checkpoint_id) if by_id and checkpoint_id is not None else None
+
     def _keep_checkpoint(
-        self, put: CheckpointPut, known: dict[str, Encoded] | None, found: Found | None
+        self,
+        put: CheckpointPut,
+        known: dict[str, Encoded] | None,
+        found: Found | None,
+        parent: Stored | None,
     ) -> tuple[Stored, dict[str, Encoded]]:
         """A checkpoint as it is kept, and the encodings of its values made or reused."""
         checkpoint, metadata, _ = put
         values, versions = checkpoint["channel_values"], checkpoint["channel_versions"]
-        kept, encoded = self._keep_values(values, versions, known, found)
+        kept, encoded = keep_values(self.serde, values, versions, known, found, parent)
         updated = checkpoint.get("updated_channels")
         stored = Stored(
             checkpoint,
@@ -295,76 +337,6 @@ class CompactingMemorySaver(BaseCheckpointSaver):
         if len(self._recent) > _RECENT_THREADS:
             self._compact(self._recent.pop(next(iter(self._recent))).fresh)
         return by_id
-
-    def _keep_values(
-        self,
-        values: Mapping[str, object],
-        versions: ChannelVersions,
-        known: dict[str, Encoded] | None,
-        found: Found | None = None,
-    ) -> tuple[list[object], dict[str, Encoded]]:
-        """What a checkpoint keeps of each channel value, and the encodings made or reused.
-
-        Immutable values are kept as they are (see ``is_frozen``; bytes too, see
-        ``RawBytes``); others are encoded, unless ``known`` (the namespace's last put)
-        had the very same object at the same channel version, or ``found`` holds its
-        encoding as a write of this call, or the value is a list of str/int/bool/None
-        that extends the one encoded last (see ``_list_entry``).
-        """
-        encoded: dict[str, Encoded] = {}
-        kept: list[object] = []
-        for chan, value in values.items():
-            if type(value) in FROZEN:
-                kept.append(value)
-                continue
-            if type(value) is bytes:
-                kept.append(RawBytes((value,)))
-                continue
-            version = versions.get(chan)
-            hit = known.get(chan) if known is not None else None
-            entry: Encoded
-            if hit is not None and hit[0] is value and hit[1] == version:
-                entry = hit
-            elif found and (blob := reused(found, value)) is not None:
-                entry = (value, version, blob, None)
-            elif type(value) is list:
-                entry = self._list_entry(chan, value, version, hit)  # pyright: ignore[reportUnknownArgumentType]
-            else:
-                entry = (value, version, encode(self.serde, value, channel_label(chan)), None)  # pyright: ignore[reportUnknownVariableType]
-            encoded[chan] = entry
-            kept.append(entry[2])
-        return kept, encoded
-
-    def _list_entry(
-        self, chan: str, value: list[object], version: int | None, hit: Encoded | None
-    ) -> Encoded:
-        """A list: if it extends the last one encoded, encode only what was appended.
-
-        A list that grows by a few items a step (an ``operator.add`` channel) would be
-        encoded whole at every checkpoint. When its items are all str, int, bool or
-        None they are immutable, so the saver keeps a snapshot of them; if the new
-        list's first items are the very objects of that snapshot (compared by
-        identity, in C), the old encoding still holds for them and only the appended
-        items are encoded and type-checked: ~100 µs a step at 5,000 items instead of
-        ~750 µs (benchmarks/' list-10000/memory).
-        """
-        dumps = self.serde.dumps
-        label = channel_label(chan)
-        before = hit[3] if hit is not None else None
-        if before is not None and len(value) >= len(before) and all(map(is_, value, before)):
-            assert hit is not None
-            added = value[len(before) :]
-            if FLAT_ITEMS.issuperset(map(type, added)):
-                if not added:
-                    blob = hit[2]
-                elif not before:
-                    blob = dumps(added, label=label)
-                else:  # "[a,b]" and "[c]" make "[a,b,c]"
-                    blob = b"".join((hit[2][:-1], b",", dumps(added, label=label)[1:]))
-                return (value, version, blob, tuple(value))
-        elif FLAT_ITEMS.issuperset(map(type, value)):
-            return (value, version, dumps(value, label=label), tuple(value))
-        return (value, version, encode(self.serde, value, label), None)
 
     def _compact(self, fresh: list[Stored]) -> None:
         """Keep the checkpoints of a thread that went idle in their small, shared form.
@@ -474,8 +446,11 @@ class CompactingMemorySaver(BaseCheckpointSaver):
                 for table in (self._root, self._nested, self._recent, self._waiting):
                     table.pop(thread, None)
                 self._leases.drop(thread)
-            elif thread in self._nested:
-                self._nested[thread] = {ns: ids for ns, ids in spaces.items() if ns}
+            else:
+                if thread in self._nested:
+                    self._nested[thread] = {ns: ids for ns, ids in spaces.items() if ns}
+                if (recent := self._recent.get(thread)) is not None:
+                    _forget_dropped(recent, spaces)
             return done
 
     async def _aprune_request(self, request: Request) -> object:
@@ -515,6 +490,21 @@ _SHARED_MAX = 4096
 
 _SHARED_BLOB = 256
 """Metadata encodings up to this many bytes are shared (most steps' are ~40)."""
+
+
+def _forget_dropped(recent: Recent, spaces: dict[str, dict[str, Any]]) -> None:
+    """Let a thread's recent puts hold nothing a prune dropped (locked).
+
+    Its fresh checkpoints wait there to be compacted, and the last put's values are
+    bases to grow from: a dropped one kept there would keep its values (and the
+    chains under them) alive until the thread goes idle.
+    """
+    alive = {id(stored) for by_id in spaces.values() for stored in by_id.values()}
+    recent.fresh = [stored for stored in recent.fresh if id(stored) in alive]
+    for ns, checkpoint_id in list(recent.last.items()):
+        if checkpoint_id not in spaces.get(ns, {}):
+            del recent.last[ns]
+            recent.encoded.pop(ns, None)
 
 
 def _put_in(by_id: dict[str, Stored], stored: Stored) -> None:
