@@ -102,3 +102,68 @@ def start(graph: Any, thread: str, *, graph_id: str | None = None, **state: Any)
     out = graph.invoke(state, config)
     (question,) = out["__interrupt__"]
     return question
+
+
+class Mail(TypedDict, total=False):
+    to: str
+    allow: dict[str, bool]  # the question's config; all four allowed when unset
+    as_list: bool  # ask with a list of one request, as Agent Inbox also accepts
+    reply: Any  # the HumanResponse list the inbox sent back
+    sent: Any
+
+
+ALL_ALLOWED = {
+    "allow_accept": True,
+    "allow_edit": True,
+    "allow_respond": True,
+    "allow_ignore": True,
+}
+
+
+def confirm_mail(state: Mail) -> dict[str, Any]:
+    """Ask in Agent Inbox's HumanInterrupt shape; read ``interrupt(...)[0]`` as it does."""
+    request: dict[str, Any] = {
+        "action_request": {"action": "send_email", "args": {"to": state.get("to"), "n": 2}},
+        "config": state.get("allow") or ALL_ALLOWED,
+        "description": "Send the weekly report?",
+    }
+    reply = interrupt([request] if state.get("as_list") else request)
+    response = reply[0]
+    sent: Any = None
+    if response["type"] == "accept" or response["type"] == "edit":
+        sent = response["args"]["args"]
+    elif response["type"] == "response":
+        sent = {"note": response["args"]}
+    return {"reply": reply, "sent": sent}
+
+
+def agent_inbox() -> StateGraph:
+    """START -> confirm (asks a HumanInterrupt) -> END."""
+    builder = StateGraph(Mail)
+    builder.add_node("confirm", confirm_mail)
+    builder.add_edge(START, "confirm")
+    builder.add_edge("confirm", END)
+    return builder
+
+
+class Proposal(TypedDict, total=False):
+    rows: int
+    decision: str
+    reason: str
+
+
+def review_proposal(state: Proposal) -> dict[str, Any]:
+    """An approval whose question carries the proposed ``rows``: the edit starts there."""
+    answer = interrupt(
+        {"question": "Delete these rows?", "rows": state.get("rows"), "reason": "cleanup"},
+        response_schema=Review,
+    )
+    return {k: answer[k] for k in ("decision", "rows", "reason") if k in answer}
+
+
+def proposal() -> StateGraph:
+    builder = StateGraph(Proposal)
+    builder.add_node("review", review_proposal)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", END)
+    return builder

@@ -9,15 +9,19 @@ every problem). Examples are in docs/inbox.md.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from pausepoint.checkpoint import PendingQuestion
 from pausepoint.errors import InvalidAnswerError
+from pausepoint.inbox.agent_inbox import human_problems, human_request
 from pausepoint.inbox.context import Inbox
 from pausepoint.inbox.outcomes import CONFLICTS, conflict_message, run_failed_message
 from pausepoint.inbox.present import BadQuery, jsonable, listing_from, question_json
+from pausepoint.response_schema import AnswerProblem
 
 if TYPE_CHECKING:
     from pausepoint.serde.plain import Json
@@ -39,12 +43,11 @@ class Api:
             return _error(400, "bad_query", str(exc))
         page = await self.inbox.questions.page(listing)
         root = self.inbox.root(request)
-        return JSONResponse(
-            {
-                "items": [question_json(q, root) for q in page.items],
-                "next_cursor": page.next_cursor,
-            }
-        )
+        versions = await self.inbox.questions.graph_versions([q.thread_id for q in page.items])
+        items = [question_json(q, root) for q in page.items]
+        for q, item in zip(page.items, items, strict=True):
+            item["graph_version"] = versions.get(q.thread_id)
+        return JSONResponse({"items": items, "next_cursor": page.next_cursor})
 
     async def get(self, request: Request) -> JSONResponse:
         """``GET /api/threads/{thread}/questions/{question}``: one waiting question."""
@@ -63,16 +66,18 @@ class Api:
         q = await self.inbox.questions.get(*_ids(request))
         if q is None:
             return _not_waiting(409)
+        human = human_request(q.value)
+        wrong = human_problems(human, body) if human is not None else []
+        if wrong:
+            why = "the answer is not the [HumanResponse] this question's config allows"
+            return _invalid(why, wrong)
+        return await self._resume(q, body)
+
+    async def _resume(self, q: PendingQuestion, body: object) -> JSONResponse:
         try:
             result = await self.inbox.questions.answer(q, body)
         except InvalidAnswerError as exc:
-            problems = [
-                {"path": p.path, "expected": p.expected, "got": p.got} for p in exc.problems
-            ]
-            return JSONResponse(
-                {"error": "invalid_answer", "message": str(exc), "problems": problems},
-                status_code=422,
-            )
+            return _invalid(str(exc), exc.problems)
         except CONFLICTS as exc:
             return _error(409, "conflict", conflict_message(exc))
         except Exception as exc:  # a node raised after the answer was stored
@@ -97,6 +102,13 @@ class Api:
         if not isinstance(body, dict) or "answer" not in body:
             return _error(400, "bad_body", 'send a JSON object {"answer": <value>}')
         return body["answer"]
+
+
+def _invalid(message: str, problems: Sequence[AnswerProblem]) -> JSONResponse:
+    listed = [{"path": p.path, "expected": p.expected, "got": p.got} for p in problems]
+    return JSONResponse(
+        {"error": "invalid_answer", "message": message, "problems": listed}, status_code=422
+    )
 
 
 def _ids(request: Request) -> tuple[str, str]:

@@ -42,6 +42,7 @@ __all__ = [
     "Field",
     "Form",
     "form_for",
+    "prefilled",
     "problems_by_field",
     "read_form",
 ]
@@ -255,6 +256,48 @@ def _initial(node: dict[str, object]) -> str:
     if isinstance(default, str) and _type_of(node) == "string":
         return default
     return json.dumps(default)
+
+
+def prefilled(form: Form, proposed: object) -> Form:
+    """``form`` with its details starting from what the question proposes.
+
+    Only for the approval shape when it offers ``"edit"``: each detail field whose
+    name is a key of the question's value (an object) starts from that key's value,
+    so an edit begins from the proposal instead of an empty form. Any other form, or
+    a question that is not an object, is returned as it is.
+    """
+    if "edit" not in form.decisions or not isinstance(proposed, Mapping):
+        return form
+    values = typing.cast("Mapping[str, object]", proposed)
+    return dataclasses.replace(form, root=_prefill_group(form.root, values))
+
+
+def _prefill_group(group: Field, values: Mapping[str, object]) -> Field:
+    children: list[Field] = []
+    for child in group.children:
+        name = child.path.rsplit(".", 1)[1]
+        if child.path == "$.decision" or name not in values or child.kind == "choices":
+            children.append(child)
+        elif child.kind == "group" and isinstance(values[name], Mapping):
+            inner = typing.cast("Mapping[str, object]", values[name])
+            children.append(_prefill_group(child, inner))
+        else:
+            children.append(dataclasses.replace(child, initial=_text_of(child, values[name])))
+    return dataclasses.replace(group, children=tuple(children))
+
+
+def _text_of(field: Field, value: object) -> str:
+    """How ``value`` reads in ``field``'s input (the inverse of `read_form`)."""
+    if field.kind == "text" and isinstance(value, str):
+        return value
+    if field.kind == "choice":
+        return field.choice_text(typing.cast("Choice", value))
+    if field.kind == "list" and isinstance(value, list):
+        items = typing.cast("list[object]", value)
+        return "\n".join(i if isinstance(i, str) else json.dumps(i) for i in items)
+    if field.kind == "json":
+        return json.dumps(value, indent=2, ensure_ascii=False, default=repr)
+    return json.dumps(value, ensure_ascii=False, default=repr)
 
 
 # --------------------------------------------------------------------------- form -> answer

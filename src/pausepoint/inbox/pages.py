@@ -13,8 +13,9 @@ from xxhash import xxh3_64_hexdigest
 
 from pausepoint.checkpoint import PendingQuestion
 from pausepoint.errors import InvalidAnswerError
+from pausepoint.inbox.agent_inbox import human_request, read_human_form
 from pausepoint.inbox.context import Inbox
-from pausepoint.inbox.forms import Form, form_for, problems_by_field, read_form
+from pausepoint.inbox.forms import Form, form_for, prefilled, problems_by_field, read_form
 from pausepoint.inbox.outcomes import CONFLICTS, conflict_message, run_failed_message
 from pausepoint.inbox.present import (
     BadQuery,
@@ -55,8 +56,14 @@ class Pages:
         page = await inbox.questions.page(listing)
         now = inbox.clock()
         root = inbox.root(request)
+        versions = await inbox.questions.graph_versions([q.thread_id for q in page.items])
         rows = [
-            {"q": q, "href": question_path(root, q), "left": remaining(q.deadline, now)}
+            {
+                "q": q,
+                "href": question_path(root, q),
+                "left": remaining(q.deadline, now),
+                "version": versions.get(q.thread_id),
+            }
             for q in page.items
         ]
         base = {k: v for k, v in request.query_params.items() if k not in ("cursor",)}
@@ -86,7 +93,7 @@ class Pages:
         q = await self._find(request)
         if q is None:
             return self._gone(request, 404)
-        return await self._question_page(request, q, form_for(q.response_schema), {})
+        return await self._question_page(request, q, _form_of(q), {})
 
     async def answer(self, request: Request) -> Response:
         """Submit the form: resume the thread, or show what is wrong on the same page."""
@@ -104,8 +111,12 @@ class Pages:
         self, request: Request, q: PendingQuestion, submitted: dict[str, list[str]]
     ) -> Response:
         """Read the form and answer ``q`` with it; the page that says how it went."""
-        form = form_for(q.response_schema)
-        value, unreadable = read_form(form, submitted)
+        form = _form_of(q)
+        human = human_request(q.value)
+        if human is not None:
+            value, unreadable = read_human_form(human, submitted)
+        else:
+            value, unreadable = read_form(form, submitted)
         if unreadable:
             return await self._question_page(request, q, form, submitted, unreadable)
         try:
@@ -146,7 +157,11 @@ class Pages:
         inbox = self.inbox
         history = await inbox.questions.history(q.thread_id, inbox.history_limit)
         version = await inbox.questions.graph_version(q.thread_id)
-        errors, general = problems_by_field(form, problems)
+        human = human_request(q.value)
+        if human is None:
+            errors, general = problems_by_field(form, problems)
+        else:  # its few inputs are not the schema's fields: every problem above them
+            errors, general = {}, [_said(p) for p in problems]
         now = inbox.clock()
         return inbox.render(
             request,
@@ -161,11 +176,22 @@ class Pages:
             on_timeout=_on_timeout_text(q.on_timeout),
             history=[_step(s) for s in history],
             form=form,
+            human=human,
             submitted=submitted,
             errors=errors,
             general=general,
             action=question_path(inbox.root(request), q),
         )
+
+
+def _said(problem: AnswerProblem) -> str:
+    where = "" if problem.path == "$" else f"{problem.path}: "
+    return f"{where}expected {problem.expected}, got {problem.got}"
+
+
+def _form_of(q: PendingQuestion) -> Form:
+    """The question's form, its details starting from what the question proposes."""
+    return prefilled(form_for(q.response_schema), q.value)
 
 
 def _step(snapshot: StateSnapshot) -> dict[str, object]:

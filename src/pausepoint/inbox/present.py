@@ -16,6 +16,7 @@ from urllib.parse import quote
 from starlette.datastructures import QueryParams
 
 from pausepoint.checkpoint import PendingQuestion
+from pausepoint.inbox.agent_inbox import human_request
 from pausepoint.inbox.source import Listing
 
 if TYPE_CHECKING:
@@ -140,11 +141,24 @@ def question_json(q: PendingQuestion, root: str) -> dict[str, Json]:
         "interrupt_id": q.interrupt_id,
         "position": q.position,
         "checkpoint_id": q.checkpoint_id,
+        "agent_inbox": _agent_inbox(q.value),
         "links": {
             "page": page,
             "self": f"{root}/api{page[len(root) :]}",
             "answer": f"{root}/api{page[len(root) :]}/answer",
         },
+    }
+
+
+def _agent_inbox(value: object) -> Json:
+    """What an Agent Inbox question offers (`pausepoint.inbox.agent_inbox`), else None."""
+    human = human_request(value)
+    if human is None:
+        return None
+    return {
+        "action_request": human.action_request,
+        "description": human.description,
+        "allowed": list(human.allowed),
     }
 
 

@@ -9,7 +9,7 @@ is decided from the results (which question a snapshot holds) is shared by both.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict, TypeVar, cast
 
 from starlette.concurrency import run_in_threadpool
@@ -106,6 +106,15 @@ class Questions:
         stamp: object = head.checkpoint.get("graph") if head is not None else None
         label = cast("dict[str, object]", stamp).get("version") if isinstance(stamp, dict) else None
         return label if isinstance(label, str) else None
+
+    async def graph_versions(self, thread_ids: Sequence[str]) -> dict[str, str]:
+        """`graph_version` of each thread that has one (one head read per thread)."""
+        found: dict[str, str] = {}
+        for thread_id in dict.fromkeys(thread_ids):
+            label = await self.graph_version(thread_id)
+            if label is not None:
+                found[thread_id] = label
+        return found
 
     async def history(self, thread_id: str, limit: int = 10) -> list[StateSnapshot]:
         """The thread's newest checkpoints, newest first."""
