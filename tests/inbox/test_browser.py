@@ -189,3 +189,104 @@ def test_a_deadline_passes_and_the_sweeper_answers(
     state = graph.get_state({"configurable": {"thread_id": "slow"}})
     assert state.values["decision"] == "reject"
     assert state.values["reason"] == "no answer in time"
+
+
+# --------------------------------------------------------------------------- Agent Inbox
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def mail(request: pytest.FixtureRequest, db_path: Any) -> Iterator[Any]:
+    """The Agent Inbox graph (a HumanInterrupt question), compiled with version="v7"."""
+    if request.param == "sqlite":
+        from pausepoint.checkpoint.sqlite import SqliteSaver
+
+        with SqliteSaver.from_conn_string(str(db_path)) as saver:
+            yield graphs.agent_inbox().compile(checkpointer=saver, name="mail", version="v7")
+        return
+    from pausepoint.checkpoint.postgres import PostgresSaver
+
+    url: str = request.getfixturevalue("pg_url")
+    schema: str = request.getfixturevalue("pg_schema")
+    with PostgresSaver.from_conn_string(f"{url}?options=-csearch_path%3D{schema}") as saver:
+        saver.setup()
+        yield graphs.agent_inbox().compile(checkpointer=saver, name="mail", version="v7")
+
+
+@pytest.fixture
+def mail_base(mail: Any) -> Iterator[str]:
+    from pausepoint.inbox import create_app
+
+    with serve(create_app(mail, token=TOKEN, poll_seconds=0.2)) as url:
+        yield url
+
+
+def open_mail_question(context: Any, base: str, thread: str) -> Any:
+    from playwright.sync_api import expect
+
+    page = open_inbox(context, base)
+    expect(row(page, thread).locator("td.graph")).to_contain_text("v7")
+    row(page, thread).get_by_role("link").click()
+    expect(page.locator(".human-request")).to_contain_text("send_email")
+    return page
+
+
+def answered(page: Any, graph: Any, thread: str) -> dict[str, Any]:
+    """Wait for the list the answer leads to; the thread's resumed values."""
+    from playwright.sync_api import expect
+
+    expect(page.locator(".flash")).to_contain_text(thread)
+    expect(row(page, thread)).to_have_count(0)
+    state = graph.get_state({"configurable": {"thread_id": thread}})
+    assert state.next == ()  # the run went on to the end
+    return state.values
+
+
+def test_accept_an_agent_inbox_request(mail: Any, mail_base: str, context: Any) -> None:
+    graphs.start(mail, "acc", graph_id="mail", to="team@example.com")
+    page = open_mail_question(context, mail_base, "acc")
+    page.get_by_role("button", name="Accept").click()
+    values = answered(page, mail, "acc")
+    action = {"action": "send_email", "args": {"to": "team@example.com", "n": 2}}
+    assert values["reply"] == [{"type": "accept", "args": action}]
+    assert values["sent"] == {"to": "team@example.com", "n": 2}
+
+
+def test_edit_starts_from_the_proposed_args(mail: Any, mail_base: str, context: Any) -> None:
+    import json
+
+    from playwright.sync_api import expect
+
+    graphs.start(mail, "ed", graph_id="mail", to="team@example.com")
+    page = open_mail_question(context, mail_base, "ed")
+    box = page.locator('[name="$.args"]')
+    assert json.loads(box.input_value()) == {"to": "team@example.com", "n": 2}
+    before = checkpoint_of(mail, "ed")
+    box.fill("{broken")
+    page.get_by_role("button", name="Edit").click()
+    expect(page.locator(".errors")).to_contain_text("a JSON object")
+    expect(box).to_have_value("{broken")  # what was typed stays
+    assert checkpoint_of(mail, "ed") == before
+
+    box.fill(json.dumps({"to": "boss@example.com", "n": 2}))
+    page.get_by_role("button", name="Edit").click()
+    values = answered(page, mail, "ed")
+    edited = {"action": "send_email", "args": {"to": "boss@example.com", "n": 2}}
+    assert values["reply"] == [{"type": "edit", "args": edited}]
+    assert values["sent"] == {"to": "boss@example.com", "n": 2}
+
+
+def test_ignore_when_only_accept_and_ignore_are_allowed(
+    mail: Any, mail_base: str, context: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    allow = {"allow_accept": True, "allow_ignore": True}
+    graphs.start(mail, "ign", graph_id="mail", to="x@example.com", allow=allow, as_list=True)
+    page = open_mail_question(context, mail_base, "ign")
+    for absent in ("Edit", "Respond"):
+        expect(page.get_by_role("button", name=absent)).to_have_count(0)
+    expect(page.locator('[name="$.args"]')).to_have_count(0)
+    page.get_by_role("button", name="Ignore").click()
+    values = answered(page, mail, "ign")
+    assert values["reply"] == [{"type": "ignore", "args": None}]
+    assert values["sent"] is None
