@@ -310,3 +310,25 @@ def test_the_approval_page_prefills_the_proposal(db_path: Path) -> None:
             page = c.get(page_url(q, "t1")).text
             assert 'name="$.rows" value="40"' in page
             assert 'name="$.reason" value="cleanup"' in page
+
+
+def test_the_list_reads_each_checkpoints_label_once(mail: Any, mail_client: Any) -> None:
+    """The list polls every few seconds: a checkpoint's label (it never changes) is read
+    once, not once a poll."""
+    graphs.start(mail, "t1", graph_id="mail", to="x")
+    saver = mail.checkpointer
+    reads: list[Any] = []
+    real = saver.get_tuple
+
+    def counted(config: Any) -> Any:
+        reads.append(config["configurable"].get("checkpoint_id"))
+        return real(config)
+
+    saver.get_tuple = counted
+    try:
+        for _ in range(3):
+            assert "v7" in mail_client.get("/rows").text
+    finally:
+        del saver.get_tuple
+    assert len(reads) == 1
+    assert reads[0] is not None  # the checkpoint the question waits at, not "the head"

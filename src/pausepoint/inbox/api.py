@@ -43,7 +43,7 @@ class Api:
             return _error(400, "bad_query", str(exc))
         page = await self.inbox.questions.page(listing)
         root = self.inbox.root(request)
-        versions = await self.inbox.questions.graph_versions([q.thread_id for q in page.items])
+        versions = await self.inbox.questions.graph_versions(page.items)
         items = [question_json(q, root) for q in page.items]
         for q, item in zip(page.items, items, strict=True):
             item["graph_version"] = versions.get(q.thread_id)

@@ -56,7 +56,7 @@ class Pages:
         page = await inbox.questions.page(listing)
         now = inbox.clock()
         root = inbox.root(request)
-        versions = await inbox.questions.graph_versions([q.thread_id for q in page.items])
+        versions = await inbox.questions.graph_versions(page.items)
         rows = [
             {
                 "q": q,

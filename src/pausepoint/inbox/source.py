@@ -30,6 +30,9 @@ __all__ = ["Listing", "PendingArguments", "Questions", "question_in"]
 
 T = TypeVar("T")
 
+_VERSIONS_KEPT = 4096
+"""Checkpoints whose version label the list remembers (`Questions.graph_versions`)."""
+
 
 def _no_metadata() -> dict[str, Json]:
     return {}
@@ -80,6 +83,7 @@ class Questions:
         self.graph = graph
         self.saver: BaseCheckpointSaver = saver
         self._async = isinstance(saver, AsyncOnlySaver)
+        self._versions: dict[tuple[str, str], str | None] = {}
 
     async def page(self, listing: Listing) -> PendingPage:
         """One page of waiting questions (`list_pending`'s order and cursor)."""
@@ -96,9 +100,13 @@ class Questions:
             head = await _in_thread(lambda: self.saver.get_tuple(config))
         return question_in(head, question_id)
 
-    async def graph_version(self, thread_id: str) -> str | None:
-        """The ``compile(version=...)`` label of the graph that wrote the thread's head."""
-        config = _config(thread_id)
+    async def graph_version(self, thread_id: str, checkpoint_id: str | None = None) -> str | None:
+        """The ``compile(version=...)`` label of the graph that wrote a thread's checkpoint.
+
+        The thread's head, or the checkpoint ``checkpoint_id`` of it; None when the
+        checkpoint has no label (compiled without ``version=``) or is gone.
+        """
+        config = _config(thread_id, checkpoint_id)
         if self._async:
             head = await self.saver.aget_tuple(config)
         else:
@@ -107,13 +115,23 @@ class Questions:
         label = cast("dict[str, object]", stamp).get("version") if isinstance(stamp, dict) else None
         return label if isinstance(label, str) else None
 
-    async def graph_versions(self, thread_ids: Sequence[str]) -> dict[str, str]:
-        """`graph_version` of each thread that has one (one head read per thread)."""
+    async def graph_versions(self, questions: Sequence[PendingQuestion]) -> dict[str, str]:
+        """`graph_version` of each listed question's thread that has a label.
+
+        Read from the checkpoint each question waits at, once: a checkpoint's stamp
+        never changes, so the list's polls read only the checkpoints they have not
+        seen (the newest `_VERSIONS_KEPT` are remembered).
+        """
         found: dict[str, str] = {}
-        for thread_id in dict.fromkeys(thread_ids):
-            label = await self.graph_version(thread_id)
+        for q in questions:
+            key = (q.thread_id, q.checkpoint_id)
+            if key not in self._versions:
+                self._versions[key] = await self.graph_version(*key)
+                while len(self._versions) > _VERSIONS_KEPT:
+                    del self._versions[next(iter(self._versions))]
+            label = self._versions[key]
             if label is not None:
-                found[thread_id] = label
+                found[q.thread_id] = label
         return found
 
     async def history(self, thread_id: str, limit: int = 10) -> list[StateSnapshot]:
@@ -140,8 +158,11 @@ async def _in_thread(call: Callable[[], T]) -> T:
     return await run_in_threadpool(call)
 
 
-def _config(thread_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+def _config(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    configurable: dict[str, object] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
 
 
 def question_in(head: CheckpointTuple | None, question_id: str) -> PendingQuestion | None:
