@@ -332,3 +332,10 @@ def test_the_list_reads_each_checkpoints_label_once(mail: Any, mail_client: Any)
         del saver.get_tuple
     assert len(reads) == 1
     assert reads[0] is not None  # the checkpoint the question waits at, not "the head"
+
+
+def test_the_list_names_a_request_by_its_description_or_action() -> None:
+    from pausepoint.inbox.present import summary
+
+    assert summary(REQUEST) == "Send it?"
+    assert summary([{**REQUEST, "description": None}]) == 'send_email {"to": "a@example.com"}'

@@ -74,7 +74,10 @@ def pretty(value: object) -> str:
 
 
 def summary(value: object, limit: int = 140) -> str:
-    """One line about a question: its ``question`` text if it has one, else its JSON."""
+    """One line about a question: its ``question`` text if it has one, else its JSON.
+
+    An Agent Inbox request is summed up by its ``description``, else its action.
+    """
     if isinstance(value, str):
         return _cut(value, limit)
     text = _question_text(value)
@@ -84,6 +87,9 @@ def summary(value: object, limit: int = 140) -> str:
 
 
 def _question_text(value: object) -> object:
+    human = human_request(value)
+    if human is not None:  # Agent Inbox's request: its description, else its action
+        return human.description or f"{human.action} {json.dumps(human.args)}"
     if isinstance(value, Mapping):
         return cast("Mapping[str, object]", value).get("question")
     return None
