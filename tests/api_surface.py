@@ -80,6 +80,8 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.addressing": "which graph wrote a checkpoint namespace (get_state internals)",
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.running": "the running task's context variable",
+    "pausepoint.server": "pausepoint serve, the HTTP API, documented in docs/server.md",
+    "pausepoint.server.*": "pausepoint serve, the HTTP API, documented in docs/server.md",
     "pausepoint.scratchpad": "a task's interrupt and call counters",
     "pausepoint.task_context": "the running task's context",
     "pausepoint.serde.*": "serializer internals; pausepoint.serde re-exports the public names",
