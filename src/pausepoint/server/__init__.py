@@ -1,5 +1,9 @@
-"""`pausepoint serve`: the LangGraph Server HTTP API over pausepoint graphs.
+"""``pausepoint serve``: the LangGraph Server API over pausepoint's own database.
 
-Needs the ``server`` extra (``pip install 'pausepoint[server]'``: Starlette, uvicorn).
-See docs/server.md for starting it, the endpoints, auth and the multitask strategies.
+Records (assistants, threads, runs) live in the same SQLite file or PostgreSQL
+database as the checkpoints; runs are executed by workers in the serving process.
+The HTTP layer (``pausepoint.server.app``) calls ``RunService`` only. See
+docs/server.md.
 """
+
+from __future__ import annotations
