@@ -37,8 +37,13 @@ def frame(event: str, data: object, event_id: str | None = None) -> bytes:
     return (text + "\n").encode()
 
 
-async def with_heartbeats(frames: AsyncIterator[bytes], period: float) -> AsyncIterator[bytes]:
-    """``frames``, with `HEARTBEAT` whenever ``period`` seconds pass without one.
+async def with_heartbeats(
+    frames: AsyncIterator[bytes], period: float, beat: bytes = HEARTBEAT
+) -> AsyncIterator[bytes]:
+    """``frames``, with ``beat`` whenever ``period`` seconds pass without one.
+
+    ``beat`` is `HEARTBEAT` for an event stream, a newline for a JSON body still
+    being waited for (JSON parsers skip leading whitespace).
 
     The source is read by one pending ``__anext__`` at a time, so a heartbeat never
     cancels (and never loses) the frame it was waiting for. Closing this generator
@@ -51,7 +56,7 @@ async def with_heartbeats(frames: AsyncIterator[bytes], period: float) -> AsyncI
                 pending = asyncio.ensure_future(anext(frames))
             done, _ = await asyncio.wait({pending}, timeout=period)
             if not done:
-                yield HEARTBEAT
+                yield beat
                 continue
             task, pending = pending, None
             try:
