@@ -1,6 +1,7 @@
 """Graphs the HTTP and SDK tests serve (``--graph NAME=tests.server.graphs_http:...``).
 
-- ``approval``: asks one question, then writes the answer: START -> ask -> finish.
+- ``approval``: asks one question, then writes the answer: START -> ask -> finish
+  (which raises on the answer ``"boom"``).
 - ``gated``: asks, then ``work`` waits (async, polling) for the file named by the
   state's ``gate`` to exist: a thread that stays busy until the test lets it go, so
   racing runs meet a running one without any timing.
@@ -31,6 +32,8 @@ def ask(state: Ask) -> dict[str, Any]:
 
 
 def finish(state: Ask) -> dict[str, Any]:
+    if state.get("answer") == "boom":  # the tests' failing side effect
+        raise RuntimeError("boom: the side effect failed")
     return {"result": f"{state.get('request')}: {state.get('answer')}"}
 
 
