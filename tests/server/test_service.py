@@ -23,7 +23,8 @@ pytestmark = pytest.mark.asyncio
 async def test_default_assistants_and_created_ones(service: RunService) -> None:
     by_name = await service.get_assistant("asker")
     assert by_name.assistant_id == default_assistant_id("asker")
-    assert by_name.metadata == {"created_by": "system"} and by_name.name == "asker"
+    assert by_name.metadata == {"created_by": "system"}
+    assert by_name.name == "asker"
     assert default_assistant_id("agent") == "fe096781-5601-53d2-b2f6-0d3403f7e9ca"
     made = await service.create_assistant(
         "asker", assistant_id="a1", config={"recursion_limit": 7}, metadata={"team": "x"}
@@ -39,9 +40,11 @@ async def test_default_assistants_and_created_ones(service: RunService) -> None:
     with pytest.raises(NotFoundError):
         await service.get_assistant("nope")
     found, total = await service.search_assistants(graph_id="asker")
-    assert total == 2 and {a.assistant_id for a in found} == {"a1", by_name.assistant_id}
+    assert total == 2
+    assert {a.assistant_id for a in found} == {"a1", by_name.assistant_id}
     found, total = await service.search_assistants(metadata={"team": "x"})
-    assert [a.assistant_id for a in found] == ["a1"] and total == 1
+    assert [a.assistant_id for a in found] == ["a1"]
+    assert total == 1
     assert service.graph_for(made) is service.graphs["asker"]
 
 
@@ -56,7 +59,8 @@ async def test_threads_crud_and_search(service: RunService) -> None:
     other = await service.create_thread()
     uuid.UUID(other.thread_id)
     found, total = await service.search_threads(metadata={"user": "ann"})
-    assert [x.thread_id for x in found] == ["t1"] and total == 1
+    assert [x.thread_id for x in found] == ["t1"]
+    assert total == 1
     assert await service.count_threads() == 2
     assert await service.count_threads(status="busy") == 0
     await service.delete_thread("t1")
@@ -70,11 +74,13 @@ async def test_a_run_pauses_then_a_command_resumes_it(service: RunService) -> No
     run = await service.create_run(
         "t", RunRequest("asker", input={"request": "refund"}, if_not_exists="create")
     )
-    assert run.status == "pending" and run.kwargs["input"] == {"request": "refund"}
+    assert run.status == "pending"
+    assert run.kwargs["input"] == {"request": "refund"}
     body = await service.join_run("t", run.run_id)
     interrupts = body.pop("__interrupt__")
     assert body == {"request": "refund"}
-    assert interrupts[0]["value"] == {"question": "Approve refund?"} and interrupts[0]["id"]
+    assert interrupts[0]["value"] == {"question": "Approve refund?"}
+    assert interrupts[0]["id"]
     assert (await service.get_run("t", run.run_id)).status == "success"
     thread = await service.get_thread("t")
     assert thread.status == "interrupted"
@@ -131,9 +137,11 @@ async def test_streams_name_events_by_mode_and_replay_after_an_id(service: RunSe
     updates = [e.data for e in events if e.event == "updates"]
     assert updates[-1]["__interrupt__"][0]["value"] == {"question": "Approve r?"}
     chain = [e.data for e in events if e.event == "events"]
-    assert chain[0]["event"] == "on_chain_start" and chain[-1]["event"] == "on_chain_end"
+    assert chain[0]["event"] == "on_chain_start"
+    assert chain[-1]["event"] == "on_chain_end"
     ask = [c for c in chain if c["metadata"].get("langgraph_node") == "ask"]
-    assert ask and ask[0]["event"] == "on_chain_start"
+    assert ask
+    assert ask[0]["event"] == "on_chain_start"
     again = [e async for e in service.stream_run("t", run.run_id, last_event_id="2")]
     assert again == events[2:]
 
@@ -190,7 +198,8 @@ async def test_cancel_a_running_run_and_wait(service: RunService, tmp_path: Path
     assert (await service.get_thread("t")).status == "interrupted"  # work is next
     # a cancelled run's join answers with the values it kept
     body = await service.join_run("t", run.run_id)
-    assert body["item"] == "a" and not body.get("items")
+    assert body["item"] == "a"
+    assert not body.get("items")
     gate.touch()  # resumed from where it stopped, the run finishes
     again = await service.create_run("t", RunRequest("gated"))
     assert (await service.join_run("t", again.run_id))["items"] == ["a"]
