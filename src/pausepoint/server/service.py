@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -53,6 +54,10 @@ DEFAULT_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 _POLL = 0.05
 """Seconds between reads of a run's record while waiting on a run this process has
 no event log of (executed by another process)."""
+
+_LOG_POLL = 0.5
+"""Seconds a wait on a run's event log goes without news before the run's record is
+read (the run may be executed by another process, which fills no log here)."""
 
 
 def default_assistant_id(graph_id: str) -> str:
@@ -500,18 +505,25 @@ class RunService:
     async def _wait_ended(self, run_id: str) -> tuple[str, Any]:
         """Wait until the run is no longer pending or running; its status and body.
 
-        The status is ``"deleted"`` if its record is gone (a rollback).
+        The status is ``"deleted"`` if its record is gone (a rollback). A run with an
+        event log here is waited for on the log, its record read now and then (it
+        may be executed by another process); else its record is polled.
         """
-        log = self.events.get(run_id)
-        if log is not None:
-            await log.wait_ended()
         while True:
             got = await self.store.run_result(run_id)
             if got is None:
                 return "deleted", None
             if got[0] not in ("pending", "running"):
                 return got
-            await asyncio.sleep(_POLL)  # another process executes it (or will)
+            log = self.events.get(run_id)
+            if log is None or log.ended:
+                await asyncio.sleep(_POLL)
+            else:
+                await log.changed(_LOG_POLL)
+
+    async def _ended(self, run_id: str) -> bool:
+        got = await self.store.run_result(run_id)
+        return got is None or got[0] not in ("pending", "running")
 
     async def stream_run(
         self, thread_id: str, run_id: str, *, last_event_id: str | None = None
@@ -525,7 +537,8 @@ class RunService:
         await self.get_run(thread_id, run_id)
         log = self.events.get(run_id)
         if log is not None:
-            async for event in log.follow(last_event_id):
+            gone = functools.partial(self._ended, run_id)
+            async for event in log.follow(last_event_id, gone=gone, every=_LOG_POLL):
                 yield event
         await self._wait_ended(run_id)
 
