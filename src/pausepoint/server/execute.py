@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["STREAM_MODES", "Ended", "Plan", "check_request", "execute", "plan"]
+__all__ = ["STREAM_MODES", "Ended", "Plan", "check_request", "execute", "outcome", "plan"]
 
 STREAM_MODES = {
     "values": "values",
@@ -216,15 +216,27 @@ async def execute(
         error = {"error": type(exc).__name__, "message": str(exc)}
         emit("error", error)
         return Ended("error", {"__error__": error}, "error")
-    thread_config = cast("RunnableConfig", {"configurable": {"thread_id": run.thread_id}})
-    snapshot = await graph.aget_state(thread_config)
-    body: Any = jsonable(snapshot.values)
-    if snapshot.interrupts and isinstance(body, dict):
-        body = {**cast("dict[str, Any]", body), "__interrupt__": jsonable(snapshot.interrupts)}
+    body, rest = await outcome(graph, run.thread_id)
     if events:
         emit("events", _chain_event("on_chain_end", graph.name, run.run_id, body, run))
+    return Ended("success", body, rest)
+
+
+async def outcome(graph: CompiledStateGraph, thread_id: str) -> tuple[Any, ThreadStatus]:
+    """The thread's values now (the wait/join body) and its resting status.
+
+    The body is the head's values, with ``"__interrupt__": [{"value", "id"}]`` when
+    questions wait; the thread is ``interrupted`` if its head waits (questions, or
+    ``next`` nodes at a breakpoint), else ``idle``.
+    """
+    config = cast("RunnableConfig", {"configurable": {"thread_id": thread_id}})
+    snapshot = await graph.aget_state(config)
+    body: Any = jsonable(snapshot.values)
+    if snapshot.interrupts and isinstance(body, dict):
+        values = cast("dict[str, Any]", body)
+        body = {**values, "__interrupt__": jsonable(snapshot.interrupts)}
     waiting = bool(snapshot.next or snapshot.interrupts)
-    return Ended("success", body, "interrupted" if waiting else "idle")
+    return body, "interrupted" if waiting else "idle"
 
 
 def _deliver(

@@ -332,10 +332,11 @@ class Store:
         not_before: float,
         create_thread: bool,
         stamp: dict[str, Any],
-    ) -> tuple[RunRecord, list[tuple[str, str]]]:
+    ) -> tuple[RunRecord, list[tuple[str, str, str]]]:
         """Record ``run`` pending, applying its multitask strategy to the runs in flight.
 
-        Returns the run and the runs in flight to cancel now, as ``(run_id, action)``:
+        Returns the run and the runs in flight it cancelled, as ``(run_id, status
+        before, action)``:
         their records already say so (a pending one is ``interrupted`` or deleted at
         once; a running one carries the action for its worker).
 
@@ -359,7 +360,7 @@ class Store:
                 "AND status IN ('pending', 'running') ORDER BY seq",
                 (thread_id,),
             )
-            cancel: list[tuple[str, str]] = []
+            cancel: list[tuple[str, str, str]] = []
             if rows and strategy == "reject":
                 raise ConflictError(
                     f"thread {thread_id!r} is busy: a run is pending or running, and "
@@ -367,7 +368,7 @@ class Store:
                 )
             if rows and strategy in ("interrupt", "rollback"):
                 for run_id, status in rows:
-                    cancel.append((str(run_id), strategy))
+                    cancel.append((str(run_id), str(status), strategy))
                     yield from self._cancel_in_flight(str(run_id), str(status), strategy, now)
             yield (
                 f"INSERT INTO pausepoint_server_runs ({_RUN_COLUMNS}, not_before) "
@@ -385,7 +386,7 @@ class Store:
             )
             return run, cancel
 
-        result: tuple[RunRecord, list[tuple[str, str]]] = await self.db.run(flow(), write=True)
+        result: tuple[RunRecord, list[tuple[str, str, str]]] = await self.db.run(flow(), write=True)
         return result
 
     def _cancel_in_flight(self, run_id: str, status: str, action: str, now: float) -> Flow:
