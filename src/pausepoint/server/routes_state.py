@@ -66,9 +66,7 @@ async def update_state(request: Request) -> Response:
     graph = require_graph(service, thread)
     config = checkpoint_config(thread.thread_id, checkpoint, checkpoint_id)
     new = await graph.aupdate_state(config, values, as_node=as_node, task_id=task_id)
-    refresh = getattr(service, "refresh_thread_status", None)
-    if refresh is not None:
-        await refresh(thread.thread_id)
+    await service.settle_thread(thread.thread_id)  # "interrupted" may no longer hold
     return json_response({"checkpoint": checkpoint_json(new)})
 
 
