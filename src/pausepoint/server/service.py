@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pausepoint.server.errors import NotFoundError
 from pausepoint.server.events import EventLogs
-from pausepoint.server.execute import check_request, outcome
+from pausepoint.server.execute import check_request, graph_input, outcome
+from pausepoint.server.precheck import check_resume, checking_graph
 from pausepoint.server.records import (
     Assistant,
     CancelAction,
@@ -142,6 +143,7 @@ class RunService:
         )  # fmt: skip
         self._closers = closers
         self._started = False
+        self._checking = {name: checking_graph(g, saver) for name, g in graphs.items()}
 
     @classmethod
     async def open(
@@ -406,6 +408,7 @@ class RunService:
         assistant = await self.get_assistant(request.assistant_id)
         graph = self.graph_for(assistant)
         check_request(graph, request)
+        await self._check_resume(assistant.graph_id, thread_id, request)
         now = _now()
         run = RunRecord(
             run_id=str(uuid.uuid4()), thread_id=thread_id, assistant_id=assistant.assistant_id,
@@ -427,6 +430,21 @@ class RunService:
             self._cancelled_now(run_id, was, cast("CancelAction", action))
         self.workers.wake()
         return run
+
+    async def _check_resume(self, graph_id: str, thread_id: str, request: RunRequest) -> None:
+        """Refuse a resume the engine would refuse, with its typed error.
+
+        Nothing is written. Only when no run of the thread is in flight: else the
+        state the resume will meet is not known yet (its run fails then).
+        """
+        checking = self._checking.get(graph_id)
+        command = request.command
+        if checking is None or command is None or command.get("resume") is None:
+            return
+        thread = await self.store.get_thread(thread_id)
+        if thread is None or thread.status == "busy":
+            return
+        await check_resume(checking, thread_id, graph_input(request))
 
     def _cancelled_now(self, run_id: str, was: str, action: CancelAction) -> None:
         """Act on a cancellation the records took: stop the run here, or end its log."""

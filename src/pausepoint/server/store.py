@@ -37,8 +37,21 @@ _RUN_COLUMNS = (
     "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, "
     "created_at, updated_at"
 )
-_CLAIM_COLUMNS = _RUN_COLUMNS + ", attempt, start_checkpoint, started"
+_CLAIM_COLUMNS = _RUN_COLUMNS + ", attempt, start_checkpoint, started, start_writes"
 IN_FLIGHT = ("pending", "running")
+
+_REINDEX = """INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
+    SELECT w.thread_id, w.checkpoint_id, w.task_id FROM pausepoint_writes w
+    WHERE w.thread_id = ? AND w.idx = -3 AND w.checkpoint_ns = ''
+    AND NOT EXISTS (SELECT 1 FROM pausepoint_checkpoints c WHERE c.thread_id = w.thread_id
+        AND c.checkpoint_ns = '' AND c.checkpoint_id > w.checkpoint_id)
+    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = w.thread_id
+        AND d.checkpoint_ns = '' AND d.checkpoint_id = w.checkpoint_id
+        AND d.task_id = w.task_id AND d.idx >= 0)
+    AND EXISTS (SELECT 1 FROM pausepoint_checkpoints h WHERE h.thread_id = w.thread_id
+        AND h.checkpoint_ns = '' AND h.checkpoint_id = w.checkpoint_id)
+    ON CONFLICT DO NOTHING"""
+"""The saver's backfill of its index of waiting questions (schema 4), for one thread."""
 
 
 class Database(Protocol):
@@ -70,6 +83,9 @@ class Claimed:
     """The thread's head checkpoint id when the run first started (None: none yet)."""
     started: bool
     """Whether an earlier attempt started executing (and may have written checkpoints)."""
+    start_writes: int = 0
+    """The newest ``pausepoint_writes.seq`` of the thread when the run first started:
+    the writes after it are the run's (a rollback deletes them)."""
 
 
 def _time(seconds: float) -> datetime.datetime:
@@ -463,7 +479,7 @@ class Store:
             if not got:
                 return None
             row = got[0]
-            return Claimed(_run(row[:9]), int(row[9]), row[10], bool(row[11]))
+            return Claimed(_run(row[:9]), int(row[9]), row[10], bool(row[11]), int(row[12] or 0))
 
         try:
             result: Claimed | None = await self.db.run(flow(), write=True)
@@ -471,15 +487,44 @@ class Store:
             return None
         return result
 
-    async def mark_started(self, run_id: str, owner: str, start_checkpoint: str | None) -> None:
-        """Remember the head the run starts from (first attempt only)."""
+    async def mark_started(self, run_id: str, owner: str, start_checkpoint: str | None) -> int:
+        """Remember where the run starts from (first attempt only).
+
+        The thread's head checkpoint, and its newest write's ``seq``, which this
+        returns.
+        """
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT COALESCE(MAX(w.seq), 0) FROM pausepoint_writes w "
+                "JOIN pausepoint_server_runs r ON r.thread_id = w.thread_id "
+                "WHERE r.run_id = ?",
+                (run_id,),
+            )
+            seq = int(rows[0][0] or 0)
+            yield (
+                "UPDATE pausepoint_server_runs SET started = 1, start_checkpoint = ?, "
+                "start_writes = ? WHERE run_id = ? AND lease_owner = ? AND started = 0",
+                (start_checkpoint, seq, run_id, owner),
+            )
+            return seq
+
+        result: int = await self.db.run(flow(), write=True)
+        return result
+
+    async def drop_writes_after(self, thread_id: str, seq: int) -> None:
+        """Delete the thread's checkpoint writes newer than ``seq`` (a rollback).
+
+        Then index again the questions its head waits on (the saver's index of
+        waiting questions): a question the rolled-back run had moved past waits again.
+        """
 
         def flow() -> Flow:
             yield (
-                "UPDATE pausepoint_server_runs SET started = 1, start_checkpoint = ? "
-                "WHERE run_id = ? AND lease_owner = ? AND started = 0",
-                (start_checkpoint, run_id, owner),
+                "DELETE FROM pausepoint_writes WHERE thread_id = ? AND seq > ?",
+                (thread_id, seq),
             )
+            yield _REINDEX, (thread_id,)
 
         await self.db.run(flow(), write=True)
 
