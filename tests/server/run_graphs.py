@@ -7,6 +7,7 @@
   appends the item to ``items``.
 - ``steps``: ``one`` -> ``two`` (gated as above, counted) -> ``three``: each counted, for
   the crash tests (a node finished before the crash is not run again).
+- ``review``: ``ask`` (a question) -> ``work`` (gated): a resume that stays running.
 """
 
 from __future__ import annotations
@@ -121,4 +122,30 @@ def steps() -> StateGraph:
     return builder
 
 
-GRAPHS = {"asker": asker(), "gated": gated(), "steps": steps()}
+class Review(TypedDict, total=False):
+    answer: Any
+    gate: str
+    done: bool
+
+
+def review_ask(state: Review) -> dict[str, Any]:
+    return {"answer": interrupt("approve?")}
+
+
+async def review_work(state: Review) -> dict[str, Any]:
+    await wait_gate(state.get("gate"))
+    return {"done": True}
+
+
+def review() -> StateGraph:
+    """``ask`` (a question) -> ``work`` (gated): a resume that stays running."""
+    builder = StateGraph(Review)
+    builder.add_node("ask", review_ask)
+    builder.add_node("work", review_work)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "work")
+    builder.add_edge("work", END)
+    return builder
+
+
+GRAPHS = {"asker": asker(), "gated": gated(), "steps": steps(), "review": review()}

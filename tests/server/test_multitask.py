@@ -214,3 +214,28 @@ async def test_racing_enqueues_never_run_two_runs_of_a_thread_at_once(
     finally:
         await one.close()
         await two.close()
+
+
+async def test_rollback_of_a_resume_forgets_its_answer(service: RunService, tmp_path: Path) -> None:
+    """The answer the rolled-back run stored is deleted with it: the question waits
+    again (in the saver's index of waiting questions too), and another answer is taken."""
+    gate = tmp_path / "gate"
+    paused = await service.create_run(
+        "t", RunRequest("review", input={"gate": str(gate)}, if_not_exists="create")
+    )
+    question = (await service.join_run("t", paused.run_id))["__interrupt__"][0]
+    first = await service.create_run("t", RunRequest("review", command={"resume": "first"}))
+
+    async def running() -> bool:
+        return (await service.get_run("t", first.run_id)).status == "running"
+
+    await eventually(running)
+    await service.cancel_run("t", first.run_id, action="rollback", wait=True)
+    assert (await service.get_thread("t")).status == "interrupted"
+    waiting = await service.saver.alist_pending()
+    assert [(q.thread_id, q.interrupt_id) for q in waiting.items] == [("t", question["id"])]
+    gate.touch()
+    second = await service.create_run("t", RunRequest("review", command={"resume": "second"}))
+    body = await service.join_run("t", second.run_id)
+    assert body == {"answer": "second", "gate": str(gate), "done": True}
+    assert (await service.saver.alist_pending()).items == []
