@@ -18,6 +18,7 @@ GRAPHS = (
     "gated=tests.server.graphs_http:gated",
     "triage=tests.server.graphs_http:triage",
     "ticker=tests.server.graphs_http:ticker",
+    "twice=tests.server.graphs_http:twice",
 )
 TOKEN = "server-test-token-0123456789"
 
