@@ -11,12 +11,15 @@ on the same PostgreSQL) has no log here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from pausepoint.server.records import RunEvent
 
-__all__ = ["EventLog", "EventLogs"]
+__all__ = ["EventLog", "EventLogs", "Gone"]
+
+Gone = Callable[[], Awaitable[bool]]
+"""Asked while a log waits: whether its run has ended elsewhere."""
 
 
 class EventLog:
@@ -45,13 +48,22 @@ class EventLog:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
-    async def wait_ended(self) -> None:
-        """Return when the run has ended."""
-        while not self.ended:
-            await self._changed.wait()
+    async def changed(self, timeout: float) -> bool:
+        """Wait for the next event or the end, up to ``timeout`` seconds; whether one came."""
+        try:
+            await asyncio.wait_for(self._changed.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
-    async def follow(self, after: str | None = None) -> AsyncIterator[RunEvent]:
-        """The events after id ``after`` (all if None), then new ones until the end."""
+    async def follow(
+        self, after: str | None = None, *, gone: Gone | None = None, every: float = 0.5
+    ) -> AsyncIterator[RunEvent]:
+        """The events after id ``after`` (all if None), then new ones until the end.
+
+        ``gone`` is asked every ``every`` seconds without news: when it answers True
+        (the run ended elsewhere, executed by another process), the stream ends too.
+        """
         index = _position(after)
         while True:
             while index < len(self.events):
@@ -59,7 +71,8 @@ class EventLog:
                 index += 1
             if self.ended:
                 return
-            await self._changed.wait()
+            if not await self.changed(every) and gone is not None and await gone():
+                return
 
 
 def _position(after: str | None) -> int:

@@ -20,7 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pausepoint.server.errors import InvalidRequestError
-from pausepoint.server.records import Assistant, RunRecord, RunRequest, RunStatus, ThreadStatus
+from pausepoint.server.records import (
+    Assistant,
+    JsonObject,
+    RunRecord,
+    RunRequest,
+    RunStatus,
+    ThreadStatus,
+)
 from pausepoint.server.wire import jsonable
 from pausepoint.types import Command, Send
 
@@ -63,7 +70,7 @@ class Plan:
 
     input: object
     config: RunnableConfig
-    context: dict[str, Any] | None
+    context: JsonObject | None
     modes: tuple[str, ...]
     """The API's modes asked for (``events`` and ``messages-tuple`` included)."""
     engine_modes: tuple[str, ...]
@@ -146,7 +153,7 @@ def plan(assistant: Assistant, run: RunRecord, *, continue_from_head: bool = Fal
     """
     request = run.request
     config = _merged_config(assistant.config, request.config or {})
-    configurable: dict[str, Any] = dict(config.get("configurable") or {})
+    configurable: JsonObject = dict(config.get("configurable") or {})
     configurable["thread_id"] = run.thread_id
     checkpoint_id = request.checkpoint_id or (request.checkpoint or {}).get("checkpoint_id")
     if checkpoint_id and not continue_from_head:
@@ -170,8 +177,8 @@ def plan(assistant: Assistant, run: RunRecord, *, continue_from_head: bool = Fal
     )
 
 
-def _merged_config(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    merged: dict[str, Any] = {**base, **over}
+def _merged_config(base: Mapping[str, Any], over: Mapping[str, Any]) -> JsonObject:
+    merged: JsonObject = {**base, **over}
     for key in ("configurable", "metadata"):
         if key in base or key in over:
             merged[key] = {**(base.get(key) or {}), **(over.get(key) or {})}
@@ -233,7 +240,7 @@ async def outcome(graph: CompiledStateGraph, thread_id: str) -> tuple[Any, Threa
     snapshot = await graph.aget_state(config)
     body: Any = jsonable(snapshot.values)
     if snapshot.interrupts and isinstance(body, dict):
-        values = cast("dict[str, Any]", body)
+        values = cast("JsonObject", body)
         body = {**values, "__interrupt__": jsonable(snapshot.interrupts)}
     waiting = bool(snapshot.next or snapshot.interrupts)
     return body, "interrupted" if waiting else "idle"
@@ -252,7 +259,7 @@ def _deliver(
             emit(event_name(asked, ns), payload)
 
 
-def _chain_event(kind: str, name: str, run_id: str, value: Any, run: RunRecord) -> dict[str, Any]:
+def _chain_event(kind: str, name: str, run_id: str, value: Any, run: RunRecord) -> JsonObject:
     key = "input" if kind == "on_chain_start" else "output"
     return {
         "event": kind,
@@ -265,11 +272,11 @@ def _chain_event(kind: str, name: str, run_id: str, value: Any, run: RunRecord) 
     }
 
 
-def _task_event(payload: Any, ns: tuple[str, ...], run: RunRecord) -> dict[str, Any]:
-    task = cast("dict[str, Any]", payload) if isinstance(payload, dict) else {}
+def _task_event(payload: Any, ns: tuple[str, ...], run: RunRecord) -> JsonObject:
+    task = cast("JsonObject", payload) if isinstance(payload, dict) else {}
     start = "input" in task
     node = str(task.get("name", ""))
-    metadata: dict[str, Any] = {
+    metadata: JsonObject = {
         "run_id": run.run_id,
         "thread_id": run.thread_id,
         "langgraph_node": node,
@@ -277,7 +284,7 @@ def _task_event(payload: Any, ns: tuple[str, ...], run: RunRecord) -> dict[str, 
     }
     if start:
         metadata["langgraph_triggers"] = task.get("triggers", [])
-        data: dict[str, Any] = {"input": task.get("input")}
+        data: JsonObject = {"input": task.get("input")}
     else:
         data = {"output": task.get("result")}
         if task.get("error") is not None:

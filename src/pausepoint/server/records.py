@@ -13,6 +13,8 @@ from typing import Any, Literal
 __all__ = [
     "Assistant",
     "CancelAction",
+    "Json",
+    "JsonObject",
     "MultitaskStrategy",
     "RunEvent",
     "RunRecord",
@@ -43,6 +45,9 @@ CancelAction = Literal["interrupt", "rollback"]
 
 StreamMode = str
 Json = Any
+"""A JSON value (what ``json.loads`` returns): the server's records hold only these."""
+JsonObject = dict[str, Json]
+"""A JSON object: configs, contexts, metadata, request bodies."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,9 +56,9 @@ class Assistant:
 
     assistant_id: str
     graph_id: str
-    config: dict[str, Any]
-    context: dict[str, Any]
-    metadata: dict[str, Any]
+    config: JsonObject
+    context: JsonObject
+    metadata: JsonObject
     name: str
     description: str | None
     version: int
@@ -66,7 +71,7 @@ class ThreadRecord:
     """A thread's server record (its values and interrupts are read from checkpoints)."""
 
     thread_id: str
-    metadata: dict[str, Any]
+    metadata: JsonObject
     status: ThreadStatus
     created_at: datetime.datetime
     updated_at: datetime.datetime
@@ -82,16 +87,16 @@ class RunRequest:
 
     assistant_id: str
     input: Json = None
-    command: dict[str, Any] | None = None
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    command: JsonObject | None = None
+    config: JsonObject | None = None
+    context: JsonObject | None = None
+    metadata: JsonObject | None = None
     stream_mode: list[StreamMode] = dataclasses.field(default_factory=lambda: ["values"])
     stream_subgraphs: bool = False
     stream_resumable: bool = False
     interrupt_before: Literal["*"] | list[str] | None = None
     interrupt_after: Literal["*"] | list[str] | None = None
-    checkpoint: dict[str, Any] | None = None
+    checkpoint: JsonObject | None = None
     checkpoint_id: str | None = None
     multitask_strategy: MultitaskStrategy = "enqueue"
     if_not_exists: Literal["create", "reject"] = "reject"
@@ -99,12 +104,12 @@ class RunRequest:
     after_seconds: float | None = None
     durability: Literal["sync", "async", "exit"] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The request as a JSON-able dict (``RunRecord.kwargs``)."""
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, kwargs: dict[str, Any]) -> RunRequest:
+    def from_json(cls, kwargs: JsonObject) -> RunRequest:
         """The request back from ``to_json``'s dict (unknown keys ignored)."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in kwargs.items() if k in names})
@@ -118,8 +123,8 @@ class RunRecord:
     thread_id: str
     assistant_id: str
     status: RunStatus
-    metadata: dict[str, Any]
-    kwargs: dict[str, Any]
+    metadata: JsonObject
+    kwargs: JsonObject
     multitask_strategy: MultitaskStrategy
     created_at: datetime.datetime
     updated_at: datetime.datetime

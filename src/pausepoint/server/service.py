@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pausepoint.server.errors import NotFoundError
 from pausepoint.server.events import EventLogs
-from pausepoint.server.execute import check_request, outcome
+from pausepoint.server.execute import check_request, graph_input, outcome
+from pausepoint.server.opening import Closer, close_all, compiled_with, open_database
+from pausepoint.server.precheck import check_resume, checking_graph
 from pausepoint.server.records import (
     Assistant,
     CancelAction,
+    JsonObject,
     RunEvent,
     RunRecord,
     RunRequest,
@@ -39,13 +43,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ASSISTANT_NAMESPACE",
     "RunService",
-    "compiled_with",
     "default_assistant_id",
-    "is_postgres_url",
 ]
 
 SortOrder = Literal["asc", "desc"]
-Closer = Callable[[], Awaitable[object]]
 
 DEFAULT_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """The namespace of default assistants' ids (LangGraph's servers use the same)."""
@@ -54,43 +55,14 @@ _POLL = 0.05
 """Seconds between reads of a run's record while waiting on a run this process has
 no event log of (executed by another process)."""
 
+_LOG_POLL = 0.5
+"""Seconds a wait on a run's event log goes without news before the run's record is
+read (the run may be executed by another process, which fills no log here)."""
+
 
 def default_assistant_id(graph_id: str) -> str:
     """The id of a graph's default assistant: uuid5 of the graph's name."""
     return str(uuid.uuid5(DEFAULT_ASSISTANT_NAMESPACE, graph_id))
-
-
-def is_postgres_url(db_url: str) -> bool:
-    """Whether ``db_url`` names a PostgreSQL server rather than a SQLite file."""
-    return db_url.startswith(("postgresql://", "postgres://"))
-
-
-def compiled_with(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph:
-    """``obj`` (a ``StateGraph`` or a compiled graph) compiled with ``saver``.
-
-    A compiled graph is compiled again from its builder with the same breakpoints,
-    name, version, migrations and lease settings; an ``@entrypoint`` is made again.
-    """
-    from pausepoint.graph.compiled import CompiledStateGraph
-    from pausepoint.graph.entry import entrypoint_with
-    from pausepoint.graph.state import StateGraph
-
-    if isinstance(obj, CompiledStateGraph):
-        if obj.builder is None:
-            return entrypoint_with(obj, saver)
-        return obj.builder.compile(
-            checkpointer=saver,
-            interrupt_before=obj.interrupt_before_nodes or None,
-            interrupt_after=obj.interrupt_after_nodes or None,
-            name=obj.name,
-            lease_ttl=obj.lease_ttl,
-            lease_wait=obj.lease_wait,
-            version=obj.spec.shape.version if obj.spec.shape is not None else None,
-            migrations=obj.spec.migrations,
-        )
-    if isinstance(obj, StateGraph):
-        return obj.compile(checkpointer=saver)
-    raise TypeError(f"a served graph must be a StateGraph or a compiled graph, not {obj!r}")
 
 
 def _matches(have: Mapping[str, Any], want: Mapping[str, Any] | None) -> bool:
@@ -137,6 +109,7 @@ class RunService:
         )  # fmt: skip
         self._closers = closers
         self._started = False
+        self._checking = {name: checking_graph(g, saver) for name, g in graphs.items()}
 
     @classmethod
     async def open(
@@ -167,10 +140,7 @@ class RunService:
         closers: list[Closer] = []
         db: Database
         try:
-            if is_postgres_url(db_url):
-                saver, db = await _open_postgres(db_url, workers, closers)
-            else:
-                saver, db = await _open_sqlite(db_url, closers)
+            saver, db = await open_database(db_url, workers, closers)
             await db.setup()
             compiled = {name: compiled_with(g, saver) for name, g in graphs.items()}
             service = cls(
@@ -183,7 +153,7 @@ class RunService:
                     metadata={"created_by": "system"}, if_exists="do_nothing",
                 )  # fmt: skip
         except BaseException:
-            await _close_all(closers)
+            await close_all(closers)
             raise
         return service
 
@@ -198,7 +168,7 @@ class RunService:
         if self._started:
             self._started = False
             await self.workers.close()
-        await _close_all(self._closers)
+        await close_all(self._closers)
 
     async def _resolve(self, run: RunRecord) -> tuple[CompiledStateGraph, Assistant]:
         assistant = await self.get_assistant(run.assistant_id)
@@ -211,9 +181,9 @@ class RunService:
         graph_id: str,
         *,
         assistant_id: str | None = None,
-        config: dict[str, Any] | None = None,
-        context: dict[str, Any] | None = None,
-        metadata: dict[str, Any] | None = None,
+        config: JsonObject | None = None,
+        context: JsonObject | None = None,
+        metadata: JsonObject | None = None,
         name: str | None = None,
         description: str | None = None,
         if_exists: Literal["raise", "do_nothing"] = "raise",
@@ -248,7 +218,7 @@ class RunService:
         self,
         *,
         graph_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
         name: str | None = None,
         limit: int = 10,
         offset: int = 0,
@@ -279,7 +249,7 @@ class RunService:
         self,
         *,
         thread_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
         if_exists: Literal["raise", "do_nothing"] = "raise",
     ) -> ThreadRecord:
         """Store a new thread (a fresh uuid4 id unless ``thread_id``).
@@ -298,7 +268,7 @@ class RunService:
         """
         return await self.store.thread(thread_id)
 
-    async def patch_thread(self, thread_id: str, *, metadata: dict[str, Any]) -> ThreadRecord:
+    async def patch_thread(self, thread_id: str, *, metadata: JsonObject) -> ThreadRecord:
         """Merge ``metadata`` into the thread's metadata."""
         return await self.store.merge_thread_metadata(thread_id, metadata, time.time())
 
@@ -316,8 +286,8 @@ class RunService:
         self,
         *,
         ids: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        values: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
+        values: JsonObject | None = None,
         status: ThreadStatus | None = None,
         limit: int = 10,
         offset: int = 0,
@@ -334,8 +304,8 @@ class RunService:
     async def count_threads(
         self,
         *,
-        metadata: dict[str, Any] | None = None,
-        values: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
+        values: JsonObject | None = None,
         status: ThreadStatus | None = None,
     ) -> int:
         """How many threads match every filter given."""
@@ -344,8 +314,8 @@ class RunService:
     async def _threads(
         self,
         ids: list[str] | None,
-        metadata: dict[str, Any] | None,
-        values: dict[str, Any] | None,
+        metadata: JsonObject | None,
+        values: JsonObject | None,
         status: ThreadStatus | None,
     ) -> list[ThreadRecord]:
         found = [
@@ -361,7 +331,7 @@ class RunService:
                     continue
                 state = await graph.aget_state({"configurable": {"thread_id": t.thread_id}})
                 have: object = state.values
-                if isinstance(have, dict) and _matches(cast("dict[str, Any]", have), values):
+                if isinstance(have, dict) and _matches(cast("JsonObject", have), values):
                     kept.append(t)
             found = kept
         return found
@@ -401,6 +371,7 @@ class RunService:
         assistant = await self.get_assistant(request.assistant_id)
         graph = self.graph_for(assistant)
         check_request(graph, request)
+        await self._check_resume(assistant.graph_id, thread_id, request)
         now = _now()
         run = RunRecord(
             run_id=str(uuid.uuid4()), thread_id=thread_id, assistant_id=assistant.assistant_id,
@@ -422,6 +393,21 @@ class RunService:
             self._cancelled_now(run_id, was, cast("CancelAction", action))
         self.workers.wake()
         return run
+
+    async def _check_resume(self, graph_id: str, thread_id: str, request: RunRequest) -> None:
+        """Refuse a resume the engine would refuse, with its typed error.
+
+        Nothing is written. Only when no run of the thread is in flight: else the
+        state the resume will meet is not known yet (its run fails then).
+        """
+        checking = self._checking.get(graph_id)
+        command = request.command
+        if checking is None or command is None or command.get("resume") is None:
+            return
+        thread = await self.store.get_thread(thread_id)
+        if thread is None or thread.status == "busy":
+            return
+        await check_resume(checking, thread_id, graph_input(request))
 
     def _cancelled_now(self, run_id: str, was: str, action: CancelAction) -> None:
         """Act on a cancellation the records took: stop the run here, or end its log."""
@@ -482,7 +468,7 @@ class RunService:
         await self.store.delete_run(thread_id, run_id)
         self.events.discard(run_id)
 
-    async def join_run(self, thread_id: str, run_id: str) -> dict[str, Any]:
+    async def join_run(self, thread_id: str, run_id: str) -> JsonObject:
         """Wait for the run to end; the wait/join body.
 
         The final values (plus ``"__interrupt__": [{"value", "id"}]`` when it stopped
@@ -495,23 +481,30 @@ class RunService:
         if body is None:  # ended before it executed (cancelled while pending)
             assistant = await self.get_assistant(run.assistant_id)
             body = (await outcome(self.graph_for(assistant), thread_id))[0]
-        return cast("dict[str, Any]", body)
+        return cast("JsonObject", body)
 
     async def _wait_ended(self, run_id: str) -> tuple[str, Any]:
         """Wait until the run is no longer pending or running; its status and body.
 
-        The status is ``"deleted"`` if its record is gone (a rollback).
+        The status is ``"deleted"`` if its record is gone (a rollback). A run with an
+        event log here is waited for on the log, its record read now and then (it
+        may be executed by another process); else its record is polled.
         """
-        log = self.events.get(run_id)
-        if log is not None:
-            await log.wait_ended()
         while True:
             got = await self.store.run_result(run_id)
             if got is None:
                 return "deleted", None
             if got[0] not in ("pending", "running"):
                 return got
-            await asyncio.sleep(_POLL)  # another process executes it (or will)
+            log = self.events.get(run_id)
+            if log is None or log.ended:
+                await asyncio.sleep(_POLL)
+            else:
+                await log.changed(_LOG_POLL)
+
+    async def _ended(self, run_id: str) -> bool:
+        got = await self.store.run_result(run_id)
+        return got is None or got[0] not in ("pending", "running")
 
     async def stream_run(
         self, thread_id: str, run_id: str, *, last_event_id: str | None = None
@@ -525,49 +518,11 @@ class RunService:
         await self.get_run(thread_id, run_id)
         log = self.events.get(run_id)
         if log is not None:
-            async for event in log.follow(last_event_id):
+            gone = functools.partial(self._ended, run_id)
+            async for event in log.follow(last_event_id, gone=gone, every=_LOG_POLL):
                 yield event
         await self._wait_ended(run_id)
 
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
-
-
-async def _open_sqlite(path: str, closers: list[Closer]) -> tuple[BaseCheckpointSaver, Database]:
-    from pausepoint.checkpoint.sqlite import AsyncSqliteSaver
-    from pausepoint.server.store_sqlite import SqliteDatabase
-
-    opened = AsyncSqliteSaver.from_conn_string(path)
-    saver = await opened.__aenter__()
-    closers.append(lambda: opened.__aexit__(None, None, None))
-    db = SqliteDatabase(path)
-    closers.append(db.close)
-    return saver, db
-
-
-async def _open_postgres(
-    url: str, workers: int, closers: list[Closer]
-) -> tuple[BaseCheckpointSaver, Database]:
-    from psycopg_pool import AsyncConnectionPool
-
-    from pausepoint.checkpoint.postgres import AsyncPostgresSaver
-    from pausepoint.server.store_postgres import PostgresDatabase
-
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url,
-        min_size=1,
-        max_size=max(4, workers * 2 + 2),
-        kwargs={"autocommit": True, "prepare_threshold": 0},
-        open=False,
-    )
-    await pool.open(wait=True)
-    closers.append(pool.close)
-    saver = AsyncPostgresSaver(pool)
-    await saver.setup()
-    return cast("BaseCheckpointSaver", saver), PostgresDatabase(pool)
-
-
-async def _close_all(closers: list[Closer]) -> None:
-    while closers:
-        await closers.pop()()

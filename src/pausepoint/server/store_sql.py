@@ -45,7 +45,7 @@ def ddl(*, postgres: bool) -> list[str]:
             kwargs TEXT NOT NULL, multitask_strategy TEXT NOT NULL,
             created_at {real} NOT NULL, updated_at {real} NOT NULL,
             not_before {real} NOT NULL, attempt INTEGER NOT NULL DEFAULT 0,
-            lease_owner TEXT, lease_until {real}, start_checkpoint TEXT,
+            lease_owner TEXT, lease_until {real}, start_checkpoint TEXT, start_writes BIGINT,
             started INTEGER NOT NULL DEFAULT 0, cancel TEXT, result TEXT)""",
         """CREATE INDEX IF NOT EXISTS pausepoint_server_runs_thread
             ON pausepoint_server_runs (thread_id, seq)""",

@@ -144,11 +144,11 @@ class Workers:
             log.emit("error", error)
             await self._finish(run, "error", {"__error__": error}, "error")
             return
-        start = claimed.start_checkpoint
+        start, start_writes = claimed.start_checkpoint, claimed.start_writes
         head = await self.saver.aget_tuple({"configurable": {"thread_id": run.thread_id}})
         head_id = head.checkpoint["id"] if head is not None else None
         if not claimed.started:
-            await self.store.mark_started(run.run_id, self.owner, head_id)
+            start_writes = await self.store.mark_started(run.run_id, self.owner, head_id)
             start = head_id
         resumed = claimed.started and head_id != start
         the = plan(assistant, run, continue_from_head=resumed)
@@ -166,7 +166,7 @@ class Workers:
                 if action is None:  # the lease was lost: the run is someone else's now
                     self.events.end(run.run_id)
                     return
-                await self._cancelled(graph, run, action, start)
+                await self._cancelled(graph, run, action, start, start_writes)
                 return
             await self._finish(run, ended.status, ended.body, ended.rest)
         finally:
@@ -175,10 +175,17 @@ class Workers:
             self._cancels.pop(run.run_id, None)
 
     async def _cancelled(
-        self, graph: CompiledStateGraph, run: RunRecord, action: CancelAction, start: str | None
+        self,
+        graph: CompiledStateGraph,
+        run: RunRecord,
+        action: CancelAction,
+        start: str | None,
+        start_writes: int,
     ) -> None:
         if action == "rollback":
             await roll_back(self.saver, run.thread_id, start)
+            if start is not None:  # the answers and writes it added to its start
+                await self.store.drop_writes_after(run.thread_id, start_writes)
             _, rest = await outcome(graph, run.thread_id)
             await self._finish(run, None, None, rest)
             self.events.discard(run.run_id)
