@@ -9,23 +9,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, get_args
+from typing import get_args
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from pausepoint.server.answers import check_resume
 from pausepoint.server.body import query_bool, query_int, read_json
-from pausepoint.server.errors import InvalidRequestError, NotFoundError
-from pausepoint.server.records import CancelAction, RunRecord, RunRequest, RunStatus
+from pausepoint.server.errors import InvalidRequestError
+from pausepoint.server.records import CancelAction, RunRecord, RunStatus
 from pausepoint.server.responses import json_response, service_of
 from pausepoint.server.run_body import run_request
 from pausepoint.server.sse import HEARTBEAT, frame, with_heartbeats
 from pausepoint.server.wire import dumps, run_json
-
-if TYPE_CHECKING:
-    from pausepoint.server.service import RunService
 
 __all__ = ["routes", "stream_events", "wait_body"]
 
@@ -40,23 +36,7 @@ def _run_path(run: RunRecord) -> str:
 async def _create(request: Request) -> RunRecord:
     body = await read_json(request)
     run = run_request(body)
-    service, thread_id = service_of(request), request.path_params["thread_id"]
-    await _check_answers(service, thread_id, run)
-    return await service.create_run(thread_id, run)
-
-
-async def _check_answers(service: RunService, thread_id: str, run: RunRequest) -> None:
-    """A resume for a thread that is not busy, checked now: a refused answer records no run."""
-    command = run.command or {}
-    if "resume" not in command or run.checkpoint or run.checkpoint_id:
-        return
-    try:
-        thread = await service.get_thread(thread_id)
-    except NotFoundError:
-        return  # create_run answers for an unknown thread
-    if thread.status != "busy":
-        graph = service.graph_for(await service.get_assistant(run.assistant_id))
-        await check_resume(graph, thread_id, command["resume"])
+    return await service_of(request).create_run(request.path_params["thread_id"], run)
 
 
 async def create(request: Request) -> Response:
