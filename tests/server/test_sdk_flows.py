@@ -1,9 +1,10 @@
 """The real ``langgraph-sdk`` client (async and sync) against ``pausepoint serve``.
 
-One server process per module and database (a SQLite file, a PostgreSQL schema): a run
-that pauses, the inbox search that finds it, the state that shows the question as LangGraph's server does, resumes by
-``wait`` and ``stream`` (also with ``input={}`` beside the command, as agent-chat-ui
-sends), history, ``update_state(as_node=...)``, and Agent Inbox's request shapes.
+One server process per module and database (a SQLite file, a PostgreSQL schema): a
+run that pauses, the inbox search that finds it, the state that shows the question as
+LangGraph's server does, resumes by ``wait`` and ``stream`` (also with ``input={}``
+beside the command, as agent-chat-ui sends), history, ``update_state(as_node=...)``,
+and Agent Inbox's request shapes.
 """
 
 from __future__ import annotations
