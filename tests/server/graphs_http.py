@@ -7,6 +7,7 @@
   racing runs meet a running one without any timing.
 - ``triage``: Agent Inbox's shape: ``interrupt([HumanInterrupt])`` answered with a list
   of ``HumanResponse`` (accept / edit / response / ignore).
+- ``twice``: one node asks two questions in turn (question ids ``<id>:0``, ``<id>:1``).
 - ``ticker``: counts in a loop, a step at a time, until ``stop`` or a gate; for cancel.
 """
 
@@ -61,6 +62,20 @@ def gated() -> StateGraph:
     builder.add_edge(START, "ask")
     builder.add_edge("ask", "work")
     builder.add_edge("work", END)
+    return builder
+
+
+def ask_twice(state: Ask) -> dict[str, Any]:
+    first = interrupt("first?")
+    second = interrupt("second?")
+    return {"answer": f"{first}+{second}"}
+
+
+def twice() -> StateGraph:
+    builder = StateGraph(Ask)
+    builder.add_node("ask_twice", ask_twice)
+    builder.add_edge(START, "ask_twice")
+    builder.add_edge("ask_twice", END)
     return builder
 
 

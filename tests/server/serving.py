@@ -18,6 +18,7 @@ GRAPHS = (
     "gated=tests.server.graphs_http:gated",
     "triage=tests.server.graphs_http:triage",
     "ticker=tests.server.graphs_http:ticker",
+    "twice=tests.server.graphs_http:twice",
 )
 TOKEN = "server-test-token-0123456789"
 
@@ -35,6 +36,32 @@ class Served:
     def output(self) -> str:
         """What the server printed so far."""
         return self.log.read_text(errors="replace")
+
+
+def pg_database(schema_prefix: str) -> Iterator[str]:
+    """A ``postgresql://`` URL confined to a fresh schema (dropped after); skips without
+    ``PAUSEPOINT_PG_URL`` locally, fails under CI (as the saver tests do)."""
+    import uuid
+
+    import pytest
+
+    base = os.environ.get("PAUSEPOINT_PG_URL")
+    if not base:
+        how = 'start a server with: eval "$(scripts/postgres.sh start)"'
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but PAUSEPOINT_PG_URL is not: {how}", pytrace=False)
+        pytest.skip(f"PAUSEPOINT_PG_URL is not set; {how}")
+    import psycopg
+
+    name = f"{schema_prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {name}")  # type: ignore[arg-type]
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{sep}options=-csearch_path%3D{name}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {name} CASCADE")  # type: ignore[arg-type]
 
 
 def free_port() -> int:

@@ -156,16 +156,33 @@ def test_an_unknown_question_id_is_422_with_the_typed_error(
     assert _stored(http, tid) == before
 
 
-def test_an_answer_to_an_answered_question_is_409_with_the_typed_error(
-    http: httpx.Client, paused: tuple[str, str]
-):
-    tid, qid = paused
-    answered = {"assistant_id": "approval", "command": {"resume": {qid: "yes"}}}
-    assert http.post(f"/threads/{tid}/runs/wait", json=answered).json()["result"] == "r: yes"
+def test_an_answer_to_an_answered_question_is_409_with_the_typed_error(http: httpx.Client):
+    tid = http.post("/threads", json={}).json()["thread_id"]
+    start = {"assistant_id": "twice", "input": {"request": "t"}}
+    first = http.post(f"/threads/{tid}/runs/wait", json=start).json()
+    qid = first["__interrupt__"][0]["id"]
+    answered = {"assistant_id": "twice", "command": {"resume": "A"}}
+    second = http.post(f"/threads/{tid}/runs/wait", json=answered).json()
+    assert second["__interrupt__"][0]["value"] == "second?"
     before = _stored(http, tid)
-    again = {"assistant_id": "approval", "command": {"resume": {qid: "no"}}}
+    again = {"assistant_id": "twice", "command": {"resume": {f"{qid}:0": "B"}}}
     body = _error(http.post(f"/threads/{tid}/runs", json=again), 409)
     assert body["error"] == "AlreadyAnsweredError"
+    assert "'A'" in body["message"]
+    assert _stored(http, tid) == before
+    same = {"assistant_id": "twice", "command": {"resume": {f"{qid}:0": "A"}}}
+    assert http.post(f"/threads/{tid}/runs", json=same).status_code == 200
+
+
+def test_a_resume_with_nothing_waiting_is_422(http: httpx.Client):
+    tid = http.post("/threads", json={}).json()["thread_id"]
+    run = {"assistant_id": "approval", "input": {"request": "q"}}
+    http.post(f"/threads/{tid}/runs/wait", json=run)
+    http.post(f"/threads/{tid}/runs/wait", json={**run, "command": {"resume": "ok"}})
+    before = _stored(http, tid)
+    again = {"assistant_id": "approval", "command": {"resume": "ok again"}}
+    body = _error(http.post(f"/threads/{tid}/runs/stream", json=again), 422)
+    assert body["error"] == "NothingToResumeError"
     assert _stored(http, tid) == before
 
 

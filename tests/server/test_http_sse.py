@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,37 @@ def test_an_unknown_node_in_interrupt_before_is_refused(http: httpx.Client):
     body = {"assistant_id": "approval", "input": {}, "interrupt_before": ["no_such_node"]}
     assert http.post(f"/threads/{tid}/runs/stream", json=body).status_code == 422
     assert http.get(f"/threads/{tid}/runs").json() == []
+
+
+def _run_status_after(http: httpx.Client, tid: str, run_id: str) -> str:
+    """The run's status once it has left pending/running (bounded: a hang fails)."""
+    for _ in range(3000):
+        status = http.get(f"/threads/{tid}/runs/{run_id}").json()["status"]
+        if status not in ("pending", "running"):
+            return status
+        time.sleep(0.02)
+    raise AssertionError(f"run {run_id} still {status}")
+
+
+@pytest.mark.parametrize(
+    ("on_disconnect", "expected"), [("cancel", "interrupted"), ("continue", "success")]
+)
+def test_a_client_that_leaves_cancels_its_run_unless_continue(
+    http: httpx.Client, tmp_path: Path, on_disconnect: str, expected: str
+):
+    tid = http.post("/threads", json={}).json()["thread_id"]
+    gate = tmp_path / "gate"
+    body = {
+        "assistant_id": "ticker",
+        "input": {"stop": 10**9, "gate": str(gate)},
+        "stream_mode": ["values"],
+        "on_disconnect": on_disconnect,
+    }
+    with http.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
+        run_id = RUN_PATH.match(response.headers["content-location"])["run"]  # type: ignore[index]
+        for line in response.iter_lines():
+            if line.startswith("event: values"):
+                break  # the run is running: leave
+    if on_disconnect == "continue":
+        gate.touch()
+    assert _run_status_after(http, tid, run_id) == expected

@@ -1,9 +1,10 @@
 """The real ``langgraph-sdk`` client (async and sync) against ``pausepoint serve``.
 
-One server process per module (SQLite file): a run that pauses, the inbox search that
-finds it, the state that shows the question as LangGraph's server does, resumes by
-``wait`` and ``stream`` (also with ``input={}`` beside the command, as agent-chat-ui
-sends), history, ``update_state(as_node=...)``, and Agent Inbox's request shapes.
+One server process per module and database (a SQLite file, a PostgreSQL schema): a
+run that pauses, the inbox search that finds it, the state that shows the question as
+LangGraph's server does, resumes by ``wait`` and ``stream`` (also with ``input={}``
+beside the command, as agent-chat-ui sends), history, ``update_state(as_node=...)``,
+and Agent Inbox's request shapes.
 """
 
 from __future__ import annotations
@@ -19,16 +20,24 @@ pytest.importorskip("langgraph_sdk")
 pytest.importorskip("uvicorn")
 
 from langgraph_sdk import get_client, get_sync_client
-from tests.server.serving import TOKEN, Served, serve
+from tests.server.serving import TOKEN, Served, pg_database, serve
 
 QUESTION = {"question": "Approve deploy?"}
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def served(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """One server per database kind: a SQLite file, then a PostgreSQL schema."""
     where: Path = tmp_path_factory.mktemp("serve")
-    with serve(str(where / "serve.sqlite"), where / "serve.log") as s:
-        yield s
+    if request.param == "sqlite":
+        with serve(str(where / "serve.sqlite"), where / "serve.log") as s:
+            yield s
+        return
+    for url in pg_database("sdk_flows"):
+        with serve(url, where / "serve.log") as s:
+            yield s
 
 
 def _ids(threads: list[Any]) -> list[str]:

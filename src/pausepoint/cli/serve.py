@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; return the exit status."""
     missing = _missing_extra()
     if missing:
-        print(f"pausepoint serve needs the 'server' extra ({missing} is missing): {_EXTRA}")
+        print(
+            f"pausepoint serve needs the 'server' extra ({missing} is missing): {_EXTRA}",
+            file=sys.stderr,
+        )
         return 2
     token = args.token or os.environ.get(TOKEN_ENV) or None
     try:
