@@ -17,24 +17,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pausepoint.server.events import EventLogs
 from pausepoint.server.execute import Ended, execute, outcome, plan
-from pausepoint.server.records import Assistant, CancelAction, RunRecord, ThreadStatus
+from pausepoint.server.records import Assistant, CancelAction, JsonObject, RunRecord, ThreadStatus
 from pausepoint.server.rollback import roll_back
 from pausepoint.server.store import Claimed, Store
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.config import RunnableConfig
     from pausepoint.graph.compiled import CompiledStateGraph
 
 __all__ = ["Workers", "new_owner"]
+
+_log = logging.getLogger("pausepoint.server")
 
 Resolve = Callable[[RunRecord], Awaitable[tuple["CompiledStateGraph", Assistant]]]
 
@@ -122,16 +126,24 @@ class Workers:
 
     async def _loop(self) -> None:
         while True:
-            self._wake.clear()
-            now = time.time()
-            claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
-            if claimed is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
-                if not self._wake.is_set():  # idle for a while: look for dead runs
-                    await self.store.requeue(expired_before=time.time())
-                continue
-            await self._execute(claimed)
+            try:
+                await self._next()
+            except Exception:  # a database error: the worker goes on after a pause
+                _log.exception("pausepoint serve: a worker's claim or run failed")
+                await asyncio.sleep(self.poll_seconds)
+
+    async def _next(self) -> None:
+        """Claim a run and execute it, or wait for news (``poll_seconds`` at most)."""
+        self._wake.clear()
+        now = time.time()
+        claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
+        if claimed is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+            if not self._wake.is_set():  # idle for a while: look for dead runs
+                await self.store.requeue(expired_before=time.time())
+            return
+        await self._execute(claimed)
 
     async def _execute(self, claimed: Claimed) -> None:
         run = claimed.run
@@ -139,19 +151,20 @@ class Workers:
         log.reopen()
         try:
             graph, assistant = await self.resolve(run)
-        except Exception as exc:
+            start, start_writes = claimed.start_checkpoint, claimed.start_writes
+            config: JsonObject = {"configurable": {"thread_id": run.thread_id}}
+            head = await self.saver.aget_tuple(cast("RunnableConfig", config))
+            head_id = head.checkpoint["id"] if head is not None else None
+            if not claimed.started:
+                start_writes = await self.store.mark_started(run.run_id, self.owner, head_id)
+                start = head_id
+            resumed = claimed.started and head_id != start
+            the = plan(assistant, run, continue_from_head=resumed)
+        except Exception as exc:  # an unknown assistant, an unreadable thread...
             error = {"error": type(exc).__name__, "message": str(exc)}
             log.emit("error", error)
             await self._finish(run, "error", {"__error__": error}, "error")
             return
-        start, start_writes = claimed.start_checkpoint, claimed.start_writes
-        head = await self.saver.aget_tuple({"configurable": {"thread_id": run.thread_id}})
-        head_id = head.checkpoint["id"] if head is not None else None
-        if not claimed.started:
-            start_writes = await self.store.mark_started(run.run_id, self.owner, head_id)
-            start = head_id
-        resumed = claimed.started and head_id != start
-        the = plan(assistant, run, continue_from_head=resumed)
         task = asyncio.create_task(execute(graph, assistant, run, the, log.emit))
         self._running[run.run_id] = task
         beat = asyncio.create_task(self._heartbeat(run, task))
@@ -168,6 +181,10 @@ class Workers:
                     return
                 await self._cancelled(graph, run, action, start, start_writes)
                 return
+            except Exception as exc:  # not the graph's failure: reading its outcome failed
+                error = {"error": type(exc).__name__, "message": str(exc)}
+                log.emit("error", error)
+                ended = Ended("error", {"__error__": error}, "error")
             await self._finish(run, ended.status, ended.body, ended.rest)
         finally:
             beat.cancel()
