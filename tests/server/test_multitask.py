@@ -239,3 +239,29 @@ async def test_rollback_of_a_resume_forgets_its_answer(service: RunService, tmp_
     body = await service.join_run("t", second.run_id)
     assert body == {"answer": "second", "gate": str(gate), "done": True}
     assert (await service.saver.alist_pending()).items == []
+
+
+async def test_racing_interrupts_leave_one_run_to_finish(db_url: str, tmp_path: Path) -> None:
+    """Racing ``interrupt`` runs from two services: each cancels the runs before it, so
+    exactly the last one accepted finishes; every other ends ``interrupted``."""
+    one = await RunService.open(db_url, GRAPHS, workers=2, poll_seconds=0.02)
+    two = await RunService.open(db_url, GRAPHS, workers=2, poll_seconds=0.02)
+    await one.start()
+    await two.start()
+    try:
+        first = await _running(one, tmp_path, "a")
+        request = _second(tmp_path, "interrupt")
+        made = await asyncio.gather(*(svc.create_run("t", request) for svc in (one, two) * 4))
+        for run in made:
+            await one.join_run("t", run.run_id)
+        runs = await one.list_runs("t", limit=100)
+        assert len(runs) == 9
+        statuses = {r.run_id: r.status for r in runs}
+        assert statuses[first.run_id] == "interrupted"
+        finished = [r for r in runs if r.status == "success"]
+        assert len(finished) == 1
+        assert finished[0].run_id == runs[0].run_id  # the newest accepted
+        assert {r.status for r in runs if r is not finished[0]} == {"interrupted"}
+    finally:
+        await one.close()
+        await two.close()

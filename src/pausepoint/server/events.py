@@ -56,6 +56,19 @@ class EventLog:
             return False
         return True
 
+    async def ended_within(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the run's end; whether it ended."""
+
+        async def ended() -> None:
+            while not self.ended:
+                await self._changed.wait()
+
+        try:
+            await asyncio.wait_for(ended(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
     async def follow(
         self, after: str | None = None, *, gone: Gone | None = None, every: float = 0.5
     ) -> AsyncIterator[RunEvent]:

@@ -500,7 +500,7 @@ class RunService:
             if log is None or log.ended:
                 await asyncio.sleep(_POLL)
             else:
-                await log.changed(_LOG_POLL)
+                await log.ended_within(_LOG_POLL)
 
     async def _ended(self, run_id: str) -> bool:
         got = await self.store.run_result(run_id)
