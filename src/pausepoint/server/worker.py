@@ -200,13 +200,17 @@ class Workers:
         start_writes: int,
     ) -> None:
         if action == "rollback":
-            await roll_back(self.saver, run.thread_id, start)
-            if start is not None:  # the answers and writes it added to its start
-                await self.store.drop_writes_after(run.thread_id, start_writes)
-            _, rest = await outcome(graph, run.thread_id)
-            await self._finish(run, None, None, rest)
-            self.events.discard(run.run_id)
-            return
+            try:
+                await roll_back(self.saver, run.thread_id, start)
+                if start is not None:  # the answers and writes it added to its start
+                    await self.store.drop_writes_after(run.thread_id, start_writes)
+            except Exception:  # kept as an interrupted run: nothing is lost
+                _log.exception("pausepoint serve: run %s could not be rolled back", run.run_id)
+            else:
+                _, rest = await outcome(graph, run.thread_id)
+                await self._finish(run, None, None, rest)
+                self.events.discard(run.run_id)
+                return
         body, rest = await outcome(graph, run.thread_id)
         await self._finish(run, "interrupted", body, rest)
 
