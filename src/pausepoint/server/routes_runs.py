@@ -21,7 +21,7 @@ from pausepoint.server.records import CancelAction, RunRecord, RunStatus
 from pausepoint.server.responses import json_response, service_of
 from pausepoint.server.run_body import run_request
 from pausepoint.server.sse import HEARTBEAT, frame, with_heartbeats
-from pausepoint.server.wire import dumps, run_json
+from pausepoint.server.wire import dumps, error_json, run_json
 
 __all__ = ["background", "routes", "stream_events", "wait_body"]
 
@@ -150,10 +150,13 @@ def stream_events(
     async def frames() -> AsyncIterator[bytes]:
         yield frame("metadata", {"run_id": run.run_id, "attempt": 1})
         events = service.stream_run(run.thread_id, run.run_id, last_event_id=last_event_id)
-        async for event in events:
-            if event.event == "metadata" or not _wanted(event.event, modes):
-                continue
-            yield frame(event.event, event.data, event.id if resumable else None)
+        try:
+            async for event in events:
+                if event.event == "metadata" or not _wanted(event.event, modes):
+                    continue
+                yield frame(event.event, event.data, event.id if resumable else None)
+        except Exception as exc:  # the headers are sent: the failure becomes the last event
+            yield frame("error", error_json(exc))
 
     body = _following(request, run, frames(), cancel_on_disconnect, HEARTBEAT, after)
     path = _run_path(run)
@@ -177,7 +180,11 @@ def wait_body(
     service = service_of(request)
 
     async def result() -> AsyncIterator[bytes]:
-        yield dumps(await service.join_run(run.thread_id, run.run_id)).encode()
+        try:
+            body = await service.join_run(run.thread_id, run.run_id)
+        except Exception as exc:  # the status is sent: the failure goes in the body
+            body = {"__error__": error_json(exc)}
+        yield dumps(body).encode()
 
     body = _following(request, run, result(), cancel_on_disconnect, b"\n", after)
     path = _run_path(run)
