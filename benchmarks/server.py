@@ -91,6 +91,34 @@ def over_http(url: str, n: int) -> list[float]:
     return times
 
 
+def through_service(db: Path, n: int) -> list[float]:
+    """Seconds per iteration through `RunService` in this process: records, queue and
+    workers without HTTP (what the server adds beside the HTTP layer)."""
+    import asyncio
+
+    from pausepoint.server.records import RunRequest
+    from pausepoint.server.service import RunService
+
+    async def rounds() -> list[float]:
+        service = await RunService.open(str(db), {"approval": approval()})
+        await service.start()
+        times: list[float] = []
+        try:
+            for _ in range(n):
+                start = time.perf_counter()
+                tid = (await service.create_thread()).thread_id
+                run = await service.create_run(tid, RunRequest("approval", input={"request": "d"}))
+                assert "__interrupt__" in await service.join_run(tid, run.run_id)
+                run = await service.create_run(tid, RunRequest("approval", command={"resume": "y"}))
+                assert (await service.join_run(tid, run.run_id))["result"] == "d: y"
+                times.append(time.perf_counter() - start)
+        finally:
+            await service.close()
+        return times
+
+    return asyncio.run(rounds())
+
+
 @contextlib.contextmanager
 def serving(db: Path) -> Iterator[str]:
     """``pausepoint serve`` on a free port, stopped afterwards; yields its URL."""
@@ -137,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         run: Callable[[Path, int], list[float]] = in_process
         run(where / "warm.sqlite", warm)
         local = run(where / "local.sqlite", n)
+        through_service(where / "warm-service.sqlite", warm)
+        service = through_service(where / "service.sqlite", n)
         with serving(where / "served.sqlite") as url:
             over_http(url, warm)
             remote = over_http(url, n)
@@ -145,8 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     print("| path | create + run to the question + resume to the end |")
     print("|---|---|")
     print(f"| in process (`invoke` x2) | {_ms(local)} |")
+    print(f"| `RunService` in process (records, queue, workers; no HTTP) | {_ms(service)} |")
     print(f"| `pausepoint serve` + langgraph-sdk (3 requests) | {_ms(remote)} |")
-    print(f"| added by HTTP, the queue and the workers | {added * 1000:.2f} |")
+    print(f"| added in all (serve - in process) | {added * 1000:.2f} |")
+    http_only = statistics.median(remote) - statistics.median(service)
+    print(f"| of which HTTP (serve - RunService) | {http_only * 1000:.2f} |")
     return 0
 
 

@@ -215,3 +215,42 @@ async def test_agent_inbox_ignore_in_background_and_mark_resolved(served: Served
         assert resolved["next"] == []
         assert resolved["interrupts"] == []
         assert (await client.threads.get(other))["status"] == "idle"
+
+
+@pytest.mark.asyncio
+async def test_stateless_runs_wait_and_stream_on_a_thread_of_their_own(served: Served):
+    async with get_client(url=served.url, api_key=TOKEN) as client:
+        done: Any = await client.runs.wait(None, "ticker", input={"stop": 3})
+        assert done == {"n": 3, "stop": 3}
+        parts = [p async for p in client.runs.stream(None, "ticker", input={"stop": 2})]
+        assert parts[0].event == "metadata"
+        assert [p.data for p in parts if p.event == "values"][-1] == {"n": 2, "stop": 2}
+        kept: Any = await client.runs.create(
+            None, "ticker", input={"stop": 1}, on_completion="keep"
+        )
+        await client.runs.join(kept["thread_id"], kept["run_id"])
+        state: Any = await client.threads.get_state(kept["thread_id"])
+        assert state["values"] == {"n": 1, "stop": 1}
+
+
+def test_agent_chat_ui_request_shape_sync(served: Served):
+    """What agent-chat-ui's useStream sends: several modes, subgraphs, resumable,
+    on_disconnect "continue", and ``input: {}`` beside the resume command."""
+    with get_sync_client(url=served.url, api_key=TOKEN) as client:
+        tid = client.threads.create()["thread_id"]
+        flags: dict[str, Any] = {
+            "stream_mode": ["values", "messages-tuple", "custom"],
+            "stream_subgraphs": True,
+            "stream_resumable": True,
+            "on_disconnect": "continue",
+        }
+        first = list(client.runs.stream(tid, "approval", input={"request": "ui"}, **flags))
+        values = [p.data for p in first if p.event == "values"]
+        assert values[-1]["__interrupt__"][0]["value"] == {"question": "Approve ui?"}
+        history: Any = client.threads.get_history(tid, limit=10)
+        assert history[0]["tasks"][0]["interrupts"][0]["value"] == {"question": "Approve ui?"}
+        resumed = list(
+            client.runs.stream(tid, "approval", input={}, command={"resume": "ok"}, **flags)
+        )
+        assert [p.data for p in resumed if p.event == "values"][-1]["result"] == "ui: ok"
+        assert not [p for p in resumed if p.event == "error"]

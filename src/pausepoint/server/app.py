@@ -16,6 +16,7 @@ from pausepoint.server import (
     routes_meta,
     routes_runs,
     routes_state,
+    routes_stateless,
     routes_threads,
 )
 from pausepoint.server.auth import TokenMiddleware, cors
@@ -76,6 +77,7 @@ def create_app(
             *routes_threads.routes,
             *routes_state.routes,
             *routes_runs.routes,
+            *routes_stateless.routes,
         ],
         middleware=middleware,
         exception_handlers={

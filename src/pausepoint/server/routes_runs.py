@@ -21,9 +21,9 @@ from pausepoint.server.records import CancelAction, RunRecord, RunStatus
 from pausepoint.server.responses import json_response, service_of
 from pausepoint.server.run_body import run_request
 from pausepoint.server.sse import HEARTBEAT, frame, with_heartbeats
-from pausepoint.server.wire import dumps, run_json
+from pausepoint.server.wire import dumps, error_json, run_json
 
-__all__ = ["routes", "stream_events", "wait_body"]
+__all__ = ["background", "routes", "stream_events", "wait_body"]
 
 _STATUSES: tuple[str, ...] = get_args(RunStatus)
 _ACTIONS: tuple[str, ...] = get_args(CancelAction)
@@ -136,11 +136,13 @@ def stream_events(
     cancel_on_disconnect: bool,
     last_event_id: str | None = None,
     modes: list[str] | None = None,
+    after: Callable[[], Awaitable[None]] | None = None,
 ) -> Response:
     """The run's events as an SSE response: ``metadata`` first, heartbeats between.
 
     ``id:`` lines only for a run created with ``stream_resumable``. Headers name the
-    run (``Content-Location``) and where to reconnect (``Location``).
+    run (``Content-Location``) and where to reconnect (``Location``). ``after`` runs
+    in the background once the response is over (a stateless run's cleanup).
     """
     service = service_of(request)
     resumable = run.request.stream_resumable
@@ -148,12 +150,15 @@ def stream_events(
     async def frames() -> AsyncIterator[bytes]:
         yield frame("metadata", {"run_id": run.run_id, "attempt": 1})
         events = service.stream_run(run.thread_id, run.run_id, last_event_id=last_event_id)
-        async for event in events:
-            if event.event == "metadata" or not _wanted(event.event, modes):
-                continue
-            yield frame(event.event, event.data, event.id if resumable else None)
+        try:
+            async for event in events:
+                if event.event == "metadata" or not _wanted(event.event, modes):
+                    continue
+                yield frame(event.event, event.data, event.id if resumable else None)
+        except Exception as exc:  # the headers are sent: the failure becomes the last event
+            yield frame("error", error_json(exc))
 
-    body = _following(request, run, frames(), cancel_on_disconnect, beat=HEARTBEAT)
+    body = _following(request, run, frames(), cancel_on_disconnect, HEARTBEAT, after)
     path = _run_path(run)
     headers = {
         "content-location": path,
@@ -164,14 +169,24 @@ def stream_events(
     return StreamingResponse(body, headers=headers, media_type="text/event-stream")
 
 
-def wait_body(request: Request, run: RunRecord, *, cancel_on_disconnect: bool) -> Response:
+def wait_body(
+    request: Request,
+    run: RunRecord,
+    *,
+    cancel_on_disconnect: bool,
+    after: Callable[[], Awaitable[None]] | None = None,
+) -> Response:
     """The run's final values as JSON once it ends; newlines keep the connection alive."""
     service = service_of(request)
 
     async def result() -> AsyncIterator[bytes]:
-        yield dumps(await service.join_run(run.thread_id, run.run_id)).encode()
+        try:
+            body = await service.join_run(run.thread_id, run.run_id)
+        except Exception as exc:  # the status is sent: the failure goes in the body
+            body = {"__error__": error_json(exc)}
+        yield dumps(body).encode()
 
-    body = _following(request, run, result(), cancel_on_disconnect, beat=b"\n")
+    body = _following(request, run, result(), cancel_on_disconnect, b"\n", after)
     path = _run_path(run)
     headers = {"content-location": path, "location": f"{path}/join"}
     return StreamingResponse(body, headers=headers, media_type="application/json")
@@ -183,6 +198,7 @@ async def _following(
     source: AsyncIterator[bytes],
     cancel_on_disconnect: bool,
     beat: bytes,
+    after: Callable[[], Awaitable[None]] | None,
 ) -> AsyncIterator[bytes]:
     """``source`` with keep-alives; cancels the run if the client leaves before its end."""
     period: float = request.app.state.heartbeat_seconds
@@ -195,10 +211,12 @@ async def _following(
     finally:
         if not ended and cancel_on_disconnect:
             service = service_of(request)
-            _background(request, lambda: service.cancel_run(run.thread_id, run.run_id))
+            background(request, lambda: service.cancel_run(run.thread_id, run.run_id))
+        if after is not None:
+            background(request, after)
 
 
-def _background(request: Request, work: Callable[[], Awaitable[None]]) -> None:
+def background(request: Request, work: Callable[[], Awaitable[None]]) -> None:
     """Run ``work`` as a task the app keeps until it is done (not cancelled with the request)."""
     tasks: set[asyncio.Task[None]] = request.app.state.background
 
