@@ -8,6 +8,7 @@
 - ``steps``: ``one`` -> ``two`` (gated as above, counted) -> ``three``: each counted, for
   the crash tests (a node finished before the crash is not run again).
 - ``review``: ``ask`` (a question) -> ``work`` (gated): a resume that stays running.
+- ``nested``: a subgraph node (``child`` running ``inner``), for subgraph events.
 """
 
 from __future__ import annotations
@@ -148,4 +149,31 @@ def review() -> StateGraph:
     return builder
 
 
-GRAPHS = {"asker": asker(), "gated": gated(), "steps": steps(), "review": review()}
+class Outer(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+
+
+def inner_node(state: Outer) -> dict[str, Any]:
+    return {"items": ["inner"]}
+
+
+def nested() -> StateGraph:
+    """``child`` is a compiled subgraph (one node, ``inner``): subgraph events."""
+    inner = StateGraph(Outer)
+    inner.add_node("inner", inner_node)
+    inner.add_edge(START, "inner")
+    inner.add_edge("inner", END)
+    builder = StateGraph(Outer)
+    builder.add_node("child", inner.compile())
+    builder.add_edge(START, "child")
+    builder.add_edge("child", END)
+    return builder
+
+
+GRAPHS = {
+    "asker": asker(),
+    "gated": gated(),
+    "steps": steps(),
+    "review": review(),
+    "nested": nested(),
+}

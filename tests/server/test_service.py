@@ -229,3 +229,62 @@ async def test_close_requeues_runs_in_flight_and_they_run_after(
         assert (await second.get_run("t", run.run_id)).status == "success"
     finally:
         await second.close()
+
+
+async def test_subgraph_events_are_named_mode_and_namespace(service: RunService) -> None:
+    run = await service.create_run(
+        "t",
+        RunRequest(
+            "nested",
+            input={"items": []},
+            stream_mode=["updates"],
+            stream_subgraphs=True,
+            if_not_exists="create",
+        ),
+    )
+    events = [e async for e in service.stream_run("t", run.run_id)]
+    names = [e.event for e in events]
+    assert "updates" in names
+    inner = [e for e in events if e.event.startswith("updates|child:")]
+    assert len(inner) == 1
+    assert inner[0].data == {"inner": {"items": ["inner"]}}
+    assert (await service.join_run("t", run.run_id)) == {"items": ["inner"]}
+
+
+async def test_a_resume_the_engine_refuses_is_refused_at_once(service: RunService) -> None:
+    from pausepoint.errors import NothingToResumeError, UnknownInterruptIdError
+
+    paused = await service.create_run(
+        "t", RunRequest("asker", input={"request": "r"}, if_not_exists="create")
+    )
+    await service.join_run("t", paused.run_id)
+    with pytest.raises(UnknownInterruptIdError):
+        await service.create_run("t", RunRequest("asker", command={"resume": {"0" * 32: "x"}}))
+    assert [r.run_id for r in await service.list_runs("t")] == [paused.run_id]
+    assert (await service.get_thread("t")).status == "interrupted"
+    done = await service.create_run("t", RunRequest("asker", command={"resume": "yes"}))
+    await service.join_run("t", done.run_id)
+    with pytest.raises(NothingToResumeError):
+        await service.create_run("t", RunRequest("asker", command={"resume": "again"}))
+    assert len(await service.list_runs("t")) == 2
+
+
+async def test_a_resume_queued_behind_a_busy_thread_fails_when_its_turn_comes(
+    service: RunService, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    first = await service.create_run(
+        "t",
+        RunRequest("gated", input={"item": "a", "gate": str(gate)}, if_not_exists="create"),
+    )
+
+    async def running() -> bool:
+        return (await service.get_run("t", first.run_id)).status == "running"
+
+    await eventually(running)
+    queued = await service.create_run("t", RunRequest("gated", command={"resume": "x"}))
+    gate.touch()
+    body = await service.join_run("t", queued.run_id)
+    assert body["__error__"]["error"] == "NothingToResumeError"
+    assert (await service.get_run("t", queued.run_id)).status == "error"
+    assert (await service.get_thread("t")).status == "error"
