@@ -40,6 +40,9 @@ __all__ = ["Workers", "new_owner"]
 
 _log = logging.getLogger("pausepoint.server")
 
+_CANCEL_GRACE = 2.0
+"""Seconds a cancelled run may take to stop before it is cancelled again."""
+
 Resolve = Callable[[RunRecord], Awaitable[tuple["CompiledStateGraph", Assistant]]]
 
 
@@ -219,6 +222,14 @@ class Workers:
         self.events.end(run.run_id)
 
     async def _heartbeat(self, run: RunRecord, task: asyncio.Task[Ended]) -> None:
+        """Renew the run's lease until it ends; act on a cancel asked meanwhile.
+
+        A cancel asked by another process is read here. A run still going
+        ``_CANCEL_GRACE`` seconds (at least a renewal period) after its cancel is
+        cancelled again: a cancellation that lands in a PostgreSQL query can be
+        swallowed below the engine's driver, which then waits on the step's tasks.
+        """
+        asked: float | None = None
         while not task.done():
             ours, cancel = await self.store.renew(
                 run.run_id, self.owner, time.time() + self.lease_seconds
@@ -226,7 +237,13 @@ class Workers:
             if not ours:
                 task.cancel()
                 return
-            if cancel in ("interrupt", "rollback"):
-                self.cancel(run.run_id, cancel)
-                return
+            if cancel in ("interrupt", "rollback") or run.run_id in self._cancels:
+                if asked is None:
+                    asked = time.monotonic()
+                    if run.run_id not in self._cancels and cancel in ("interrupt", "rollback"):
+                        self.cancel(run.run_id, cancel)
+                elif time.monotonic() - asked >= max(_CANCEL_GRACE, self.lease_seconds / 3):
+                    _log.warning("pausepoint serve: run %s ignored its cancel: again", run.run_id)
+                    asked = time.monotonic()
+                    task.cancel()
             await asyncio.sleep(self.lease_seconds / 3)
