@@ -76,3 +76,31 @@ async def test_a_run_due_later_waits_for_its_time(service: RunService) -> None:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+@pytest.mark.parametrize("attempt", range(4))
+async def test_a_cancel_right_after_the_claim_stops_the_run(
+    db_url: str, tmp_path: Path, attempt: int
+) -> None:
+    """The cancel lands wherever the run is (a saver write, the first step...): it
+    still stops (on PostgreSQL one can be swallowed below the engine's driver: the
+    worker cancels again after a grace period)."""
+    del attempt
+    executing = await RunService.open(db_url, GRAPHS, workers=1, lease_seconds=0.3)
+    asking = await RunService.open(db_url, GRAPHS, workers=0)
+    await executing.start()
+    try:
+        run = await asking.create_run(
+            "t", RunRequest("gated", input=_gated(tmp_path), if_not_exists="create")
+        )
+
+        async def claimed() -> bool:
+            return (await asking.get_run("t", run.run_id)).status != "pending"
+
+        await eventually(claimed)
+        await asking.cancel_run("t", run.run_id, wait=True)
+        assert (await asking.get_run("t", run.run_id)).status == "interrupted"
+        assert (await asking.get_thread("t")).status != "busy"
+    finally:
+        await executing.close()
+        await asking.close()
