@@ -79,6 +79,8 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.fingerprint": "compile() internals: a graph's fingerprint",
     "pausepoint.graph.addressing": "which graph wrote a checkpoint namespace (get_state internals)",
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
+    "pausepoint.server": "`pausepoint serve`, documented in docs/server.md",
+    "pausepoint.server.*": "`pausepoint serve`, documented in docs/server.md",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "a task's interrupt and call counters",
     "pausepoint.task_context": "the running task's context",

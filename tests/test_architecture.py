@@ -310,6 +310,7 @@ PACKAGE_ORDER = (
     "testing",
     "questions",
     "deploys",  # issue 31: the pre-deploy check (reads savers, checks with the loop)
+    "server",  # issue 33: `pausepoint serve`, the LangGraph Server API (runs queued, workers)
     "inbox",
     "cli",
 )

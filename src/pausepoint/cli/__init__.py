@@ -1,4 +1,4 @@
-"""The ``pausepoint`` command line: demo, threads, sweep, inbox, check and prune."""
+"""The ``pausepoint`` command line: demo, threads, sweep, inbox, serve, check and prune."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from pausepoint.cli import check, demo, inbox, migrate, prune, sweep, threads
+from pausepoint.cli import check, demo, inbox, migrate, prune, serve, sweep, threads
 
 __all__ = ["main"]
 
@@ -24,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     migrate.add_parser(threads.add_parser(commands))  # `threads migrate`
     sweep.add_parser(commands)
     inbox.add_parser(commands)
+    serve.add_parser(commands)
     check.add_parser(commands)
     prune.add_parser(commands)
     args = parser.parse_args(argv)

@@ -1,0 +1,187 @@
+"""``pausepoint serve`` vs the graph in-process: what HTTP adds to a pause + resume.
+
+One iteration: create a thread, run it to its question, resume it to the end. In
+process: ``invoke`` twice on the compiled graph with a ``SqliteSaver`` on a file. Over
+HTTP: the real ``langgraph-sdk`` sync client against ``pausepoint serve`` (a
+subprocess on 127.0.0.1, a SQLite file, runs queued and executed by its workers):
+``threads.create``, ``runs.wait(input=...)``, ``runs.wait(command={"resume": ...})``.
+Reports the median of each and the median added per round trip. Timings are
+reported, never asserted.
+
+    PYTHONPATH=src python benchmarks/server.py [--n 200] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Ask(TypedDict, total=False):
+    request: str
+    answer: str
+    result: str
+
+
+def approval() -> Any:
+    """START -> ask (interrupt) -> finish: the benchmark's graph (served by name)."""
+    from pausepoint import END, START, StateGraph, interrupt
+
+    def ask(state: Ask) -> dict[str, Any]:
+        return {"answer": interrupt({"question": f"Approve {state.get('request')}?"})}
+
+    def finish(state: Ask) -> dict[str, Any]:
+        return {"result": f"{state.get('request')}: {state.get('answer')}"}
+
+    builder = StateGraph(Ask)
+    builder.add_node("ask", ask)
+    builder.add_node("finish", finish)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "finish")
+    builder.add_edge("finish", END)
+    return builder
+
+
+def in_process(db: Path, n: int) -> list[float]:
+    """Seconds per iteration, the graph invoked in this process."""
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+    from pausepoint.types import Command
+
+    times: list[float] = []
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph = approval().compile(checkpointer=saver)
+        for _ in range(n):
+            start = time.perf_counter()
+            config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+            paused = graph.invoke({"request": "deploy"}, config)
+            assert "__interrupt__" in paused
+            done = graph.invoke(Command(resume="yes"), config)
+            assert done["result"] == "deploy: yes"
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def over_http(url: str, n: int) -> list[float]:
+    """Seconds per iteration through ``pausepoint serve`` with the SDK's sync client."""
+    from langgraph_sdk import get_sync_client
+
+    times: list[float] = []
+    with get_sync_client(url=url, api_key=None) as client:
+        for _ in range(n):
+            start = time.perf_counter()
+            tid = client.threads.create()["thread_id"]
+            paused: Any = client.runs.wait(tid, "approval", input={"request": "deploy"})
+            assert "__interrupt__" in paused
+            done: Any = client.runs.wait(tid, "approval", command={"resume": "yes"})
+            assert done["result"] == "deploy: yes"
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def through_service(db: Path, n: int) -> list[float]:
+    """Seconds per iteration through `RunService` in this process: records, queue and
+    workers without HTTP (what the server adds beside the HTTP layer)."""
+    import asyncio
+
+    from pausepoint.server.records import RunRequest
+    from pausepoint.server.service import RunService
+
+    async def rounds() -> list[float]:
+        service = await RunService.open(str(db), {"approval": approval()})
+        await service.start()
+        times: list[float] = []
+        try:
+            for _ in range(n):
+                start = time.perf_counter()
+                tid = (await service.create_thread()).thread_id
+                run = await service.create_run(tid, RunRequest("approval", input={"request": "d"}))
+                assert "__interrupt__" in await service.join_run(tid, run.run_id)
+                run = await service.create_run(tid, RunRequest("approval", command={"resume": "y"}))
+                assert (await service.join_run(tid, run.run_id))["result"] == "d: y"
+                times.append(time.perf_counter() - start)
+        finally:
+            await service.close()
+        return times
+
+    return asyncio.run(rounds())
+
+
+@contextlib.contextmanager
+def serving(db: Path) -> Iterator[str]:
+    """``pausepoint serve`` on a free port, stopped afterwards; yields its URL."""
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(ROOT)]))
+    cmd = [sys.executable, "-m", "pausepoint.cli", "serve", "--db", str(db)]
+    cmd += ["--port", str(port), "--graph", "approval=benchmarks.server:approval"]
+    log = db.with_suffix(".log").open("wb")
+    process = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(db.with_suffix(".log").read_text())
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/ok").status_code == 200:
+                    break
+            time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+        log.close()
+
+
+def _ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both sides, print a Markdown table."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--n", type=int, default=200, help="iterations per side (default 200)")
+    p.add_argument("--quick", action="store_true", help="20 iterations: does it still run?")
+    args = p.parse_args(argv)
+    n = 20 if args.quick else args.n
+    warm = max(3, n // 10)
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        run: Callable[[Path, int], list[float]] = in_process
+        run(where / "warm.sqlite", warm)
+        local = run(where / "local.sqlite", n)
+        through_service(where / "warm-service.sqlite", warm)
+        service = through_service(where / "service.sqlite", n)
+        with serving(where / "served.sqlite") as url:
+            over_http(url, warm)
+            remote = over_http(url, n)
+    added = statistics.median(remote) - statistics.median(local)
+    print(f"pause + resume round trip, SQLite, median of {n} (ms)\n")
+    print("| path | create + run to the question + resume to the end |")
+    print("|---|---|")
+    print(f"| in process (`invoke` x2) | {_ms(local)} |")
+    print(f"| `RunService` in process (records, queue, workers; no HTTP) | {_ms(service)} |")
+    print(f"| `pausepoint serve` + langgraph-sdk (3 requests) | {_ms(remote)} |")
+    print(f"| added in all (serve - in process) | {added * 1000:.2f} |")
+    http_only = statistics.median(remote) - statistics.median(service)
+    print(f"| of which HTTP (serve - RunService) | {http_only * 1000:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

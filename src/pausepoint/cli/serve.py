@@ -1,0 +1,162 @@
+"""``pausepoint serve``: the LangGraph Server API over your own database.
+
+Serves the graphs given with ``--graph`` to ``langgraph-sdk``, Agent Inbox and
+agent-chat-ui: assistants, threads, state, history and runs, with runs recorded in the
+database and executed by workers in this process (a run accepted before a crash runs
+after a restart). See docs/server.md. Needs the ``server`` extra:
+pip install 'pausepoint[server]'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from pausepoint.cli.inbox import RedactToken
+from pausepoint.cli.threads import add_db_option, load_graph
+from pausepoint.cli.views import CliError
+
+if TYPE_CHECKING:
+    from pausepoint.cli.threads import Commands
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.state import StateGraph
+
+__all__ = ["add_parser", "graph_specs", "run"]
+
+DEFAULT_PORT = 2024
+TOKEN_ENV = "PAUSEPOINT_SERVE_TOKEN"
+_EXTRA = "pip install 'pausepoint[server]'"
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+def add_parser(commands: Commands) -> None:
+    """Register ``serve`` on the CLI's subcommands."""
+    p = commands.add_parser(
+        "serve",
+        help="serve the LangGraph Server API (langgraph-sdk, Agent Inbox) over the database",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_db_option(p)
+    p.add_argument(
+        "--graph",
+        action="append",
+        required=True,
+        metavar="[NAME=]MODULE:ATTR",
+        help="a graph to serve (repeatable): a StateGraph, a compiled graph, or a function "
+        "returning one; NAME (default: ATTR) is its graph_id and assistant id",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"(default: {DEFAULT_PORT})")
+    p.add_argument(
+        "--token",
+        help=f"the token clients send as x-api-key or Bearer (default: ${TOKEN_ENV}; "
+        "none: open, allowed on a loopback address only)",
+    )
+    p.add_argument("--workers", type=int, default=4, help="runs executed at once (default: 4)")
+    p.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin browser pages may call from (repeatable; '*' for any)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=int,
+        default=10 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest request body accepted (default: 10 MiB)",
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; return the exit status."""
+    missing = _missing_extra()
+    if missing:
+        print(
+            f"pausepoint serve needs the 'server' extra ({missing} is missing): {_EXTRA}",
+            file=sys.stderr,
+        )
+        return 2
+    token = args.token or os.environ.get(TOKEN_ENV) or None
+    try:
+        if token is None and args.host not in _LOOPBACK:
+            raise CliError(
+                f"refusing to serve {args.host} without a token: anyone who reaches it could "
+                f"run and answer every thread. Pass --token (or set ${TOKEN_ENV})."
+            )
+        if args.workers < 1:
+            raise CliError(f"--workers must be 1 or more, got {args.workers}")
+        graphs = graph_specs(args.graph)
+    except CliError as exc:
+        print(f"pausepoint serve: {exc}", file=sys.stderr)
+        return 2
+    return _serve(args, graphs, token)
+
+
+def graph_specs(specs: list[str]) -> dict[str, CompiledStateGraph | StateGraph]:
+    """The ``--graph`` options as graph name -> graph (a function is called for it).
+
+    Raises:
+        CliError: A spec does not import, two share a name, or one is not a graph.
+    """
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.state import StateGraph
+
+    graphs: dict[str, CompiledStateGraph | StateGraph] = {}
+    for spec in specs:
+        name, sep, target = spec.partition("=")
+        if not sep:
+            name, target = spec.rpartition(":")[2].rpartition(".")[2], spec
+        if not name or name in graphs:
+            raise CliError(f"--graph {spec!r}: the name {name!r} is empty or given twice")
+        obj = load_graph(target)
+        if not isinstance(obj, StateGraph | CompiledStateGraph) and callable(obj):
+            obj = obj()
+        if not isinstance(obj, StateGraph | CompiledStateGraph):
+            raise CliError(f"--graph {spec!r} is a {type(obj).__name__}, not a graph")
+        graphs[name] = obj
+    return graphs
+
+
+def _serve(
+    args: argparse.Namespace, graphs: dict[str, CompiledStateGraph | StateGraph], token: str | None
+) -> int:
+    import logging
+
+    import uvicorn
+
+    from pausepoint.server.app import create_app
+    from pausepoint.server.service import RunService
+
+    async def opened() -> RunService:
+        return await RunService.open(args.db, graphs, workers=args.workers)
+
+    app = create_app(opened, token=token, cors_origins=args.cors_origin, max_body=args.max_body)
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logging.getLogger(name).addFilter(RedactToken())
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"pausepoint serve: graphs {', '.join(graphs)} over {args.db}")
+    print(f"  http://{host}:{args.port}  (langgraph_sdk.get_client(url=...); Ctrl-C stops)")
+    print("  token required (x-api-key or Bearer)" if token else "  no token: open to this host")
+    sys.stdout.flush()
+    try:
+        uvicorn.Server(config).run()
+    except KeyboardInterrupt:
+        print("pausepoint serve: stopped")
+    return 0
+
+
+def _missing_extra() -> str | None:
+    for module in ("starlette", "uvicorn"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return module
+    return None

@@ -1,0 +1,108 @@
+"""Opening the database a server runs on: the saver and the server's tables.
+
+A SQLite file gets an ``AsyncSqliteSaver`` and a connection of the store's own
+(`SqliteDatabase`); a ``postgresql://`` URL gets a connection pool shared by an
+``AsyncPostgresSaver`` and the store (`PostgresDatabase`). Served graphs are compiled
+again with the saver (`compiled_with`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from pausepoint.server.store_records import Database
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.graph.compiled import CompiledStateGraph
+
+__all__ = ["Closer", "close_all", "compiled_with", "is_postgres_url", "open_database"]
+
+Closer = Callable[[], Awaitable[object]]
+"""What closes one thing opened (run in reverse order by `close_all`)."""
+
+
+async def open_database(
+    db_url: str, workers: int, closers: list[Closer]
+) -> tuple[BaseCheckpointSaver, Database]:
+    """The saver and the store's database for ``db_url``.
+
+    What closes them is appended to ``closers``.
+    """
+    if is_postgres_url(db_url):
+        return await _open_postgres(db_url, workers, closers)
+    return await _open_sqlite(db_url, closers)
+
+
+def is_postgres_url(db_url: str) -> bool:
+    """Whether ``db_url`` names a PostgreSQL server rather than a SQLite file."""
+    return db_url.startswith(("postgresql://", "postgres://"))
+
+
+def compiled_with(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph:
+    """``obj`` (a ``StateGraph`` or a compiled graph) compiled with ``saver``.
+
+    A compiled graph is compiled again from its builder with the same breakpoints,
+    name, version, migrations and lease settings; an ``@entrypoint`` is made again.
+    """
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.entry import entrypoint_with
+    from pausepoint.graph.state import StateGraph
+
+    if isinstance(obj, CompiledStateGraph):
+        if obj.builder is None:
+            return entrypoint_with(obj, saver)
+        return obj.builder.compile(
+            checkpointer=saver,
+            interrupt_before=obj.interrupt_before_nodes or None,
+            interrupt_after=obj.interrupt_after_nodes or None,
+            name=obj.name,
+            lease_ttl=obj.lease_ttl,
+            lease_wait=obj.lease_wait,
+            version=obj.spec.shape.version if obj.spec.shape is not None else None,
+            migrations=obj.spec.migrations,
+        )
+    if isinstance(obj, StateGraph):
+        return obj.compile(checkpointer=saver)
+    raise TypeError(f"a served graph must be a StateGraph or a compiled graph, not {obj!r}")
+
+
+async def _open_sqlite(path: str, closers: list[Closer]) -> tuple[BaseCheckpointSaver, Database]:
+    from pausepoint.checkpoint.sqlite import AsyncSqliteSaver
+    from pausepoint.server.store_sqlite import SqliteDatabase
+
+    opened = AsyncSqliteSaver.from_conn_string(path)
+    saver = await opened.__aenter__()
+    closers.append(lambda: opened.__aexit__(None, None, None))
+    db = SqliteDatabase(path)
+    closers.append(db.close)
+    return saver, db
+
+
+async def _open_postgres(
+    url: str, workers: int, closers: list[Closer]
+) -> tuple[BaseCheckpointSaver, Database]:
+    from psycopg_pool import AsyncConnectionPool
+
+    from pausepoint.checkpoint.postgres import AsyncPostgresSaver
+    from pausepoint.server.store_postgres import PostgresDatabase
+
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=max(4, workers * 2 + 2),
+        kwargs={"autocommit": True, "prepare_threshold": 0},
+        open=False,
+    )
+    await pool.open(wait=True)
+    closers.append(pool.close)
+    saver = AsyncPostgresSaver(pool)
+    await saver.setup()
+    return cast("BaseCheckpointSaver", saver), PostgresDatabase(pool)
+
+
+async def close_all(closers: list[Closer]) -> None:
+    """Close what was opened, newest first."""
+    while closers:
+        await closers.pop()()

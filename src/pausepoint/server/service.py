@@ -1,0 +1,528 @@
+"""``RunService``: the one interface the HTTP layer calls (assistants, threads, runs).
+
+It opens the saver and the server's tables on one database (a SQLite file or a
+PostgreSQL URL), compiles each served graph with that saver, and owns the workers
+that execute runs (`pausepoint.server.worker`). Requests only record: a run is
+written ``pending`` and a worker executes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import functools
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pausepoint.server.errors import NotFoundError
+from pausepoint.server.events import EventLogs
+from pausepoint.server.execute import check_request, graph_input, outcome
+from pausepoint.server.opening import Closer, close_all, compiled_with, open_database
+from pausepoint.server.precheck import check_resume, checking_graph
+from pausepoint.server.records import (
+    Assistant,
+    CancelAction,
+    JsonObject,
+    RunEvent,
+    RunRecord,
+    RunRequest,
+    RunStatus,
+    ThreadRecord,
+    ThreadStatus,
+)
+from pausepoint.server.store import Database, Store
+from pausepoint.server.worker import Workers
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.state import StateGraph
+
+__all__ = [
+    "DEFAULT_ASSISTANT_NAMESPACE",
+    "RunService",
+    "default_assistant_id",
+]
+
+SortOrder = Literal["asc", "desc"]
+
+DEFAULT_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+"""The namespace of default assistants' ids (LangGraph's servers use the same)."""
+
+_POLL = 0.05
+"""Seconds between reads of a run's record while waiting on a run this process has
+no event log of (executed by another process)."""
+
+_LOG_POLL = 0.5
+"""Seconds a wait on a run's event log goes without news before the run's record is
+read (the run may be executed by another process, which fills no log here)."""
+
+
+def default_assistant_id(graph_id: str) -> str:
+    """The id of a graph's default assistant: uuid5 of the graph's name."""
+    return str(uuid.uuid5(DEFAULT_ASSISTANT_NAMESPACE, graph_id))
+
+
+def _matches(have: Mapping[str, Any], want: Mapping[str, Any] | None) -> bool:
+    """Every key of ``want`` has the same value in ``have`` (nested dicts: the same)."""
+    return not want or all(k in have and have[k] == v for k, v in want.items())
+
+
+def _page(items: list[Any], key: str, order: SortOrder, limit: int, offset: int) -> list[Any]:
+    items.sort(key=lambda x: (getattr(x, key, None) is None, getattr(x, key, "")))
+    if order == "desc":
+        items.reverse()
+    return items[offset : offset + limit]
+
+
+class RunService:
+    """Assistants, threads and runs over one database, with the workers that run them.
+
+    Made by `open`; `start` starts the workers, `close` stops them and closes the
+    database. Every method is safe to call concurrently from the event loop.
+    """
+
+    graphs: Mapping[str, CompiledStateGraph]
+    saver: BaseCheckpointSaver
+
+    def __init__(
+        self,
+        graphs: Mapping[str, CompiledStateGraph],
+        saver: BaseCheckpointSaver,
+        db: Database,
+        closers: list[Closer],
+        *,
+        workers: int,
+        lease_seconds: float,
+        poll_seconds: float,
+        keep_events_seconds: float,
+    ) -> None:
+        self.graphs = graphs
+        self.saver = saver
+        self.store = Store(db)
+        self.events = EventLogs(keep_events_seconds)
+        self.workers = Workers(
+            self.store, saver, self.events, self._resolve,
+            count=workers, lease_seconds=lease_seconds, poll_seconds=poll_seconds,
+        )  # fmt: skip
+        self._closers = closers
+        self._started = False
+        self._checking = {name: checking_graph(g, saver) for name, g in graphs.items()}
+
+    @classmethod
+    async def open(
+        cls,
+        db_url: str,
+        graphs: Mapping[str, CompiledStateGraph | StateGraph],
+        *,
+        workers: int = 4,
+        lease_seconds: float = 30.0,
+        poll_seconds: float = 1.0,
+        keep_events_seconds: float = 300.0,
+    ) -> RunService:
+        """Open the saver and the server's tables (created if missing); no worker runs yet.
+
+        Args:
+            db_url: A SQLite file path or a ``postgresql://`` URL: the checkpoints'
+                database, which also gets the server's tables.
+            graphs: The served graphs by name (their ``graph_id``); each is compiled
+                again with this database's saver.
+            workers: How many runs this process executes at once.
+            lease_seconds: How long a claimed run stays claimed without its worker
+                renewing it: a run of a process that died is requeued after it (at
+                once at start when that process ran on this host).
+            poll_seconds: How often idle workers look for runs they were not told
+                about (other processes' runs, ``after_seconds``, expired leases).
+            keep_events_seconds: How long a run's event log is kept after it ends.
+        """
+        closers: list[Closer] = []
+        db: Database
+        try:
+            saver, db = await open_database(db_url, workers, closers)
+            await db.setup()
+            compiled = {name: compiled_with(g, saver) for name, g in graphs.items()}
+            service = cls(
+                compiled, saver, db, closers, workers=workers, lease_seconds=lease_seconds,
+                poll_seconds=poll_seconds, keep_events_seconds=keep_events_seconds,
+            )  # fmt: skip
+            for name in compiled:
+                await service.create_assistant(
+                    name, assistant_id=default_assistant_id(name), name=name,
+                    metadata={"created_by": "system"}, if_exists="do_nothing",
+                )  # fmt: skip
+        except BaseException:
+            await close_all(closers)
+            raise
+        return service
+
+    async def start(self) -> None:
+        """Requeue the runs a dead process left ``running``, then start the workers."""
+        if not self._started:
+            self._started = True
+            await self.workers.start()
+
+    async def close(self) -> None:
+        """Stop the workers (runs in flight are left to be requeued) and the database."""
+        if self._started:
+            self._started = False
+            await self.workers.close()
+        await close_all(self._closers)
+
+    async def _resolve(self, run: RunRecord) -> tuple[CompiledStateGraph, Assistant]:
+        assistant = await self.get_assistant(run.assistant_id)
+        return self.graph_for(assistant), assistant
+
+    # --- assistants ---------------------------------------------------------------------
+
+    async def create_assistant(
+        self,
+        graph_id: str,
+        *,
+        assistant_id: str | None = None,
+        config: JsonObject | None = None,
+        context: JsonObject | None = None,
+        metadata: JsonObject | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        if_exists: Literal["raise", "do_nothing"] = "raise",
+    ) -> Assistant:
+        """Store an assistant of graph ``graph_id``; ``if_exists`` decides about an existing id.
+
+        Raises:
+            NotFoundError: No graph ``graph_id`` is served.
+            ConflictError: ``assistant_id`` exists and ``if_exists="raise"``.
+        """
+        if graph_id not in self.graphs:
+            raise NotFoundError(f"no graph {graph_id!r} is served")
+        now = _now()
+        assistant = Assistant(
+            assistant_id=assistant_id or str(uuid.uuid4()), graph_id=graph_id,
+            config=config or {}, context=context or {}, metadata=metadata or {},
+            name=name or "Untitled", description=description, version=1,
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+        return await self.store.put_assistant(assistant, if_exists=if_exists)
+
+    async def get_assistant(self, assistant_id_or_graph_id: str) -> Assistant:
+        """The assistant with this id, or the default assistant of the graph of this name."""
+        got = await self.store.get_assistant(assistant_id_or_graph_id)
+        if got is None and assistant_id_or_graph_id in self.graphs:
+            got = await self.store.get_assistant(default_assistant_id(assistant_id_or_graph_id))
+        if got is None:
+            raise NotFoundError(f"assistant {assistant_id_or_graph_id!r} not found")
+        return got
+
+    async def search_assistants(
+        self,
+        *,
+        graph_id: str | None = None,
+        metadata: JsonObject | None = None,
+        name: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        sort_by: str = "created_at",
+        sort_order: SortOrder = "desc",
+    ) -> tuple[list[Assistant], int]:
+        """A page of assistants matching every filter given, and how many match in all.
+
+        ``name`` matches a part of the name, case-insensitively.
+        """
+        found = [
+            a
+            for a in await self.store.assistants(graph_id)
+            if _matches(a.metadata, metadata) and (not name or name.lower() in a.name.lower())
+        ]
+        return _page(found, sort_by, sort_order, limit, offset), len(found)
+
+    def graph_for(self, assistant: Assistant) -> CompiledStateGraph:
+        """The compiled graph an assistant runs."""
+        graph = self.graphs.get(assistant.graph_id)
+        if graph is None:
+            raise NotFoundError(f"no graph {assistant.graph_id!r} is served")
+        return graph
+
+    # --- threads ------------------------------------------------------------------------
+
+    async def create_thread(
+        self,
+        *,
+        thread_id: str | None = None,
+        metadata: JsonObject | None = None,
+        if_exists: Literal["raise", "do_nothing"] = "raise",
+    ) -> ThreadRecord:
+        """Store a new thread (a fresh uuid4 id unless ``thread_id``).
+
+        Raises:
+            ConflictError: ``thread_id`` exists and ``if_exists="raise"``.
+        """
+        tid = thread_id or str(uuid.uuid4())
+        return await self.store.put_thread(tid, metadata or {}, time.time(), if_exists=if_exists)
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord:
+        """The thread's record.
+
+        Raises:
+            NotFoundError: No such thread.
+        """
+        return await self.store.thread(thread_id)
+
+    async def patch_thread(self, thread_id: str, *, metadata: JsonObject) -> ThreadRecord:
+        """Merge ``metadata`` into the thread's metadata."""
+        return await self.store.merge_thread_metadata(thread_id, metadata, time.time())
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Cancel the thread's runs, then delete its runs, checkpoints and record."""
+        await self.store.thread(thread_id)
+        for run in await self.store.runs(thread_id, limit=1_000_000, offset=0, status=None):
+            if run.status in ("pending", "running"):
+                await self.cancel_run(thread_id, run.run_id, wait=True)
+        for run_id in await self.store.delete_thread(thread_id):
+            self.events.discard(run_id)
+        await self.saver.adelete_thread(thread_id)
+
+    async def search_threads(
+        self,
+        *,
+        ids: list[str] | None = None,
+        metadata: JsonObject | None = None,
+        values: JsonObject | None = None,
+        status: ThreadStatus | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        sort_by: str = "created_at",
+        sort_order: SortOrder = "desc",
+    ) -> tuple[list[ThreadRecord], int]:
+        """A page of threads matching every filter given, and how many match in all.
+
+        ``metadata`` and ``values`` match when each of their keys has that value.
+        """
+        found = await self._threads(ids, metadata, values, status)
+        return _page(found, sort_by, sort_order, limit, offset), len(found)
+
+    async def count_threads(
+        self,
+        *,
+        metadata: JsonObject | None = None,
+        values: JsonObject | None = None,
+        status: ThreadStatus | None = None,
+    ) -> int:
+        """How many threads match every filter given."""
+        return len(await self._threads(None, metadata, values, status))
+
+    async def _threads(
+        self,
+        ids: list[str] | None,
+        metadata: JsonObject | None,
+        values: JsonObject | None,
+        status: ThreadStatus | None,
+    ) -> list[ThreadRecord]:
+        found = [
+            t
+            for t in await self.store.threads(ids=ids, status=status)
+            if _matches(t.metadata, metadata)
+        ]
+        if values:
+            kept: list[ThreadRecord] = []
+            for t in found:
+                graph = self.graph_of_thread(t)
+                if graph is None:
+                    continue
+                state = await graph.aget_state({"configurable": {"thread_id": t.thread_id}})
+                have: object = state.values
+                if isinstance(have, dict) and _matches(cast("JsonObject", have), values):
+                    kept.append(t)
+            found = kept
+        return found
+
+    def graph_of_thread(self, thread: ThreadRecord) -> CompiledStateGraph | None:
+        """The graph named by the thread's ``metadata.graph_id``, if it is served."""
+        graph_id = thread.metadata.get("graph_id")
+        return self.graphs.get(graph_id) if isinstance(graph_id, str) else None
+
+    async def settle_thread(self, thread_id: str) -> ThreadRecord:
+        """Work out the thread's status again; the thread.
+
+        For after its state was changed directly (``POST /threads/{id}/state``):
+        ``busy`` while runs are in flight, else from its last run and its head.
+        """
+        thread = await self.store.thread(thread_id)
+        await self.store.settle_thread(thread_id, await self._rest(thread), time.time())
+        return await self.store.thread(thread_id)
+
+    async def _rest(self, thread: ThreadRecord) -> ThreadStatus:
+        if await self.store.last_ended_status(thread.thread_id) == "error":
+            return "error"
+        graph = self.graph_of_thread(thread)
+        if graph is None:
+            return "idle"
+        return (await outcome(graph, thread.thread_id))[1]
+
+    # --- runs ---------------------------------------------------------------------------
+
+    async def create_run(self, thread_id: str, request: RunRequest) -> RunRecord:
+        """Record a run ``pending`` for the workers, after checking it against the graph.
+
+        Applies ``if_not_exists`` (an unknown thread) and ``multitask_strategy`` (a
+        busy thread). Raises ``NotFoundError``, ``ConflictError`` or
+        ``InvalidRequestError``; nothing is written then.
+        """
+        assistant = await self.get_assistant(request.assistant_id)
+        graph = self.graph_for(assistant)
+        check_request(graph, request)
+        await self._check_resume(assistant.graph_id, thread_id, request)
+        now = _now()
+        run = RunRecord(
+            run_id=str(uuid.uuid4()), thread_id=thread_id, assistant_id=assistant.assistant_id,
+            status="pending", metadata=dict(request.metadata or {}), kwargs=request.to_json(),
+            multitask_strategy=request.multitask_strategy, created_at=now, updated_at=now,
+        )  # fmt: skip
+        self.events.open(run.run_id)  # before any worker can see it: no event is missed
+        try:
+            run, cancelled = await self.store.create_run(
+                run,
+                not_before=now.timestamp() + (request.after_seconds or 0.0),
+                create_thread=request.if_not_exists == "create",
+                stamp={"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
+            )
+        except BaseException:
+            self.events.discard(run.run_id)
+            raise
+        for run_id, was, action in cancelled:
+            self._cancelled_now(run_id, was, cast("CancelAction", action))
+        self.workers.wake()
+        return run
+
+    async def _check_resume(self, graph_id: str, thread_id: str, request: RunRequest) -> None:
+        """Refuse a resume the engine would refuse, with its typed error.
+
+        Nothing is written. Only when no run of the thread is in flight: else the
+        state the resume will meet is not known yet (its run fails then).
+        """
+        checking = self._checking.get(graph_id)
+        command = request.command
+        if checking is None or command is None or command.get("resume") is None:
+            return
+        thread = await self.store.get_thread(thread_id)
+        if thread is None or thread.status == "busy":
+            return
+        await check_resume(checking, thread_id, graph_input(request))
+
+    def _cancelled_now(self, run_id: str, was: str, action: CancelAction) -> None:
+        """Act on a cancellation the records took: stop the run here, or end its log."""
+        if was == "running":
+            self.workers.cancel(run_id, action)  # else its own process's heartbeat sees it
+        elif action == "rollback":
+            self.events.discard(run_id)
+        else:
+            self.events.end(run_id)
+
+    async def get_run(self, thread_id: str, run_id: str) -> RunRecord:
+        """The run's record (``NotFoundError`` if it is not a run of this thread)."""
+        got = await self.store.get_run(thread_id, run_id)
+        if got is None:
+            raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} not found")
+        return got
+
+    async def list_runs(
+        self,
+        thread_id: str,
+        *,
+        limit: int = 10,
+        offset: int = 0,
+        status: RunStatus | None = None,
+    ) -> list[RunRecord]:
+        """The thread's runs, newest first."""
+        await self.store.thread(thread_id)
+        return await self.store.runs(thread_id, limit=limit, offset=offset, status=status)
+
+    async def cancel_run(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        action: CancelAction = "interrupt",
+        wait: bool = False,
+    ) -> None:
+        """Cancel a pending or running run; ``wait`` until it has stopped.
+
+        A pending run ends at once (``interrupted``; ``rollback`` deletes it). A
+        running one is stopped by its worker: ``interrupted`` with what it saved, or,
+        for ``rollback``, deleted with the checkpoints it wrote. A run that has ended
+        is left as it is.
+        """
+        was = await self.store.cancel_run(thread_id, run_id, action, time.time())
+        if was not in ("pending", "running"):
+            return
+        self._cancelled_now(run_id, was, action)
+        if was == "pending":
+            thread = await self.store.thread(thread_id)
+            await self.store.settle_thread(thread_id, await self._rest(thread), time.time())
+            return
+        if wait:
+            await self._wait_ended(run_id)
+
+    async def delete_run(self, thread_id: str, run_id: str) -> None:
+        """Delete a run that is not running (``ConflictError`` if it is)."""
+        await self.store.delete_run(thread_id, run_id)
+        self.events.discard(run_id)
+
+    async def join_run(self, thread_id: str, run_id: str) -> JsonObject:
+        """Wait for the run to end; the wait/join body.
+
+        The final values (plus ``"__interrupt__": [{"value", "id"}]`` when it stopped
+        at questions), or ``{"__error__": {"error": type name, "message": str}}``.
+        """
+        run = await self.get_run(thread_id, run_id)
+        status, body = await self._wait_ended(run_id)
+        if status == "deleted":
+            raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} was rolled back")
+        if body is None:  # ended before it executed (cancelled while pending)
+            assistant = await self.get_assistant(run.assistant_id)
+            body = (await outcome(self.graph_for(assistant), thread_id))[0]
+        return cast("JsonObject", body)
+
+    async def _wait_ended(self, run_id: str) -> tuple[str, Any]:
+        """Wait until the run is no longer pending or running; its status and body.
+
+        The status is ``"deleted"`` if its record is gone (a rollback). A run with an
+        event log here is waited for on the log, its record read now and then (it
+        may be executed by another process); else its record is polled.
+        """
+        while True:
+            got = await self.store.run_result(run_id)
+            if got is None:
+                return "deleted", None
+            if got[0] not in ("pending", "running"):
+                return got
+            log = self.events.get(run_id)
+            if log is None or log.ended:
+                await asyncio.sleep(_POLL)
+            else:
+                await log.ended_within(_LOG_POLL)
+
+    async def _ended(self, run_id: str) -> bool:
+        got = await self.store.run_result(run_id)
+        return got is None or got[0] not in ("pending", "running")
+
+    async def stream_run(
+        self, thread_id: str, run_id: str, *, last_event_id: str | None = None
+    ) -> AsyncIterator[RunEvent]:
+        """The run's events after ``last_event_id``, then the live ones.
+
+        All stored events when ``last_event_id`` is ``None``; ends when the run ends.
+        A run this process keeps no log of (executed by another process, or ended
+        long ago) streams nothing and ends when the run ends.
+        """
+        await self.get_run(thread_id, run_id)
+        log = self.events.get(run_id)
+        if log is not None:
+            gone = functools.partial(self._ended, run_id)
+            async for event in log.follow(last_event_id, gone=gone, every=_LOG_POLL):
+                yield event
+        await self._wait_ended(run_id)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)

@@ -1,0 +1,448 @@
+"""``Store``: the server's runs (and, from `RecordStore`, assistants and threads).
+
+Every method is one transaction (a flow of `pausepoint.server.store_sql`, driven by
+the SQLite or PostgreSQL database object). The decisions that must not race — a
+run's creation under a multitask strategy, the claim of the next runnable run, a
+run's end and its thread's status — are each one transaction that first locks the
+thread's row (PostgreSQL ``FOR UPDATE``; SQLite's write lock covers the file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from pausepoint.server.errors import ConflictError, NotFoundError
+from pausepoint.server.records import (
+    CancelAction,
+    JsonObject,
+    MultitaskStrategy,
+    RunRecord,
+    RunStatus,
+    ThreadRecord,
+    ThreadStatus,
+)
+from pausepoint.server.store_records import Database, RecordStore, time_of
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, dump, load
+
+__all__ = ["Claimed", "Database", "Store"]
+
+_RUN_COLUMNS = (
+    "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, "
+    "created_at, updated_at"
+)
+_CLAIM_COLUMNS = _RUN_COLUMNS + ", attempt, start_checkpoint, started, start_writes"
+IN_FLIGHT = ("pending", "running")
+
+_REINDEX = """INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
+    SELECT w.thread_id, w.checkpoint_id, w.task_id FROM pausepoint_writes w
+    WHERE w.thread_id = ? AND w.idx = -3 AND w.checkpoint_ns = ''
+    AND NOT EXISTS (SELECT 1 FROM pausepoint_checkpoints c WHERE c.thread_id = w.thread_id
+        AND c.checkpoint_ns = '' AND c.checkpoint_id > w.checkpoint_id)
+    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = w.thread_id
+        AND d.checkpoint_ns = '' AND d.checkpoint_id = w.checkpoint_id
+        AND d.task_id = w.task_id AND d.idx >= 0)
+    AND EXISTS (SELECT 1 FROM pausepoint_checkpoints h WHERE h.thread_id = w.thread_id
+        AND h.checkpoint_ns = '' AND h.checkpoint_id = w.checkpoint_id)
+    ON CONFLICT DO NOTHING"""
+"""The saver's backfill of its index of waiting questions (schema 4), for one thread."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Claimed:
+    """A run a worker has claimed: the record and what a retry needs."""
+
+    run: RunRecord
+    attempt: int
+    """1 for the first execution; more after a crash or a shutdown requeued it."""
+    start_checkpoint: str | None
+    """The thread's head checkpoint id when the run first started (None: none yet)."""
+    started: bool
+    """Whether an earlier attempt started executing (and may have written checkpoints)."""
+    start_writes: int = 0
+    """The newest ``pausepoint_writes.seq`` of the thread when the run first started:
+    the writes after it are the run's (a rollback deletes them)."""
+
+
+def _run(row: Row) -> RunRecord:
+    return RunRecord(
+        run_id=row[0], thread_id=row[1], assistant_id=row[2], status=row[3],
+        metadata=load(row[4]), kwargs=load(row[5]), multitask_strategy=row[6],
+        created_at=time_of(row[7]), updated_at=time_of(row[8]),
+    )  # fmt: skip
+
+
+class Store(RecordStore):
+    """The server's records on one database (`SqliteDatabase` or `PostgresDatabase`)."""
+
+    # --- runs ---------------------------------------------------------------------------
+
+    async def create_run(
+        self,
+        run: RunRecord,
+        *,
+        not_before: float,
+        create_thread: bool,
+        stamp: JsonObject,
+    ) -> tuple[RunRecord, list[tuple[str, str, str]]]:
+        """Record ``run`` pending, applying its multitask strategy to the runs in flight.
+
+        Returns the run and the runs in flight it cancelled, as ``(run_id, status
+        before, action)``:
+        their records already say so (a pending one is ``interrupted`` or deleted at
+        once; a running one carries the action for its worker).
+
+        Raises:
+            NotFoundError: No such thread and ``create_thread`` is false.
+            ConflictError: The thread is busy and the strategy is ``reject``.
+        """
+        now = run.created_at.timestamp()
+        thread_id = run.thread_id
+        strategy: MultitaskStrategy = run.multitask_strategy
+
+        def flow() -> Flow:
+            got: ThreadRecord | None = yield from self._thread_row(thread_id, lock=True)
+            if got is None:
+                if not create_thread:
+                    raise NotFoundError(f"thread {thread_id!r} not found")
+                got = yield from self._insert_thread(thread_id, {}, now)
+                assert got is not None
+            rows = yield (
+                "SELECT run_id, status FROM pausepoint_server_runs WHERE thread_id = ? "
+                "AND status IN ('pending', 'running') ORDER BY seq",
+                (thread_id,),
+            )
+            cancel: list[tuple[str, str, str]] = []
+            if rows and strategy == "reject":
+                raise ConflictError(
+                    f"thread {thread_id!r} is busy: a run is pending or running, and "
+                    "multitask_strategy is 'reject'"
+                )
+            if rows and strategy in ("interrupt", "rollback"):
+                for run_id, status in rows:
+                    cancel.append((str(run_id), str(status), strategy))
+                    yield from self._cancel_in_flight(str(run_id), str(status), strategy, now)
+            yield (
+                f"INSERT INTO pausepoint_server_runs ({_RUN_COLUMNS}, not_before) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    run.run_id, thread_id, run.assistant_id, "pending", dump(run.metadata),
+                    dump(run.kwargs), strategy, now, now, not_before,
+                ),
+            )  # fmt: skip
+            metadata = {**got.metadata, **stamp}
+            yield (
+                "UPDATE pausepoint_server_threads SET status = 'busy', metadata = ?, "
+                "updated_at = ? WHERE thread_id = ?",
+                (dump(metadata), now, thread_id),
+            )
+            return run, cancel
+
+        result: tuple[RunRecord, list[tuple[str, str, str]]] = await self.db.run(flow(), write=True)
+        return result
+
+    def _cancel_in_flight(self, run_id: str, status: str, action: str, now: float) -> Flow:
+        """Cancel a run in flight in the records.
+
+        A pending run ends at once (``interrupted``, or deleted by a rollback); a
+        running one is marked for its worker, which stops it.
+        """
+        if status == "pending" and action == "rollback":
+            yield "DELETE FROM pausepoint_server_runs WHERE run_id = ?", (run_id,)
+        elif status == "pending":
+            yield (
+                "UPDATE pausepoint_server_runs SET status = 'interrupted', updated_at = ? "
+                "WHERE run_id = ?",
+                (now, run_id),
+            )
+        else:
+            yield (
+                "UPDATE pausepoint_server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
+                (action, now, run_id),
+            )
+
+    async def cancel_run(
+        self, thread_id: str, run_id: str, action: CancelAction, now: float
+    ) -> str:
+        """Cancel a run of the thread; its status before (a finished one: unchanged).
+
+        Raises:
+            NotFoundError: No such run of this thread.
+        """
+
+        def flow() -> Flow:
+            yield from self._thread_row(thread_id, lock=True)
+            rows = yield (
+                "SELECT status FROM pausepoint_server_runs WHERE run_id = ? AND thread_id = ?",
+                (run_id, thread_id),
+            )
+            if not rows:
+                raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} not found")
+            status = str(rows[0][0])
+            if status in IN_FLIGHT:
+                yield from self._cancel_in_flight(run_id, status, action, now)
+            return status
+
+        result: str = await self.db.run(flow(), write=True)
+        return result
+
+    async def claim(self, owner: str, now: float, lease_until: float) -> Claimed | None:
+        """Take the oldest runnable pending run; None when there is none.
+
+        Runnable: due (``not_before``), and the oldest pending run of a thread none of
+        whose runs is running.
+        """
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT r.seq, r.thread_id FROM pausepoint_server_runs r "
+                "WHERE r.status = 'pending' AND r.not_before <= ? AND NOT EXISTS ("
+                "SELECT 1 FROM pausepoint_server_runs o WHERE o.thread_id = r.thread_id "
+                "AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq))) "
+                "ORDER BY r.seq LIMIT 1",
+                (now,),
+            )
+            if not rows:
+                return None
+            seq, thread_id = rows[0]
+            yield from self._thread_row(str(thread_id), lock=True)
+            got = yield (
+                "UPDATE pausepoint_server_runs SET status = 'running', lease_owner = ?, "
+                "lease_until = ?, attempt = attempt + 1, updated_at = ? "
+                f"WHERE seq = ? AND status = 'pending' RETURNING {_CLAIM_COLUMNS}",
+                (owner, lease_until, now, seq),
+            )
+            if not got:
+                return None
+            row = got[0]
+            return Claimed(_run(row[:9]), int(row[9]), row[10], bool(row[11]), int(row[12] or 0))
+
+        try:
+            result: Claimed | None = await self.db.run(flow(), write=True)
+        except DuplicateError:  # another process claimed a run of that thread first
+            return None
+        return result
+
+    async def mark_started(self, run_id: str, owner: str, start_checkpoint: str | None) -> int:
+        """Remember where the run starts from (first attempt only).
+
+        The thread's head checkpoint, and its newest write's ``seq``, which this
+        returns.
+        """
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT COALESCE(MAX(w.seq), 0) FROM pausepoint_writes w "
+                "JOIN pausepoint_server_runs r ON r.thread_id = w.thread_id "
+                "WHERE r.run_id = ?",
+                (run_id,),
+            )
+            seq = int(rows[0][0] or 0)
+            yield (
+                "UPDATE pausepoint_server_runs SET started = 1, start_checkpoint = ?, "
+                "start_writes = ? WHERE run_id = ? AND lease_owner = ? AND started = 0",
+                (start_checkpoint, seq, run_id, owner),
+            )
+            return seq
+
+        result: int = await self.db.run(flow(), write=True)
+        return result
+
+    async def drop_writes_after(self, thread_id: str, seq: int) -> None:
+        """Delete the thread's checkpoint writes newer than ``seq`` (a rollback).
+
+        Then index again the questions its head waits on (the saver's index of
+        waiting questions): a question the rolled-back run had moved past waits again.
+        """
+
+        def flow() -> Flow:
+            yield (
+                "DELETE FROM pausepoint_writes WHERE thread_id = ? AND seq > ?",
+                (thread_id, seq),
+            )
+            yield _REINDEX, (thread_id,)
+
+        await self.db.run(flow(), write=True)
+
+    async def renew(self, run_id: str, owner: str, lease_until: float) -> tuple[bool, str | None]:
+        """Extend the run's lease; whether it is still ours, and a cancel asked for."""
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT cancel FROM pausepoint_server_runs WHERE run_id = ? "
+                "AND status = 'running' AND lease_owner = ?",
+                (run_id, owner),
+            )
+            if not rows:
+                return False, None
+            yield (
+                "UPDATE pausepoint_server_runs SET lease_until = ? WHERE run_id = ?",
+                (lease_until, run_id),
+            )
+            return True, rows[0][0]
+
+        result: tuple[bool, str | None] = await self.db.run(flow(), write=True)
+        return result
+
+    async def finish(
+        self,
+        run: RunRecord,
+        owner: str,
+        status: RunStatus | None,
+        result: JsonObject | None,
+        rest: ThreadStatus,
+        now: float,
+    ) -> bool:
+        """End a running run held by ``owner``, then settle its thread's status.
+
+        ``status`` None deletes the run (a rollback). False if the run is no longer
+        ``owner``'s (requeued after its lease expired).
+        """
+
+        def flow() -> Flow:
+            yield from self._thread_row(run.thread_id, lock=True)
+            rows = yield (
+                "SELECT 1 FROM pausepoint_server_runs WHERE run_id = ? "
+                "AND status = 'running' AND lease_owner = ?",
+                (run.run_id, owner),
+            )
+            if not rows:
+                return False
+            if status is None:
+                yield "DELETE FROM pausepoint_server_runs WHERE run_id = ?", (run.run_id,)
+            else:
+                yield (
+                    "UPDATE pausepoint_server_runs SET status = ?, result = ?, "
+                    "lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE run_id = ?",
+                    (status, dump(result), now, run.run_id),
+                )
+            yield from self._settle(run.thread_id, rest, now)
+            return True
+
+        done: bool = await self.db.run(flow(), write=True)
+        return done
+
+    async def requeue(self, *, owners: Sequence[str] = (), expired_before: float | None) -> int:
+        """Put running runs back to pending; how many.
+
+        Those held by ``owners``, and (``expired_before``) those whose lease ran out
+        before then.
+        """
+
+        def flow() -> Flow:
+            n = 0
+            for owner in owners:
+                rows = yield (
+                    "UPDATE pausepoint_server_runs SET status = 'pending', lease_owner = NULL, "
+                    "lease_until = NULL WHERE status = 'running' AND lease_owner = ? "
+                    "RETURNING run_id",
+                    (owner,),
+                )
+                n += len(rows)
+            if expired_before is not None:
+                rows = yield (
+                    "UPDATE pausepoint_server_runs SET status = 'pending', lease_owner = NULL, "
+                    "lease_until = NULL WHERE status = 'running' AND lease_until < ? "
+                    "RETURNING run_id",
+                    (expired_before,),
+                )
+                n += len(rows)
+            return n
+
+        result: int = await self.db.run(flow(), write=True)
+        return result
+
+    async def running_owners(self) -> list[str]:
+        """The lease owners of the running runs."""
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT DISTINCT lease_owner FROM pausepoint_server_runs "
+                "WHERE status = 'running' AND lease_owner IS NOT NULL",
+                (),
+            )
+            return [str(r[0]) for r in rows]
+
+        result: list[str] = await self.db.run(flow())
+        return result
+
+    async def get_run(self, thread_id: str, run_id: str) -> RunRecord | None:
+        """The run of this thread, or None."""
+
+        def flow() -> Flow:
+            rows = yield (
+                f"SELECT {_RUN_COLUMNS} FROM pausepoint_server_runs "
+                "WHERE run_id = ? AND thread_id = ?",
+                (run_id, thread_id),
+            )
+            return _run(rows[0]) if rows else None
+
+        result: RunRecord | None = await self.db.run(flow())
+        return result
+
+    async def run_result(self, run_id: str) -> tuple[str, Any] | None:
+        """The run's status and its stored join body (None while it has none)."""
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT status, result FROM pausepoint_server_runs WHERE run_id = ?",
+                (run_id,),
+            )
+            return (str(rows[0][0]), load(rows[0][1])) if rows else None
+
+        result: tuple[str, Any] | None = await self.db.run(flow())
+        return result
+
+    async def runs(
+        self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None
+    ) -> list[RunRecord]:
+        """The thread's runs, newest first."""
+
+        def flow() -> Flow:
+            extra, params = ("AND status = ? ", (status,)) if status else ("", ())
+            rows = yield (
+                f"SELECT {_RUN_COLUMNS} FROM pausepoint_server_runs WHERE thread_id = ? "
+                f"{extra}ORDER BY seq DESC LIMIT ? OFFSET ?",
+                (thread_id, *params, limit, offset),
+            )
+            return [_run(r) for r in rows]
+
+        result: list[RunRecord] = await self.db.run(flow())
+        return result
+
+    async def last_ended_status(self, thread_id: str) -> str | None:
+        """The status of the thread's newest run that ended."""
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT status FROM pausepoint_server_runs WHERE thread_id = ? "
+                "AND status NOT IN ('pending', 'running') ORDER BY seq DESC LIMIT 1",
+                (thread_id,),
+            )
+            return str(rows[0][0]) if rows else None
+
+        result: str | None = await self.db.run(flow())
+        return result
+
+    async def delete_run(self, thread_id: str, run_id: str) -> None:
+        """Delete a run that is not running.
+
+        Raises:
+            NotFoundError: No such run of this thread.
+            ConflictError: It is running (cancel it first).
+        """
+
+        def flow() -> Flow:
+            yield from self._thread_row(thread_id, lock=True)
+            rows = yield (
+                "SELECT status FROM pausepoint_server_runs WHERE run_id = ? AND thread_id = ?",
+                (run_id, thread_id),
+            )
+            if not rows:
+                raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} not found")
+            if rows[0][0] == "running":
+                raise ConflictError(f"run {run_id!r} is running: cancel it first")
+            yield "DELETE FROM pausepoint_server_runs WHERE run_id = ?", (run_id,)
+
+        await self.db.run(flow(), write=True)

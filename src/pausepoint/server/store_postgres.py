@@ -1,0 +1,54 @@
+"""The server's tables in PostgreSQL: a flow is one transaction on a pooled connection."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, LiteralString, cast
+
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, Statement, adrive, ddl
+
+if TYPE_CHECKING:
+    import psycopg_pool
+
+__all__ = ["PostgresDatabase"]
+
+_SETUP_LOCK = 7_433_033_301
+"""Advisory lock id taken while the tables are created (servers starting together)."""
+
+
+class PostgresDatabase:
+    """The server's tables on the pool the saver uses (connections in autocommit mode)."""
+
+    postgres = True
+
+    def __init__(self, pool: psycopg_pool.AsyncConnectionPool[Any]) -> None:
+        self._pool = pool
+
+    async def setup(self) -> None:
+        """Create the tables (idempotent, safe when several servers start at once)."""
+
+        def flow() -> Flow:
+            yield f"SELECT pg_advisory_xact_lock({_SETUP_LOCK})", ()
+            for stmt in ddl(postgres=True):
+                yield stmt, ()
+
+        await self.run(flow(), write=True)
+
+    async def run(self, flow: Flow, *, write: bool = False) -> Any:
+        """Drive ``flow`` in a transaction of its own."""
+        import psycopg
+
+        del write  # every flow is a transaction: reads see one snapshot of the rows
+        async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+
+            async def execute(stmt: Statement) -> list[Row]:
+                sql = cast("LiteralString", stmt[0].replace("?", "%s"))
+                await cur.execute(sql, tuple(stmt[1]))
+                return await cur.fetchall() if cur.description is not None else []
+
+            try:
+                return await adrive(flow, execute)
+            except psycopg.errors.UniqueViolation as exc:
+                raise DuplicateError(str(exc)) from None
+
+    async def close(self) -> None:
+        """Nothing: the pool belongs to the service, which closes it."""

@@ -1,0 +1,249 @@
+"""Workers: asyncio tasks that claim pending runs and execute them, one at a time each.
+
+A worker claims the oldest runnable run (`Store.claim`: at most one running run per
+thread), holding it with a lease it renews every third of ``lease_seconds``; a
+renewal also reads a cancellation asked for by another process. The run executes
+in a task of its own (`pausepoint.server.execute`), so a cancel stops the graph
+through task cancellation: pausepoint's async driver winds the run down and saves
+what its durability promises. Then the worker records how the run ended and the
+thread's status, and ends the run's event log.
+
+A run whose lease ran out (its process died) goes back to ``pending``: at start, and
+as workers poll. A run of a dead process of this host is requeued at start without
+waiting for its lease. ``close`` puts the runs in flight back to ``pending``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from pausepoint.server.events import EventLogs
+from pausepoint.server.execute import Ended, execute, outcome, plan
+from pausepoint.server.records import Assistant, CancelAction, JsonObject, RunRecord, ThreadStatus
+from pausepoint.server.rollback import roll_back
+from pausepoint.server.store import Claimed, Store
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.config import RunnableConfig
+    from pausepoint.graph.compiled import CompiledStateGraph
+
+__all__ = ["Workers", "new_owner"]
+
+_log = logging.getLogger("pausepoint.server")
+
+_CANCEL_GRACE = 2.0
+"""Seconds a cancelled run may take to stop before it is cancelled again."""
+
+Resolve = Callable[[RunRecord], Awaitable[tuple["CompiledStateGraph", Assistant]]]
+
+
+def new_owner() -> str:
+    """A lease owner id: ``host/pid/random`` (a dead process of this host is seen)."""
+    return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def _dead_here(owner: str) -> bool:
+    host, _, rest = owner.partition("/")
+    pid_text = rest.partition("/")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class Workers:
+    """``count`` workers of one serving process."""
+
+    def __init__(
+        self,
+        store: Store,
+        saver: BaseCheckpointSaver,
+        events: EventLogs,
+        resolve: Resolve,
+        *,
+        count: int,
+        lease_seconds: float,
+        poll_seconds: float,
+    ) -> None:
+        self.store = store
+        self.saver = saver
+        self.events = events
+        self.resolve = resolve
+        self.count = count
+        self.lease_seconds = lease_seconds
+        self.poll_seconds = poll_seconds
+        self.owner = new_owner()
+        self._wake = asyncio.Event()
+        self._loops: list[asyncio.Task[None]] = []
+        self._running: dict[str, asyncio.Task[Ended]] = {}
+        self._cancels: dict[str, CancelAction] = {}
+
+    async def start(self) -> None:
+        """Requeue orphaned runs, then start the workers."""
+        owners = [o for o in await self.store.running_owners() if _dead_here(o)]
+        await self.store.requeue(owners=owners, expired_before=time.time())
+        self._loops = [
+            asyncio.create_task(self._loop(), name=f"pausepoint-worker-{n}")
+            for n in range(self.count)
+        ]
+
+    async def close(self) -> None:
+        """Stop the workers; their runs in flight go back to ``pending``."""
+        for task in self._loops:
+            task.cancel()
+        for task in self._loops:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._loops = []
+        await self.store.requeue(owners=[self.owner], expired_before=None)
+
+    def wake(self) -> None:
+        """A run was recorded: idle workers look for it now."""
+        self._wake.set()
+
+    def cancel(self, run_id: str, action: CancelAction) -> bool:
+        """Cancel the run if a worker of this process executes it."""
+        task = self._running.get(run_id)
+        if task is None:
+            return False
+        self._cancels.setdefault(run_id, action)
+        task.cancel()
+        return True
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self._next()
+            except Exception:  # a database error: the worker goes on after a pause
+                _log.exception("pausepoint serve: a worker's claim or run failed")
+                await asyncio.sleep(self.poll_seconds)
+
+    async def _next(self) -> None:
+        """Claim a run and execute it, or wait for news (``poll_seconds`` at most)."""
+        self._wake.clear()
+        now = time.time()
+        claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
+        if claimed is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+            if not self._wake.is_set():  # idle for a while: look for dead runs
+                await self.store.requeue(expired_before=time.time())
+            return
+        await self._execute(claimed)
+
+    async def _execute(self, claimed: Claimed) -> None:
+        run = claimed.run
+        log = self.events.open(run.run_id)
+        log.reopen()
+        try:
+            graph, assistant = await self.resolve(run)
+            start, start_writes = claimed.start_checkpoint, claimed.start_writes
+            config: JsonObject = {"configurable": {"thread_id": run.thread_id}}
+            head = await self.saver.aget_tuple(cast("RunnableConfig", config))
+            head_id = head.checkpoint["id"] if head is not None else None
+            if not claimed.started:
+                start_writes = await self.store.mark_started(run.run_id, self.owner, head_id)
+                start = head_id
+            resumed = claimed.started and head_id != start
+            the = plan(assistant, run, continue_from_head=resumed)
+        except Exception as exc:  # an unknown assistant, an unreadable thread...
+            error = {"error": type(exc).__name__, "message": str(exc)}
+            log.emit("error", error)
+            await self._finish(run, "error", {"__error__": error}, "error")
+            return
+        task = asyncio.create_task(execute(graph, assistant, run, the, log.emit))
+        self._running[run.run_id] = task
+        beat = asyncio.create_task(self._heartbeat(run, task))
+        try:
+            try:
+                ended = await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # the worker stops (close): the run is requeued
+                action = self._cancels.get(run.run_id)
+                if action is None:  # the lease was lost: the run is someone else's now
+                    self.events.end(run.run_id)
+                    return
+                await self._cancelled(graph, run, action, start, start_writes)
+                return
+            except Exception as exc:  # not the graph's failure: reading its outcome failed
+                error = {"error": type(exc).__name__, "message": str(exc)}
+                log.emit("error", error)
+                ended = Ended("error", {"__error__": error}, "error")
+            await self._finish(run, ended.status, ended.body, ended.rest)
+        finally:
+            beat.cancel()
+            self._running.pop(run.run_id, None)
+            self._cancels.pop(run.run_id, None)
+
+    async def _cancelled(
+        self,
+        graph: CompiledStateGraph,
+        run: RunRecord,
+        action: CancelAction,
+        start: str | None,
+        start_writes: int,
+    ) -> None:
+        if action == "rollback":
+            try:
+                await roll_back(self.saver, run.thread_id, start)
+                if start is not None:  # the answers and writes it added to its start
+                    await self.store.drop_writes_after(run.thread_id, start_writes)
+            except Exception:  # kept as an interrupted run: nothing is lost
+                _log.exception("pausepoint serve: run %s could not be rolled back", run.run_id)
+            else:
+                _, rest = await outcome(graph, run.thread_id)
+                await self._finish(run, None, None, rest)
+                self.events.discard(run.run_id)
+                return
+        body, rest = await outcome(graph, run.thread_id)
+        await self._finish(run, "interrupted", body, rest)
+
+    async def _finish(self, run: RunRecord, status: Any, body: Any, rest: ThreadStatus) -> None:
+        await self.store.finish(run, self.owner, status, body, rest, time.time())
+        self.events.end(run.run_id)
+
+    async def _heartbeat(self, run: RunRecord, task: asyncio.Task[Ended]) -> None:
+        """Renew the run's lease until it ends; act on a cancel asked meanwhile.
+
+        A cancel asked by another process is read here. A run still going
+        ``_CANCEL_GRACE`` seconds (at least a renewal period) after its cancel is
+        cancelled again: a cancellation that lands in a PostgreSQL query can be
+        swallowed below the engine's driver, which then waits on the step's tasks.
+        """
+        asked: float | None = None
+        while not task.done():
+            ours, cancel = await self.store.renew(
+                run.run_id, self.owner, time.time() + self.lease_seconds
+            )
+            if not ours:
+                task.cancel()
+                return
+            if cancel in ("interrupt", "rollback") or run.run_id in self._cancels:
+                if asked is None:
+                    asked = time.monotonic()
+                    if run.run_id not in self._cancels and cancel in ("interrupt", "rollback"):
+                        self.cancel(run.run_id, cancel)
+                elif time.monotonic() - asked >= max(_CANCEL_GRACE, self.lease_seconds / 3):
+                    _log.warning("pausepoint serve: run %s ignored its cancel: again", run.run_id)
+                    asked = time.monotonic()
+                    task.cancel()
+            await asyncio.sleep(self.lease_seconds / 3)
