@@ -74,6 +74,31 @@ def in_process(db: Path, n: int) -> list[float]:
     return times
 
 
+def in_process_async(db: Path, n: int) -> list[float]:
+    """Seconds per iteration with ``astream`` twice on an ``AsyncSqliteSaver``: the
+    engine's async path, which the server's workers use (the rest is the server's)."""
+    import asyncio
+
+    from pausepoint.checkpoint.sqlite import AsyncSqliteSaver
+    from pausepoint.types import Command
+
+    async def rounds() -> list[float]:
+        times: list[float] = []
+        async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            graph = approval().compile(checkpointer=saver)
+            for _ in range(n):
+                start = time.perf_counter()
+                config: Any = {"configurable": {"thread_id": str(uuid.uuid4())}}
+                async for _ in graph.astream({"request": "deploy"}, config):
+                    pass
+                async for _ in graph.astream(Command(resume="yes"), config):
+                    pass
+                times.append(time.perf_counter() - start)
+        return times
+
+    return asyncio.run(rounds())
+
+
 def over_http(url: str, n: int) -> list[float]:
     """Seconds per iteration through ``pausepoint serve`` with the SDK's sync client."""
     from langgraph_sdk import get_sync_client
@@ -165,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         run: Callable[[Path, int], list[float]] = in_process
         run(where / "warm.sqlite", warm)
         local = run(where / "local.sqlite", n)
+        in_process_async(where / "warm-async.sqlite", warm)
+        local_async = in_process_async(where / "async.sqlite", n)
         through_service(where / "warm-service.sqlite", warm)
         service = through_service(where / "service.sqlite", n)
         with serving(where / "served.sqlite") as url:
@@ -175,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| path | create + run to the question + resume to the end |")
     print("|---|---|")
     print(f"| in process (`invoke` x2) | {_ms(local)} |")
+    print(f"| in process, async (`astream` x2, `AsyncSqliteSaver`) | {_ms(local_async)} |")
     print(f"| `RunService` in process (records, queue, workers; no HTTP) | {_ms(service)} |")
     print(f"| `pausepoint serve` + langgraph-sdk (3 requests) | {_ms(remote)} |")
     print(f"| added in all (serve - in process) | {added * 1000:.2f} |")

@@ -90,7 +90,7 @@ class Workers:
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
         self.owner = new_owner()
-        self._wake = asyncio.Event()
+        self._idle: list[asyncio.Event] = []
         self._loops: list[asyncio.Task[None]] = []
         self._running: dict[str, asyncio.Task[Ended]] = {}
         self._cancels: dict[str, CancelAction] = {}
@@ -115,8 +115,15 @@ class Workers:
         await self.store.requeue(owners=[self.owner], expired_before=None)
 
     def wake(self) -> None:
-        """A run was recorded: idle workers look for it now."""
-        self._wake.set()
+        """A run was recorded: one idle worker looks for it now.
+
+        Waking one, not all, keeps a run's acceptance to one claim: every woken
+        worker would claim (a write transaction each) and all but one find nothing.
+        """
+        for event in self._idle:
+            if not event.is_set():
+                event.set()
+                return
 
     def cancel(self, run_id: str, action: CancelAction) -> bool:
         """Cancel the run if a worker of this process executes it."""
@@ -137,15 +144,24 @@ class Workers:
 
     async def _next(self) -> None:
         """Claim a run and execute it, or wait for news (``poll_seconds`` at most)."""
-        self._wake.clear()
-        now = time.time()
-        claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
+        # Idle (wakeable) from before the claim: a run recorded while the claim looks
+        # finds this worker's event, so no wake falls between the claim and the wait.
+        woken = asyncio.Event()
+        self._idle.append(woken)
+        try:
+            now = time.time()
+            claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
+            if claimed is None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), self.poll_seconds)
+        finally:
+            self._idle.remove(woken)
         if claimed is None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
-            if not self._wake.is_set():  # idle for a while: look for dead runs
+            if not woken.is_set():  # idle for a while: look for dead runs
                 await self.store.requeue(expired_before=time.time())
             return
+        if woken.is_set():  # a wake meant for an idle worker: pass it on
+            self.wake()
         await self._execute(claimed)
 
     async def _execute(self, claimed: Claimed) -> None:
@@ -231,6 +247,9 @@ class Workers:
         """
         asked: float | None = None
         while not task.done():
+            await asyncio.sleep(self.lease_seconds / 3)  # the claim has just set the lease
+            if task.done():
+                return
             ours, cancel = await self.store.renew(
                 run.run_id, self.owner, time.time() + self.lease_seconds
             )
@@ -246,4 +265,3 @@ class Workers:
                     _log.warning("pausepoint serve: run %s ignored its cancel: again", run.run_id)
                     asked = time.monotonic()
                     task.cancel()
-            await asyncio.sleep(self.lease_seconds / 3)
