@@ -243,15 +243,29 @@ async def test_rollback_of_a_resume_forgets_its_answer(service: RunService, tmp_
 
 async def test_racing_interrupts_leave_one_run_to_finish(db_url: str, tmp_path: Path) -> None:
     """Racing ``interrupt`` runs from two services: each cancels the runs before it, so
-    exactly the last one accepted finishes; every other ends ``interrupted``."""
-    one = await RunService.open(db_url, GRAPHS, workers=2, poll_seconds=0.02)
-    two = await RunService.open(db_url, GRAPHS, workers=2, poll_seconds=0.02)
+    exactly the last one accepted finishes; every other ends ``interrupted``.
+
+    The racing runs are gated too, and the gate opens only once every run but the
+    newest has ended: an ungated run could finish before the next one is accepted,
+    and then it rightly ends ``success`` (nothing was in flight to interrupt). A
+    short lease makes a worker of the other service read a cancel soon."""
+    one = await RunService.open(db_url, GRAPHS, workers=2, poll_seconds=0.02, lease_seconds=0.3)
+    two = await RunService.open(db_url, GRAPHS, workers=2, poll_seconds=0.02, lease_seconds=0.3)
     await one.start()
     await two.start()
     try:
         first = await _running(one, tmp_path, "a")
-        request = _second(tmp_path, "interrupt")
+        request = RunRequest(
+            "gated", input=_inp(tmp_path, "b", gated=True), multitask_strategy="interrupt"
+        )
         made = await asyncio.gather(*(svc.create_run("t", request) for svc in (one, two) * 4))
+
+        async def all_but_one_ended() -> bool:
+            runs = await one.list_runs("t", limit=100)
+            return sum(r.status in ("pending", "running") for r in runs) == 1
+
+        await eventually(all_but_one_ended)
+        (tmp_path / "gate-b").touch()
         for run in made:
             await one.join_run("t", run.run_id)
         runs = await one.list_runs("t", limit=100)
