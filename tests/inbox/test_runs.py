@@ -77,7 +77,8 @@ def test_the_api_records_a_run_and_reports_its_outcomes(client: Any) -> None:
     join(client, "t1", run["run_id"])
 
     report = client.get(run["run"], headers=BEARER).json()
-    assert report["status"] == "success" and report["ended"]
+    assert report["status"] == "success"
+    assert report["ended"]
     outcome = report["outcome"]
     assert outcome["kind"] == "waiting"
     (nxt,) = outcome["questions"]
