@@ -32,11 +32,22 @@ def served_app(db: str, *, poll_seconds: float = 3.0) -> Any:
     )
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, db_path: Path) -> Iterator[str]:
+    """A SQLite file, or a PostgreSQL URL confined to a fresh schema."""
+    if request.param == "sqlite":
+        yield str(db_path)
+        return
+    from tests.server.serving import pg_database
+
+    yield from pg_database("inbox_runs")
+
+
 @pytest.fixture
-def client(db_path: Path) -> Iterator[Any]:
+def client(database: str) -> Iterator[Any]:
     from starlette.testclient import TestClient
 
-    with TestClient(served_app(str(db_path))) as c:
+    with TestClient(served_app(database)) as c:
         c.get("/inbox/", params={"token": TOKEN})
         yield c
 
@@ -157,3 +168,89 @@ def test_a_name_without_runs_and_a_graph_with_runs_are_refused(graph: Any) -> No
         create_app("approval")
     with pytest.raises(ValueError, match="with runs="):
         create_app(graph, runs=lambda: None)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def idle(db_path: Path) -> Iterator[tuple[Any, Any]]:
+    """The queued inbox of a `RunService` whose workers are not started (runs stay
+    pending until the test starts them), and a test client logged in to it.
+
+    The threads are started outside the server (a plain SqliteSaver on the same file):
+    the inbox makes their server records when it answers.
+    """
+    import contextlib
+    from collections.abc import AsyncGenerator
+
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+    from starlette.testclient import TestClient
+
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+    from pausepoint.inbox import create_app
+    from pausepoint.server.service import RunService
+
+    with SqliteSaver.from_conn_string(str(db_path)) as saver:
+        direct = graphs.two_questions().compile(checkpointer=saver)
+        graphs.start(direct, "t1", graph_id="twice", rows=5)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
+        service = await RunService.open(str(db_path), {"twice": graphs.two_questions()})
+        app.state.service = service
+        try:
+            yield
+        finally:
+            await service.close()
+
+    outer = Starlette(lifespan=lifespan)
+    inbox = create_app("twice", runs=lambda: outer.state.service, token=TOKEN)
+    outer.router.routes.append(Mount("/inbox", app=inbox))
+    with TestClient(outer) as c:
+        c.get("/inbox/", params={"token": TOKEN})
+        yield c, outer
+
+
+def test_a_pending_run_shows_as_pending_until_a_worker_runs_it(idle: tuple[Any, Any]) -> None:
+    client, outer = idle
+    (q,) = questions(client)
+    sent = answer_api(client, q, {"decision": "approve"})
+    assert sent.status_code == 202, sent.text
+    run = sent.json()
+    report = client.get(run["run"], headers=BEARER).json()
+    assert report["status"] == "pending"
+    assert report["ended"] is False
+    assert report["outcome"] is None
+    page = client.get(run["page"])
+    assert page.status_code == 200
+    assert "Answer sent" in page.text
+    assert 'data-ended="no"' in page.text
+    # A second answer while the first run is pending: the thread is busy, nothing recorded.
+    busy = answer_api(client, q, {"decision": "reject"})
+    assert busy.status_code == 409, busy.text
+    assert "being processed" in busy.json()["message"]
+
+    service = outer.state.service
+    client.portal.call(service.start)
+    client.portal.call(service.join_run, "t1", run["run_id"])
+    ended = client.get(run["run"], headers=BEARER).json()
+    assert ended["outcome"]["kind"] == "waiting"
+    assert len(client.portal.call(lambda: service.list_runs("t1"))) == 1
+
+
+def test_a_wrong_form_is_shown_again_and_records_no_run(idle: tuple[Any, Any]) -> None:
+    """The form's own reading refuses ``lots``; the API's answer reaches the server's
+    check of the resume, which refuses it (the thread started outside the server gets
+    its record first, so it is checked: else the run would be recorded and fail)."""
+    client, outer = idle
+    (q,) = questions(client)
+    page = client.get(q["links"]["page"])
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    form = {"csrf": csrf, "$.decision": '"edit"', "$.rows": "lots"}
+    sent = client.post(q["links"]["page"], data=form, follow_redirects=False)
+    assert sent.status_code == 422, sent.text
+    assert "The answer was not sent" in sent.text
+    api = answer_api(client, q, {"decision": "edit", "rows": "lots"})
+    assert api.status_code == 422
+    assert api.json()["problems"][0]["path"] == "$.rows"
+    service = outer.state.service
+    assert client.portal.call(lambda: service.list_runs("t1")) == []

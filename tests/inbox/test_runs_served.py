@@ -1,4 +1,5 @@
-"""``pausepoint serve --inbox``: a real server process, answered in real Chromium.
+"""``pausepoint serve --inbox``: a real server process (on a SQLite file and on
+PostgreSQL), answered in real Chromium.
 
 Every answer is a run the server's worker executes; the answer page follows it to its
 outcome (the next question, linked; then a finished run). No sleeps: Playwright polls
@@ -22,15 +23,19 @@ WAIT_MS = 30_000
 GRAPHS = ("twice=tests.inbox.graphs:two_questions",)
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    with serve(
-        str(tmp_path / "serve.sqlite"),
-        tmp_path / "serve.log",
-        graphs=GRAPHS,
-        extra=["--inbox", "twice"],
-    ) as s:
-        yield s
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
+    """``pausepoint serve --inbox twice`` on a SQLite file, or on a PostgreSQL schema."""
+    if request.param == "sqlite":
+        db = str(tmp_path / "serve.sqlite")
+        with serve(db, tmp_path / "serve.log", graphs=GRAPHS, extra=["--inbox", "twice"]) as s:
+            yield s
+        return
+    from tests.server.serving import pg_database
+
+    for url in pg_database("inbox_served"):
+        with serve(url, tmp_path / "serve.log", graphs=GRAPHS, extra=["--inbox", "twice"]) as s:
+            yield s
 
 
 def start(served: Served, thread: str, **state: Any) -> None:
