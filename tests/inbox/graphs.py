@@ -167,3 +167,24 @@ def proposal() -> StateGraph:
     builder.add_edge(START, "review")
     builder.add_edge("review", END)
     return builder
+
+
+def confirm(state: Change) -> dict[str, Any]:
+    """A second question after the review: the run that answers the first stops here."""
+    answer = interrupt(
+        {"question": f"Really delete {state.get('rows', 0)} rows?"}, response_schema=Review
+    )
+    return {"decision": answer["decision"]}
+
+
+def two_questions() -> StateGraph:
+    """START -> review (asks) -> confirm (asks again) -> execute -> END."""
+    builder = StateGraph(Change)
+    builder.add_node("review", review)
+    builder.add_node("confirm", confirm)
+    builder.add_node("execute", execute)
+    builder.add_edge(START, "review")
+    builder.add_edge("review", "confirm")
+    builder.add_edge("confirm", "execute")
+    builder.add_edge("execute", END)
+    return builder

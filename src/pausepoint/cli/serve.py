@@ -71,6 +71,12 @@ def add_parser(commands: Commands) -> None:
         metavar="BYTES",
         help="largest request body accepted (default: 10 MiB)",
     )
+    p.add_argument(
+        "--inbox",
+        metavar="NAME",
+        help="also serve the approval inbox of graph NAME at /inbox: answers are runs of "
+        "this server (needs the 'inbox' extra; see docs/inbox.md)",
+    )
     p.set_defaults(run=run)
 
 
@@ -93,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
         if args.workers < 1:
             raise CliError(f"--workers must be 1 or more, got {args.workers}")
         graphs = graph_specs(args.graph)
+        if args.inbox is not None:
+            _check_inbox(args.inbox, graphs)
     except CliError as exc:
         print(f"pausepoint serve: {exc}", file=sys.stderr)
         return 2
@@ -138,6 +146,13 @@ def _serve(
         return await RunService.open(args.db, graphs, workers=args.workers)
 
     app = create_app(opened, token=token, cors_origins=args.cors_origin, max_body=args.max_body)
+    inbox_token: str | None = None
+    if args.inbox is not None:
+        from pausepoint.inbox import new_token
+        from pausepoint.inbox.mount import with_inbox
+
+        inbox_token = token or new_token()
+        app = with_inbox(app, args.inbox, token=inbox_token)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
     for name in ("uvicorn.access", "uvicorn.error"):
         logging.getLogger(name).addFilter(RedactToken())
@@ -145,12 +160,28 @@ def _serve(
     print(f"pausepoint serve: graphs {', '.join(graphs)} over {args.db}")
     print(f"  http://{host}:{args.port}  (langgraph_sdk.get_client(url=...); Ctrl-C stops)")
     print("  token required (x-api-key or Bearer)" if token else "  no token: open to this host")
+    if inbox_token is not None:
+        print(f"  inbox of {args.inbox}: http://{host}:{args.port}/inbox/?token={inbox_token}")
     sys.stdout.flush()
     try:
         uvicorn.Server(config).run()
     except KeyboardInterrupt:
         print("pausepoint serve: stopped")
     return 0
+
+
+def _check_inbox(name: str, graphs: dict[str, CompiledStateGraph | StateGraph]) -> None:
+    """Refuse ``--inbox NAME`` for a graph not served, or without the inbox extra."""
+    if name not in graphs:
+        raise CliError(f"--inbox {name!r} is not a served graph (served: {', '.join(graphs)})")
+    for module, package in (("jinja2", "jinja2"), ("python_multipart", "python-multipart")):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise CliError(
+                f"--inbox needs the 'inbox' extra ({package} is missing): "
+                "pip install 'pausepoint[inbox]'"
+            ) from None
 
 
 def _missing_extra() -> str | None:

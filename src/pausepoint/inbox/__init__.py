@@ -24,8 +24,18 @@ except ImportError as exc:  # pragma: no cover - depends on what is installed
 
 from pausepoint.inbox.app import create_app
 from pausepoint.inbox.forms import Field, Form, form_for, read_form
+from pausepoint.inbox.mount import with_inbox
 from pausepoint.inbox.security import AuthHook, new_token
 
 del _jinja2, _multipart, _starlette
 
-__all__ = ["AuthHook", "Field", "Form", "create_app", "form_for", "new_token", "read_form"]
+__all__ = [
+    "AuthHook",
+    "Field",
+    "Form",
+    "create_app",
+    "form_for",
+    "new_token",
+    "read_form",
+    "with_inbox",
+]

@@ -1,9 +1,9 @@
 """The inbox's JSON API under ``/api/``: list, get and answer questions.
 
-Status codes: 200, 400 (a malformed query or body), 401 (no token), 403 (a cookie
-request without its CSRF header), 404 (no such waiting question), 409 (the question
-no longer waits, or its thread is busy), 422 (the answer does not fit the schema, with
-every problem). Examples are in docs/inbox.md.
+Status codes: 200, 202 (an answer recorded as a run, with ``runs=``), 400 (a malformed
+query or body), 401 (no token), 403 (a cookie request without its CSRF header), 404
+(no such waiting question or run), 409 (the question no longer waits, or its thread is
+busy), 422 (the answer does not fit the schema, with every problem). Examples are in docs/inbox.md.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from pausepoint.inbox.agent_inbox import human_problems, human_request
 from pausepoint.inbox.context import Inbox
 from pausepoint.inbox.outcomes import CONFLICTS, conflict_message, run_failed_message
 from pausepoint.inbox.present import BadQuery, jsonable, listing_from, question_json
+from pausepoint.inbox.runs import Runs, run_path
 from pausepoint.response_schema import AnswerProblem
+from pausepoint.server.errors import NotFoundError
 
 if TYPE_CHECKING:
     from pausepoint.serde.plain import Json
@@ -71,7 +73,22 @@ class Api:
         if wrong:
             why = "the answer is not the [HumanResponse] this question's config allows"
             return _invalid(why, wrong)
+        if self.inbox.runs is not None:
+            return await self._enqueue(self.inbox.runs, q, body, self.inbox.root(request))
         return await self._resume(q, body)
+
+    async def run(self, request: Request) -> JSONResponse:
+        """``GET /api/threads/{thread}/runs/{run}``: a run's status and outcome."""
+        runs = self.inbox.runs
+        assert runs is not None  # the route exists only with runs
+        thread_id = str(request.path_params["thread_id"])
+        run_id = str(request.path_params["run_id"])
+        root = self.inbox.root(request)
+        try:
+            report = await runs.report(thread_id, run_id, self.inbox.questions, root)
+        except NotFoundError:
+            return _error(404, "not_found", f"no run {run_id!r} of thread {thread_id!r}")
+        return JSONResponse(report)
 
     async def _resume(self, q: PendingQuestion, body: object) -> JSONResponse:
         try:
@@ -88,6 +105,29 @@ class Api:
                 "thread_id": q.thread_id,
                 "result": jsonable(result),
             }
+        )
+
+    async def _enqueue(
+        self, runs: Runs, q: PendingQuestion, body: object, root: str
+    ) -> JSONResponse:
+        """Record the run answering ``q``; 202 with its id and where to follow it."""
+        try:
+            run = await runs.send(q, body)
+        except InvalidAnswerError as exc:
+            return _invalid(str(exc), exc.problems)
+        except CONFLICTS as exc:
+            return _error(409, "conflict", conflict_message(exc))
+        page = run_path(root, q.thread_id, run.run_id)
+        return JSONResponse(
+            {
+                "answered": q.question_id,
+                "thread_id": q.thread_id,
+                "run_id": run.run_id,
+                "status": run.status,
+                "run": f"{root}/api{page[len(root) :]}",
+                "page": page,
+            },
+            status_code=202,
         )
 
     async def _body(self, request: Request) -> object:

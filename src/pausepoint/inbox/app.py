@@ -13,6 +13,7 @@ from starlette.routing import Route
 from pausepoint.inbox.api import Api
 from pausepoint.inbox.context import Inbox, templates
 from pausepoint.inbox.pages import Pages
+from pausepoint.inbox.runs import Runs, RunsSource
 from pausepoint.inbox.security import AuthHook, Guard, GuardMiddleware, new_token
 from pausepoint.inbox.source import Questions
 from pausepoint.questions import utc_now
@@ -23,11 +24,13 @@ if TYPE_CHECKING:
 __all__ = ["create_app"]
 
 _QUESTION = "/threads/{thread_id:path}/questions/{question_id}"
+_RUN = "/threads/{thread_id:path}/runs/{run_id}"
 
 
 def create_app(
-    graph: CompiledStateGraph,
+    graph: CompiledStateGraph | str,
     *,
+    runs: RunsSource | None = None,
     token: str | None = None,
     auth: AuthHook | None = None,
     clock: Callable[[], datetime] | None = None,
@@ -45,7 +48,13 @@ def create_app(
     Args:
         graph: A compiled graph with a checkpointer (a SQLite or PostgreSQL saver, or
             their async versions): the questions listed wait in its saver, and
-            answers resume its threads.
+            answers resume its threads. With ``runs``: the name the run service
+            serves the graph under.
+        runs: A `pausepoint.server.RunService` (or a function returning it once it
+            is open): answers are then recorded as its runs, which its workers
+            execute, and the answer page follows the run (docs/inbox.md, "Answering
+            through the run queue"). Without it, an answer resumes the thread in
+            the request.
         token: The secret that lets a request in (``?token=`` once, then a cookie; or
             ``Authorization: Bearer``). With neither ``token`` nor ``auth`` a random
             one is made: read it from ``app.state.token``.
@@ -64,13 +73,16 @@ def create_app(
         ``auth`` lets requests in).
 
     Raises:
-        ValueError: ``graph`` has no checkpointer.
+        ValueError: ``graph`` has no checkpointer; or is a name without ``runs``, or
+            a compiled graph with ``runs``.
     """
     if token is None and auth is None:
         token = new_token()
     guard = Guard(token, auth)
+    queue, source = _sources(graph, runs)
     inbox = Inbox(
-        questions=Questions(graph),
+        source=source,
+        runs=queue,
         guard=guard,
         env=templates(),
         clock=clock or utc_now,
@@ -89,6 +101,30 @@ def create_app(
         Route(f"/api{_QUESTION}", api.get, methods=["GET"]),
         Route(f"/api{_QUESTION}/answer", api.answer, methods=["POST"]),
     ]
+    if queue is not None:
+        routes += [Route(_RUN, pages.run, methods=["GET"]), Route(f"/api{_RUN}", api.run)]
     app = Starlette(routes=routes, middleware=[Middleware(GuardMiddleware, guard=guard)])
     app.state.token = token
     return app
+
+
+def _sources(
+    graph: CompiledStateGraph | str, runs: RunsSource | None
+) -> tuple[Runs | None, Callable[[], Questions]]:
+    """How answers are sent, and the graph's `Questions` (made when first needed)."""
+    if runs is None:
+        if isinstance(graph, str):
+            raise ValueError(f"graph {graph!r} is a name: pass runs= (the service serving it)")
+        questions = Questions(graph)
+        return None, lambda: questions
+    if not isinstance(graph, str):
+        raise ValueError("with runs=, pass the name the run service serves the graph under")
+    queue = Runs(runs, graph)
+    made: list[Questions] = []
+
+    def source() -> Questions:
+        if not made:
+            made.append(Questions(queue.graph()))
+        return made[0]
+
+    return queue, source

@@ -7,6 +7,7 @@ import json
 import typing
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import jinja2
 from starlette.requests import Request
@@ -15,6 +16,9 @@ from starlette.responses import HTMLResponse
 from pausepoint.inbox.present import summary
 from pausepoint.inbox.security import Guard
 from pausepoint.inbox.source import Questions
+
+if TYPE_CHECKING:
+    from pausepoint.inbox.runs import Runs
 
 __all__ = ["Inbox", "templates"]
 
@@ -38,9 +42,14 @@ def templates() -> jinja2.Environment:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Inbox:
-    """The inbox app's settings and collaborators (built by `create_app`)."""
+    """The inbox app's settings and collaborators (built by `create_app`).
 
-    questions: Questions
+    ``source`` gives the graph's `Questions` (made on first use when the graph comes
+    from a run service opened later); ``runs``, when set, is how answers are sent:
+    as runs the service's workers execute (`pausepoint.inbox.runs`).
+    """
+
+    source: Callable[[], Questions]
     guard: Guard
     env: jinja2.Environment
     clock: Callable[[], datetime]
@@ -48,6 +57,12 @@ class Inbox:
     poll_seconds: float
     page_size: int
     history_limit: int
+    runs: Runs | None = None
+
+    @property
+    def questions(self) -> Questions:
+        """The graph's waiting questions, threads and answers."""
+        return self.source()
 
     def root(self, request: Request) -> str:
         """The path the inbox is mounted at ("" at the top of a server)."""

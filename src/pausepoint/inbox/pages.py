@@ -25,7 +25,9 @@ from pausepoint.inbox.present import (
     question_path,
     remaining,
 )
+from pausepoint.inbox.runs import run_path
 from pausepoint.response_schema import AnswerProblem
+from pausepoint.server.errors import NotFoundError
 
 if TYPE_CHECKING:
     from pausepoint.types import StateSnapshot
@@ -119,7 +121,12 @@ class Pages:
             value, unreadable = read_form(form, submitted)
         if unreadable:
             return await self._question_page(request, q, form, submitted, unreadable)
+        runs = self.inbox.runs
         try:
+            if runs is not None:
+                run = await runs.send(q, value)
+                page = run_path(self.inbox.root(request), q.thread_id, run.run_id)
+                return RedirectResponse(page, status_code=303)
             await self.inbox.questions.answer(q, value)
         except InvalidAnswerError as exc:
             problems: list[AnswerProblem] = list(exc.problems)
@@ -131,6 +138,20 @@ class Pages:
             return self.inbox.render(request, "message.html", 500, heading="Run failed", text=text)
         root = self.inbox.root(request)
         return RedirectResponse(f"{root}/?answered={quote(q.thread_id)}", status_code=303)
+
+    async def run(self, request: Request) -> Response:
+        """The run an answer recorded: its status, then how it ended (it polls till then)."""
+        runs = self.inbox.runs
+        assert runs is not None  # the route exists only with runs
+        thread_id = str(request.path_params["thread_id"])
+        run_id = str(request.path_params["run_id"])
+        root = self.inbox.root(request)
+        try:
+            report = await runs.report(thread_id, run_id, self.inbox.questions, root)
+        except NotFoundError:
+            text = "No such run of this thread (a rolled-back run is deleted)."
+            return self.inbox.render(request, "message.html", 404, heading="No such run", text=text)
+        return self.inbox.render(request, "run.html", report=report, pretty=pretty)
 
     async def _find(self, request: Request) -> PendingQuestion | None:
         thread_id = str(request.path_params["thread_id"])

@@ -100,6 +100,15 @@ class Questions:
             head = await _in_thread(lambda: self.saver.get_tuple(config))
         return question_in(head, question_id)
 
+    async def waiting(self, thread_id: str) -> list[PendingQuestion]:
+        """Every question that waits at the thread's head (none when nothing waits)."""
+        config = _config(thread_id)
+        if self._async:
+            head = await self.saver.aget_tuple(config)
+        else:
+            head = await _in_thread(lambda: self.saver.get_tuple(config))
+        return questions_of_head(head) if head is not None else []
+
     async def graph_version(self, thread_id: str, checkpoint_id: str | None = None) -> str | None:
         """The ``compile(version=...)`` label of the graph that wrote a thread's checkpoint.
 
