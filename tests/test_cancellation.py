@@ -10,6 +10,7 @@ thread, and a stream dropped unread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import operator
@@ -100,6 +101,52 @@ def test_a_write_cut_by_the_cancel_is_made_again():
 
     asyncio.run(main())
     assert runs == {"a": 1, "b": 1, "c": 1}  # a and b kept: they did not run again
+
+
+class SwallowingWrites(InMemorySaver):
+    """Its first ``aput_writes`` of a node's output catches the cancel meant for the
+    run and returns, written (as psycopg_pool's wait did on Python 3.11: it handed
+    over a connection and dropped the cancel that came at the same moment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.entered = asyncio.Event()
+
+    async def aput_writes(self, config: Any, writes: Any, *args: Any, **kwargs: Any) -> None:
+        if any(channel == "log" and value for channel, value in writes):
+            self.calls += 1
+            if self.calls == 1:
+                self.entered.set()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.Event().wait()
+        await super().aput_writes(config, writes, *args, **kwargs)
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])  # "exit" writes at the end
+def test_a_cancel_a_saver_swallowed_still_stops_the_run(durability: str):
+    # Before, the run went on to the next step: a node there that waits was never
+    # cancelled, and the cancelled ainvoke never returned. Now the run stops at the
+    # write, and stores what a cancel the saver let through stores.
+    async def stop(saver: StalledWrites | SwallowingWrites, runs: Counter[str]) -> Any:
+        graph = chain(runs, "a", "b", "c").compile(checkpointer=saver)
+        run = asyncio.create_task(graph.ainvoke({"log": []}, cfg(), durability=durability))
+        await saver.entered.wait()
+        assert run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        assert saver.calls == 2  # the write, made again while winding down
+        assert saver.get_lease("t") is None
+        tup = await saver.aget_tuple(cfg())
+        assert await graph.ainvoke(None, cfg()) == {"log": ["a", "b", "c"]}
+        return tup.metadata["step"], tup.checkpoint["channel_values"], tup.pending_writes
+
+    swallowed: Counter[str] = Counter()
+    let_through: Counter[str] = Counter()
+    assert asyncio.run(stop(SwallowingWrites(), swallowed)) == asyncio.run(
+        stop(StalledWrites(), let_through)
+    )
+    assert swallowed == let_through == {"a": 1, "b": 1, "c": 1}
 
 
 def test_a_sync_stream_closed_by_its_lone_tasks_chunk_keeps_that_task():

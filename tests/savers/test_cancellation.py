@@ -188,3 +188,81 @@ def test_a_sync_stream_closed_early_keeps_the_step_its_nodes_finish(
         assert got == want
         assert graph.invoke(None, thread()) == {"log": ["a", "quick", "slow", "z"]}
         assert runs == ["slow"]  # kept: it does not run again
+
+
+# --- a cancel racing PostgreSQL's pool ----------------------------------------------------
+
+
+def chain3() -> StateGraph:
+    """START -> a -> b -> c, async nodes that finish at once."""
+
+    def node(name: str) -> Any:
+        async def run(state: S) -> dict[str, Any]:
+            return {"log": [name]}
+
+        return run
+
+    b = StateGraph(S)
+    for name in "abc":
+        b.add_node(name, node(name))
+    b.add_edge(START, "a")
+    b.add_edge("a", "b")
+    b.add_edge("b", "c")
+    return b
+
+
+async def cancel_at_every_point(pg_url: str, pg_kwargs: dict[str, Any], trials: int) -> None:
+    """Cancel runs after 0, 1, 2... event-loop turns, on a one-connection pool others
+    keep busy: the cancel often lands as the pool hands the saver its connection.
+
+    psycopg_pool waits for a connection with ``asyncio.wait_for``, which on Python
+    3.11 returns what it waited for and drops a cancel that came at the same moment:
+    the run went on (it ended normally here; a node that waits hung it forever).
+    """
+    from psycopg_pool import AsyncConnectionPool
+
+    from pausepoint.checkpoint.postgres import AsyncPostgresSaver
+
+    async with AsyncConnectionPool(
+        pg_url, min_size=1, max_size=1, kwargs=pg_kwargs, open=False
+    ) as pool:
+        saver = AsyncPostgresSaver(pool)
+        await saver.setup()
+        graph = chain3().compile(checkpointer=saver)
+        busy = True
+
+        async def other_user() -> None:
+            while busy:
+                async with pool.connection() as conn:
+                    await conn.execute("SELECT 1")
+
+        others = [asyncio.create_task(other_user()) for _ in range(2)]
+        try:
+            for i in range(trials):
+                config = {"configurable": {"thread_id": f"t{i}"}}
+                durability = DURABILITIES[i % 3]
+                run = asyncio.create_task(graph.ainvoke({"log": []}, config, durability=durability))
+                for _ in range(i % 40):
+                    await asyncio.sleep(0)
+                if run.cancel():
+                    with pytest.raises(asyncio.CancelledError):
+                        await run
+                else:  # it had ended
+                    assert run.result() == {"log": ["a", "b", "c"]}
+                assert await saver.aget_lease(f"t{i}") is None
+        finally:
+            busy = False
+            await asyncio.gather(*others)
+
+
+def test_a_cancel_as_the_pool_hands_over_a_connection_stops_the_run(
+    pg_url: str, pg_kwargs: dict[str, Any]
+) -> None:
+    asyncio.run(cancel_at_every_point(pg_url, pg_kwargs, trials=120))
+
+
+@pytest.mark.stress
+def test_a_cancel_as_the_pool_hands_over_a_connection_stops_the_run_repeated(
+    pg_url: str, pg_kwargs: dict[str, Any]
+) -> None:
+    asyncio.run(cancel_at_every_point(pg_url, pg_kwargs, trials=2000))

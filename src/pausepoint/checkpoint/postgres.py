@@ -430,7 +430,14 @@ class AsyncPostgresSaver(AsyncOnlySaver):
                 yield cast("psycopg.AsyncConnection[Any]", self.conn)
             return
         pool = cast("psycopg_pool.AsyncConnectionPool[Any]", self.conn)
+        task = asyncio.current_task()
+        asked = 0 if task is None else task.cancelling()
         async with pool.connection() as conn:
+            if task is not None and task.cancelling() > asked:
+                # Cancelled as the pool handed the connection over: psycopg_pool waits
+                # with asyncio.wait_for, which on Python 3.11 then returns the
+                # connection and drops the cancel. Raised here, the cancel is not lost.
+                raise asyncio.CancelledError
             _check_autocommit(conn)
             yield conn
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncGenerator, Generator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Generator, Sequence
 from typing import Any, TypeVar
 
 from pausepoint.checkpoint.base import (
@@ -112,7 +112,7 @@ async def drive(
             elif type(effect) is Emit:
                 yield (effect.ns, effect.mode, effect.payload)
             else:
-                send, error = await _carry_out(saver, effect, lease)
+                send, error = await _not_swallowed(_carry_out(saver, effect, lease))
     except (asyncio.CancelledError, GeneratorExit):  # cancelled, or closed early
         await _stop(loop, effect, saver, sink, lease, running)
         raise
@@ -153,6 +153,21 @@ async def _carry_out(
         return None, exc
     lease.saw(effect, done)
     return done, None
+
+
+async def _not_swallowed(call: Awaitable[T]) -> T:
+    """Await a saver call; a cancel of this task that it swallowed is raised after it.
+
+    A saver (or the library under it) may catch the ``CancelledError`` meant for the
+    run and return: the cancel then stops the run all the same, here, and the
+    write is made again by the stop (`pausepoint.drivers.stop.wind_down`).
+    """
+    task = asyncio.current_task()
+    asked = 0 if task is None else task.cancelling()
+    done = await call
+    if task is not None and task.cancelling() > asked:
+        raise asyncio.CancelledError
+    return done
 
 
 async def _stop(
