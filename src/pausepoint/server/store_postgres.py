@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any, LiteralString, cast
 
 from pausepoint.server.store_sql import DuplicateError, Flow, Row, Statement, adrive, ddl
 
 if TYPE_CHECKING:
+    import psycopg
     import psycopg_pool
 
 __all__ = ["PostgresDatabase"]
@@ -35,10 +37,21 @@ class PostgresDatabase:
 
     async def run(self, flow: Flow, *, write: bool = False) -> Any:
         """Drive ``flow`` in a transaction of its own."""
+        del write  # every flow is a transaction: reads see one snapshot of the rows
+        task = asyncio.current_task()
+        asked = 0 if task is None else task.cancelling()
+        async with self._pool.connection() as conn:
+            if task is not None and task.cancelling() > asked:
+                # Cancelled as the pool handed the connection over: on Python 3.11
+                # psycopg_pool's wait (asyncio.wait_for) returns it and drops the
+                # cancel (see AsyncPostgresSaver._connection). Raised, it is not lost.
+                raise asyncio.CancelledError
+            return await self._in_transaction(conn, flow)
+
+    async def _in_transaction(self, conn: psycopg.AsyncConnection[Any], flow: Flow) -> Any:
         import psycopg
 
-        del write  # every flow is a transaction: reads see one snapshot of the rows
-        async with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        async with conn.transaction(), conn.cursor() as cur:
 
             async def execute(stmt: Statement) -> list[Row]:
                 sql = cast("LiteralString", stmt[0].replace("?", "%s"))
