@@ -48,10 +48,14 @@ def approval() -> StateGraph:
     return builder
 
 
-async def work(state: Ask) -> dict[str, Any]:
-    gate = state.get("gate")
+async def wait_gate(gate: str | None) -> None:
+    """Wait (polling, async) until the file ``gate`` names exists; at once if none."""
     while gate and not os.path.exists(gate):
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.005)
+
+
+async def work(state: Ask) -> dict[str, Any]:
+    await wait_gate(state.get("gate"))
     return {"done": True}
 
 

@@ -1,6 +1,7 @@
 """Graphs of the service, worker, multitask and crash tests (helper X's).
 
-- ``asker``: START -> ask (``interrupt``) -> finish (raises on the answer ``"boom"``).
+- ``asker``: graphs_http's ``approval``: START -> ask (``interrupt``) -> finish (raises
+  on the answer ``"boom"``).
 - ``gated``: ``work`` appends a line to the file ``count`` names (a side effect the
   tests count), then waits for the file ``gate`` names to exist (polling, async):
   a run that stays running until the test lets it go, with no timing. Then ``after``
@@ -13,39 +14,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import os
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from tests.server.graphs_http import approval as asker
+from tests.server.graphs_http import wait_gate
+
 from pausepoint import END, START, StateGraph, interrupt
-
-
-class Ask(TypedDict, total=False):
-    request: str
-    answer: Any
-    result: str
-
-
-def ask(state: Ask) -> dict[str, Any]:
-    return {"answer": interrupt({"question": f"Approve {state.get('request')}?"})}
-
-
-def finish(state: Ask) -> dict[str, Any]:
-    if state.get("answer") == "boom":
-        raise RuntimeError("boom: the side effect failed")
-    return {"result": f"{state.get('request')}: {state.get('answer')}"}
-
-
-def asker() -> StateGraph:
-    builder = StateGraph(Ask)
-    builder.add_node("ask", ask)
-    builder.add_node("finish", finish)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", "finish")
-    builder.add_edge("finish", END)
-    return builder
 
 
 class Gated(TypedDict, total=False):
@@ -68,11 +45,6 @@ def counted(path: str | Path, line: str) -> int:
     """How many times ``line`` was appended to ``path``."""
     p = Path(path)
     return p.read_text().splitlines().count(line) if p.exists() else 0
-
-
-async def wait_gate(gate: str | None) -> None:
-    while gate and not os.path.exists(gate):
-        await asyncio.sleep(0.005)
 
 
 async def work(state: Gated) -> dict[str, Any]:

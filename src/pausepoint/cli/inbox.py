@@ -9,27 +9,30 @@ the token is the login. Needs the ``inbox`` extra: pip install 'pausepoint[inbox
 from __future__ import annotations
 
 import argparse
-import importlib
-import logging
 import os
-import re
 import sys
 from typing import TYPE_CHECKING
 
 from pausepoint.cli.threads import add_db_option, compile_graph, load_graph, open_saver
 from pausepoint.cli.views import CliError
+from pausepoint.cli.web import LOOPBACK, missing_module, redact_server_logs, url_host
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
     from pausepoint.cli.threads import Commands
     from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["RedactToken", "add_parser", "run"]
+__all__ = ["add_parser", "run"]
 
 DEFAULT_PORT = 8321
 TOKEN_ENV = "PAUSEPOINT_INBOX_TOKEN"
 _EXTRA = "pip install 'pausepoint[inbox]'"
-_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+_MODULES = (
+    ("starlette", "starlette"),
+    ("uvicorn", "uvicorn"),
+    ("jinja2", "jinja2"),
+    ("python_multipart", "python-multipart"),
+)
 
 
 def add_parser(commands: Commands) -> None:
@@ -58,7 +61,7 @@ def add_parser(commands: Commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the inbox until interrupted; return the exit status."""
-    missing = _missing_extra()
+    missing = missing_module(_MODULES)
     if missing:
         print(
             f"pausepoint inbox needs the 'inbox' extra ({missing} is not installed): {_EXTRA}",
@@ -82,27 +85,13 @@ def _serve(args: argparse.Namespace, saver: BaseCheckpointSaver) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or new_token()
     app = create_app(graph, token=token, poll_seconds=args.poll)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
-    _redact_access_log()
+    redact_server_logs()
     _announce(args, token)
     try:
         uvicorn.Server(config).run()
     except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C once it has shut down
         print("pausepoint inbox: stopped")
     return 0
-
-
-def _missing_extra() -> str | None:
-    for module, name in (
-        ("starlette", "starlette"),
-        ("uvicorn", "uvicorn"),
-        ("jinja2", "jinja2"),
-        ("python_multipart", "python-multipart"),
-    ):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            return name
-    return None
 
 
 def _graph(spec: str, saver: BaseCheckpointSaver) -> CompiledStateGraph:
@@ -124,39 +113,11 @@ def _graph(spec: str, saver: BaseCheckpointSaver) -> CompiledStateGraph:
 
 
 def _announce(args: argparse.Namespace, token: str) -> None:
-    host = f"[{args.host}]" if ":" in args.host else args.host
+    host = url_host(args.host)
     print(f"pausepoint inbox: the questions waiting in {args.db} (graph {args.graph})")
     print(f"  open http://{host}:{args.port}/?token={token}")
     print("  (the token is the login: the browser keeps it in a cookie; programs send")
     print("   'Authorization: Bearer <token>'. Ctrl-C stops the server.)")
-    if args.host not in _LOOPBACK:
+    if args.host not in LOOPBACK:
         print(f"  warning: bound to {args.host}, reachable from other machines", file=sys.stderr)
     sys.stdout.flush()
-
-
-class RedactToken(logging.Filter):
-    """Hides ``token=...`` in log records, so the token appears only in the start line."""
-
-    _TOKEN = re.compile(r"(token=)[^&\s\"']+")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Rewrite the record's message and arguments with each token replaced by ``***``."""
-        # uvicorn's access formatter reads the arguments (client, method, path, ...),
-        # so they are redacted one by one and keep their shape.
-        if isinstance(record.msg, str):
-            record.msg = self._redact(record.msg)
-        if isinstance(record.args, tuple):
-            record.args = tuple(self._redact(a) for a in record.args)
-        return True
-
-    def _redact(self, value: object) -> object:
-        if isinstance(value, str) and "token=" in value:
-            return self._TOKEN.sub(r"\1***", value)
-        return value
-
-
-def _redact_access_log() -> None:
-    # uvicorn configures its loggers when the server starts; filters on the logger
-    # itself survive that (handlers are replaced, loggers are not).
-    for name in ("uvicorn.access", "uvicorn.error"):
-        logging.getLogger(name).addFilter(RedactToken())

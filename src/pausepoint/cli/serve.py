@@ -10,14 +10,13 @@ pip install 'pausepoint[server]'.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from typing import TYPE_CHECKING
 
-from pausepoint.cli.inbox import RedactToken
 from pausepoint.cli.threads import add_db_option, load_graph
 from pausepoint.cli.views import CliError
+from pausepoint.cli.web import LOOPBACK, missing_module, redact_server_logs, url_host
 
 if TYPE_CHECKING:
     from pausepoint.cli.threads import Commands
@@ -29,7 +28,6 @@ __all__ = ["add_parser", "graph_specs", "run"]
 DEFAULT_PORT = 2024
 TOKEN_ENV = "PAUSEPOINT_SERVE_TOKEN"
 _EXTRA = "pip install 'pausepoint[server]'"
-_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
 def add_parser(commands: Commands) -> None:
@@ -82,7 +80,7 @@ def add_parser(commands: Commands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; return the exit status."""
-    missing = _missing_extra()
+    missing = missing_module((m, m) for m in ("starlette", "uvicorn"))
     if missing:
         print(
             f"pausepoint serve needs the 'server' extra ({missing} is missing): {_EXTRA}",
@@ -91,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     token = args.token or os.environ.get(TOKEN_ENV) or None
     try:
-        if token is None and args.host not in _LOOPBACK:
+        if token is None and args.host not in LOOPBACK:
             raise CliError(
                 f"refusing to serve {args.host} without a token: anyone who reaches it could "
                 f"run and answer every thread. Pass --token (or set ${TOKEN_ENV})."
@@ -135,7 +133,6 @@ def graph_specs(specs: list[str]) -> dict[str, CompiledStateGraph | StateGraph]:
 def _serve(
     args: argparse.Namespace, graphs: dict[str, CompiledStateGraph | StateGraph], token: str | None
 ) -> int:
-    import logging
 
     import uvicorn
 
@@ -154,9 +151,8 @@ def _serve(
         inbox_token = token or new_token()
         app = with_inbox(app, args.inbox, token=inbox_token)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
-    for name in ("uvicorn.access", "uvicorn.error"):
-        logging.getLogger(name).addFilter(RedactToken())
-    host = f"[{args.host}]" if ":" in args.host else args.host
+    redact_server_logs()
+    host = url_host(args.host)
     print(f"pausepoint serve: graphs {', '.join(graphs)} over {args.db}")
     print(f"  http://{host}:{args.port}  (langgraph_sdk.get_client(url=...); Ctrl-C stops)")
     print("  token required (x-api-key or Bearer)" if token else "  no token: open to this host")
@@ -174,20 +170,9 @@ def _check_inbox(name: str, graphs: dict[str, CompiledStateGraph | StateGraph]) 
     """Refuse ``--inbox NAME`` for a graph not served, or without the inbox extra."""
     if name not in graphs:
         raise CliError(f"--inbox {name!r} is not a served graph (served: {', '.join(graphs)})")
-    for module, package in (("jinja2", "jinja2"), ("python_multipart", "python-multipart")):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            raise CliError(
-                f"--inbox needs the 'inbox' extra ({package} is missing): "
-                "pip install 'pausepoint[inbox]'"
-            ) from None
-
-
-def _missing_extra() -> str | None:
-    for module in ("starlette", "uvicorn"):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            return module
-    return None
+    package = missing_module((("jinja2", "jinja2"), ("python_multipart", "python-multipart")))
+    if package is not None:
+        raise CliError(
+            f"--inbox needs the 'inbox' extra ({package} is missing): "
+            "pip install 'pausepoint[inbox]'"
+        )
