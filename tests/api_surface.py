@@ -77,6 +77,7 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.graph.update_steps": "bulk_update_state internals",
     "pausepoint.graph.validate": "compile() internals",
     "pausepoint.graph.fingerprint": "compile() internals: a graph's fingerprint",
+    "pausepoint.graph.rebind": "recompiling with the saver a command opened",
     "pausepoint.graph.addressing": "which graph wrote a checkpoint namespace (get_state internals)",
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.server": "`pausepoint serve`, documented in docs/server.md",

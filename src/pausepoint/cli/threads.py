@@ -294,29 +294,19 @@ def load_graph(target: str) -> object:
 
 
 def compile_graph(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph:
-    """A graph compiled with ``saver``, from a ``StateGraph`` or a compiled graph.
+    """A graph compiled with ``saver`` (`pausepoint.graph.rebind.compiled_with`).
 
-    A compiled graph is recompiled from its builder with the same static breakpoints;
-    an ``@entrypoint`` (no builder) is made again with ``saver``.
+    ``obj`` must be a ``StateGraph`` or a compiled graph; anything else is a `CliError`.
     """
     from pausepoint.graph.compiled import CompiledStateGraph
-    from pausepoint.graph.entry import entrypoint_with
+    from pausepoint.graph.rebind import compiled_with
     from pausepoint.graph.state import StateGraph
 
-    if isinstance(obj, CompiledStateGraph):
-        if obj.builder is None:  # an @entrypoint
-            return entrypoint_with(obj, saver)
-        return obj.builder.compile(
-            checkpointer=saver,
-            interrupt_before=obj.interrupt_before_nodes or None,
-            interrupt_after=obj.interrupt_after_nodes or None,
-            name=obj.name,
-            version=obj.spec.shape.version if obj.spec.shape is not None else None,
-            migrations=obj.spec.migrations,
+    if not isinstance(obj, StateGraph | CompiledStateGraph):
+        raise CliError(
+            f"--graph names a {type(obj).__name__}, not a StateGraph or a compiled graph"
         )
-    if isinstance(obj, StateGraph):
-        return obj.compile(checkpointer=saver)
-    raise CliError(f"--graph names a {type(obj).__name__}, not a StateGraph or a compiled graph")
+    return compiled_with(obj, saver)
 
 
 # --- the subcommands --------------------------------------------------------------------

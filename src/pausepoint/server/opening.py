@@ -3,7 +3,7 @@
 A SQLite file gets an ``AsyncSqliteSaver`` and a connection of the store's own
 (`SqliteDatabase`); a ``postgresql://`` URL gets a connection pool shared by an
 ``AsyncPostgresSaver`` and the store (`PostgresDatabase`). Served graphs are compiled
-again with the saver (`compiled_with`).
+again with the saver by `pausepoint.graph.rebind.compiled_with`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from pausepoint.server.store_records import Database
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
-    from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["Closer", "close_all", "compiled_with", "is_postgres_url", "open_database"]
+__all__ = ["Closer", "close_all", "is_postgres_url", "open_database"]
 
 Closer = Callable[[], Awaitable[object]]
 """What closes one thing opened (run in reverse order by `close_all`)."""
@@ -38,34 +37,6 @@ async def open_database(
 def is_postgres_url(db_url: str) -> bool:
     """Whether ``db_url`` names a PostgreSQL server rather than a SQLite file."""
     return db_url.startswith(("postgresql://", "postgres://"))
-
-
-def compiled_with(obj: object, saver: BaseCheckpointSaver) -> CompiledStateGraph:
-    """``obj`` (a ``StateGraph`` or a compiled graph) compiled with ``saver``.
-
-    A compiled graph is compiled again from its builder with the same breakpoints,
-    name, version, migrations and lease settings; an ``@entrypoint`` is made again.
-    """
-    from pausepoint.graph.compiled import CompiledStateGraph
-    from pausepoint.graph.entry import entrypoint_with
-    from pausepoint.graph.state import StateGraph
-
-    if isinstance(obj, CompiledStateGraph):
-        if obj.builder is None:
-            return entrypoint_with(obj, saver)
-        return obj.builder.compile(
-            checkpointer=saver,
-            interrupt_before=obj.interrupt_before_nodes or None,
-            interrupt_after=obj.interrupt_after_nodes or None,
-            name=obj.name,
-            lease_ttl=obj.lease_ttl,
-            lease_wait=obj.lease_wait,
-            version=obj.spec.shape.version if obj.spec.shape is not None else None,
-            migrations=obj.spec.migrations,
-        )
-    if isinstance(obj, StateGraph):
-        return obj.compile(checkpointer=saver)
-    raise TypeError(f"a served graph must be a StateGraph or a compiled graph, not {obj!r}")
 
 
 async def _open_sqlite(path: str, closers: list[Closer]) -> tuple[BaseCheckpointSaver, Database]:

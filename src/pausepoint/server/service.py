@@ -16,10 +16,11 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from pausepoint.graph.rebind import compiled_with
 from pausepoint.server.errors import NotFoundError
 from pausepoint.server.events import EventLogs
 from pausepoint.server.execute import check_request, graph_input, outcome
-from pausepoint.server.opening import Closer, close_all, compiled_with, open_database
+from pausepoint.server.opening import Closer, close_all, open_database
 from pausepoint.server.precheck import check_resume, checking_graph
 from pausepoint.server.records import (
     Assistant,
