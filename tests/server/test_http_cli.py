@@ -34,3 +34,16 @@ def test_graph_names_default_to_the_attribute():
 
     graphs = graph_specs(["tests.server.graphs_http:approval", "g=tests.server.graphs_http:gated"])
     assert sorted(graphs) == ["approval", "g"]
+
+
+def test_the_app_without_the_server_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing the app with Starlette missing says which extra to install."""
+    import importlib
+    import sys
+
+    for name in [m for m in sys.modules if m == "pausepoint.server.app"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "starlette", None)
+    with pytest.raises(ImportError, match=r"'server' extra \(starlette is missing\)") as got:
+        importlib.import_module("pausepoint.server.app")
+    assert "pip install 'pausepoint[server]'" in str(got.value)

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+try:
+    import starlette as _starlette
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise ImportError(
+        f"pausepoint.server.app needs the 'server' extra ({exc.name} is missing): "
+        "pip install 'pausepoint[server]'"
+    ) from exc
+
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -23,6 +31,8 @@ from pausepoint.server.auth import TokenMiddleware, cors
 from pausepoint.server.body import DEFAULT_MAX_BODY
 from pausepoint.server.responses import error_response
 from pausepoint.server.service import RunService
+
+del _starlette  # imported only to name the missing extra
 
 __all__ = ["create_app"]
 
