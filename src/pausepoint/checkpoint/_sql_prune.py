@@ -34,6 +34,7 @@ from pausepoint.checkpoint._prune import (
     StoredRow,
     ThreadInventory,
 )
+from pausepoint.checkpoint._sealing import checkpoint_binding
 from pausepoint.checkpoint._sql import SqlCodec, delete_thread_flow, get_tuple_flow
 from pausepoint.checkpoint._sql_leases import Clock, get_lease_flow
 from pausepoint.checkpoint._sql_values import REFS_MARK, refs_of
@@ -209,18 +210,23 @@ def collect_unreferenced_flow(dialect: Dialect, codec: SqlCodec, thread_id: str)
     }
     stored = yield Statement(
         dialect.sql(
-            "SELECT checkpoint_ns, type, checkpoint FROM pausepoint_checkpoints WHERE thread_id = ?"
+            "SELECT checkpoint_ns, type, checkpoint, checkpoint_id"
+            " FROM pausepoint_checkpoints WHERE thread_id = ?"
         ),
         (thread,),
         fetch=True,
     )
     needed: set[tuple[str, str, str]] = set()
-    for ns, type_, blob in stored:
+    for ns, type_, blob, cid in stored:
         data = bytes(cast("bytes", blob)) if isinstance(blob, bytes | memoryview) else b""
+        try:  # a sealed checkpoint is opened first: its references are inside
+            data = codec.opened(data, checkpoint_binding(thread, str(ns), str(cid)), "checkpoint")
+        except CheckpointDecodeError:
+            return 0  # what it references is unknown: keep everything
         if REFS_MARK not in data:
             continue
         try:
-            refs = refs_of(codec.load(type_, data))
+            refs = refs_of(codec.decode(type_, data))
         except (CheckpointDecodeError, ValueError, TypeError):
             return 0  # what it references is unknown: keep everything
         for channel, version in (refs or {}).items():

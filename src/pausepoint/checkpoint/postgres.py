@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
+    from pausepoint.checkpoint._sealing import Sealer
+
 __all__ = ["AsyncPostgresSaver", "PostgresSaver"]
 
 T = TypeVar("T")
@@ -137,6 +139,9 @@ class PostgresSaver(BaseCheckpointSaver):
             ``psycopg_pool.ConnectionPool`` whose connections are.
         serde: The serializer of checkpoints and writes; a
             [`Serializer`][pausepoint.serde.Serializer] allowing built-in types by default.
+        encryption: Seal every stored value, write and metadata (but the fields the
+            engine queries) to its row, e.g. a [`pausepoint.crypto.KeyRing`][];
+            docs/security.md.
 
     Call [`setup`][] once (it is idempotent) before first use.
     """
@@ -157,13 +162,14 @@ class PostgresSaver(BaseCheckpointSaver):
         conn: psycopg.Connection[Any] | psycopg_pool.ConnectionPool[Any],
         *,
         serde: SerializerProtocol | None = None,
+        encryption: Sealer | None = None,
     ) -> None:
         self.conn = conn
         self._single = isinstance(conn, _psycopg().Connection)
         if self._single:
             _check_autocommit(cast("psycopg.Connection[Any]", conn))
         self._lock = threading.Lock()
-        self._codec = _sql.SqlCodec(serde)
+        self._codec = _sql.SqlCodec(serde, encryption)
         self.serde = self._codec.serde
 
     @classmethod
@@ -174,6 +180,7 @@ class PostgresSaver(BaseCheckpointSaver):
         *,
         serde: SerializerProtocol | None = None,
         prepare_threshold: int | None = 0,
+        encryption: Sealer | None = None,
     ) -> Generator[Self]:
         """Connect to ``url`` (autocommit); close on exit.
 
@@ -183,12 +190,13 @@ class PostgresSaver(BaseCheckpointSaver):
             prepare_threshold: psycopg's: prepare a statement after this many runs
                 (0: on the first); None never prepares (for a pooler such as PgBouncer
                 in transaction mode before 1.21).
+            encryption: See [`PostgresSaver`][].
         """
         psycopg = _psycopg()
         with psycopg.Connection.connect(
             url, autocommit=True, prepare_threshold=prepare_threshold
         ) as conn:
-            yield cls(conn, serde=serde)
+            yield cls(conn, serde=serde, encryption=encryption)
 
     def setup(self) -> None:
         """Create or migrate the schema (idempotent, safe to run concurrently)."""
@@ -369,6 +377,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         conn: An ``AsyncConnection`` opened with ``autocommit=True``, or a
             ``psycopg_pool.AsyncConnectionPool`` whose connections are.
         serde: See [`PostgresSaver`][].
+        encryption: See [`PostgresSaver`][].
 
     Call [`setup`][] once (it is idempotent) before first use.
     """
@@ -390,13 +399,14 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         conn: psycopg.AsyncConnection[Any] | psycopg_pool.AsyncConnectionPool[Any],
         *,
         serde: SerializerProtocol | None = None,
+        encryption: Sealer | None = None,
     ) -> None:
         self.conn = conn
         self._single = isinstance(conn, _psycopg().AsyncConnection)
         if self._single:
             _check_autocommit(cast("psycopg.AsyncConnection[Any]", conn))
         self._lock = asyncio.Lock()
-        self._codec = _sql.SqlCodec(serde)
+        self._codec = _sql.SqlCodec(serde, encryption)
         self.serde = self._codec.serde
 
     @classmethod
@@ -407,6 +417,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         *,
         serde: SerializerProtocol | None = None,
         prepare_threshold: int | None = 0,
+        encryption: Sealer | None = None,
     ) -> AsyncGenerator[Self]:
         """Connect to ``url`` (autocommit); close on exit.
 
@@ -417,7 +428,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
             url, autocommit=True, prepare_threshold=prepare_threshold
         )
         async with conn:
-            yield cls(conn, serde=serde)
+            yield cls(conn, serde=serde, encryption=encryption)
 
     async def setup(self) -> None:
         """Create or migrate the schema (idempotent, safe to run concurrently)."""
