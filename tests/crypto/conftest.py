@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from tests.savers.conftest import pg_kwargs, pg_schema, pg_url
 
 from pausepoint.crypto import KeyRing, new_key
-from tests.savers.conftest import pg_kwargs, pg_schema, pg_url
 
 __all__ = ["pg_kwargs", "pg_schema", "pg_url"]
 
