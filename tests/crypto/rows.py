@@ -56,3 +56,27 @@ def database_bytes(path: Path) -> bytes:
     """The database file and its write-ahead log, as they are on disk."""
     parts = [path, path.with_name(path.name + "-wal")]
     return b"".join(p.read_bytes() for p in parts if p.exists())
+
+
+def key_ids(path: Path) -> dict[str, int]:
+    """How many sealed cells each key id sealed (``"clear"``: cells not sealed)."""
+    import base64
+    import json
+
+    from pausepoint.crypto import KeyRing
+
+    reader = KeyRing({"any": bytes(32)})
+    counts: dict[str, int] = {}
+    with connect(path) as conn:
+        cells: list[bytes] = [
+            bytes(r[0]) for r in conn.execute("SELECT checkpoint FROM pausepoint_checkpoints")
+        ]
+        cells += [bytes(r[0]) for r in conn.execute("SELECT value FROM pausepoint_writes")]
+        cells += [bytes(r[0]) for r in conn.execute("SELECT value FROM pausepoint_blobs")]
+        for (text,) in conn.execute("SELECT metadata FROM pausepoint_checkpoints"):
+            token = json.loads(text).get("__pausepoint_sealed__")
+            cells.append(base64.b64decode(token) if token else b"")
+    for cell in cells:
+        name = reader.key_id_of(cell[4:]) if cell[:4] == b"\x00pp\xe5" else "clear"
+        counts[name] = counts.get(name, 0) + 1
+    return counts

@@ -65,6 +65,11 @@ class SqlCodec:
                 return FORMAT, blob
         return self.dump(checkpoint, "checkpoint")
 
+    @property
+    def meta_serde(self) -> Serializer:
+        """The serializer of metadata (pausepoint's, whatever the values' serde)."""
+        return self._meta
+
     def sealed(self, blob: bytes, aad: bytes) -> bytes:
         """``blob`` as stored in the row ``aad`` names: sealed when the saver encrypts."""
         return seal(self.sealer, blob, aad)

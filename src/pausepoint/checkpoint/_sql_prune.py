@@ -37,6 +37,7 @@ from pausepoint.checkpoint._prune import (
 from pausepoint.checkpoint._sealing import checkpoint_binding
 from pausepoint.checkpoint._sql import SqlCodec, delete_thread_flow, get_tuple_flow
 from pausepoint.checkpoint._sql_leases import Clock, get_lease_flow
+from pausepoint.checkpoint._sql_reseal import copy_thread_sealed_flow
 from pausepoint.checkpoint._sql_values import REFS_MARK, refs_of
 from pausepoint.errors import CheckpointDecodeError
 
@@ -270,8 +271,9 @@ def thread_size_flow(dialect: Dialect, thread_id: str) -> Flow[ThreadSize]:
     return ThreadSize(checkpoints, writes, cbytes + wbytes + vbytes)
 
 
-def copy_thread_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
-    """Copy every checkpoint, write and value row of ``source`` to the new thread ``target``."""
+def new_target_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
+    """Raise ``ValueError`` when the thread ``target`` has checkpoints."""
+    del source
     found = yield Statement(
         dialect.sql("SELECT 1 FROM pausepoint_checkpoints WHERE thread_id = ? LIMIT 1"),
         (str(target),),
@@ -282,6 +284,19 @@ def copy_thread_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
             f"copy_thread: the target thread {str(target)!r} already has checkpoints; "
             "delete it first or copy to a new thread id"
         )
+
+
+def copy_thread_flow(
+    dialect: Dialect, source: str, target: str, codec: SqlCodec | None = None
+) -> Flow[None]:
+    """Copy every checkpoint, write and value row of ``source`` to the new thread ``target``.
+
+    A ``codec`` that seals: each cell opened and sealed again for ``target`` (`_sql_reseal`).
+    """
+    if codec is not None and codec.sealer is not None:
+        flow = copy_thread_sealed_flow(dialect, codec, str(source), str(target), new_target_flow)
+        return (yield from flow)
+    yield from new_target_flow(dialect, source, target)
     yield Statement(  # the value rows first: the copies' references name them
         dialect.sql(
             """INSERT INTO pausepoint_blobs (thread_id, checkpoint_ns, channel, version, type,

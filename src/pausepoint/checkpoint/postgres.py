@@ -30,10 +30,11 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sql_reseal
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
+from pausepoint.checkpoint._sql_reseal import RekeyReport
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -337,7 +338,14 @@ class PostgresSaver(BaseCheckpointSaver):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """See ``BaseCheckpointSaver.copy_thread``: one transaction."""
-        self._run(_sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id), write=True)
+        flow = _sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id, self._codec)
+        self._run(flow, write=True)
+
+    def rekey(self, *, batch_size: int = 500) -> RekeyReport:
+        """See [`SqliteSaver.rekey`][pausepoint.checkpoint.sqlite.SqliteSaver.rekey]."""
+        return _sql_reseal.rekey(
+            lambda flow: self._run(flow, write=True), self._codec, _D, batch_size
+        )
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async [`copy_thread`][] (runs in a worker thread)."""
@@ -542,7 +550,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async ``copy_thread``: one transaction."""
-        flow = _sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id)
+        flow = _sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id, self._codec)
         await self._run(flow, write=True)
 
     async def aacquire_lease(

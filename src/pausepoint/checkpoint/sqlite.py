@@ -21,9 +21,10 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sql_reseal
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
+from pausepoint.checkpoint._sql_reseal import RekeyReport
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -310,8 +311,24 @@ class SqliteSaver(BaseCheckpointSaver):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """See ``BaseCheckpointSaver.copy_thread``: one transaction."""
-        flow = _sql_prune.copy_thread_flow(_sql.SQLITE, source_thread_id, target_thread_id)
+        flow = _sql_prune.copy_thread_flow(
+            _sql.SQLITE, source_thread_id, target_thread_id, self._codec
+        )
         self._run(flow, write=True)
+
+    def rekey(self, *, batch_size: int = 500) -> RekeyReport:
+        """Seal every row again with the sealing key of ``encryption`` (``pausepoint rekey``).
+
+        Rows sealed with another key of the ring, and rows stored in clear, are
+        re-sealed, ``batch_size`` rows a transaction, each a compare-and-swap: safe
+        beside running workers, and to stop at any point and run again (docs/security.md).
+
+        Raises:
+            ValueError: The saver has no ``encryption``.
+        """
+        return _sql_reseal.rekey(
+            lambda flow: self._run(flow, write=True), self._codec, _sql.SQLITE, batch_size
+        )
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async [`copy_thread`][] (runs in a worker thread)."""
