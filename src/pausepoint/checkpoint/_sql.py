@@ -181,7 +181,7 @@ def _tuple_of_row(
 ) -> CheckpointTuple:
     thread, ns, cid, parent_id = row[:4]
     check_checkpoint(checkpoint, cid)
-    pending = [PendingWrite(w[0], w[1], _write_value(codec, thread, ns, cid, w)) for w in writes]
+    pending = [PendingWrite(w[0], w[1], codec.load_write(thread, ns, cid, w)) for w in writes]
     check_writes(pending)
     return CheckpointTuple(
         config=_config(thread, ns, cid),
@@ -190,13 +190,6 @@ def _tuple_of_row(
         parent_config=_config(thread, ns, parent_id) if parent_id else None,
         pending_writes=pending,
     )
-
-
-def _write_value(codec: SqlCodec, thread: str, ns: str, cid: str, write: Row) -> Any:
-    """A write row's value (``task_id, channel, type, value, idx``), opened in its slot."""
-    task_id, channel, type_, blob, idx = write
-    aad = write_binding(thread, ns, cid, task_id, idx, channel)
-    return codec.load(type_, blob, aad, f"write {idx} of task {task_id!r}")
 
 
 def _writes_of(dialect: Dialect, row: Row) -> Statement:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pausepoint.checkpoint._reuse import Found, dumps_checkpoint
@@ -18,6 +18,7 @@ from pausepoint.checkpoint._sealing import (
     Sealer,
     seal,
     unseal,
+    write_binding,
 )
 from pausepoint.checkpoint._sql_values import Chains
 from pausepoint.checkpoint.base import Checkpoint
@@ -99,6 +100,12 @@ class SqlCodec:
                 "not as text/bytes; the row is corrupt"
             )
         return self.serde.loads_typed((type_, unseal(self.sealer, bytes(blob), aad, what)))
+
+    def load_write(self, thread: str, ns: str, cid: str, write: Sequence[Any]) -> Any:
+        """A write row's value (``task_id, channel, type, value, idx``), opened in its slot."""
+        task_id, channel, type_, blob, idx = write
+        aad = write_binding(thread, ns, cid, task_id, idx, channel)
+        return self.load(type_, blob, aad, f"write {idx} of task {task_id!r}")
 
     def decode(self, type_: str, data: bytes) -> Any:
         """Decode an encoding already opened (or never sealed)."""
