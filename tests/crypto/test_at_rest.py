@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from tests.crypto import rows
+from tests.crypto.conftest import KEY1
 from tests.crypto.graphs import CANARY, config, pause, run
 
 from pausepoint.checkpoint.memory import InMemorySaver
@@ -245,3 +246,77 @@ def test_the_canary_is_nowhere_in_a_pg_dump(
     ).stdout
     assert b"pausepoint_checkpoints" in dump
     assert dump.count(CANARY.encode()) == 0
+
+
+@pytest.mark.postgres
+def test_swapped_and_plaintext_rows_on_postgres(
+    pg_url: str, pg_kwargs: dict[str, Any], ring: KeyRing
+) -> None:
+    import psycopg
+
+    from pausepoint.checkpoint.postgres import PostgresSaver
+
+    def dump(conn: Any) -> list[Any]:
+        return [
+            conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3, 4").fetchall()
+            for t in rows.SEALED_COLUMNS
+        ]
+
+    def read_all(saver: PostgresSaver) -> list[Exception]:
+        errors: list[Exception] = []
+        for thread in ("t1", "t2"):
+            try:
+                list(saver.list({"configurable": {"thread_id": thread}}))
+            except Exception as exc:
+                errors.append(exc)
+        return errors
+
+    swaps = [  # (table, column, key condition of a, of b)
+        ("pausepoint_checkpoints", "checkpoint", "thread_id = 't1'", "thread_id = 't2'"),
+        ("pausepoint_checkpoints", "metadata", "thread_id = 't1'", "thread_id = 't2'"),
+        ("pausepoint_writes", "value", "thread_id = 't1' AND idx = -4", "thread_id = 't2'"),
+        ("pausepoint_blobs", "value", "thread_id = 't1'", "thread_id = 't2'"),
+    ]
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn, encryption=ring)
+        saver.setup()
+        run(saver, "t1")
+        pause(saver, "t2")
+        assert read_all(saver) == []
+        for table, column, a, b in swaps:
+            cell = f"{column}::text" if column == "metadata" else column
+            mark = "%s::jsonb" if column == "metadata" else "%s"
+            keys = ", ".join(rows.KEYS[table])
+            where = " AND ".join(f"{k} = %s" for k in rows.KEYS[table])
+            pick = f"SELECT {keys}, {cell} FROM {table} WHERE {{}} LIMIT 1"
+            ra = conn.execute(pick.format(a)).fetchone()
+            rb = conn.execute(pick.format(b)).fetchone()
+            assert ra is not None
+            assert rb is not None
+            update = f"UPDATE {table} SET {column} = {mark} WHERE {where}"
+
+            def put(row: Any, value: Any, sql: str = update) -> None:
+                conn.execute(sql, (value, *row[:-1]))
+
+            with conn.transaction():
+                put(ra, rb[-1])
+                put(rb, ra[-1])
+            before = dump(conn)
+            errors = read_all(PostgresSaver(conn, encryption=ring))
+            assert errors, f"swapping {table}.{column} went unnoticed"
+            assert all(isinstance(e, CheckpointDecodeError) for e in errors)
+            assert all("thread 't" in str(e) for e in errors)
+            assert dump(conn) == before
+            with conn.transaction():  # put them back
+                put(ra, ra[-1])
+                put(rb, rb[-1])
+            assert read_all(saver) == []
+        plain = PostgresSaver(conn)
+        run(plain, "p1")
+        with pytest.raises(CheckpointDecodeError, match="stored unencrypted"):
+            saver.get_tuple({"configurable": {"thread_id": "p1"}})
+        migrating = PostgresSaver(conn, encryption=KeyRing({"k1": KEY1}, allow_plaintext=True))
+        tup = migrating.get_tuple({"configurable": {"thread_id": "p1"}})
+        assert tup is not None
+        with pytest.raises(CheckpointDecodeError, match="encrypted and this saver has no keys"):
+            plain.get_tuple({"configurable": {"thread_id": "t1"}})

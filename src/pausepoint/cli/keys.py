@@ -10,8 +10,6 @@ database (docs/security.md).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import importlib
 import os
 import sys
@@ -41,19 +39,16 @@ def _ring(keys: Mapping[str, bytes]) -> Sealer:
 
 def keys_from_env() -> Sealer | None:
     """The key ring ``$PAUSEPOINT_KEYS`` describes, or None when it is unset or empty."""
-    text = os.environ.get(ENV, "").strip()
-    if not text:
+    if not os.environ.get(ENV, "").strip():
         return None
-    keys: dict[str, bytes] = {}
-    for item in text.split(","):
-        key_id, sep, encoded = item.strip().partition(":")
-        if not sep or not key_id:
-            raise CliError(f"${ENV} wants id:base64key items separated by commas")
-        try:
-            keys[key_id] = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError):
-            raise CliError(f"${ENV}: key {key_id!r} is not base64") from None
-    return _ring(keys)
+    try:
+        from pausepoint.crypto import KeyRing
+    except ImportError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        return KeyRing.from_env(ENV)
+    except ValueError as exc:
+        raise CliError(f"bad keys: {exc}") from None
 
 
 def keys_from_spec(spec: str) -> Sealer:

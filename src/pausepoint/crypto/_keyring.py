@@ -8,6 +8,8 @@ any key of the ring opens what it sealed, found by the id the token names.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -79,6 +81,29 @@ class KeyRing:
         first_id, first_key = next(iter(keys.items()))
         self._digest_key = hmac.digest(first_key, b"pausepoint/value-digest", "sha256")
         self._ciphers, self._first = ciphers, str(first_id).encode()
+
+    @classmethod
+    def from_env(cls, name: str = "PAUSEPOINT_KEYS", *, allow_plaintext: bool = False) -> KeyRing:
+        """The ring an environment variable holds: ``id:base64key`` items, comma-separated.
+
+        The sealing key first (``k2:...,k1:...``); what the command line reads.
+
+        Raises:
+            ValueError: The variable is unset or empty, or an item is malformed.
+        """
+        text = os.environ.get(name, "").strip()
+        if not text:
+            raise ValueError(f"${name} is not set")
+        keys: dict[str, bytes] = {}
+        for item in text.split(","):
+            key_id, sep, encoded = item.strip().partition(":")
+            if not sep or not key_id:
+                raise ValueError(f"${name} wants id:base64key items separated by commas")
+            try:
+                keys[key_id] = base64.b64decode(encoded, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError(f"${name}: key {key_id!r} is not base64") from None
+        return cls(keys, allow_plaintext=allow_plaintext)
 
     @property
     def allow_plaintext(self) -> bool:
