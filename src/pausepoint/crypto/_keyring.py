@@ -49,16 +49,16 @@ class KeyRing:
             longer than 255 bytes (UTF-8).
     """
 
-    __slots__ = ("_allow", "_ciphers", "_digest_key", "_first", "_provider")
+    __slots__ = ("_allow", "_provider", "_state")
 
     def __init__(
         self, keys: Mapping[str, bytes] | KeyProvider, *, allow_plaintext: bool = False
     ) -> None:
         self._allow = allow_plaintext
         self._provider: KeyProvider = keys if callable(keys) else (lambda: keys)
-        self._ciphers: dict[bytes, AESGCM] = {}
-        self._first = b""
-        self._digest_key = b""
+        # (ciphers by key id, the sealing key's id, the digest key): replaced whole by
+        # reload(), so a thread sealing meanwhile sees the old ring or the new one.
+        self._state: tuple[dict[bytes, AESGCM], bytes, bytes] = ({}, b"", b"")
         self.reload()
 
     def reload(self) -> None:
@@ -79,8 +79,8 @@ class KeyRing:
                 )
             ciphers[ident] = AESGCM(key)
         first_id, first_key = next(iter(keys.items()))
-        self._digest_key = hmac.digest(first_key, b"pausepoint/value-digest", "sha256")
-        self._ciphers, self._first = ciphers, str(first_id).encode()
+        digest_key = hmac.digest(first_key, b"pausepoint/value-digest", "sha256")
+        self._state = (ciphers, str(first_id).encode(), digest_key)
 
     @classmethod
     def from_env(cls, name: str = "PAUSEPOINT_KEYS", *, allow_plaintext: bool = False) -> KeyRing:
@@ -113,13 +113,14 @@ class KeyRing:
     @property
     def key_ids(self) -> tuple[str, ...]:
         """The ids of the keys, the one that seals first."""
-        return tuple(k.decode() for k in self._ciphers)
+        return tuple(k.decode() for k in self._state[0])
 
     def seal(self, plaintext: bytes, aad: bytes) -> bytes:
         """Encrypt ``plaintext`` with the first key, bound to ``aad``."""
+        ciphers, first, _ = self._state
         nonce = os.urandom(_NONCE)
-        sealed = self._ciphers[self._first].encrypt(nonce, plaintext, aad)
-        return b"".join((bytes((_FORMAT, len(self._first))), self._first, nonce, sealed))
+        sealed = ciphers[first].encrypt(nonce, plaintext, aad)
+        return b"".join((bytes((_FORMAT, len(first))), first, nonce, sealed))
 
     def open(self, token: bytes, aad: bytes) -> bytes:
         """Decrypt a token `seal` made for the same ``aad``.
@@ -130,7 +131,7 @@ class KeyRing:
                 (other ``aad``) or has been changed.
         """
         ident = self.key_id_of(token)
-        cipher = self._ciphers.get(ident.encode())
+        cipher = self._state[0].get(ident.encode())
         if cipher is None:
             raise ValueError(f"it is sealed with key {ident!r}, which is not in the ring")
         start = 2 + token[1]
@@ -148,8 +149,8 @@ class KeyRing:
 
     def current(self, token: bytes) -> bool:
         """Whether ``token`` is sealed with the first key (``rekey`` leaves it)."""
-        return len(token) > 2 and token[2 : 2 + token[1]] == self._first
+        return len(token) > 2 and token[2 : 2 + token[1]] == self._state[1]
 
     def digest(self, data: bytes) -> str:
         """A keyed digest naming a stored value (HMAC-SHA256, 128 bits, hex)."""
-        return hmac.new(self._digest_key, data, hashlib.sha256).hexdigest()[:32]
+        return hmac.new(self._state[2], data, hashlib.sha256).hexdigest()[:32]
