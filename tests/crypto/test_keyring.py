@@ -95,3 +95,35 @@ def test_new_key_is_32_random_bytes() -> None:
 def test_a_malformed_token_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown format"):
         KeyRing({"k1": KEY1}).open(b"\x02\x02k1" + bytes(40), b"")
+
+
+def test_the_core_runs_without_the_extra() -> None:
+    """Nothing but pausepoint.crypto imports cryptography; without it, it names the extra."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """
+import sys
+sys.modules["cryptography"] = None  # as if the extra were not installed
+from pausepoint.checkpoint.sqlite import SqliteSaver
+from pausepoint.checkpoint.postgres import PostgresSaver
+from pausepoint.checkpoint.memory import InMemorySaver
+import pausepoint.cli, pausepoint.server.opening
+try:
+    import pausepoint.crypto
+except ImportError as exc:
+    assert "pip install 'pausepoint[crypto]'" in str(exc), exc
+else:
+    raise AssertionError("pausepoint.crypto imported without cryptography")
+print("ok")
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.strip() == "ok", done.stderr
