@@ -6,7 +6,8 @@ renewal also reads a cancellation asked for by another process. The run executes
 in a task of its own (`pausepoint.server.execute`), so a cancel stops the graph
 through task cancellation: pausepoint's async driver winds the run down and saves
 what its durability promises. Then the worker records how the run ended and the
-thread's status, and ends the run's event log.
+thread's status, and ends the run's event log (`pausepoint.server.events`: every
+event written before the run's end is recorded, the end written after).
 
 A run whose lease ran out (its process died) goes back to ``pending``: at start, and
 as workers poll. A run of a dead process of this host is requeued at start without
@@ -166,8 +167,7 @@ class Workers:
 
     async def _execute(self, claimed: Claimed) -> None:
         run = claimed.run
-        log = self.events.open(run.run_id)
-        log.reopen()
+        log = await self.events.begin(run.run_id, fresh=claimed.attempt == 1)
         try:
             graph, assistant = await self.resolve(run)
             start, start_writes = claimed.start_checkpoint, claimed.start_writes
@@ -196,7 +196,7 @@ class Workers:
                     raise  # the worker stops (close): the run is requeued
                 action = self._cancels.get(run.run_id)
                 if action is None:  # the lease was lost: the run is someone else's now
-                    self.events.end(run.run_id)
+                    self.events.abandon(run.run_id)
                     return
                 await self._cancelled(graph, run, action, start, start_writes)
                 return
@@ -234,8 +234,13 @@ class Workers:
         await self._finish(run, "interrupted", body, rest)
 
     async def _finish(self, run: RunRecord, status: Any, body: Any, rest: ThreadStatus) -> None:
-        await self.store.finish(run, self.owner, status, body, rest, time.time())
-        self.events.end(run.run_id)
+        # Every event is written before the record says the run ended: a reader that
+        # sees it ended has all its events to read.
+        await self.events.flushed()
+        if await self.store.finish(run, self.owner, status, body, rest, time.time()):
+            self.events.end(run.run_id)
+        else:  # requeued after its lease ran out: the next attempt ends it
+            self.events.abandon(run.run_id)
 
     async def _heartbeat(self, run: RunRecord, task: asyncio.Task[Ended]) -> None:
         """Renew the run's lease until it ends; act on a cancel asked meanwhile.
