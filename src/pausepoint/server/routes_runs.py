@@ -73,7 +73,8 @@ async def join_stream(request: Request) -> Response:
     events, ``cancel_on_disconnect`` as the body's field.
     """
     run = await _get_run(request)
-    modes = request.query_params.getlist("stream_mode")
+    # langgraph-sdk sends ``stream_mode=`` (empty) when none is given: all events.
+    modes = [m for m in request.query_params.getlist("stream_mode") if m]
     resumable = run.request.stream_resumable
     return stream_events(
         request,
