@@ -1,11 +1,13 @@
-"""Writing runs' events to the database in batches: one transaction for a burst.
+"""Writing runs' events to the database in batches: a transaction per step at most.
 
-`EventWriter.add` only queues a row: the events a run emits without waiting on
-anything (a step's chunks, delivered one after another) are all queued before the
-writer's task runs, and it writes them in one transaction. One transaction is in
-flight at a time; what is queued meanwhile goes into the next one (group commit), so
-the cost is a transaction per burst at most, fewer under load. A failed write is
-retried after a pause (the rows stay queued, in order).
+`EventWriter.add` only queues a row. A row that closes a step (``urgent``: the
+step's ``values``, a checkpoint, an error, the run's end) has the queue written at
+once; any other row (a task's start or result, a custom event, a message token)
+waits up to `LINGER` seconds for one: so the events of a step shorter than that
+cost one transaction, and a longer step's early events (token streams) are written
+every `LINGER` seconds. One transaction is in flight at a time; what is queued
+meanwhile goes into the next one (group commit). A failed write is retried after a
+pause (the rows stay queued, in order).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ _log = logging.getLogger("pausepoint.server")
 _RETRY = 0.5
 """Seconds before a failed write is tried again."""
 
+LINGER = 0.05
+"""Seconds a row that does not close a step waits for one before it is written."""
+
 
 class EventWriter:
     """The queue of rows this process writes, and the task that writes them."""
@@ -35,11 +40,27 @@ class EventWriter:
         """How many write transactions it committed (for the benchmarks)."""
         self._queued: list[EventRow] = []
         self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
-    def add(self, row: EventRow) -> None:
-        """Queue ``row``; the writer's task writes it soon (call on the event loop)."""
+    def add(self, row: EventRow, *, urgent: bool = True) -> None:
+        """Queue ``row``: written now if ``urgent``, else within `LINGER` seconds.
+
+        Call it on the event loop's thread.
+        """
         self._queued.append(row)
-        if self._task is None or self._task.done():
+        if urgent:
+            self._kick()
+        elif self._timer is None and not self._writing():
+            self._timer = asyncio.get_running_loop().call_later(LINGER, self._kick)
+
+    def _writing(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def _kick(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._writing():
             self._task = asyncio.get_running_loop().create_task(self._write())
 
     async def flushed(self) -> None:
@@ -47,11 +68,15 @@ class EventWriter:
 
         Cancelling the wait does not cancel the writing.
         """
+        if self._queued:
+            self._kick()
         while self._task is not None and not self._task.done():
             await asyncio.shield(self._task)
 
     async def close(self, timeout: float = 5.0) -> None:
         """Write what is queued (``timeout`` seconds at most), then stop."""
+        if self._queued:
+            self._kick()
         task = self._task
         if task is None:
             return

@@ -85,6 +85,15 @@ def position(last_event_id: str | None) -> int:
         return 0
 
 
+def closes_step(event: str) -> bool:
+    """Whether an event ends a step of the run: its writing is not put off.
+
+    The top graph's ``values`` (the last event of its step: the checkpoint comes
+    after it, with the next step's starts), the run's failure and its end.
+    """
+    return event in (END, "error", "values")
+
+
 class EventLog:
     """The events of a run executed in this process, from ``base`` + 1 on."""
 
@@ -169,7 +178,7 @@ class EventLogs:
     def _sink(self, run_id: str) -> Callable[[RunEvent], None]:
         def sink(event: RunEvent) -> None:
             row = EventRow(run_id, int(event.id), event.event, dump(event.data), time.time())
-            self.writer.add(row)
+            self.writer.add(row, urgent=closes_step(event.event))
             self.wakeups.wake(run_id)
 
         return sink
