@@ -116,9 +116,17 @@ def over_http(url: str, n: int) -> list[float]:
     return times
 
 
-def through_service(db: Path, n: int) -> list[float]:
+EVENT_WRITES: list[float] = []
+"""Event write transactions per round trip of the last `through_service` (writes on)."""
+
+
+def through_service(db: Path, n: int, *, write_events: bool = True) -> list[float]:
     """Seconds per iteration through `RunService` in this process: records, queue and
-    workers without HTTP (what the server adds beside the HTTP layer)."""
+    workers without HTTP (what the server adds beside the HTTP layer).
+
+    ``write_events=False`` stubs the event writer out (the runs' events stay in memory
+    only): the difference is what writing them to the database costs.
+    """
     import asyncio
 
     from pausepoint.server.records import RunRequest
@@ -126,6 +134,8 @@ def through_service(db: Path, n: int) -> list[float]:
 
     async def rounds() -> list[float]:
         service = await RunService.open(str(db), {"approval": approval()})
+        if not write_events:
+            service.events.writer.add = lambda row, urgent=True: None  # type: ignore[method-assign]
         await service.start()
         times: list[float] = []
         try:
@@ -138,6 +148,8 @@ def through_service(db: Path, n: int) -> list[float]:
                 assert (await service.join_run(tid, run.run_id))["result"] == "d: y"
                 times.append(time.perf_counter() - start)
         finally:
+            if write_events:
+                EVENT_WRITES[:] = [service.events.writer.transactions / n]
             await service.close()
         return times
 
@@ -194,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         local_async = in_process_async(where / "async.sqlite", n)
         through_service(where / "warm-service.sqlite", warm)
         service = through_service(where / "service.sqlite", n)
+        unwritten = through_service(where / "service-no-events.sqlite", n, write_events=False)
         with serving(where / "served.sqlite") as url:
             over_http(url, warm)
             remote = over_http(url, n)
@@ -204,10 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| in process (`invoke` x2) | {_ms(local)} |")
     print(f"| in process, async (`astream` x2, `AsyncSqliteSaver`) | {_ms(local_async)} |")
     print(f"| `RunService` in process (records, queue, workers; no HTTP) | {_ms(service)} |")
+    print(f"| `RunService`, events not written to the database | {_ms(unwritten)} |")
     print(f"| `pausepoint serve` + langgraph-sdk (3 requests) | {_ms(remote)} |")
     print(f"| added in all (serve - in process) | {added * 1000:.2f} |")
     http_only = statistics.median(remote) - statistics.median(service)
     print(f"| of which HTTP (serve - RunService) | {http_only * 1000:.2f} |")
+    events = statistics.median(service) - statistics.median(unwritten)
+    print(f"| of which writing the events (RunService - not written) | {events * 1000:.2f} |")
+    print(f"\nevent write transactions per round trip: {EVENT_WRITES[0]:.2f}")
     return 0
 
 
