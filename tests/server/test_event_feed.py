@@ -12,6 +12,7 @@ attempt (another process) is followed by joining again. SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -91,6 +92,15 @@ async def test_a_front_end_streams_the_run_another_process_executes(
     assert any(v.get("__interrupt__") for v in values)
     assert [v["value"] for v in values[1]["__interrupt__"]] == [{"question": "Approve deploy?"}]
     assert ("updates", {"finish": {"result": "deploy: ok"}}) in across
+
+
+@pytest.mark.stress
+async def test_many_concurrent_streams_across_processes(pair: tuple[Served, Served]) -> None:
+    a, b = pair
+    alone = _normal(await _scenario(b, "deploy"))
+    for _ in range(5):
+        across = await asyncio.gather(*(_scenario(a, "deploy") for _ in range(20)))
+        assert all(_normal(parts) == alone for parts in across)
 
 
 async def _ticking(client: Any, gate: Path, *, resumable: bool) -> tuple[str, str]:
