@@ -4,8 +4,8 @@ A run's events are rows ``(run_id, seq, event, data, created_at)``: ``seq`` coun
 from 1 within the run and is the SSE ``id``; ``data`` is the event's JSON text. The
 process executing a run writes them in batches (`insert`: one transaction for what
 a step emitted); a reader anywhere reads the rows after the last ``seq`` it saw
-(`after`). The run's end is a row too (event `END`), written after the run's record
-says how it ended. On PostgreSQL each batch notifies `CHANNEL` with the run id, in
+(`after`). The run's end is a row too (event `END`), written in the transaction
+that records how the run ended. On PostgreSQL each batch notifies `CHANNEL` with the run id, in
 the same transaction (delivered at its commit).
 
 Retention (`expired`): the rows of runs that ended more than ``keep`` seconds ago,

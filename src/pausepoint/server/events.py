@@ -10,8 +10,8 @@ short backoff (`POLL_FIRST` doubling to `POLL_MOST` seconds).
 
 Event ids count up from 1 within the run (``Last-Event-ID`` resumes after one);
 an attempt after a crash goes on from the last id written. The run's end is an
-event (`END`, written after the run's record says how it ended; never sent to
-clients): a reader stops there, whatever process it is in. A reader also reads the
+event (`END`, written in the transaction that records how the run ended; never
+sent to clients): a reader stops there, whatever process it is in. A reader also reads the
 run's record after ``CHECK_SECONDS`` without news: a run that ended without its
 `END` row, or whose record is gone (a rollback), ends the stream; a run whose
 executing process stopped renewing its lease (it died) ends it with an ``error``
@@ -36,7 +36,7 @@ from pausepoint.server.event_wake import Listener, Wakeups
 from pausepoint.server.event_writer import EventWriter
 from pausepoint.server.records import RunEvent
 from pausepoint.server.store_records import Database
-from pausepoint.server.store_sql import dump
+from pausepoint.server.store_sql import Flow, dump
 
 __all__ = [
     "CHECK_SECONDS",
@@ -118,9 +118,18 @@ class EventLog:
         self.events.append(got)
         self._sink(got)
 
-    def end(self) -> None:
-        """The run ended: the `END` event, after which readers stop."""
-        self.emit(END, None)
+    def end(self, *, written: bool = False) -> None:
+        """The run ended: the `END` event, after which readers stop.
+
+        ``written``: its row is already written (with the run's end): only the memory
+        log gets it.
+        """
+        if self.ended:
+            return
+        if written:
+            self.events.append(RunEvent(str(self.last + 1), END, None))
+        else:
+            self.emit(END, None)
         self.ended = True
 
 
@@ -187,6 +196,25 @@ class EventLogs:
         """Wait until every event emitted so far is in the database."""
         await self.writer.flushed()
 
+    def end_flow(self, run_id: str) -> Flow | None:
+        """The statements writing the `END` row of a run this process executes.
+
+        For the transaction that records the run's end (then call `ended`); None
+        when this process has no log of the run.
+        """
+        log = self._logs.get(run_id)
+        if log is None or log.ended:
+            return None
+        row = EventRow(run_id, log.last + 1, END, "null", time.time())
+        return event_rows.insert([row], postgres=self.db.postgres)
+
+    def ended(self, run_id: str) -> None:
+        """The run's end and its `END` row (`end_flow`) are written: end the memory log."""
+        log = self._logs.get(run_id)
+        if log is not None:
+            log.end(written=True)
+            self._ending(run_id, log)
+
     def end(self, run_id: str) -> None:
         """The run ended (its record says so): write its `END` event.
 
@@ -198,6 +226,10 @@ class EventLogs:
             self._background(self.db.run(self._end_row(run_id), write=True))
             return
         log.end()
+        self._ending(run_id, log)
+
+    def _ending(self, run_id: str, log: EventLog) -> None:
+        self.wakeups.wake(run_id)
         asyncio.get_running_loop().call_later(
             min(self.keep_seconds, _LOCAL_KEEP), self._drop, run_id, log
         )

@@ -7,7 +7,8 @@ in a task of its own (`pausepoint.server.execute`), so a cancel stops the graph
 through task cancellation: pausepoint's async driver winds the run down and saves
 what its durability promises. Then the worker records how the run ended and the
 thread's status, and ends the run's event log (`pausepoint.server.events`: every
-event written before the run's end is recorded, the end written after).
+event is written before the run's end is recorded; the end event in the same
+transaction).
 
 A run whose lease ran out (its process died) goes back to ``pending``: at start, and
 as workers poll. A run of a dead process of this host is requeued at start without
@@ -234,11 +235,13 @@ class Workers:
         await self._finish(run, "interrupted", body, rest)
 
     async def _finish(self, run: RunRecord, status: Any, body: Any, rest: ThreadStatus) -> None:
-        # Every event is written before the record says the run ended: a reader that
-        # sees it ended has all its events to read.
+        # Every event is written before the record says the run ended, and the end
+        # event with it: a reader that sees either has all the run's events to read.
         await self.events.flushed()
-        if await self.store.finish(run, self.owner, status, body, rest, time.time()):
-            self.events.end(run.run_id)
+        closing = self.events.end_flow(run.run_id)
+        now = time.time()
+        if await self.store.finish(run, self.owner, status, body, rest, now, also=closing):
+            self.events.ended(run.run_id)
         else:  # requeued after its lease ran out: the next attempt ends it
             self.events.abandon(run.run_id)
 
