@@ -7,6 +7,8 @@ the context, the stream modes, ``stream_subgraphs``, ``interrupt_before/after`` 
 ``durability``. Each chunk becomes an event named as the API names it (`event_name`):
 ``values``, ``updates``, ``messages`` (for ``messages-tuple``), ``custom``,
 ``debug``, ``tasks``, ``checkpoints``; with subgraphs, ``mode|ns1|ns2``. The
+``messages`` mode folds tokens and the state's messages into ``messages/metadata``,
+``messages/partial`` and ``messages/complete`` (`pausepoint.server.message_events`). The
 ``events`` mode is synthesised from task starts and results, as LangChain's
 ``astream_events`` dicts (``on_chain_start``/``on_chain_end`` with
 ``metadata.langgraph_node``), which Agent Inbox reads. A failure ends the stream
@@ -20,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pausepoint.server.errors import InvalidRequestError
+from pausepoint.server.message_events import MessageEvents
 from pausepoint.server.records import (
     Assistant,
     JsonObject,
@@ -51,6 +54,7 @@ STREAM_MODES = {
 """The API's stream modes, and the engine's mode each is made from."""
 
 _EVENT_NAMES = {"messages-tuple": "messages"}
+_UNSET: Any = object()
 
 Emit = Callable[[str, Any], None]
 
@@ -163,7 +167,10 @@ def plan(assistant: Assistant, run: RunRecord, *, continue_from_head: bool = Fal
     config["configurable"] = configurable
     context = {**assistant.context, **(request.context or {})} or None
     modes = tuple(dict.fromkeys(request.stream_mode))
-    engine = tuple(dict.fromkeys(STREAM_MODES[m] for m in modes))
+    wanted = [STREAM_MODES[m] for m in modes]
+    if "messages" in modes:  # the state's messages complete what the tokens began
+        wanted.append("values")
+    engine = tuple(dict.fromkeys(wanted))
     return Plan(
         input=None if continue_from_head else graph_input(request),
         config=cast("RunnableConfig", config),
@@ -200,6 +207,7 @@ async def execute(
     down safely first (what its durability promises is saved).
     """
     events = "events" in the.modes
+    folded = MessageEvents(emit, subgraphs=the.subgraphs) if "messages" in the.modes else None
     if events:
         emit("events", _chain_event("on_chain_start", graph.name, run.run_id, the.input, run))
     try:
@@ -218,7 +226,7 @@ async def execute(
                 ns, mode, data = cast("tuple[tuple[str, ...], str, Any]", chunk)
             else:
                 ns, (mode, data) = (), cast("tuple[str, Any]", chunk)
-            _deliver(the, run, mode, tuple(ns), data, emit)
+            _deliver(the, run, mode, tuple(ns), data, emit, folded)
     except Exception as exc:  # the graph failed: the run ends with an error
         error = {"error": type(exc).__name__, "message": str(exc)}
         emit("error", error)
@@ -247,12 +255,22 @@ async def outcome(graph: CompiledStateGraph, thread_id: str) -> tuple[Any, Threa
 
 
 def _deliver(
-    the: Plan, run: RunRecord, mode: str, ns: tuple[str, ...], data: Any, emit: Emit
+    the: Plan,
+    run: RunRecord,
+    mode: str,
+    ns: tuple[str, ...],
+    data: Any,
+    emit: Emit,
+    folded: MessageEvents | None,
 ) -> None:
-    payload = jsonable(data)
+    if folded is not None:
+        folded.take(mode, ns, data)
+    payload: Any = _UNSET
     for asked in the.modes:
-        if STREAM_MODES[asked] != mode:
+        if asked == "messages" or STREAM_MODES[asked] != mode:
             continue
+        if payload is _UNSET:
+            payload = jsonable(data)
         if asked == "events":
             emit("events", _task_event(payload, ns, run))
         else:

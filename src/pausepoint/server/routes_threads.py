@@ -1,4 +1,4 @@
-"""Threads: create, search, count, get, patch, delete; each with ``values`` and ``interrupts``."""
+"""Threads: create, search, count, get, patch, delete, copy, prune (with values, interrupts)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pausepoint.server.records import ThreadRecord, ThreadStatus
 from pausepoint.server.responses import json_response, service_of
 from pausepoint.server.routes_assistants import SORT_ORDERS, page_headers
 from pausepoint.server.states import head_of
+from pausepoint.server.thread_copies import copy_thread, prune_threads
 from pausepoint.server.wire import thread_json
 
 __all__ = ["routes", "thread_body"]
@@ -89,10 +90,30 @@ async def delete(request: Request) -> Response:
     return Response(status_code=204)
 
 
+async def copy(request: Request) -> Response:
+    """``POST /threads/{thread_id}/copy``: a new thread with the source's history."""
+    thread = await copy_thread(service_of(request), request.path_params["thread_id"])
+    return json_response(await thread_body(request, thread))
+
+
+async def prune(request: Request) -> Response:
+    """``POST /threads/prune``: ``{"pruned_count": n}``."""
+    f = Fields(await read_json(request))
+    if not f.has("thread_ids"):
+        f.problems.append("'thread_ids' is required (a list of strings)")
+    thread_ids = f.str_list("thread_ids")
+    strategy = f.choice("strategy", ("delete", "keep_latest"), "delete")
+    f.check()
+    pruned = await prune_threads(service_of(request), thread_ids, strategy)
+    return json_response({"pruned_count": pruned})
+
+
 routes = [
     Route("/threads", create, methods=["POST"]),
     Route("/threads/search", search, methods=["POST"]),
     Route("/threads/count", count, methods=["POST"]),
+    Route("/threads/prune", prune, methods=["POST"]),
+    Route("/threads/{thread_id}/copy", copy, methods=["POST"]),
     Route("/threads/{thread_id}", get, methods=["GET"]),
     Route("/threads/{thread_id}", patch, methods=["PATCH"]),
     Route("/threads/{thread_id}", delete, methods=["DELETE"]),
