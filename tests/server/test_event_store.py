@@ -4,7 +4,6 @@ writer's batches; the end of a run cancelled elsewhere; retention."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -74,20 +73,25 @@ async def test_a_steps_events_are_written_together(service: RunService, front: R
     assert service.events.writer.transactions - before < len(events)
 
 
-async def test_the_writer_writes_a_burst_ending_a_step_in_one_transaction(
+async def test_the_writer_writes_what_is_queued_together_and_gives_a_runs_rows_up(
     service: RunService,
 ) -> None:
     writer = EventWriter(service.store.db)
-    run_id = str(uuid.uuid4())
+    run_id, other = str(uuid.uuid4()), str(uuid.uuid4())
     now = time.time()
-    for n in range(1, 6):  # a step's starts and results: they wait for its end
-        writer.add(EventRow(run_id, n, "updates", "{}", now), urgent=False)
-    writer.add(EventRow(run_id, 6, "values", "{}", now))  # the step's end: written now
-    await asyncio.sleep(0)  # the write has taken the six rows
-    writer.add(EventRow(run_id, 7, "updates", "{}", now), urgent=False)  # the next one
+    for n in range(1, 7):  # a step's events
+        writer.add(EventRow(run_id, n, "updates", "{}", now))
+    await writer.flushed()
+    assert writer.transactions == 1
+    writer.add(EventRow(run_id, 7, "values", "{}", now))
+    writer.add(EventRow(other, 1, "values", "{}", now))
+    await writer.settled(run_id)
+    taken = writer.take(run_id)  # for the transaction that ends the run
+    assert [r.seq for r in taken] == [7]
     await writer.flushed()
     assert writer.transactions == 2
-    assert await _rows(service, run_id) == ["updates"] * 5 + ["values", "updates"]
+    assert await _rows(service, run_id) == ["updates"] * 6
+    assert await _rows(service, other) == ["values"]
     await writer.close()
 
 

@@ -85,15 +85,6 @@ def position(last_event_id: str | None) -> int:
         return 0
 
 
-def closes_step(event: str) -> bool:
-    """Whether an event ends a step of the run: its writing is not put off.
-
-    The top graph's ``values`` (the last event of its step: the checkpoint comes
-    after it, with the next step's starts), the run's failure and its end.
-    """
-    return event in (END, "error", "values")
-
-
 class EventLog:
     """The events of a run executed in this process, from ``base`` + 1 on."""
 
@@ -187,7 +178,7 @@ class EventLogs:
     def _sink(self, run_id: str) -> Callable[[RunEvent], None]:
         def sink(event: RunEvent) -> None:
             row = EventRow(run_id, int(event.id), event.event, dump(event.data), time.time())
-            self.writer.add(row, urgent=closes_step(event.event))
+            self.writer.add(row)
             self.wakeups.wake(run_id)
 
         return sink
@@ -196,17 +187,22 @@ class EventLogs:
         """Wait until every event emitted so far is in the database."""
         await self.writer.flushed()
 
-    def end_flow(self, run_id: str) -> Flow | None:
-        """The statements writing the `END` row of a run this process executes.
+    async def settled(self, run_id: str) -> None:
+        """Wait until no write in flight holds events of the run (then `end_flow`)."""
+        await self.writer.settled(run_id)
 
-        For the transaction that records the run's end (then call `ended`); None
-        when this process has no log of the run.
+    def end_flow(self, run_id: str) -> Flow | None:
+        """The statements writing the run's events still queued and its `END` row.
+
+        For the transaction that records the run's end, right after `settled` (then
+        call `ended`); None when this process has no log of the run.
         """
         log = self._logs.get(run_id)
         if log is None or log.ended:
             return None
-        row = EventRow(run_id, log.last + 1, END, "null", time.time())
-        return event_rows.insert([row], postgres=self.db.postgres)
+        rows = self.writer.take(run_id)
+        rows.append(EventRow(run_id, log.last + 1, END, "null", time.time()))
+        return event_rows.insert(rows, postgres=self.db.postgres)
 
     def ended(self, run_id: str) -> None:
         """The run's end and its `END` row (`end_flow`) are written: end the memory log."""

@@ -6,9 +6,8 @@ renewal also reads a cancellation asked for by another process. The run executes
 in a task of its own (`pausepoint.server.execute`), so a cancel stops the graph
 through task cancellation: pausepoint's async driver winds the run down and saves
 what its durability promises. Then the worker records how the run ended and the
-thread's status, and ends the run's event log (`pausepoint.server.events`: every
-event is written before the run's end is recorded; the end event in the same
-transaction).
+thread's status, and ends the run's event log (`pausepoint.server.events`: the
+events not written yet and the end event go in the transaction recording the end).
 
 A run whose lease ran out (its process died) goes back to ``pending``: at start, and
 as workers poll. A run of a dead process of this host is requeued at start without
@@ -235,10 +234,10 @@ class Workers:
         await self._finish(run, "interrupted", body, rest)
 
     async def _finish(self, run: RunRecord, status: Any, body: Any, rest: ThreadStatus) -> None:
-        # Every event is written before the record says the run ended, and the end
-        # event with it: a reader that sees either has all the run's events to read.
-        await self.events.flushed()
-        closing = self.events.end_flow(run.run_id)
+        # The run's last events and its end event are written with its end: a reader
+        # that sees either has all the run's events to read.
+        await self.events.settled(run.run_id)
+        closing = self.events.end_flow(run.run_id)  # no await between: nothing is lost
         now = time.time()
         if await self.store.finish(run, self.owner, status, body, rest, now, also=closing):
             self.events.ended(run.run_id)
