@@ -236,8 +236,11 @@ class EventLogs:
     def abandon(self, run_id: str) -> None:
         """The run is no longer this process's (its lease was lost): forget its log.
 
-        No `END`: the run goes on in its next attempt, which readers then follow.
+        No `END`: the run goes on in its next attempt, which readers then follow. Its
+        rows not written yet are dropped: the next attempt numbers its own from the
+        last row written.
         """
+        self.writer.take(run_id)
         self._logs.pop(run_id, None)
         self.wakeups.wake(run_id)
 
