@@ -153,3 +153,47 @@ async def test_a_deleted_runs_events_are_deleted(service: RunService, front: Run
         return await _rows(front, run.run_id) == []
 
     await eventually(deleted)
+
+
+async def test_old_events_are_swept_in_the_background(db_url: str, service: RunService) -> None:
+    swept = await RunService.open(db_url, GRAPHS, workers=0, keep_events_seconds=0.0)
+    try:
+        request = RunRequest("asker", input={"request": "r"}, if_not_exists="create")
+        run = await swept.create_run("t", request)
+        await swept.join_run("t", run.run_id)
+
+        async def deleted() -> bool:  # swept every second (keep 0 s)
+            return await _rows(swept, run.run_id) == []
+
+        await eventually(deleted)
+    finally:
+        await swept.close()
+
+
+async def test_readers_go_on_when_the_notification_connection_is_killed(
+    db_url: str, service: RunService, front: RunService
+) -> None:
+    if not front.store.db.postgres:
+        pytest.skip("PostgreSQL's notifications")
+    listener = front.events.listener
+    assert listener is not None
+    await eventually(lambda: _true(listener.connected.is_set()))
+    import psycopg
+
+    base = db_url.split("?")[0]
+    async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE query LIKE 'LISTEN pausepoint_server_events%' AND pid <> pg_backend_pid()"
+        )
+        assert any(row[0] for row in await cur.fetchall())
+    request = RunRequest("steps", input={}, stream_mode=["values"], if_not_exists="create")
+    run = await front.create_run("t", request)
+    remote = [e async for e in front.stream_run("t", run.run_id)]
+    local = [e async for e in service.stream_run("t", run.run_id)]
+    assert remote == local
+    await eventually(lambda: _true(listener.connected.is_set()))  # reconnected
+
+
+async def _true(value: bool) -> bool:
+    return value
