@@ -269,6 +269,36 @@ async def test_a_resume_the_engine_refuses_is_refused_at_once(service: RunServic
     assert len(await service.list_runs("t")) == 2
 
 
+async def test_a_resume_of_a_thread_made_outside_the_server_is_checked_too(
+    service: RunService,
+) -> None:
+    from pausepoint.errors import NothingToResumeError, UnknownInterruptIdError
+
+    # The application ran the graph itself, on the server's database: no server record.
+    graph = service.graphs["asker"]
+    config: Any = {"configurable": {"thread_id": "outside"}}
+    await graph.ainvoke({"request": "r"}, config)
+    before = [t.config async for t in service.saver.alist(config)]
+    with pytest.raises(UnknownInterruptIdError):
+        await service.create_run(
+            "outside",
+            RunRequest("asker", command={"resume": {"0" * 32: "x"}}, if_not_exists="create"),
+        )
+    with pytest.raises(NothingToResumeError):
+        await service.create_run(
+            "fresh", RunRequest("asker", command={"resume": "x"}, if_not_exists="create")
+        )
+    # Refused before anything was written: no record, no run, the checkpoints as they were.
+    for tid in ("outside", "fresh"):
+        assert await service.store.get_thread(tid) is None
+    assert [t.config async for t in service.saver.alist(config)] == before
+    done = await service.create_run(
+        "outside", RunRequest("asker", command={"resume": "yes"}, if_not_exists="create")
+    )
+    body = await service.join_run("outside", done.run_id)
+    assert body["answer"] == "yes"
+
+
 async def test_a_resume_queued_behind_a_busy_thread_fails_when_its_turn_comes(
     service: RunService, tmp_path: Path
 ) -> None:

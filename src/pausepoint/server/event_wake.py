@@ -43,8 +43,11 @@ class Watch:
         """Wait up to ``timeout`` seconds for news; whether some came."""
         if self._event.is_set():
             return True
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancel that
+        # lands as the wait ends (a client leaving a stream just as news comes).
         try:
-            await asyncio.wait_for(self._event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._event.wait()
         except TimeoutError:
             return False
         return True

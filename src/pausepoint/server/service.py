@@ -395,14 +395,19 @@ class RunService:
         """Refuse a resume the engine would refuse, with its typed error.
 
         Nothing is written. Only when no run of the thread is in flight: else the
-        state the resume will meet is not known yet (its run fails then).
+        state the resume will meet is not known yet (its run fails then). A thread
+        with no server record is checked too when the run may create its record
+        (``if_not_exists="create"``): its checkpoints may have been written outside
+        the server, by the application's own ``invoke``.
         """
         checking = self._checking.get(graph_id)
         command = request.command
         if checking is None or command is None or command.get("resume") is None:
             return
         thread = await self.store.get_thread(thread_id)
-        if thread is None or thread.status == "busy":
+        if thread is None and request.if_not_exists != "create":
+            return  # the store answers 404
+        if thread is not None and thread.status == "busy":
             return
         await check_resume(checking, thread_id, graph_input(request))
 

@@ -95,11 +95,13 @@ class Workers:
         self._loops: list[asyncio.Task[None]] = []
         self._running: dict[str, asyncio.Task[Ended]] = {}
         self._cancels: dict[str, CancelAction] = {}
+        self._closing = False
 
     async def start(self) -> None:
         """Requeue orphaned runs, then start the workers."""
         owners = [o for o in await self.store.running_owners() if _dead_here(o)]
         await self.store.requeue(owners=owners, expired_before=time.time())
+        self._closing = False
         self._loops = [
             asyncio.create_task(self._loop(), name=f"pausepoint-worker-{n}")
             for n in range(self.count)
@@ -107,11 +109,11 @@ class Workers:
 
     async def close(self) -> None:
         """Stop the workers; their runs in flight go back to ``pending``."""
+        self._closing = True  # a worker whose cancel was dropped stops at its next turn
         for task in self._loops:
             task.cancel()
-        for task in self._loops:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # gather, not a suppressed await: a cancel of close itself still propagates.
+        await asyncio.gather(*self._loops, return_exceptions=True)
         self._loops = []
         await self.store.requeue(owners=[self.owner], expired_before=None)
 
@@ -136,7 +138,7 @@ class Workers:
         return True
 
     async def _loop(self) -> None:
-        while True:
+        while not self._closing:
             try:
                 await self._next()
             except Exception:  # a database error: the worker goes on after a pause
@@ -153,8 +155,11 @@ class Workers:
             now = time.time()
             claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
             if claimed is None:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancel
+                # that lands as the wait ends (a wake as close cancels the worker).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), self.poll_seconds)
+                    async with asyncio.timeout(self.poll_seconds):
+                        await woken.wait()
         finally:
             self._idle.remove(woken)
         if claimed is None:
