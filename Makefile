@@ -18,7 +18,7 @@ $(BIN)/.runtime: pyproject.toml | $(BIN)/python
 # The tests, linters, LangGraph (side by side), the PostgreSQL driver and the docs.
 $(BIN)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,compat,postgres,docs,messages]'
+	$(BIN)/python -m pip install -q -e '.[dev,compat,postgres,docs,messages,crypto]'
 	@touch $@ $(BIN)/.runtime
 
 demo: $(BIN)/.runtime

@@ -48,6 +48,7 @@ PAGES: dict[str, str] = {
     "pausepoint.inbox": "inbox",
     "pausepoint.deploys": "deploys",
     "pausepoint.migrations": "migrations",
+    "pausepoint.crypto": "crypto",
 }
 
 # Modules without a page, with the reason; "x.*" stands for every submodule of x.
@@ -87,6 +88,7 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.task_context": "the running task's context",
     "pausepoint.serde.*": "serializer internals; pausepoint.serde re-exports the public names",
     "pausepoint.testing.*": "pausepoint.testing re-exports the public names",
+    "pausepoint.crypto.*": "pausepoint.crypto re-exports the public names",
 }
 
 # Roles of Sphinx (reStructuredText) that Markdown docstrings must not use: the site

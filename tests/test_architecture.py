@@ -298,6 +298,7 @@ PACKAGE_ORDER = (
     "runtime",
     # persistence, the running task, the loop and what drives it
     "checkpoint",
+    "crypto",  # issue 36: KeyRing, the cipher behind a saver's encryption= (core imports none)
     "scratchpad",
     "task_context",
     "loop",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import TypedDict
@@ -21,11 +21,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_ID_BYTES",
+    "SECRET_WORDS",
     "RunnableConfig",
     "get_config",
     "get_stream_writer",
     "merge_configs",
     "normalized",
+    "set_secret_words",
     "stored_id",
 ]
 
@@ -179,7 +181,7 @@ class RunConfig:
                 continue
             if not isinstance(value, (str, int, float, bool)):
                 continue
-            if any(word in key.casefold() for word in _SECRET_WORDS):
+            if any(word in key.casefold() for word in _secret_words):
                 continue
             out[key] = value
         return out
@@ -193,7 +195,28 @@ class RunConfig:
 
 
 _COORDINATES = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"})
-_SECRET_WORDS = ("key", "token", "secret", "password", "auth")
+SECRET_WORDS = ("key", "token", "secret", "password", "auth")
+"""The default words of `set_secret_words`: extend them with ``(*SECRET_WORDS, "ssn")``."""
+_secret_words: tuple[str, ...] = SECRET_WORDS
+
+
+def set_secret_words(words: Iterable[str]) -> tuple[str, ...]:
+    """Set which ``configurable`` keys are never copied into checkpoint metadata.
+
+    A run copies the plain values of its ``configurable`` into the metadata of the
+    checkpoints it writes, except keys containing one of these words (in any case;
+    by default ``key``, ``token``, ``secret``, ``password`` and ``auth``). For this
+    process; returns the words in force before, so a test can put them back.
+
+    Raises:
+        ValueError: A word is empty (it would leave out every key: say so instead).
+    """
+    global _secret_words
+    new = tuple(str(w).casefold() for w in words)
+    if any(not w for w in new):
+        raise ValueError("set_secret_words: a word is empty; it would match every key")
+    old, _secret_words = _secret_words, new
+    return old
 
 
 def get_config() -> RunnableConfig:

@@ -41,6 +41,12 @@ from pausepoint.checkpoint._dialect import (
 )
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._reuse import Found, remember
+from pausepoint.checkpoint._sealing import (
+    CLEAR_METADATA,
+    checkpoint_binding,
+    metadata_binding,
+    write_binding,
+)
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint._sql_codec import SqlCodec
 from pausepoint.checkpoint._sql_pending import list_pending_flow as _list_pending_flow
@@ -112,13 +118,14 @@ WRITE_ROWS_PER_STATEMENT = 500
 """Rows per INSERT on PostgreSQL (9 parameters each; it allows 65,535 per statement)."""
 _SQLITE_ROWS_PER_STATEMENT = 100
 """SQLite before 3.32 allows only 999 parameters per statement (Ubuntu 20.04 has 3.31)."""
-_SELECT_WRITES = """SELECT task_id, channel, type, value FROM pausepoint_writes
+_SELECT_WRITES = """SELECT task_id, channel, type, value, idx FROM pausepoint_writes
     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY seq"""
 WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDER BY seq),
-    array_agg(type ORDER BY seq), array_agg(value ORDER BY seq) FROM pausepoint_writes w
+    array_agg(type ORDER BY seq), array_agg(value ORDER BY seq),
+    array_agg(idx ORDER BY seq) FROM pausepoint_writes w
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
     AND w.checkpoint_id = c.checkpoint_id"""
-"""PostgreSQL: a checkpoint's pending writes as four arrays (NULL when it has none)."""
+"""PostgreSQL: a checkpoint's pending writes as five arrays (NULL when it has none)."""
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
 _THREAD_TABLES = ("pausepoint_leases", "pausepoint_pending")  # rows keyed by thread alone
 
@@ -157,7 +164,8 @@ def _to_tuple(
     dialect: Dialect, codec: SqlCodec, row: Row, writes: Rows, metadata: dict[str, Any]
 ) -> Flow[CheckpointTuple]:
     """The row's tuple; its large values read from ``pausepoint_blobs`` (``_sql_values``)."""
-    checkpoint = _decoded(row, lambda: codec.load(row[4], row[5]))
+    aad = checkpoint_binding(row[0], row[1], row[2])
+    checkpoint = _decoded(row, lambda: codec.load(row[4], row[5], aad, "the checkpoint"))
     refs = _decoded(row, lambda: refs_of(checkpoint))
     if refs:
         key = (str(row[0]), str(row[1]))
@@ -173,7 +181,7 @@ def _tuple_of_row(
 ) -> CheckpointTuple:
     thread, ns, cid, parent_id = row[:4]
     check_checkpoint(checkpoint, cid)
-    pending = [PendingWrite(w[0], w[1], codec.load(w[2], w[3])) for w in writes]
+    pending = [PendingWrite(w[0], w[1], codec.load_write(thread, ns, cid, w)) for w in writes]
     check_writes(pending)
     return CheckpointTuple(
         config=_config(thread, ns, cid),
@@ -220,8 +228,10 @@ def read_query(
 def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple]:
     """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now)."""
     if dialect.name == "postgres":
-        tasks, channels, types, values = row[7:11]
-        writes: Rows = list(zip(tasks, channels, types, values, strict=True)) if tasks else []
+        tasks, channels, types, values, indexes = row[7:12]
+        writes: Rows = (
+            list(zip(tasks, channels, types, values, indexes, strict=True)) if tasks else []
+        )
     else:
         writes = yield _writes_of(dialect, row)
     return (yield from _to_tuple(dialect, codec, row, writes, _metadata_of(row, codec)))
@@ -231,7 +241,7 @@ def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
     """The row's metadata, decoded and checked (errors name the row)."""
 
     def load() -> dict[str, Any]:
-        metadata = codec.load_metadata(row[6])
+        metadata = codec.load_metadata(row[6], metadata_binding(row[0], row[1], row[2]))
         check_metadata(metadata)
         return metadata
 
@@ -239,20 +249,22 @@ def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
 
 
 def _filter_sql(
-    dialect: Dialect,
-    filter: Mapping[str, Any],
+    dialect: Dialect, filter: Mapping[str, Any], sealed: bool = False
 ) -> tuple[list[str], list[Any], bool]:
     """Build SQL conditions for the filter items a database can check exactly.
 
-    Only str and int (not bool) values of simple keys are pushed down; the rest is
-    checked in Python. Returns ``(conditions, params, everything_pushed)``.
+    Only str and int (not bool) values of simple keys are pushed down (``sealed``:
+    only keys kept in clear, `CLEAR_METADATA`); the rest is checked in Python.
+    Returns ``(conditions, params, everything_pushed)``.
     """
     conds: list[str] = []
     params: list[Any] = []
     pushable = {
         k: v
         for k, v in filter.items()
-        if _SIMPLE_KEY.fullmatch(k) and (type(v) is str or type(v) is int)
+        if _SIMPLE_KEY.fullmatch(k)
+        and (type(v) is str or type(v) is int)
+        and (not sealed or k in CLEAR_METADATA)
     }
     if dialect.name == "postgres" and pushable:
         conds.append("metadata @> ?::jsonb")
@@ -285,7 +297,7 @@ def list_flow(
     if before_id is not None:
         conds.append("checkpoint_id < ?")
         params.append(str(before_id))
-    fconds, fparams, exact = _filter_sql(dialect, filter or {})
+    fconds, fparams, exact = _filter_sql(dialect, filter or {}, codec.sealer is not None)
     where = " WHERE " + " AND ".join(conds + fconds) if conds or fconds else ""
     sql = f"{SELECT_CHECKPOINTS}{where} ORDER BY checkpoint_id DESC"
     if limit is not None and exact:
@@ -348,13 +360,15 @@ def put_params(
     except SerializationError as exc:
         values = checkpoint["channel_values"]
         raise explain_checkpoint(values, codec.dump, exc) from None
-    meta = codec.dump_metadata(metadata)
+    cid = checkpoint["id"]
+    blob = codec.sealed(blob, checkpoint_binding(thread, ns, cid))
+    meta = codec.dump_metadata(metadata, metadata_binding(thread, ns, cid))
     if dialect.name == "postgres" and "\\u0000" in meta:
         raise SerializationError(
             "cannot save checkpoint metadata containing a NUL character ('\\x00'): "
             "PostgreSQL's JSONB cannot store it; remove it from the run's metadata"
         )
-    return (thread, ns, checkpoint["id"], parent_id, type_, blob, meta)
+    return (thread, ns, cid, parent_id, type_, blob, meta)
 
 
 def put_writes_flow(
@@ -400,6 +414,7 @@ def _write_rows(
             raise
         if found is not None and type_ == FORMAT:  # a write a checkpoint may hold too
             remember(found, value, blob)
+        blob = codec.sealed(blob, write_binding(thread, ns, checkpoint_id, task_id, idx, channel))
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     return list(rows.values())
 
@@ -553,7 +568,8 @@ def one_statement(writes: Sequence[object]) -> bool:
 
 def list_pending_flow(dialect: Dialect, codec: SqlCodec, query: PendingQuery) -> Flow[PendingPage]:
     """A page of waiting questions, read from the index (``_sql_pending``)."""
-    return _list_pending_flow(dialect, codec, query, _filter_sql)
+    sealed = codec.sealer is not None
+    return _list_pending_flow(dialect, codec, query, lambda d, f: _filter_sql(d, f, sealed))
 
 
 def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:

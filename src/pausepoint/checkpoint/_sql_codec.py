@@ -6,10 +6,20 @@ hint of which encodings it stored last (``_sql_values``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import base64
+import binascii
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pausepoint.checkpoint._reuse import Found, dumps_checkpoint
+from pausepoint.checkpoint._sealing import (
+    CLEAR_METADATA,
+    SEALED_METADATA,
+    Sealer,
+    seal,
+    unseal,
+    write_binding,
+)
 from pausepoint.checkpoint._sql_values import Chains
 from pausepoint.checkpoint.base import Checkpoint
 from pausepoint.errors import CheckpointDecodeError, SerializationError
@@ -20,11 +30,17 @@ __all__ = ["SqlCodec"]
 
 
 class SqlCodec:
-    """Serialization of rows: values through the saver's serde, metadata as JSON."""
+    """Serialization of rows: values through the saver's serde, metadata as JSON.
 
-    __slots__ = ("_meta", "chains", "serde")
+    With a ``sealer`` (a saver's ``encryption=``), every encoding is sealed to its row
+    (``aad``, see `pausepoint.checkpoint._sealing`) and the metadata keeps only
+    `CLEAR_METADATA` in clear.
+    """
 
-    def __init__(self, serde: SerializerProtocol | None) -> None:
+    __slots__ = ("_meta", "chains", "sealer", "serde")
+
+    def __init__(self, serde: SerializerProtocol | None, sealer: Sealer | None = None) -> None:
+        self.sealer = sealer
         self.serde: SerializerProtocol = serde if serde is not None else Serializer()
         # Metadata must stay a JSON object (databases filter on it): always our format.
         self._meta = self.serde if isinstance(self.serde, Serializer) else Serializer()
@@ -50,23 +66,69 @@ class SqlCodec:
                 return FORMAT, blob
         return self.dump(checkpoint, "checkpoint")
 
-    def dump_metadata(self, metadata: Mapping[str, Any]) -> str:
-        """Encode the metadata as a JSON object text."""
-        return self._meta.dumps_mapping(metadata)
+    @property
+    def meta_serde(self) -> Serializer:
+        """The serializer of metadata (pausepoint's, whatever the values' serde)."""
+        return self._meta
 
-    def load(self, type_: str, blob: bytes | memoryview) -> Any:
-        """Decode a stored value (a column of the wrong type is a corrupt row)."""
+    def sealed(self, blob: bytes, aad: bytes) -> bytes:
+        """``blob`` as stored in the row ``aad`` names: sealed when the saver encrypts."""
+        return seal(self.sealer, blob, aad)
+
+    def dump_metadata(self, metadata: Mapping[str, Any], aad: bytes) -> str:
+        """Encode the metadata as a JSON object text (sealed but for `CLEAR_METADATA`)."""
+        if self.sealer is None:
+            return self._meta.dumps_mapping(metadata)
+        clear = {k: v for k, v in metadata.items() if k in CLEAR_METADATA}
+        rest = {k: v for k, v in metadata.items() if k not in CLEAR_METADATA}
+        token = seal(self.sealer, self._meta.dumps_mapping(rest).encode(), aad)
+        clear[SEALED_METADATA] = base64.b64encode(token).decode("ascii")
+        return self._meta.dumps_mapping(clear)
+
+    def opened(self, blob: bytes | memoryview, aad: bytes, what: str) -> bytes:
+        """The encoding stored as ``blob`` (opened if sealed; see `_sealing.unseal`)."""
+        return unseal(self.sealer, bytes(blob), aad, what)
+
+    def load(self, type_: str, blob: bytes | memoryview, aad: bytes, what: str = "a value") -> Any:
+        """Decode a stored value (a column of the wrong type is a corrupt row).
+
+        ``aad``: the row it is stored in (a sealed value opens only there).
+        """
         if not isinstance(type_, str) or not isinstance(blob, bytes | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise CheckpointDecodeError(
                 f"a value is stored as {type(type_).__name__}/{type(blob).__name__}, "
                 "not as text/bytes; the row is corrupt"
             )
-        return self.serde.loads_typed((type_, bytes(blob)))
+        return self.serde.loads_typed((type_, unseal(self.sealer, bytes(blob), aad, what)))
 
-    def load_metadata(self, text: str | bytes) -> dict[str, Any]:
-        """Decode stored metadata."""
+    def load_write(self, thread: str, ns: str, cid: str, write: Sequence[Any]) -> Any:
+        """A write row's value (``task_id, channel, type, value, idx``), opened in its slot."""
+        task_id, channel, type_, blob, idx = write
+        aad = write_binding(thread, ns, cid, task_id, idx, channel)
+        return self.load(type_, blob, aad, f"write {idx} of task {task_id!r}")
+
+    def decode(self, type_: str, data: bytes) -> Any:
+        """Decode an encoding already opened (or never sealed)."""
+        return self.serde.loads_typed((type_, data))
+
+    def load_metadata(self, text: str | bytes, aad: bytes) -> dict[str, Any]:
+        """Decode stored metadata (its sealed part opened in the row ``aad`` names)."""
         if not isinstance(text, str | bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise CheckpointDecodeError(
                 f"metadata is stored as {type(text).__name__}, not as JSON text; the row is corrupt"
             )
-        return self._meta.loads_mapping(text)
+        metadata = self._meta.loads_mapping(text)
+        token = metadata.pop(SEALED_METADATA, None)
+        if token is None:
+            unseal(self.sealer, b"", aad, "the metadata")  # refused unless plaintext is allowed
+            return metadata
+        try:
+            data = base64.b64decode(token, validate=True) if isinstance(token, str) else b""
+        except (binascii.Error, ValueError):
+            data = b""
+        if not data:
+            raise CheckpointDecodeError(
+                "the metadata's sealed part is malformed; the row is corrupt"
+            )
+        rest = self._meta.loads_mapping(unseal(self.sealer, data, aad, "the metadata"))
+        return {**rest, **metadata}

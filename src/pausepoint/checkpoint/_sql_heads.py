@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
+from pausepoint.checkpoint._sealing import checkpoint_binding, metadata_binding
 from pausepoint.checkpoint._sql import SELECT_CHECKPOINTS, WRITE_ARRAYS, tuple_of
 from pausepoint.checkpoint.heads import Head, peek, unreadable_head, work_left
 from pausepoint.errors import CheckpointDecodeError
@@ -76,14 +77,15 @@ def thread_tuples_flow(
 def _head(codec: SqlCodec, row: Row) -> Head:
     thread, cid, type_, blob, metadata = str(row[0]), str(row[1]), row[2], row[3], row[4]
     try:
-        tree = peek(type_, bytes(blob))
+        data = codec.opened(blob, checkpoint_binding(thread, "", cid), "the checkpoint")
+        tree = peek(type_, data)
         if tree is None:  # another serde's format: decoded whole
-            tree = cast("Mapping[str, object]", codec.load(type_, blob))
+            tree = cast("Mapping[str, object]", codec.decode(type_, data))
         stamp = tree.get("graph")
         return Head(
             thread_id=thread,
             checkpoint_id=cid,
-            metadata=codec.load_metadata(metadata),
+            metadata=codec.load_metadata(metadata, metadata_binding(thread, "", cid)),
             stamp=cast("Mapping[str, object]", stamp) if isinstance(stamp, dict) else None,
             work_left=work_left(tree),
         )

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._pending_schema import NEWER
+from pausepoint.checkpoint._sealing import checkpoint_binding, metadata_binding, write_binding
 from pausepoint.checkpoint.base import Checkpoint, CheckpointTuple
 from pausepoint.checkpoint.ids import stamp_time
 from pausepoint.checkpoint.questions import (
@@ -41,7 +42,7 @@ from pausepoint.checkpoint.questions import (
     needs_checkpoint,
     questions_of_task,
 )
-from pausepoint.constants import ASKED, INTERRUPT, RESUME
+from pausepoint.constants import ASKED, INTERRUPT, RESUME, WRITES_IDX_MAP
 from pausepoint.errors import CheckpointDecodeError
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[C
     keys: list[tuple[str, str]] = []
     for row in rows:
         try:
-            interrupts = codec.load(row[4], row[5])
+            interrupts = _special(codec, row, INTERRUPT, row[4], row[5])
             if needs_checkpoint(str(row[1]), str(row[2]), interrupts or (), str(row[6] or "")):
                 keys.append((str(row[0]), str(row[1])))
         except (CheckpointDecodeError, TypeError, ValueError, AttributeError, IndexError):
@@ -167,7 +168,8 @@ def _checkpoints_needed(dialect: Dialect, codec: SqlCodec, rows: Rows) -> Flow[C
     out: Checkpoints = {}
     for thread, cid, type_, blob in found:
         with contextlib.suppress(CheckpointDecodeError, TypeError, ValueError):
-            out[(str(thread), str(cid))] = codec.load(type_, blob)
+            aad = checkpoint_binding(str(thread), "", str(cid))
+            out[(str(thread), str(cid))] = codec.load(type_, blob, aad, "the checkpoint")
     return out
 
 
@@ -175,13 +177,13 @@ def _questions_of_row(codec: SqlCodec, row: Row, checkpoints: Checkpoints) -> li
     thread, cid, task_id = str(row[0]), str(row[1]), str(row[2])
     where = f"the waiting question of task {task_id!r}"
     try:
-        metadata = codec.load_metadata(row[3])
+        metadata = codec.load_metadata(row[3], metadata_binding(thread, "", cid))
         state = TaskState()
         for channel, type_, blob in ((INTERRUPT, row[4], row[5]), (ASKED, row[7], row[8])):
             if type_ is not None:
-                apply_write(state, channel, codec.load(type_, blob))
+                apply_write(state, channel, _special(codec, row, channel, type_, blob))
         if row[9] is not None:
-            apply_write(state, RESUME, codec.load(row[9], row[10]))
+            apply_write(state, RESUME, _special(codec, row, RESUME, row[9], row[10]))
         if not state.waiting():
             return []
         path = str(row[6] or "")
@@ -197,3 +199,10 @@ def _questions_of_row(codec: SqlCodec, row: Row, checkpoints: Checkpoints) -> li
         raise UnreadableQuestion(
             thread, f"{where} cannot be read ({type(exc).__name__}: {exc}); the row is corrupt"
         ) from exc
+
+
+def _special(codec: SqlCodec, row: Row, channel: str, type_: Any, blob: Any) -> Any:
+    """The value of a task's special write (``channel``: its fixed index) in ``row``."""
+    idx = WRITES_IDX_MAP[channel]
+    aad = write_binding(str(row[0]), "", str(row[1]), str(row[2]), idx, channel)
+    return codec.load(type_, blob, aad, f"write {idx} of task {str(row[2])!r}")

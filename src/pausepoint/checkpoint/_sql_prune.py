@@ -34,8 +34,10 @@ from pausepoint.checkpoint._prune import (
     StoredRow,
     ThreadInventory,
 )
+from pausepoint.checkpoint._sealing import checkpoint_binding
 from pausepoint.checkpoint._sql import SqlCodec, delete_thread_flow, get_tuple_flow
 from pausepoint.checkpoint._sql_leases import Clock, get_lease_flow
+from pausepoint.checkpoint._sql_reseal import copy_thread_sealed_flow
 from pausepoint.checkpoint._sql_values import REFS_MARK, refs_of
 from pausepoint.errors import CheckpointDecodeError
 
@@ -209,18 +211,23 @@ def collect_unreferenced_flow(dialect: Dialect, codec: SqlCodec, thread_id: str)
     }
     stored = yield Statement(
         dialect.sql(
-            "SELECT checkpoint_ns, type, checkpoint FROM pausepoint_checkpoints WHERE thread_id = ?"
+            "SELECT checkpoint_ns, type, checkpoint, checkpoint_id"
+            " FROM pausepoint_checkpoints WHERE thread_id = ?"
         ),
         (thread,),
         fetch=True,
     )
     needed: set[tuple[str, str, str]] = set()
-    for ns, type_, blob in stored:
+    for ns, type_, blob, cid in stored:
         data = bytes(cast("bytes", blob)) if isinstance(blob, bytes | memoryview) else b""
+        try:  # a sealed checkpoint is opened first: its references are inside
+            data = codec.opened(data, checkpoint_binding(thread, str(ns), str(cid)), "checkpoint")
+        except CheckpointDecodeError:
+            return 0  # what it references is unknown: keep everything
         if REFS_MARK not in data:
             continue
         try:
-            refs = refs_of(codec.load(type_, data))
+            refs = refs_of(codec.decode(type_, data))
         except (CheckpointDecodeError, ValueError, TypeError):
             return 0  # what it references is unknown: keep everything
         for channel, version in (refs or {}).items():
@@ -264,8 +271,9 @@ def thread_size_flow(dialect: Dialect, thread_id: str) -> Flow[ThreadSize]:
     return ThreadSize(checkpoints, writes, cbytes + wbytes + vbytes)
 
 
-def copy_thread_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
-    """Copy every checkpoint, write and value row of ``source`` to the new thread ``target``."""
+def new_target_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
+    """Raise ``ValueError`` when the thread ``target`` has checkpoints."""
+    del source
     found = yield Statement(
         dialect.sql("SELECT 1 FROM pausepoint_checkpoints WHERE thread_id = ? LIMIT 1"),
         (str(target),),
@@ -276,6 +284,19 @@ def copy_thread_flow(dialect: Dialect, source: str, target: str) -> Flow[None]:
             f"copy_thread: the target thread {str(target)!r} already has checkpoints; "
             "delete it first or copy to a new thread id"
         )
+
+
+def copy_thread_flow(
+    dialect: Dialect, source: str, target: str, codec: SqlCodec | None = None
+) -> Flow[None]:
+    """Copy every checkpoint, write and value row of ``source`` to the new thread ``target``.
+
+    A ``codec`` that seals: each cell opened and sealed again for ``target`` (`_sql_reseal`).
+    """
+    if codec is not None and codec.sealer is not None:
+        flow = copy_thread_sealed_flow(dialect, codec, str(source), str(target), new_target_flow)
+        return (yield from flow)
+    yield from new_target_flow(dialect, source, target)
     yield Statement(  # the value rows first: the copies' references name them
         dialect.sql(
             """INSERT INTO pausepoint_blobs (thread_id, checkpoint_ns, channel, version, type,

@@ -41,6 +41,7 @@ from xxhash import xxh3_128_hexdigest, xxh3_128_intdigest
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Rows, Statement
 from pausepoint.checkpoint._reuse import Found, reused
+from pausepoint.checkpoint._sealing import MARK, value_binding
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import FORMAT, Serializer
 
@@ -222,8 +223,9 @@ def split(
                 continue  # framed (large bytes): kept in the checkpoint, as before
         if len(blob) < MOVE_FROM:
             continue
-        version = f"{versions.get(channel, '')}:{xxh3_128_hexdigest(blob)}"
-        statements.extend(_store(chains, dialect, (thread, ns, channel), version, blob))
+        digest = xxh3_128_hexdigest(blob) if codec.sealer is None else codec.sealer.digest(blob)
+        version = f"{versions.get(channel, '')}:{digest}"
+        statements.extend(_store(codec, dialect, (thread, ns, channel), version, blob))
         moved[channel] = version
     if not moved:
         return checkpoint, []
@@ -242,11 +244,17 @@ class Unless:
 
 
 def _store(
-    chains: Chains, dialect: Dialect, key: tuple[str, str, str], version: str, blob: bytes
+    codec: SqlCodec, dialect: Dialect, key: tuple[str, str, str], version: str, blob: bytes
 ) -> list[Statement | Unless]:
-    """The statements storing ``blob`` as ``version``: a delta when it may be one."""
+    """The statements storing ``blob`` as ``version``: a delta when it may be one.
+
+    Sealed (when the saver encrypts), each row is bound to its key and its base: a
+    delta opens only as the delta of that base.
+    """
+    chains = codec.chains
     link = chains.get(key)
-    full = Statement(dialect.sql(_INSERT_FULL), (*key, version, FORMAT, blob, version))
+    stored_full = codec.sealed(blob, value_binding(*key, version, None))
+    full = Statement(dialect.sql(_INSERT_FULL), (*key, version, FORMAT, stored_full, version))
     head = xxh3_128_intdigest(memoryview(blob)[:-1])
     if link is None or link.version == version:
         # Unchanged (or not known): the full row, ignored if it is there. Never trusted
@@ -271,7 +279,7 @@ def _store(
         return [full]
     depth, chain = link.depth + 1, link.chain + delta
     chains.note(key, _Link(version, len(blob), head, blob[-1:], depth, chain, link.full, blob))
-    inserted = blob[base:-1]
+    inserted = codec.sealed(blob[base:-1], value_binding(*key, version, link.version))
     delta_params = (*key, version, inserted, *key, link.version)
     if dialect.returning:  # the full value only if the delta was not stored
         returning = dialect.sql(_INSERT_DELTA + " RETURNING 1")
@@ -340,15 +348,17 @@ def fill(
     for channel, version in refs.items():
         blob = held.get(channel)
         if blob is not None:
-            values[channel] = codec.load(FORMAT, blob)
+            values[channel] = codec.decode(FORMAT, blob)
             continue
-        blob, depth, chain = _joined(by_channel.get(channel, {}), channel, version)
-        if xxh3_128_hexdigest(blob) != version.rpartition(":")[2]:
+        blob, depth, chain, opened = _joined(
+            codec, key, by_channel.get(channel, {}), channel, version
+        )
+        if not opened and xxh3_128_hexdigest(blob) != version.rpartition(":")[2]:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {version!r} does not match its digest "
                 "(a row of pausepoint_blobs is damaged)"
             )
-        values[channel] = codec.load(FORMAT, blob)
+        values[channel] = codec.decode(FORMAT, blob)
         head = xxh3_128_intdigest(memoryview(blob)[:-1])
         full = len(blob) - chain
         link = _Link(version, len(blob), head, blob[-1:], depth, chain, full, blob)
@@ -356,11 +366,30 @@ def fill(
     del checkpoint[REFS]
 
 
+def _opened(
+    codec: SqlCodec, key: tuple[str, str], channel: str, at: object, value: Any, base: Any
+) -> tuple[bytes, bool]:
+    """A row's bytes, opened if sealed; and whether they were (authenticated: no digest)."""
+    data = value if type(value) is bytes else bytes(value)
+    what = f"stored value {at!r} of channel {channel!r}"
+    aad = value_binding(*key, channel, str(at), None if base is None else str(base))
+    return codec.opened(data, aad, what), data[:4] == MARK
+
+
 def _joined(
-    rows: Mapping[object, tuple[Any, Any, Any]], channel: str, version: str
-) -> tuple[bytes, int, int]:
-    """The encoding of ``version``: its full value's bytes with the deltas since joined."""
+    codec: SqlCodec,
+    key: tuple[str, str],
+    rows: Mapping[object, tuple[Any, Any, Any]],
+    channel: str,
+    version: str,
+) -> tuple[bytes, int, int, bool]:
+    """The encoding of ``version``: its full value's bytes with the deltas since joined.
+
+    The last item: whether every row was sealed (each opened in its own slot, so the
+    join is authentic without the digest, which a sealing saver keys).
+    """
     deltas: list[Any] = []
+    sealed = True
     get = rows.get
     at: object = version
     for _ in range(MAX_DEPTH + 2):
@@ -375,16 +404,20 @@ def _joined(
                 raise CheckpointDecodeError(
                     f"channel {channel!r}: stored value {at!r} has type {type_!r} or is empty"
                 )
-            full = value if type(value) is bytes else bytes(value)
+            full, was_sealed = _opened(codec, key, channel, at, value, None)
+            sealed = sealed and was_sealed
             if not deltas:
-                return full, 0, 0
+                return full, 0, 0, sealed
             deltas.reverse()
             chain = sum(map(len, deltas))
-            return b"".join((memoryview(full)[:-1], *deltas, full[-1:])), len(deltas), chain
+            joined = b"".join((memoryview(full)[:-1], *deltas, full[-1:]))
+            return joined, len(deltas), chain, sealed
         if type_ != DELTA:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {at!r} has an unknown type {type_!r}"
             )
-        deltas.append(value)
+        delta, was_sealed = _opened(codec, key, channel, at, value, base)
+        sealed = sealed and was_sealed
+        deltas.append(delta)
         at = base
     raise CheckpointDecodeError(f"channel {channel!r}: stored value {version!r} has no full value")

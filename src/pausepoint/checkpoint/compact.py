@@ -66,6 +66,7 @@ from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint._prune import ApplyPlan, Request
 from pausepoint.checkpoint._retention import apply_to_dicts
 from pausepoint.checkpoint._reuse import Found
+from pausepoint.checkpoint._sealing import Sealer
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -97,6 +98,10 @@ class CompactingMemorySaver(BaseCheckpointSaver):
             [`Serializer`][pausepoint.serde.Serializer] by default). Graphs compiled with
             this saver register their state schemas' types with it.
         clock: Seconds since the epoch, by which leases expire (``lease_clock``).
+        encryption: Accepted so that code naming a saver's ``encryption=`` runs
+            with this one too, and kept as ``encryption``; nothing is sealed: this
+            saver holds values decoded, in the process that holds the keys, where
+            encryption at rest protects nothing (docs/security.md).
 
     Leases hold among the threads and tasks of this process, which is all that can
     share an in-memory saver; a fenced write checks and writes under one lock.
@@ -105,9 +110,14 @@ class CompactingMemorySaver(BaseCheckpointSaver):
     supports_leases = True
 
     def __init__(
-        self, *, serde: Serializer | None = None, clock: Callable[[], float] = time.time
+        self,
+        *,
+        serde: Serializer | None = None,
+        clock: Callable[[], float] = time.time,
+        encryption: Sealer | None = None,
     ) -> None:
         self.serde = serde if serde is not None else Serializer()
+        self.encryption = encryption
         self.lease_clock = clock
         self._lock = threading.Lock()
         self._leases = LocalLeases(self._lock)

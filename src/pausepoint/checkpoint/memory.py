@@ -25,6 +25,14 @@ from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._leases import LocalLeases, check_head, check_release
 from pausepoint.checkpoint._prune import ApplyPlan, Request
 from pausepoint.checkpoint._retention import apply_to_dicts
+from pausepoint.checkpoint._sealing import (
+    Sealer,
+    checkpoint_binding,
+    metadata_binding,
+    seal,
+    unseal,
+    write_binding,
+)
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -73,6 +81,9 @@ class InMemorySaver(BaseCheckpointSaver):
             [`Serializer`][pausepoint.serde.Serializer] by default). Graphs compiled with
             this saver register their state schemas' types with it.
         clock: Seconds since the epoch, by which leases expire (``lease_clock``).
+        encryption: Seal values, metadata and writes to their slots as the durable
+            savers do (a [`pausepoint.crypto.KeyRing`][]): for tests and code shared
+            with them; process memory is not "at rest" (docs/security.md).
 
     Leases hold within this process, all that can share it. ``list_pending`` is the
     base class's: it reads every thread's newest checkpoint.
@@ -81,9 +92,14 @@ class InMemorySaver(BaseCheckpointSaver):
     supports_leases = True
 
     def __init__(
-        self, *, serde: Serializer | None = None, clock: Callable[[], float] = time.time
+        self,
+        *,
+        serde: Serializer | None = None,
+        clock: Callable[[], float] = time.time,
+        encryption: Sealer | None = None,
     ) -> None:
         self.serde = serde if serde is not None else Serializer()
+        self._sealer = encryption
         self.lease_clock = clock
         self._lock = threading.Lock()
         # The base class's lease methods use this table; sharing the saver's lock, a
@@ -134,15 +150,29 @@ class InMemorySaver(BaseCheckpointSaver):
                 yield tup
 
     def _tuple(self, thread: str, ns: str, cid: str, saved: _Saved) -> CheckpointTuple:
-        loads, parent = self.serde.loads, saved.parent_id
+        loads, parent, sealer = self.serde.loads, saved.parent_id, self._sealer
+        where = f"checkpoint {cid!r} of thread {thread!r}: "
+        values = unseal(sealer, saved.values, checkpoint_binding(thread, ns, cid), where + "values")
+        meta = unseal(sealer, saved.metadata, metadata_binding(thread, ns, cid), where + "metadata")
         return CheckpointTuple(
             config=CheckpointRef(thread, ns, cid).config(),
-            checkpoint=_copy(saved.checkpoint, loads(saved.values)),
-            metadata=loads(saved.metadata),
+            checkpoint=_copy(saved.checkpoint, loads(values)),
+            metadata=loads(meta),
             parent_config=CheckpointRef(thread, ns, parent).config() if parent else None,
             pending_writes=[
-                PendingWrite(task_id, channel, loads(blob))
-                for (task_id, _), (channel, blob) in saved.writes.items()
+                PendingWrite(
+                    task_id,
+                    channel,
+                    loads(
+                        unseal(
+                            sealer,
+                            blob,
+                            write_binding(thread, ns, cid, task_id, idx, channel),
+                            f"{where}write {idx} of task {task_id!r}",
+                        )
+                    ),
+                )
+                for (task_id, idx), (channel, blob) in saved.writes.items()
             ],
         )
 
@@ -155,13 +185,13 @@ class InMemorySaver(BaseCheckpointSaver):
         check_release(step.lease, step.release)
         ref = ref_of(step.config)
         thread, ns, target = ref  # target: the checkpoint the writes go to
-        first = None if step.first is None else self._encode(step.first, target)
+        first = None if step.first is None else self._encode(ref, step.first, target)
         if first is not None:
             target = first[0]  # the first checkpoint, stored after the config's
         if step.writes and target is None:
             raise ValueError("put_writes needs a config with a 'checkpoint_id'")
-        tasks = [self._encode_writes(task) for task in step.writes]
-        last = None if step.checkpoint is None else self._encode(step.checkpoint, target)
+        tasks = [self._encode_writes(ref.at(target), task) for task in step.writes]
+        last = None if step.checkpoint is None else self._encode(ref, step.checkpoint, target)
         with self._lock:
             if step.lease is not None:
                 self._leases.fence(thread, step.lease, self.lease_clock())
@@ -181,25 +211,35 @@ class InMemorySaver(BaseCheckpointSaver):
         stored = last or first
         return step.config if stored is None else in_form(step.config, ref.at(stored[0]))
 
-    def _encode(self, put: CheckpointPut, parent_id: str | None) -> tuple[str, _Saved]:
+    def _encode(
+        self, ref: CheckpointRef, put: CheckpointPut, parent_id: str | None
+    ) -> tuple[str, _Saved]:
         """A checkpoint's id, and the checkpoint encoded to be stored after ``parent_id``."""
         checkpoint, dumps = put.checkpoint, self.serde.dumps
+        thread, ns, cid = ref.thread_id, ref.checkpoint_ns, checkpoint["id"]
         values = checkpoint["channel_values"]
         try:
             blob = dumps(values, label="checkpoint")
         except SerializationError as exc:  # name the channel value, as the SQL savers do
             raise explain_checkpoint(values, lambda v, label: dumps(v, label=label), exc) from None
         meta = dumps(put.metadata, label="metadata")
+        blob = seal(self._sealer, blob, checkpoint_binding(thread, ns, cid))
+        meta = seal(self._sealer, meta, metadata_binding(thread, ns, cid))
         # Entries of versions_seen are shared, not copied (see _Saved); the maps are.
         kept = _copy(checkpoint, {}, seen=dict(checkpoint["versions_seen"]))
-        return checkpoint["id"], _Saved(kept, blob, meta, parent_id, {})
+        return cid, _Saved(kept, blob, meta, parent_id, {})
 
-    def _encode_writes(self, task: TaskWrites) -> TaskWrites:
-        """The task's writes, each value replaced by its encoding."""
+    def _encode_writes(self, at: CheckpointRef, task: TaskWrites) -> TaskWrites:
+        """The task's writes, each value replaced by its encoding (sealed to its slot)."""
         encoded: list[tuple[str, bytes]] = []
-        for channel, value in task.writes:
+        for n, (channel, value) in enumerate(task.writes):
             try:
-                encoded.append((channel, self.serde.dumps(value, label=channel)))
+                blob = self.serde.dumps(value, label=channel)
+                if self._sealer is not None:
+                    idx = WRITES_IDX_MAP.get(channel, n)
+                    aad = write_binding(at[0], at[1], str(at[2]), task.task_id, idx, channel)
+                    blob = seal(self._sealer, blob, aad)
+                encoded.append((channel, blob))
             except SerializationError:  # again, to name the key by what the node returned
                 label = write_label(channel, value, task.task_id, task.task_path)
                 self.serde.dumps(value, label=label)

@@ -30,10 +30,11 @@ import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
 
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sql_reseal
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
+from pausepoint.checkpoint._sql_reseal import RekeyReport
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -55,6 +56,8 @@ from pausepoint.serde import SerializerProtocol
 if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
+
+    from pausepoint.checkpoint._sealing import Sealer
 
 __all__ = ["AsyncPostgresSaver", "PostgresSaver"]
 
@@ -137,6 +140,9 @@ class PostgresSaver(BaseCheckpointSaver):
             ``psycopg_pool.ConnectionPool`` whose connections are.
         serde: The serializer of checkpoints and writes; a
             [`Serializer`][pausepoint.serde.Serializer] allowing built-in types by default.
+        encryption: Seal every stored value, write and metadata (but the fields the
+            engine queries) to its row, e.g. a [`pausepoint.crypto.KeyRing`][];
+            docs/security.md.
 
     Call [`setup`][] once (it is idempotent) before first use.
     """
@@ -157,13 +163,14 @@ class PostgresSaver(BaseCheckpointSaver):
         conn: psycopg.Connection[Any] | psycopg_pool.ConnectionPool[Any],
         *,
         serde: SerializerProtocol | None = None,
+        encryption: Sealer | None = None,
     ) -> None:
         self.conn = conn
         self._single = isinstance(conn, _psycopg().Connection)
         if self._single:
             _check_autocommit(cast("psycopg.Connection[Any]", conn))
         self._lock = threading.Lock()
-        self._codec = _sql.SqlCodec(serde)
+        self._codec = _sql.SqlCodec(serde, encryption)
         self.serde = self._codec.serde
 
     @classmethod
@@ -174,6 +181,7 @@ class PostgresSaver(BaseCheckpointSaver):
         *,
         serde: SerializerProtocol | None = None,
         prepare_threshold: int | None = 0,
+        encryption: Sealer | None = None,
     ) -> Generator[Self]:
         """Connect to ``url`` (autocommit); close on exit.
 
@@ -183,12 +191,13 @@ class PostgresSaver(BaseCheckpointSaver):
             prepare_threshold: psycopg's: prepare a statement after this many runs
                 (0: on the first); None never prepares (for a pooler such as PgBouncer
                 in transaction mode before 1.21).
+            encryption: See [`PostgresSaver`][].
         """
         psycopg = _psycopg()
         with psycopg.Connection.connect(
             url, autocommit=True, prepare_threshold=prepare_threshold
         ) as conn:
-            yield cls(conn, serde=serde)
+            yield cls(conn, serde=serde, encryption=encryption)
 
     def setup(self) -> None:
         """Create or migrate the schema (idempotent, safe to run concurrently)."""
@@ -329,7 +338,14 @@ class PostgresSaver(BaseCheckpointSaver):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """See ``BaseCheckpointSaver.copy_thread``: one transaction."""
-        self._run(_sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id), write=True)
+        flow = _sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id, self._codec)
+        self._run(flow, write=True)
+
+    def rekey(self, *, batch_size: int = 500) -> RekeyReport:
+        """See [`SqliteSaver.rekey`][pausepoint.checkpoint.sqlite.SqliteSaver.rekey]."""
+        return _sql_reseal.rekey(
+            lambda flow: self._run(flow, write=True), self._codec, _D, batch_size
+        )
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async [`copy_thread`][] (runs in a worker thread)."""
@@ -369,6 +385,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         conn: An ``AsyncConnection`` opened with ``autocommit=True``, or a
             ``psycopg_pool.AsyncConnectionPool`` whose connections are.
         serde: See [`PostgresSaver`][].
+        encryption: See [`PostgresSaver`][].
 
     Call [`setup`][] once (it is idempotent) before first use.
     """
@@ -390,13 +407,14 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         conn: psycopg.AsyncConnection[Any] | psycopg_pool.AsyncConnectionPool[Any],
         *,
         serde: SerializerProtocol | None = None,
+        encryption: Sealer | None = None,
     ) -> None:
         self.conn = conn
         self._single = isinstance(conn, _psycopg().AsyncConnection)
         if self._single:
             _check_autocommit(cast("psycopg.AsyncConnection[Any]", conn))
         self._lock = asyncio.Lock()
-        self._codec = _sql.SqlCodec(serde)
+        self._codec = _sql.SqlCodec(serde, encryption)
         self.serde = self._codec.serde
 
     @classmethod
@@ -407,6 +425,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         *,
         serde: SerializerProtocol | None = None,
         prepare_threshold: int | None = 0,
+        encryption: Sealer | None = None,
     ) -> AsyncGenerator[Self]:
         """Connect to ``url`` (autocommit); close on exit.
 
@@ -417,7 +436,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
             url, autocommit=True, prepare_threshold=prepare_threshold
         )
         async with conn:
-            yield cls(conn, serde=serde)
+            yield cls(conn, serde=serde, encryption=encryption)
 
     async def setup(self) -> None:
         """Create or migrate the schema (idempotent, safe to run concurrently)."""
@@ -531,7 +550,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async ``copy_thread``: one transaction."""
-        flow = _sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id)
+        flow = _sql_prune.copy_thread_flow(_D, source_thread_id, target_thread_id, self._codec)
         await self._run(flow, write=True)
 
     async def aacquire_lease(

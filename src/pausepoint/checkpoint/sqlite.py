@@ -19,11 +19,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune
+from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sql_reseal
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
+from pausepoint.checkpoint._sql_reseal import RekeyReport
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -43,6 +44,9 @@ from pausepoint.config import RunnableConfig
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import SerializerProtocol
 
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._sealing import Sealer
+
 __all__ = ["AsyncSqliteSaver", "SqliteSaver"]
 
 T = TypeVar("T")
@@ -56,6 +60,9 @@ class SqliteSaver(BaseCheckpointSaver):
             threads will use the saver (``from_conn_string`` does).
         serde: The serializer of checkpoints and writes; a
             [`Serializer`][pausepoint.serde.Serializer] allowing built-in types by default.
+        encryption: Seal every stored value, write and metadata (but the fields the
+            engine queries) to its row, e.g. a [`pausepoint.crypto.KeyRing`][];
+            docs/security.md.
         clock: Seconds since the epoch, by which leases expire (``lease_clock``).
             Every process sharing the file must use the same time: the system clock,
             unless a test replaces it.
@@ -77,11 +84,12 @@ class SqliteSaver(BaseCheckpointSaver):
         serde: SerializerProtocol | None = None,
         clock: Callable[[], float] = time.time,
         read_only: bool = False,
+        encryption: Sealer | None = None,
     ) -> None:
         self.conn = conn
         self.lease_clock = clock
         self._lock = threading.RLock()
-        self._codec = _sql.SqlCodec(serde)
+        self._codec = _sql.SqlCodec(serde, encryption)
         self.serde = self._codec.serde
         self._synchronous: int | None = None
         with self._lock:
@@ -101,7 +109,12 @@ class SqliteSaver(BaseCheckpointSaver):
 
     @classmethod
     def from_conn_string(
-        cls, path: str, *, serde: SerializerProtocol | None = None, read_only: bool = False
+        cls,
+        path: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        read_only: bool = False,
+        encryption: Sealer | None = None,
     ) -> _Opened[Self]:
         """Open (creating if needed) the SQLite database at ``path``; close it on exit.
 
@@ -114,8 +127,9 @@ class SqliteSaver(BaseCheckpointSaver):
             serde: See [`SqliteSaver`][].
             read_only: Open an existing file read-only and change nothing in it (see
                 [`SqliteSaver`][]): to inspect a database another program owns.
+            encryption: See [`SqliteSaver`][].
         """
-        return _Opened(cls, path, serde, read_only)
+        return _Opened(cls, path, serde, read_only, encryption)
 
     @property
     def lease_scope(self) -> str:
@@ -297,8 +311,24 @@ class SqliteSaver(BaseCheckpointSaver):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """See ``BaseCheckpointSaver.copy_thread``: one transaction."""
-        flow = _sql_prune.copy_thread_flow(_sql.SQLITE, source_thread_id, target_thread_id)
+        flow = _sql_prune.copy_thread_flow(
+            _sql.SQLITE, source_thread_id, target_thread_id, self._codec
+        )
         self._run(flow, write=True)
+
+    def rekey(self, *, batch_size: int = 500) -> RekeyReport:
+        """Seal every row again with the sealing key of ``encryption`` (``pausepoint rekey``).
+
+        Rows sealed with another key of the ring, and rows stored in clear, are
+        re-sealed, ``batch_size`` rows a transaction, each a compare-and-swap: safe
+        beside running workers, and to stop at any point and run again (docs/security.md).
+
+        Raises:
+            ValueError: The saver has no ``encryption``.
+        """
+        return _sql_reseal.rekey(
+            lambda flow: self._run(flow, write=True), self._codec, _sql.SQLITE, batch_size
+        )
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async [`copy_thread`][] (runs in a worker thread)."""
@@ -439,9 +469,15 @@ class _Opened(Generic[S]):
     """The context ``from_conn_string`` returns: a saver on a connection it owns."""
 
     def __init__(
-        self, cls: type[S], path: str, serde: SerializerProtocol | None, read_only: bool = False
+        self,
+        cls: type[S],
+        path: str,
+        serde: SerializerProtocol | None,
+        read_only: bool = False,
+        encryption: Sealer | None = None,
     ) -> None:
         self._cls = cls
+        self._encryption = encryption
         self._path = path
         self._serde = serde
         self._read_only = read_only
@@ -456,7 +492,12 @@ class _Opened(Generic[S]):
         else:
             self._conn = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
         try:
-            return self._cls(self._conn, serde=self._serde, read_only=self._read_only)
+            return self._cls(
+                self._conn,
+                serde=self._serde,
+                read_only=self._read_only,
+                encryption=self._encryption,
+            )
         except BaseException:
             self._conn.close()
             raise

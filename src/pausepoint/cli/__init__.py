@@ -1,4 +1,4 @@
-"""The ``pausepoint`` command line: demo, threads, sweep, inbox, serve, check and prune."""
+"""The ``pausepoint`` command line: demo, threads, sweep, inbox, serve, check, prune, rekey."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from pausepoint.cli import check, demo, inbox, migrate, prune, serve, sweep, threads
+from pausepoint.cli import check, demo, inbox, migrate, prune, rekey, serve, sweep, threads
 
 __all__ = ["main"]
 
@@ -27,6 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_parser(commands)
     check.add_parser(commands)
     prune.add_parser(commands)
+    rekey.add_parser(commands)
     args = parser.parse_args(argv)
     try:
         status: int = args.run(args)

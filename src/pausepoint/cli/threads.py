@@ -50,6 +50,7 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+from pausepoint.cli.keys import keys_from_env
 from pausepoint.cli.output import (
     compact,
     pending_cell,
@@ -74,6 +75,7 @@ from pausepoint.errors import AlreadyAnsweredError, CheckpointDecodeError, Pause
 from pausepoint.types import Command, Reanswer, StateSnapshot
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint._sealing import Sealer
     from pausepoint.checkpoint.base import BaseCheckpointSaver
     from pausepoint.checkpoint.questions import PendingQuestion
     from pausepoint.config import RunnableConfig
@@ -215,18 +217,23 @@ def is_postgres_url(db: str) -> bool:
 
 
 @contextlib.contextmanager
-def open_saver(db: str, *, write: bool = False) -> Generator[BaseCheckpointSaver]:
+def open_saver(
+    db: str, *, write: bool = False, encryption: Sealer | None = None
+) -> Generator[BaseCheckpointSaver]:
     """Open the saver for ``--db``; never creates a database or pausepoint's tables.
 
     A SQLite file is opened read-only unless ``write`` (``resume``, ``retry``), and
-    even then only once it is known to hold pausepoint's tables.
+    even then only once it is known to hold pausepoint's tables. ``encryption``: the
+    keys (by default those of ``$PAUSEPOINT_KEYS``, if set: `pausepoint.cli.keys`).
 
     Raises:
         CliError: The file is missing, is not a SQLite database or has no pausepoint
             tables, or the server cannot be reached.
     """
+    if encryption is None:
+        encryption = keys_from_env()
     if is_postgres_url(db):
-        with _open_postgres(db) as saver:
+        with _open_postgres(db, encryption) as saver:
             yield saver
         return
     path = Path(db)
@@ -239,7 +246,7 @@ def open_saver(db: str, *, write: bool = False) -> Generator[BaseCheckpointSaver
         if write:  # a pausepoint database this version reads, before any write
             with SqliteSaver.from_conn_string(str(path), read_only=True):
                 pass
-        opened = SqliteSaver.from_conn_string(str(path), read_only=not write)
+        opened = SqliteSaver.from_conn_string(str(path), read_only=not write, encryption=encryption)
         saver = opened.__enter__()
     except (sqlite3.DatabaseError, ValueError) as exc:
         raise CliError(f"cannot read {db!r} as a pausepoint SQLite database: {exc}") from None
@@ -250,7 +257,7 @@ def open_saver(db: str, *, write: bool = False) -> Generator[BaseCheckpointSaver
 
 
 @contextlib.contextmanager
-def _open_postgres(url: str) -> Generator[BaseCheckpointSaver]:
+def _open_postgres(url: str, encryption: Sealer | None) -> Generator[BaseCheckpointSaver]:
     try:
         import psycopg
 
@@ -258,7 +265,7 @@ def _open_postgres(url: str) -> Generator[BaseCheckpointSaver]:
     except ImportError:
         raise CliError("PostgreSQL needs psycopg: pip install 'pausepoint[postgres]'") from None
     try:
-        with PostgresSaver.from_conn_string(url) as saver:
+        with PostgresSaver.from_conn_string(url, encryption=encryption) as saver:
             yield saver
     except psycopg.errors.UndefinedTable:
         raise CliError(

@@ -8,12 +8,14 @@ again with the saver by `pausepoint.graph.rebind.compiled_with`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from pausepoint.server.store_records import Database
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint._sealing import Sealer
     from pausepoint.checkpoint.base import BaseCheckpointSaver
 
 __all__ = ["Closer", "close_all", "is_postgres_url", "open_database"]
@@ -39,11 +41,20 @@ def is_postgres_url(db_url: str) -> bool:
     return db_url.startswith(("postgresql://", "postgres://"))
 
 
+def env_keys() -> Sealer | None:
+    """The keys of ``$PAUSEPOINT_KEYS`` (docs/security.md), None when it is unset."""
+    if not os.environ.get("PAUSEPOINT_KEYS", "").strip():
+        return None
+    from pausepoint.crypto import KeyRing  # the crypto extra, needed only then
+
+    return KeyRing.from_env()
+
+
 async def _open_sqlite(path: str, closers: list[Closer]) -> tuple[BaseCheckpointSaver, Database]:
     from pausepoint.checkpoint.sqlite import AsyncSqliteSaver
     from pausepoint.server.store_sqlite import SqliteDatabase
 
-    opened = AsyncSqliteSaver.from_conn_string(path)
+    opened = AsyncSqliteSaver.from_conn_string(path, encryption=env_keys())
     saver = await opened.__aenter__()
     closers.append(lambda: opened.__aexit__(None, None, None))
     db = SqliteDatabase(path)
@@ -68,7 +79,7 @@ async def _open_postgres(
     )
     await pool.open(wait=True)
     closers.append(pool.close)
-    saver = AsyncPostgresSaver(pool)
+    saver = AsyncPostgresSaver(pool, encryption=env_keys())
     await saver.setup()
     return cast("BaseCheckpointSaver", saver), PostgresDatabase(pool)
 
