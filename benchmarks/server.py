@@ -116,30 +116,39 @@ def over_http(url: str, n: int) -> list[float]:
     return times
 
 
-def through_service(db: Path, n: int) -> list[float]:
-    """Seconds per iteration through `RunService` in this process: records, queue and
-    workers without HTTP (what the server adds beside the HTTP layer)."""
+def events_written_or_not(where: Path, name: str, n: int) -> tuple[list[float], list[float], float]:
+    """`RunService` round trips with the runs' events written to the database, and with
+    the event writer stubbed out (events in memory only), taken in turn so the load of
+    the machine weighs on both alike; and the event write transactions per round trip."""
     import asyncio
 
     from pausepoint.server.records import RunRequest
     from pausepoint.server.service import RunService
 
-    async def rounds() -> list[float]:
-        service = await RunService.open(str(db), {"approval": approval()})
-        await service.start()
-        times: list[float] = []
+    async def one(service: RunService) -> float:
+        start = time.perf_counter()
+        tid = (await service.create_thread()).thread_id
+        run = await service.create_run(tid, RunRequest("approval", input={"request": "d"}))
+        assert "__interrupt__" in await service.join_run(tid, run.run_id)
+        run = await service.create_run(tid, RunRequest("approval", command={"resume": "y"}))
+        assert (await service.join_run(tid, run.run_id))["result"] == "d: y"
+        return time.perf_counter() - start
+
+    async def rounds() -> tuple[list[float], list[float], float]:
+        written = await RunService.open(str(where / f"{name}.sqlite"), {"approval": approval()})
+        memory = await RunService.open(str(where / f"{name}-mem.sqlite"), {"approval": approval()})
+        memory.events.writer.add = lambda row: None  # type: ignore[method-assign]
+        await written.start()
+        await memory.start()
+        times: tuple[list[float], list[float]] = ([], [])
         try:
             for _ in range(n):
-                start = time.perf_counter()
-                tid = (await service.create_thread()).thread_id
-                run = await service.create_run(tid, RunRequest("approval", input={"request": "d"}))
-                assert "__interrupt__" in await service.join_run(tid, run.run_id)
-                run = await service.create_run(tid, RunRequest("approval", command={"resume": "y"}))
-                assert (await service.join_run(tid, run.run_id))["result"] == "d: y"
-                times.append(time.perf_counter() - start)
+                times[0].append(await one(written))
+                times[1].append(await one(memory))
+            return times[0], times[1], written.events.writer.transactions / n
         finally:
-            await service.close()
-        return times
+            await written.close()
+            await memory.close()
 
     return asyncio.run(rounds())
 
@@ -192,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         local = run(where / "local.sqlite", n)
         in_process_async(where / "warm-async.sqlite", warm)
         local_async = in_process_async(where / "async.sqlite", n)
-        through_service(where / "warm-service.sqlite", warm)
-        service = through_service(where / "service.sqlite", n)
+        events_written_or_not(where, "warm-service", warm)
+        service, unwritten, writes = events_written_or_not(where, "service", n)
         with serving(where / "served.sqlite") as url:
             over_http(url, warm)
             remote = over_http(url, n)
@@ -204,10 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| in process (`invoke` x2) | {_ms(local)} |")
     print(f"| in process, async (`astream` x2, `AsyncSqliteSaver`) | {_ms(local_async)} |")
     print(f"| `RunService` in process (records, queue, workers; no HTTP) | {_ms(service)} |")
+    print(f"| `RunService`, events not written to the database | {_ms(unwritten)} |")
     print(f"| `pausepoint serve` + langgraph-sdk (3 requests) | {_ms(remote)} |")
     print(f"| added in all (serve - in process) | {added * 1000:.2f} |")
     http_only = statistics.median(remote) - statistics.median(service)
     print(f"| of which HTTP (serve - RunService) | {http_only * 1000:.2f} |")
+    events = statistics.median(service) - statistics.median(unwritten)
+    print(f"| of which writing the events (RunService - not written) | {events * 1000:.2f} |")
+    print(f"\nevent write transactions per round trip: {writes:.2f}")
     return 0
 
 

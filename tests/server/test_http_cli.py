@@ -29,6 +29,19 @@ def test_two_graphs_of_one_name_are_refused(capsys: pytest.CaptureFixture[str], 
     assert "given twice" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("option", "said"), [("--workers=-1", "--workers must be 0"), ("--keep-events=-5", "--keep")]
+)
+def test_negative_workers_or_retention_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path, option: str, said: str
+):
+    db = tmp_path / "x.sqlite"
+    args = ["serve", "--db", str(db), "--graph", "tests.server.graphs_http:approval", option]
+    assert main(args) == 2
+    assert said in capsys.readouterr().err
+    assert not db.exists()  # refused before anything is opened
+
+
 def test_graph_names_default_to_the_attribute():
     from pausepoint.cli.serve import graph_specs
 

@@ -54,7 +54,20 @@ def add_parser(commands: Commands) -> None:
         help=f"the token clients send as x-api-key or Bearer (default: ${TOKEN_ENV}; "
         "none: open, allowed on a loopback address only)",
     )
-    p.add_argument("--workers", type=int, default=4, help="runs executed at once (default: 4)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help="runs executed at once (default: 4; 0: a front end that executes no run, "
+        "for servers on one database where other processes execute the runs)",
+    )
+    p.add_argument(
+        "--keep-events",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long a run's events stay in the database after it ends (default: 300)",
+    )
     p.add_argument(
         "--cors-origin",
         action="append",
@@ -94,8 +107,10 @@ def run(args: argparse.Namespace) -> int:
                 f"refusing to serve {args.host} without a token: anyone who reaches it could "
                 f"run and answer every thread. Pass --token (or set ${TOKEN_ENV})."
             )
-        if args.workers < 1:
-            raise CliError(f"--workers must be 1 or more, got {args.workers}")
+        if args.workers < 0:
+            raise CliError(f"--workers must be 0 or more, got {args.workers}")
+        if args.keep_events < 0:
+            raise CliError(f"--keep-events must be 0 or more, got {args.keep_events}")
         graphs = graph_specs(args.graph)
         if args.inbox is not None:
             _check_inbox(args.inbox, graphs)
@@ -140,7 +155,9 @@ def _serve(
     from pausepoint.server.service import RunService
 
     async def opened() -> RunService:
-        return await RunService.open(args.db, graphs, workers=args.workers)
+        return await RunService.open(
+            args.db, graphs, workers=args.workers, keep_events_seconds=args.keep_events
+        )
 
     app = create_app(opened, token=token, cors_origins=args.cors_origin, max_body=args.max_body)
     inbox_token: str | None = None

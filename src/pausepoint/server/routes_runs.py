@@ -67,16 +67,21 @@ async def join(request: Request) -> Response:
 async def join_stream(request: Request) -> Response:
     """``GET /threads/{thread_id}/runs/{run_id}/stream``: rejoin a run's events.
 
-    After ``Last-Event-ID`` when the run was created with ``stream_resumable``;
-    ``stream_mode`` narrows the events, ``cancel_on_disconnect`` as the body's field.
+    A run created with ``stream_resumable`` replays its events after
+    ``Last-Event-ID`` (all of them without one); any other run streams only its
+    events from now on (nothing once it has ended). ``stream_mode`` narrows the
+    events, ``cancel_on_disconnect`` as the body's field.
     """
     run = await _get_run(request)
-    modes = request.query_params.getlist("stream_mode")
+    # langgraph-sdk sends ``stream_mode=`` (empty) when none is given: all events.
+    modes = [m for m in request.query_params.getlist("stream_mode") if m]
+    resumable = run.request.stream_resumable
     return stream_events(
         request,
         run,
         cancel_on_disconnect=query_bool(request, "cancel_on_disconnect"),
-        last_event_id=request.headers.get("last-event-id") or None,
+        last_event_id=(request.headers.get("last-event-id") or None) if resumable else None,
+        from_now=not resumable,
         modes=modes or None,
     )
 
@@ -135,6 +140,7 @@ def stream_events(
     *,
     cancel_on_disconnect: bool,
     last_event_id: str | None = None,
+    from_now: bool = False,
     modes: list[str] | None = None,
     after: Callable[[], Awaitable[None]] | None = None,
 ) -> Response:
@@ -149,7 +155,9 @@ def stream_events(
 
     async def frames() -> AsyncIterator[bytes]:
         yield frame("metadata", {"run_id": run.run_id, "attempt": 1})
-        events = service.stream_run(run.thread_id, run.run_id, last_event_id=last_event_id)
+        events = service.stream_run(
+            run.thread_id, run.run_id, last_event_id=last_event_id, from_now=from_now
+        )
         try:
             async for event in events:
                 if event.event == "metadata" or not _wanted(event.event, modes):

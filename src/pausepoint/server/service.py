@@ -8,9 +8,7 @@ written ``pending`` and a worker executes it.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -18,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pausepoint.graph.rebind import compiled_with
 from pausepoint.server.errors import NotFoundError
-from pausepoint.server.events import EventLogs
+from pausepoint.server.events import EventLogs, position
 from pausepoint.server.execute import check_request, graph_input, outcome
-from pausepoint.server.opening import Closer, close_all, open_database
+from pausepoint.server.opening import Closer, close_all, is_postgres_url, open_database
 from pausepoint.server.precheck import check_resume, checking_graph
 from pausepoint.server.records import (
     Assistant,
@@ -53,12 +51,8 @@ DEFAULT_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """The namespace of default assistants' ids (LangGraph's servers use the same)."""
 
 _POLL = 0.05
-"""Seconds between reads of a run's record while waiting on a run this process has
-no event log of (executed by another process)."""
-
-_LOG_POLL = 0.5
-"""Seconds a wait on a run's event log goes without news before the run's record is
-read (the run may be executed by another process, which fills no log here)."""
+"""Seconds between reads of a run's record while waiting for its end when no wake-up
+can come (SQLite, a run executed by another process)."""
 
 
 def default_assistant_id(graph_id: str) -> str:
@@ -99,11 +93,12 @@ class RunService:
         lease_seconds: float,
         poll_seconds: float,
         keep_events_seconds: float,
+        events_url: str | None = None,
     ) -> None:
         self.graphs = graphs
         self.saver = saver
         self.store = Store(db)
-        self.events = EventLogs(keep_events_seconds)
+        self.events = EventLogs(db, keep_events_seconds, url=events_url)
         self.workers = Workers(
             self.store, saver, self.events, self._resolve,
             count=workers, lease_seconds=lease_seconds, poll_seconds=poll_seconds,
@@ -136,18 +131,24 @@ class RunService:
                 once at start when that process ran on this host).
             poll_seconds: How often idle workers look for runs they were not told
                 about (other processes' runs, ``after_seconds``, expired leases).
-            keep_events_seconds: How long a run's event log is kept after it ends.
+            keep_events_seconds: How long a run's events are kept after it ends
+                (then deleted from the database).
         """
         closers: list[Closer] = []
         db: Database
         try:
             saver, db = await open_database(db_url, workers, closers)
             await db.setup()
+            postgres_url = db_url if is_postgres_url(db_url) else None
             compiled = {name: compiled_with(g, saver) for name, g in graphs.items()}
             service = cls(
                 compiled, saver, db, closers, workers=workers, lease_seconds=lease_seconds,
                 poll_seconds=poll_seconds, keep_events_seconds=keep_events_seconds,
+                events_url=postgres_url,
             )  # fmt: skip
+            await service.events.setup()
+            closers.append(service.events.close)
+            service.events.start()
             for name in compiled:
                 await service.create_assistant(
                     name, assistant_id=default_assistant_id(name), name=name,
@@ -379,17 +380,12 @@ class RunService:
             status="pending", metadata=dict(request.metadata or {}), kwargs=request.to_json(),
             multitask_strategy=request.multitask_strategy, created_at=now, updated_at=now,
         )  # fmt: skip
-        self.events.open(run.run_id)  # before any worker can see it: no event is missed
-        try:
-            run, cancelled = await self.store.create_run(
-                run,
-                not_before=now.timestamp() + (request.after_seconds or 0.0),
-                create_thread=request.if_not_exists == "create",
-                stamp={"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
-            )
-        except BaseException:
-            self.events.discard(run.run_id)
-            raise
+        run, cancelled = await self.store.create_run(
+            run,
+            not_before=now.timestamp() + (request.after_seconds or 0.0),
+            create_thread=request.if_not_exists == "create",
+            stamp={"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
+        )
         for run_id, was, action in cancelled:
             self._cancelled_now(run_id, was, cast("CancelAction", action))
         self.workers.wake()
@@ -492,9 +488,9 @@ class RunService:
     async def _wait_ended(self, run_id: str) -> tuple[str, Any]:
         """Wait until the run is no longer pending or running; its status and body.
 
-        The status is ``"deleted"`` if its record is gone (a rollback). A run with an
-        event log here is waited for on the log, its record read now and then (it
-        may be executed by another process); else its record is polled.
+        The status is ``"deleted"`` if its record is gone (a rollback). The record is
+        read again at each of the run's events (its end is one), and every
+        ``_POLL`` seconds when no wake-up can come (SQLite, another process's run).
         """
         while True:
             got = await self.store.run_result(run_id)
@@ -502,32 +498,28 @@ class RunService:
                 return "deleted", None
             if got[0] not in ("pending", "running"):
                 return got
-            log = self.events.get(run_id)
-            if log is None or log.ended:
-                await asyncio.sleep(_POLL)
-            else:
-                await log.ended_within(_LOG_POLL)
-
-    async def _ended(self, run_id: str) -> bool:
-        got = await self.store.run_result(run_id)
-        return got is None or got[0] not in ("pending", "running")
+            wait = self.events.quiet_wait(run_id)
+            await self.events.wait(run_id, _POLL if wait < _POLL else wait)
 
     async def stream_run(
-        self, thread_id: str, run_id: str, *, last_event_id: str | None = None
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        last_event_id: str | None = None,
+        from_now: bool = False,
     ) -> AsyncIterator[RunEvent]:
-        """The run's events after ``last_event_id``, then the live ones.
+        """The run's events after ``last_event_id`` (all without one), then the live ones.
 
-        All stored events when ``last_event_id`` is ``None``; ends when the run ends.
-        A run this process keeps no log of (executed by another process, or ended
-        long ago) streams nothing and ends when the run ends.
+        ``from_now``: only the events from now on (a join of a run not created
+        ``stream_resumable``). The events come from the database when another process
+        executes the run; the stream ends when the run ends (an ``error`` event last
+        when its executing process died).
         """
         await self.get_run(thread_id, run_id)
-        log = self.events.get(run_id)
-        if log is not None:
-            gone = functools.partial(self._ended, run_id)
-            async for event in log.follow(last_event_id, gone=gone, every=_LOG_POLL):
-                yield event
-        await self._wait_ended(run_id)
+        after = await self.events.last(run_id) if from_now else position(last_event_id)
+        async for event in self.events.follow(run_id, after):
+            yield event
 
 
 def _now() -> datetime.datetime:

@@ -293,11 +293,13 @@ class Store(RecordStore):
         result: JsonObject | None,
         rest: ThreadStatus,
         now: float,
+        also: Flow | None = None,
     ) -> bool:
         """End a running run held by ``owner``, then settle its thread's status.
 
         ``status`` None deletes the run (a rollback). False if the run is no longer
-        ``owner``'s (requeued after its lease expired).
+        ``owner``'s (requeued after its lease expired). ``also`` runs in the same
+        transaction when the run was ``owner``'s (the run's end event).
         """
 
         def flow() -> Flow:
@@ -318,6 +320,8 @@ class Store(RecordStore):
                     (status, dump(result), now, run.run_id),
                 )
             yield from self._settle(run.thread_id, rest, now)
+            if also is not None:
+                yield from also
             return True
 
         done: bool = await self.db.run(flow(), write=True)

@@ -6,7 +6,8 @@ renewal also reads a cancellation asked for by another process. The run executes
 in a task of its own (`pausepoint.server.execute`), so a cancel stops the graph
 through task cancellation: pausepoint's async driver winds the run down and saves
 what its durability promises. Then the worker records how the run ended and the
-thread's status, and ends the run's event log.
+thread's status, and ends the run's event log (`pausepoint.server.events`: the
+events not written yet and the end event go in the transaction recording the end).
 
 A run whose lease ran out (its process died) goes back to ``pending``: at start, and
 as workers poll. A run of a dead process of this host is requeued at start without
@@ -171,8 +172,7 @@ class Workers:
 
     async def _execute(self, claimed: Claimed) -> None:
         run = claimed.run
-        log = self.events.open(run.run_id)
-        log.reopen()
+        log = await self.events.begin(run.run_id, fresh=claimed.attempt == 1)
         try:
             graph, assistant = await self.resolve(run)
             start, start_writes = claimed.start_checkpoint, claimed.start_writes
@@ -201,7 +201,7 @@ class Workers:
                     raise  # the worker stops (close): the run is requeued
                 action = self._cancels.get(run.run_id)
                 if action is None:  # the lease was lost: the run is someone else's now
-                    self.events.end(run.run_id)
+                    self.events.abandon(run.run_id)
                     return
                 await self._cancelled(graph, run, action, start, start_writes)
                 return
@@ -239,8 +239,15 @@ class Workers:
         await self._finish(run, "interrupted", body, rest)
 
     async def _finish(self, run: RunRecord, status: Any, body: Any, rest: ThreadStatus) -> None:
-        await self.store.finish(run, self.owner, status, body, rest, time.time())
-        self.events.end(run.run_id)
+        # The run's last events and its end event are written with its end: a reader
+        # that sees either has all the run's events to read.
+        await self.events.settled(run.run_id)
+        closing = self.events.end_flow(run.run_id)  # no await between: nothing is lost
+        now = time.time()
+        if await self.store.finish(run, self.owner, status, body, rest, now, also=closing):
+            self.events.ended(run.run_id)
+        else:  # requeued after its lease ran out: the next attempt ends it
+            self.events.abandon(run.run_id)
 
     async def _heartbeat(self, run: RunRecord, task: asyncio.Task[Ended]) -> None:
         """Renew the run's lease until it ends; act on a cancel asked meanwhile.
