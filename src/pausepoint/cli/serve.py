@@ -3,7 +3,8 @@
 Serves the graphs given with ``--graph`` to ``langgraph-sdk``, Agent Inbox and
 agent-chat-ui: assistants, threads, state, history and runs, with runs recorded in the
 database and executed by workers in this process (a run accepted before a crash runs
-after a restart). See docs/server.md. Needs the ``server`` extra:
+after a restart) — or, on PostgreSQL, queued for ``pausepoint worker`` processes
+(``--in-process-workers`` keeps them here). See docs/server.md. Needs the ``server`` extra:
 pip install 'pausepoint[server]'.
 """
 
@@ -54,7 +55,18 @@ def add_parser(commands: Commands) -> None:
         help=f"the token clients send as x-api-key or Bearer (default: ${TOKEN_ENV}; "
         "none: open, allowed on a loopback address only)",
     )
-    p.add_argument("--workers", type=int, default=4, help="runs executed at once (default: 4)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=4,
+        help="runs this process executes at once with in-process workers (default: 4)",
+    )
+    p.add_argument(
+        "--in-process-workers",
+        action="store_true",
+        help="on PostgreSQL, execute runs in this process rather than queue them for "
+        "`pausepoint worker` processes (SQLite always executes in process)",
+    )
     p.add_argument(
         "--cors-origin",
         action="append",
@@ -93,6 +105,13 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(
                 f"refusing to serve {args.host} without a token: anyone who reaches it could "
                 f"run and answer every thread. Pass --token (or set ${TOKEN_ENV})."
+            )
+        queue_missing = missing_module([("procrastinate", "procrastinate")])
+        queued = args.db.startswith(("postgresql://", "postgres://"))
+        if queued and not args.in_process_workers and queue_missing:
+            raise CliError(
+                f"queueing runs on PostgreSQL needs the 'server' extra ({queue_missing} "
+                f"is missing): {_EXTRA}; or pass --in-process-workers"
             )
         if args.workers < 1:
             raise CliError(f"--workers must be 1 or more, got {args.workers}")
@@ -137,10 +156,23 @@ def _serve(
     import uvicorn
 
     from pausepoint.server.app import create_app
+    from pausepoint.server.opening import is_postgres_url
     from pausepoint.server.service import RunService
 
+    queued = is_postgres_url(args.db) and not args.in_process_workers
+
     async def opened() -> RunService:
-        return await RunService.open(args.db, graphs, workers=args.workers)
+        if not queued:
+            return await RunService.open(args.db, graphs, workers=args.workers)
+        from pausepoint.workers.frontend import enqueue_runs
+
+        service = await RunService.open(args.db, graphs, workers=0)
+        try:
+            await enqueue_runs(service, args.db)
+        except BaseException:
+            await service.close()
+            raise
+        return service
 
     app = create_app(opened, token=token, cors_origins=args.cors_origin, max_body=args.max_body)
     inbox_token: str | None = None
@@ -154,6 +186,8 @@ def _serve(
     redact_server_logs()
     host = url_host(args.host)
     print(f"pausepoint serve: graphs {', '.join(graphs)} over {args.db}")
+    if queued:
+        print("  runs are queued for `pausepoint worker` processes (--in-process-workers: here)")
     print(f"  http://{host}:{args.port}  (langgraph_sdk.get_client(url=...); Ctrl-C stops)")
     print("  token required (x-api-key or Bearer)" if token else "  no token: open to this host")
     if inbox_token is not None:

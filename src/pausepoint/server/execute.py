@@ -161,6 +161,11 @@ def plan(assistant: Assistant, run: RunRecord, *, continue_from_head: bool = Fal
     else:
         configurable.pop("checkpoint_id", None)
     config["configurable"] = configurable
+    # the graph's name in the checkpoints' metadata: the deadline sweep of a process
+    # serving several graphs (`pausepoint.workers`) sweeps each graph's own questions
+    metadata: JsonObject = dict(config.get("metadata") or {})
+    metadata.setdefault("graph_id", assistant.graph_id)
+    config["metadata"] = metadata
     context = {**assistant.context, **(request.context or {})} or None
     modes = tuple(dict.fromkeys(request.stream_mode))
     engine = tuple(dict.fromkeys(STREAM_MODES[m] for m in modes))

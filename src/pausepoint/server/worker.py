@@ -162,9 +162,32 @@ class Workers:
             return
         if woken.is_set():  # a wake meant for an idle worker: pass it on
             self.wake()
-        await self._execute(claimed)
+        await self.run_claimed(claimed)
 
-    async def _execute(self, claimed: Claimed) -> None:
+    async def run_thread(self, thread_id: str) -> bool:
+        """Claim the thread's next runnable run and execute it; whether there was one.
+
+        For a process whose runs come from a job queue (`pausepoint.workers`) rather
+        than this object's own loops: the queue names the thread, the records decide
+        which run is next. Runs of dead processes whose lease ran out are requeued
+        first (one of them may be this thread's).
+        """
+        now = time.time()
+        await self.store.requeue(expired_before=now)
+        claimed = await self.store.claim(
+            self.owner, now, now + self.lease_seconds, thread_id=thread_id
+        )
+        if claimed is None:
+            return False
+        await self.run_claimed(claimed)
+        return True
+
+    async def run_claimed(self, claimed: Claimed) -> None:
+        """Execute a run this worker claimed, renewing its lease; record how it ended.
+
+        Cancelled from outside (this process stops), the run is left ``running`` under
+        this owner: `close` puts it back to ``pending``.
+        """
         run = claimed.run
         log = self.events.open(run.run_id)
         log.reopen()

@@ -1,0 +1,103 @@
+"""One ``pausepoint worker`` process: the queue's jobs executed with the server's code.
+
+`run_worker` opens the records and the saver (`RunService`, with no workers of its
+own loop), procrastinate's application with pausepoint's tasks, and the cancel
+listener; then takes jobs, ``concurrency`` at once, until SIGTERM or SIGINT.
+
+Graceful shutdown: the first signal stops taking jobs and waits up to
+``shutdown_seconds`` for the runs in flight to finish; the runs still going then are
+stopped and handed back (``pending`` again, executed by another worker from their
+last checkpoint) and the jobs are deferred again by the next repair.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pausepoint.server.service import RunService
+from pausepoint.workers.cancels import listen_for_cancels
+from pausepoint.workers.queue import QUEUE, ensure_schema, new_app
+from pausepoint.workers.tasks import Settings, register
+
+if TYPE_CHECKING:
+    from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.graph.state import StateGraph
+
+__all__ = ["run_worker"]
+
+_log = logging.getLogger("pausepoint.workers")
+
+
+async def run_worker(
+    db_url: str,
+    graphs: Mapping[str, CompiledStateGraph | StateGraph],
+    *,
+    concurrency: int = 4,
+    lease_seconds: float = 30.0,
+    shutdown_seconds: float = 30.0,
+    settings: Settings | None = None,
+    ready: asyncio.Event | None = None,
+) -> None:
+    """Execute the queue's runs until SIGTERM/SIGINT (or until cancelled)."""
+    settings = settings or Settings()
+    await ensure_schema(db_url)
+    service = await RunService.open(
+        db_url, graphs, workers=0, lease_seconds=lease_seconds, pool_for=concurrency
+    )  # no claim loop of its own: the queue's jobs name the threads
+    app = new_app(db_url, pool_size=concurrency + 2)
+    register(app, service, settings)
+    listening = asyncio.Event()
+    try:
+        await service.start()
+        async with app.open_async():
+            listener = asyncio.create_task(
+                listen_for_cancels(db_url, service.workers, ready=listening)
+            )
+            worker = asyncio.create_task(
+                app.run_worker_async(
+                    queues=[QUEUE],
+                    concurrency=concurrency,
+                    name=service.workers.owner,
+                    install_signal_handlers=False,
+                    shutdown_graceful_timeout=shutdown_seconds,
+                    update_heartbeat_interval=max(1.0, settings.stalled_seconds / 6),
+                    stalled_worker_timeout=settings.stalled_seconds,
+                    fetch_job_polling_interval=max(1.0, settings.repair_seconds),
+                )
+            )
+            stop = _on_signals(worker)
+            await listening.wait()
+            if ready is not None:
+                ready.set()
+            try:
+                await worker
+            except asyncio.CancelledError:
+                if not stop.is_set():
+                    raise
+            finally:
+                listener.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listener
+    finally:
+        await service.close()  # hands back the runs still held by this process
+
+
+def _on_signals(worker: asyncio.Task[None]) -> asyncio.Event:
+    """SIGTERM/SIGINT: stop the procrastinate worker gracefully (a second: at once)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def handle() -> None:
+        if stop.is_set():
+            _log.warning("pausepoint worker: second signal, stopping now")
+        stop.set()
+        worker.cancel()  # procrastinate: stop fetching, wait (graceful timeout), abort
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, handle)
+    return stop

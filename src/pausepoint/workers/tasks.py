@@ -1,0 +1,113 @@
+"""The tasks a ``pausepoint worker`` runs: a thread's next run, and the periodic jobs.
+
+- ``pausepoint.run`` (deferred by the front ends, lock = thread id): claim the
+  thread's next runnable run in the records and execute it
+  (`pausepoint.server.worker.Workers.run_thread`).
+- ``pausepoint.repair`` (every ``repair_seconds``): `pausepoint.workers.repair`.
+- ``pausepoint.sweep`` (``sweep_cron``): expire the questions whose deadline passed
+  (`pausepoint.questions.asweep` per served graph), then settle the threads' status.
+- ``pausepoint.clean`` (hourly): delete the queue's jobs that ended more than
+  ``retention_hours`` ago.
+
+A periodic job is deferred once per tick however many workers run (procrastinate
+records each tick in ``procrastinate_periodic_defers``), so one sweep acts per tick;
+and a question swept twice is answered once (the sweep's resume is single-writer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING
+
+from pausepoint.questions import asweep
+from pausepoint.workers.queue import QUEUE, RUN_TASK
+from pausepoint.workers.repair import repair
+
+if TYPE_CHECKING:
+    from procrastinate import App
+
+    from pausepoint.server.service import RunService
+
+__all__ = ["Settings", "register"]
+
+_log = logging.getLogger("pausepoint.workers")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settings:
+    """How often the periodic jobs run, and how long queue rows are kept."""
+
+    repair_seconds: int = 5
+    """Seconds between repairs (1 to 59)."""
+    stalled_seconds: float = 30.0
+    """A worker whose heartbeat is older than this is dead: its jobs are retried."""
+    sweep_cron: str | None = "* * * * *"
+    """When deadlines are swept (cron, a 6th field for seconds); None: never."""
+    retention_hours: int = 24
+    """Ended jobs older than this are deleted by the hourly clean-up."""
+
+
+def _every(seconds: int) -> str:
+    if not 1 <= seconds <= 59:
+        raise ValueError(f"repair_seconds must be 1 to 59, got {seconds}")
+    return f"* * * * * */{seconds}"
+
+
+def register(app: App, service: RunService, settings: Settings) -> None:
+    """Register pausepoint's tasks on ``app``, executing runs with ``service``'s workers."""
+    workers = service.workers
+
+    @app.task(name=RUN_TASK, queue=QUEUE)
+    async def run_thread(thread_id: str, run_id: str) -> None:  # pyright: ignore[reportUnusedFunction]
+        del run_id  # which run is next is the records' decision
+        await workers.run_thread(thread_id)
+
+    @app.periodic(cron=_every(settings.repair_seconds))
+    @app.task(name="pausepoint.repair", queue=QUEUE)
+    async def repair_task(timestamp: int) -> None:  # pyright: ignore[reportUnusedFunction]
+        del timestamp
+        await repair(app, service.store, stalled_seconds=settings.stalled_seconds)
+
+    if settings.sweep_cron is not None:
+
+        @app.periodic(cron=settings.sweep_cron)
+        @app.task(name="pausepoint.sweep", queue=QUEUE, lock="pausepoint.sweep")
+        async def sweep_task(timestamp: int) -> None:  # pyright: ignore[reportUnusedFunction]
+            del timestamp
+            await sweep_deadlines(service)
+
+    @app.periodic(cron="17 * * * *")
+    @app.task(name="pausepoint.clean", queue=QUEUE, lock="pausepoint.clean")
+    async def clean_task(timestamp: int) -> None:  # pyright: ignore[reportUnusedFunction]
+        del timestamp
+        await clean(app, settings.retention_hours)
+
+
+async def sweep_deadlines(service: RunService) -> int:
+    """Sweep each served graph's due questions; settle the threads touched; how many."""
+    one = len(service.graphs) == 1
+    acted = 0
+    for name, graph in service.graphs.items():
+        outcomes = await asweep(graph, graph_id=None if one else name)
+        for done in outcomes:
+            if done.status in ("answered", "failed", "error"):
+                acted += 1
+                if await service.store.get_thread(done.thread_id) is not None:
+                    await service.settle_thread(done.thread_id)
+            _log.info(
+                "pausepoint: deadline of %s on thread %s: %s",
+                done.question_id, done.thread_id, done.status,
+            )  # fmt: skip
+    return acted
+
+
+async def clean(app: App, retention_hours: int) -> None:
+    """Delete the queue's ended jobs (failed, cancelled, aborted too) older than that."""
+    await app.job_manager.delete_old_jobs(
+        nb_hours=retention_hours,
+        queue=QUEUE,
+        include_failed=True,
+        include_cancelled=True,
+        include_aborted=True,
+    )
