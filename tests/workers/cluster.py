@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import signal
 import subprocess
 import sys
@@ -38,6 +37,8 @@ class Worker:
 
     process: subprocess.Popen[bytes]
     log: Path
+    name: str
+    """Its connections' ``application_name``."""
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -51,15 +52,12 @@ class Cluster:
     tmp: Path
     fronts: list[Served] = dataclasses.field(default_factory=list[Served])
     workers: list[Worker] = dataclasses.field(default_factory=list[Worker])
-    node_seconds: float = 0.0
 
     def env(self) -> dict[str, str]:
-        env = server_env()
-        env["PAUSEPOINT_TEST_NODE_SECONDS"] = str(self.node_seconds)
-        return env
+        return server_env()
 
-    def front(self, host: str, *extra: str) -> Served:
-        """Start a front end on ``host``; once ``/ok`` answers."""
+    def front(self, host: str, *extra: str, wait: bool = True) -> Served:
+        """Start a front end on ``host``; once ``/ok`` answers (``wait``)."""
         port = free_port()
         log = self.tmp / f"front-{len(self.fronts)}.log"
         cmd = [sys.executable, "-m", "pausepoint.cli", "serve", "--db", self.db]
@@ -69,18 +67,25 @@ class Cluster:
             process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env())
         served = Served(f"http://{host}:{port}", TOKEN, process, log, self.db)
         self.fronts.append(served)
-        wait_ok(served)
+        if wait:
+            wait_ok(served)
         return served
 
     def worker(self, *extra: str, concurrency: int = 2) -> Worker:
-        """Start a worker (not waiting for it: jobs wait in the queue meanwhile)."""
-        log = self.tmp / f"worker-{len(self.workers)}.log"
-        cmd = [sys.executable, "-m", "pausepoint.cli", "worker", "--db", self.db]
+        """Start a worker (not waiting for it: jobs wait in the queue meanwhile).
+
+        Its connections carry ``application_name`` ``pausepoint-worker-<n>``.
+        """
+        n = len(self.workers)
+        log = self.tmp / f"worker-{n}.log"
+        sep = "&" if "?" in self.db else "?"
+        db = f"{self.db}{sep}application_name=pausepoint-worker-{n}"
+        cmd = [sys.executable, "-m", "pausepoint.cli", "worker", "--db", db]
         cmd += [f"--concurrency={concurrency}", *FAST, *extra]
         cmd += [f"--graph={g}" for g in GRAPHS]
         with log.open("wb") as out:
             process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env())
-        worker = Worker(process, log)
+        worker = Worker(process, log, f"pausepoint-worker-{n}")
         self.workers.append(worker)
         return worker
 
@@ -93,6 +98,18 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"pausepoint worker did not start:\n{worker.output()}")
             time.sleep(0.05)
+
+    def terminate_connections(self, worker: Worker) -> int:
+        """``pg_terminate_backend`` every connection of ``worker``; how many."""
+        import psycopg
+
+        with psycopg.connect(self.db, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = %s",
+                (worker.name,),
+            ).fetchall()
+        return len(rows)
 
     def kill(self, worker: Worker) -> None:
         """SIGKILL ``worker`` and reap it."""
@@ -115,15 +132,17 @@ class Cluster:
 
 @contextlib.contextmanager
 def cluster(
-    db: str, tmp: Path, *, fronts: Sequence[str] = (), workers: int = 0, node_seconds: float = 0
+    db: str, tmp: Path, *, fronts: Sequence[str] = (), workers: int = 0
 ) -> Iterator[Cluster]:
     """Front ends on the ``fronts`` addresses and ``workers`` workers, all started."""
-    c = Cluster(db, tmp, node_seconds=node_seconds)
+    c = Cluster(db, tmp)
     try:
-        for host in fronts:
-            c.front(host)
+        for host in fronts:  # started together: each takes seconds to import
+            c.front(host, wait=False)
         for _ in range(workers):
             c.worker()
+        for served in c.fronts:
+            wait_ok(served)
         for w in c.workers:
             c.wait_started(w)
         yield c
@@ -134,11 +153,3 @@ def cluster(
 def lines(path: Path) -> list[str]:
     """The lines of a thread's log (empty if none was written)."""
     return path.read_text().splitlines() if path.exists() else []
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True

@@ -3,7 +3,7 @@
 - ``chain``: ``one`` -> ``two`` -> ``ask`` (``interrupt``) -> ``three`` -> ``four``.
   Each node appends ``start <node>`` to the file ``log`` names (append-only, fsync'd:
   the order of the lines is the order of the executions, whichever process ran
-  them), sleeps ``PAUSEPOINT_TEST_NODE_SECONDS`` (so a kill lands mid-run), and adds
+  them), sleeps the state's ``pause`` seconds (so a kill lands mid-run), and adds
   its name to ``items``. ``ask`` logs ``answer <answer>`` after its ``interrupt``
   returns: the side effect after an answer.
 - ``append``: one node adding the input's ``item`` to ``items`` (a thread's runs'
@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import operator
-import os
 from typing import Annotated, Any, TypedDict
 
 from tests.server.graphs_http import wait_gate
@@ -36,17 +35,18 @@ class State(TypedDict, total=False):
     gate: str
     item: str
     answer: str
+    pause: float
     items: Annotated[list[str], operator.add]
 
 
-def _pause() -> float:
-    return float(os.environ.get("PAUSEPOINT_TEST_NODE_SECONDS", "0"))
+def _pause(state: State) -> float:
+    return float(state.get("pause", 0.0))
 
 
 def _step(name: str) -> Any:
     async def node(state: State) -> dict[str, Any]:
         count(state.get("log"), f"start {name}")
-        await asyncio.sleep(_pause())
+        await asyncio.sleep(_pause(state))
         return {"items": [name]}
 
     node.__name__ = name
@@ -57,7 +57,7 @@ async def ask(state: State) -> dict[str, Any]:
     count(state.get("log"), "start ask")
     answer = interrupt({"question": "go on?", "thread": state.get("log")})
     count(state.get("log"), f"answer {answer}")
-    await asyncio.sleep(_pause())
+    await asyncio.sleep(_pause(state))
     return {"answer": answer, "items": ["ask"]}
 
 

@@ -197,12 +197,19 @@ def event_name(mode: str, ns: Sequence[str]) -> str:
 
 
 async def execute(
-    graph: CompiledStateGraph, assistant: Assistant, run: RunRecord, the: Plan, emit: Emit
+    graph: CompiledStateGraph,
+    assistant: Assistant,
+    run: RunRecord,
+    the: Plan,
+    emit: Emit,
+    lost: Callable[[BaseException], bool] | None = None,
 ) -> Ended:
     """Run the graph as ``the`` plan says, emitting events; how it ended.
 
     A cancellation (``asyncio.CancelledError``) propagates: the engine winds the run
-    down safely first (what its durability promises is saved).
+    down safely first (what its durability promises is saved). So does a failure
+    ``lost`` says is the database's rather than the graph's (a lost connection): the
+    run is not over, its worker hands it back.
     """
     events = "events" in the.modes
     if events:
@@ -225,6 +232,8 @@ async def execute(
                 ns, (mode, data) = (), cast("tuple[str, Any]", chunk)
             _deliver(the, run, mode, tuple(ns), data, emit)
     except Exception as exc:  # the graph failed: the run ends with an error
+        if lost is not None and lost(exc):
+            raise
         error = {"error": type(exc).__name__, "message": str(exc)}
         emit("error", error)
         return Ended("error", {"__error__": error}, "error")

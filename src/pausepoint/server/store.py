@@ -363,6 +363,24 @@ class Store(RecordStore):
         result: int = await self.db.run(flow(), write=True)
         return result
 
+    async def release(self, run_id: str, owner: str) -> bool:
+        """Put a run ``owner`` holds back to ``pending`` (its database went away mid-run).
+
+        Whether it was ``owner``'s: a run whose lease was taken over is left alone.
+        """
+
+        def flow() -> Flow:
+            rows = yield (
+                "UPDATE pausepoint_server_runs SET status = 'pending', lease_owner = NULL, "
+                "lease_until = NULL WHERE run_id = ? AND status = 'running' "
+                "AND lease_owner = ? RETURNING run_id",
+                (run_id, owner),
+            )
+            return bool(rows)
+
+        result: bool = await self.db.run(flow(), write=True)
+        return result
+
     async def running_owners(self) -> list[str]:
         """The lease owners of the running runs."""
 

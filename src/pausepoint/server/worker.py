@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["Workers", "new_owner"]
+__all__ = ["Workers", "connection_lost", "new_owner"]
 
 _log = logging.getLogger("pausepoint.server")
 
@@ -49,6 +49,28 @@ Resolve = Callable[[RunRecord], Awaitable[tuple["CompiledStateGraph", Assistant]
 def new_owner() -> str:
     """A lease owner id: ``host/pid/random`` (a dead process of this host is seen)."""
     return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+_LOST = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed"})
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a lost PostgreSQL connection.
+
+    Not a failure of the graph: psycopg's ``OperationalError``/``InterfaceError``, the
+    pool's timeout.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        kind = type(seen)
+        if kind.__module__.startswith(("psycopg", "psycopg_pool")) and any(
+            k.__name__ in _LOST for k in kind.__mro__
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _dead_here(owner: str) -> bool:
@@ -203,11 +225,14 @@ class Workers:
             resumed = claimed.started and head_id != start
             the = plan(assistant, run, continue_from_head=resumed)
         except Exception as exc:  # an unknown assistant, an unreadable thread...
+            if connection_lost(exc):
+                await self._hand_back(run, exc)
+                return
             error = {"error": type(exc).__name__, "message": str(exc)}
             log.emit("error", error)
             await self._finish(run, "error", {"__error__": error}, "error")
             return
-        task = asyncio.create_task(execute(graph, assistant, run, the, log.emit))
+        task = asyncio.create_task(execute(graph, assistant, run, the, log.emit, connection_lost))
         self._running[run.run_id] = task
         beat = asyncio.create_task(self._heartbeat(run, task))
         try:
@@ -224,6 +249,9 @@ class Workers:
                 await self._cancelled(graph, run, action, start, start_writes)
                 return
             except Exception as exc:  # not the graph's failure: reading its outcome failed
+                if connection_lost(exc):
+                    await self._hand_back(run, exc)
+                    return
                 error = {"error": type(exc).__name__, "message": str(exc)}
                 log.emit("error", error)
                 ended = Ended("error", {"__error__": error}, "error")
@@ -232,6 +260,19 @@ class Workers:
             beat.cancel()
             self._running.pop(run.run_id, None)
             self._cancels.pop(run.run_id, None)
+
+    async def _hand_back(self, run: RunRecord, exc: BaseException) -> None:
+        """The database went away mid-run: the run goes back to ``pending``.
+
+        It runs again from its last checkpoint (in this process or another). If the
+        database is still away, its lease runs out and it is requeued then.
+        """
+        _log.warning("pausepoint: run %s handed back: %s: %s", run.run_id, type(exc).__name__, exc)
+        self.events.end(run.run_id)
+        try:
+            await self.store.release(run.run_id, self.owner)
+        except Exception:
+            _log.warning("pausepoint: run %s left to its lease's expiry", run.run_id)
 
     async def _cancelled(
         self,
@@ -269,13 +310,21 @@ class Workers:
         swallowed below the engine's driver, which then waits on the step's tasks.
         """
         asked: float | None = None
+        renewed = time.monotonic()
         while not task.done():
             await asyncio.sleep(self.lease_seconds / 3)  # the claim has just set the lease
             if task.done():
                 return
-            ours, cancel = await self.store.renew(
-                run.run_id, self.owner, time.time() + self.lease_seconds
-            )
+            try:
+                ours, cancel = await self.store.renew(
+                    run.run_id, self.owner, time.time() + self.lease_seconds
+                )
+            except Exception as exc:  # the database is away: try again, up to the lease
+                if time.monotonic() - renewed < self.lease_seconds * 2 / 3:
+                    _log.warning("pausepoint: lease of run %s not renewed: %s", run.run_id, exc)
+                    continue
+                ours, cancel = False, None  # it may be taken over soon: stop first
+            renewed = time.monotonic()
             if not ours:
                 task.cancel()
                 return

@@ -50,7 +50,8 @@ async def run_worker(
         db_url, graphs, workers=0, lease_seconds=lease_seconds, pool_for=concurrency
     )  # no claim loop of its own: the queue's jobs name the threads
     app = new_app(db_url, pool_size=concurrency + 2)
-    register(app, service, settings)
+    stopping = asyncio.Event()
+    register(app, service, settings, stopping)
     listening = asyncio.Event()
     try:
         await service.start()
@@ -70,7 +71,7 @@ async def run_worker(
                     fetch_job_polling_interval=max(1.0, settings.repair_seconds),
                 )
             )
-            stop = _on_signals(worker)
+            stop = _on_signals(worker, stopping)
             await listening.wait()
             if ready is not None:
                 ready.set()
@@ -87,10 +88,9 @@ async def run_worker(
         await service.close()  # hands back the runs still held by this process
 
 
-def _on_signals(worker: asyncio.Task[None]) -> asyncio.Event:
-    """SIGTERM/SIGINT: stop the procrastinate worker gracefully (a second: at once)."""
+def _on_signals(worker: asyncio.Task[None], stop: asyncio.Event) -> asyncio.Event:
+    """SIGTERM/SIGINT: set ``stop``, stop the procrastinate worker gracefully."""
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
 
     def handle() -> None:
         if stop.is_set():

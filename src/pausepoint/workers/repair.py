@@ -32,16 +32,22 @@ Repaired = tuple[int, int, int]
 """Jobs retried, runs requeued, jobs deferred."""
 
 
-async def unqueued(store: Store) -> list[tuple[str, str, float]]:
+_DEFER_GRACE = 5.0
+"""Seconds a front end has to defer the job of a run it recorded before the repair
+defers one (a requeued run, claimed before, gets its job at once)."""
+
+
+async def unqueued(store: Store, now: float) -> list[tuple[str, str, float]]:
     """Threads with a pending run and no job ``todo`` or ``doing``: (thread, run, not before)."""
 
     def flow() -> Flow:
         rows = yield (
             "SELECT r.thread_id, MIN(r.run_id), MIN(r.not_before) "
-            "FROM pausepoint_server_runs r WHERE r.status = 'pending' AND NOT EXISTS ("
+            "FROM pausepoint_server_runs r WHERE r.status = 'pending' "
+            "AND (r.attempt > 0 OR r.created_at < ?) AND NOT EXISTS ("
             "SELECT 1 FROM procrastinate_jobs j WHERE j.lock = r.thread_id "
             "AND j.status IN ('todo', 'doing')) GROUP BY r.thread_id",
-            (),
+            (now - _DEFER_GRACE,),
         )
         return [(str(t), str(r), float(n)) for t, r, n in rows]
 
@@ -64,7 +70,7 @@ async def repair(app: App, store: Store, *, stalled_seconds: float) -> Repaired:
             retried += 1
     requeued = await store.requeue(expired_before=time.time())
     deferred = 0
-    for thread_id, run_id, at in await unqueued(store):
+    for thread_id, run_id, at in await unqueued(store, time.time()):
         await defer_run(app, thread_id, run_id, at)
         deferred += 1
     if retried or requeued or deferred:

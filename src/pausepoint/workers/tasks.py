@@ -16,9 +16,12 @@ and a question swept twice is answered once (the sweep's resume is single-writer
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from typing import TYPE_CHECKING
+
+from procrastinate import RetryStrategy
 
 from pausepoint.questions import asweep
 from pausepoint.workers.queue import QUEUE, RUN_TASK
@@ -48,20 +51,42 @@ class Settings:
     """Ended jobs older than this are deleted by the hourly clean-up."""
 
 
+def _connection_errors() -> set[type[Exception]]:
+    import psycopg
+    import psycopg_pool
+
+    return {psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout}
+
+
+_LOST_CONNECTION = RetryStrategy(max_attempts=20, wait=1, retry_exceptions=_connection_errors())
+"""A ``pausepoint.run`` job that lost its connection (before or after its run, which
+hands itself back) is tried again a second later, still holding its thread's lock."""
+
+
 def _every(seconds: int) -> str:
     if not 1 <= seconds <= 59:
         raise ValueError(f"repair_seconds must be 1 to 59, got {seconds}")
     return f"* * * * * */{seconds}"
 
 
-def register(app: App, service: RunService, settings: Settings) -> None:
-    """Register pausepoint's tasks on ``app``, executing runs with ``service``'s workers."""
+def register(
+    app: App, service: RunService, settings: Settings, stopping: asyncio.Event | None = None
+) -> None:
+    """Register pausepoint's tasks on ``app``, executing runs with ``service``'s workers.
+
+    A ``pausepoint.run`` job executes the thread's runs one after the other while
+    there are runnable ones (until ``stopping`` is set): the thread's jobs behind it
+    wait on its lock, and procrastinate wakes no worker when a lock is released
+    (they would wait for their next poll); they find nothing left and end.
+    """
     workers = service.workers
 
-    @app.task(name=RUN_TASK, queue=QUEUE)
+    @app.task(name=RUN_TASK, queue=QUEUE, retry=_LOST_CONNECTION)
     async def run_thread(thread_id: str, run_id: str) -> None:  # pyright: ignore[reportUnusedFunction]
         del run_id  # which run is next is the records' decision
-        await workers.run_thread(thread_id)
+        while await workers.run_thread(thread_id):
+            if stopping is not None and stopping.is_set():
+                return
 
     @app.periodic(cron=_every(settings.repair_seconds))
     @app.task(name="pausepoint.repair", queue=QUEUE)
