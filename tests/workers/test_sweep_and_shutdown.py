@@ -1,0 +1,101 @@
+"""The deadline sweep as a periodic job of three workers, and a worker's graceful stop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from langgraph_sdk import get_client
+from tests.workers.cluster import TOKEN, Cluster, lines
+
+pytestmark = pytest.mark.asyncio
+
+
+def _sweeps(db: str) -> tuple[int, int]:
+    """Sweep jobs ended, and ticks with more than one sweep job."""
+    with psycopg.connect(db, autocommit=True) as conn:
+        done = conn.execute(
+            "SELECT count(*) FROM procrastinate_jobs "
+            "WHERE task_name = 'pausepoint.sweep' AND status = 'succeeded'"
+        ).fetchone()
+        doubled = conn.execute(
+            "SELECT count(*) FROM (SELECT args->>'timestamp' FROM procrastinate_jobs "
+            "WHERE task_name = 'pausepoint.sweep' GROUP BY 1 HAVING count(*) > 1) t"
+        ).fetchone()
+    assert done is not None
+    assert doubled is not None
+    return int(done[0]), int(doubled[0])
+
+
+async def _eventually(check: Any) -> None:
+    async def poll() -> None:
+        while not await asyncio.to_thread(check):
+            await asyncio.sleep(0.05)
+
+    await asyncio.wait_for(poll(), 120)  # a safeguard against a hang, not a timing
+
+
+async def test_one_sweep_acts_per_question_however_many_workers(
+    deployment: Cluster, tmp_path: Path
+) -> None:
+    c = deployment
+    async with get_client(url=c.fronts[0].url, api_key=TOKEN) as client:
+        tids: list[str] = []
+        for i in range(4):
+            tid = (await client.threads.create())["thread_id"]
+            paused: Any = await client.runs.wait(
+                tid, "deadline", input={"log": str(tmp_path / f"late-{i}.log")}
+            )
+            assert paused["__interrupt__"][0]["value"] == "late?"
+            tids.append(tid)
+        logs = [tmp_path / f"late-{i}.log" for i in range(4)]
+        await _eventually(lambda: all(lines(p) for p in logs))
+        after, _ = _sweeps(c.db)
+        await _eventually(lambda: _sweeps(c.db)[0] >= after + 2)  # two more sweeps ran
+        for log in logs:
+            assert lines(log) == ["answer timed out"]
+        assert _sweeps(c.db)[1] == 0  # one sweep job per tick, three workers or not
+        for tid in tids:
+            state: Any = await client.threads.get_state(tid)
+            assert state["values"]["answer"] == "timed out"
+            assert state["next"] == []
+            assert (await client.threads.get(tid))["status"] == "idle"  # settled after
+
+
+def _holder(db: str, run_id: str) -> int:
+    with psycopg.connect(db, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT lease_owner FROM pausepoint_server_runs WHERE run_id = %s", (run_id,)
+        ).fetchone()
+    assert row is not None
+    assert row[0] is not None
+    return int(str(row[0]).split("/")[1])
+
+
+async def test_sigterm_hands_a_running_run_back_to_another_worker(
+    deployment: Cluster, tmp_path: Path
+) -> None:
+    c = deployment
+    gate, log = tmp_path / "gate", tmp_path / "work.log"
+    async with get_client(url=c.fronts[1].url, api_key=TOKEN) as client:
+        tid = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(
+            tid, "gated", input={"gate": str(gate), "log": str(log), "item": "x"}
+        )
+        await _eventually(lambda: lines(log) == ["work x"])
+        pid = _holder(c.db, run["run_id"])
+        [holder] = [w for w in c.workers if w.process.pid == pid]
+        holder.process.send_signal(signal.SIGTERM)  # --shutdown-seconds=0: hand it back
+        assert await asyncio.to_thread(holder.process.wait, 60) == 0, holder.output()
+        assert "pausepoint worker: stopped" in holder.output()
+        await _eventually(lambda: lines(log) == ["work x", "work x"])  # another worker
+        assert _holder(c.db, run["run_id"]) != pid
+        gate.touch()
+        done: Any = await asyncio.wait_for(client.runs.join(tid, run["run_id"]), 60)
+        assert done["items"] == ["x"]
+        assert (await client.runs.get(tid, run["run_id"]))["status"] == "success"
+    c.worker()  # three again for the next tests
