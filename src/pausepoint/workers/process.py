@@ -42,8 +42,13 @@ async def run_worker(
     shutdown_seconds: float = 30.0,
     settings: Settings | None = None,
     ready: asyncio.Event | None = None,
+    listen_cancels: bool = True,
 ) -> None:
-    """Execute the queue's runs until SIGTERM/SIGINT (or until cancelled)."""
+    """Execute the queue's runs until SIGTERM/SIGINT (or until cancelled).
+
+    ``ready`` is set once jobs are taken. ``listen_cancels=False`` leaves a cancel
+    to the lease renewal (benchmarks/queue_cancel.py compares the two).
+    """
     settings = settings or Settings()
     await ensure_schema(db_url)
     service = await RunService.open(
@@ -56,9 +61,13 @@ async def run_worker(
     try:
         await service.start()
         async with app.open_async():
-            listener = asyncio.create_task(
-                listen_for_cancels(db_url, service.workers, ready=listening)
-            )
+            if listen_cancels:
+                listener = asyncio.create_task(
+                    listen_for_cancels(db_url, service.workers, ready=listening)
+                )
+            else:
+                listening.set()
+                listener = asyncio.create_task(asyncio.Event().wait())
             worker = asyncio.create_task(
                 app.run_worker_async(
                     queues=[QUEUE],
