@@ -10,8 +10,12 @@
   ``retention_hours`` ago.
 
 A periodic job is deferred once per tick however many workers run (procrastinate
-records each tick in ``procrastinate_periodic_defers``), so one sweep acts per tick;
-and a question swept twice is answered once (the sweep's resume is single-writer).
+records each tick in ``procrastinate_periodic_defers``; a worker that starts late may
+defer the latest past tick again, as it only keeps the newest tick's row). The
+periodic jobs also carry a queueing lock (at most one waits) and the sweep and the
+clean-up a lock (at most one runs): sweeps run one at a time, and a question swept
+twice is answered once (the sweep's resume goes through the thread's single-writer
+lease; the second finds it answered, ``gone``).
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ def register(
                 return
 
     @app.periodic(cron=_every(settings.repair_seconds))
-    @app.task(name="pausepoint.repair", queue=QUEUE)
+    @app.task(name="pausepoint.repair", queue=QUEUE, queueing_lock="pausepoint.repair")
     async def repair_task(timestamp: int) -> None:  # pyright: ignore[reportUnusedFunction]
         del timestamp
         await repair(app, service.store, stalled_seconds=settings.stalled_seconds)
@@ -97,13 +101,23 @@ def register(
     if settings.sweep_cron is not None:
 
         @app.periodic(cron=settings.sweep_cron)
-        @app.task(name="pausepoint.sweep", queue=QUEUE, lock="pausepoint.sweep")
+        @app.task(
+            name="pausepoint.sweep",
+            queue=QUEUE,
+            lock="pausepoint.sweep",
+            queueing_lock="pausepoint.sweep",
+        )
         async def sweep_task(timestamp: int) -> None:  # pyright: ignore[reportUnusedFunction]
             del timestamp
             await sweep_deadlines(service)
 
     @app.periodic(cron="17 * * * *")
-    @app.task(name="pausepoint.clean", queue=QUEUE, lock="pausepoint.clean")
+    @app.task(
+        name="pausepoint.clean",
+        queue=QUEUE,
+        lock="pausepoint.clean",
+        queueing_lock="pausepoint.clean",
+    )
     async def clean_task(timestamp: int) -> None:  # pyright: ignore[reportUnusedFunction]
         del timestamp
         await clean(app, settings.retention_hours)
