@@ -19,6 +19,9 @@ import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from procrastinate import App
+from procrastinate.app import WorkerOptions
+
 from pausepoint.server.service import RunService
 from pausepoint.workers.cancels import listen_for_cancels
 from pausepoint.workers.queue import QUEUE, ensure_schema, new_app
@@ -57,6 +60,16 @@ async def run_worker(
     app = new_app(db_url, pool_size=concurrency + 2)
     stopping = asyncio.Event()
     register(app, service, settings, stopping)
+    options: WorkerOptions = {
+        "queues": [QUEUE],
+        "concurrency": concurrency,
+        "name": service.workers.owner,
+        "install_signal_handlers": False,
+        "shutdown_graceful_timeout": shutdown_seconds,
+        "update_heartbeat_interval": max(1.0, settings.stalled_seconds / 6),
+        "stalled_worker_timeout": settings.stalled_seconds,
+        "fetch_job_polling_interval": max(1.0, settings.repair_seconds),
+    }
     listening = asyncio.Event()
     try:
         await service.start()
@@ -68,27 +81,11 @@ async def run_worker(
             else:
                 listening.set()
                 listener = asyncio.create_task(asyncio.Event().wait())
-            worker = asyncio.create_task(
-                app.run_worker_async(
-                    queues=[QUEUE],
-                    concurrency=concurrency,
-                    name=service.workers.owner,
-                    install_signal_handlers=False,
-                    shutdown_graceful_timeout=shutdown_seconds,
-                    update_heartbeat_interval=max(1.0, settings.stalled_seconds / 6),
-                    stalled_worker_timeout=settings.stalled_seconds,
-                    fetch_job_polling_interval=max(1.0, settings.repair_seconds),
-                )
-            )
-            stop = _on_signals(worker, stopping)
-            await listening.wait()
-            if ready is not None:
-                ready.set()
             try:
-                await worker
-            except asyncio.CancelledError:
-                if not stop.is_set():
-                    raise
+                await listening.wait()
+                if ready is not None:
+                    ready.set()
+                await _take_jobs(app, options, service, stopping)
             finally:
                 listener.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -97,7 +94,34 @@ async def run_worker(
         await service.close()  # hands back the runs still held by this process
 
 
-def _on_signals(worker: asyncio.Task[None], stop: asyncio.Event) -> asyncio.Event:
+async def _take_jobs(
+    app: App, options: WorkerOptions, service: RunService, stopping: asyncio.Event
+) -> None:
+    """Run procrastinate's worker until a signal; start it again if it stops by itself.
+
+    procrastinate stops its worker when one of its side tasks fails (a heartbeat on a
+    connection the server cut); its jobs were stopped then, and the runs they held
+    are handed back before it starts again.
+    """
+    while True:
+        worker = asyncio.create_task(app.run_worker_async(**options))
+        _on_signals(worker, stopping)
+        try:
+            await worker
+        except asyncio.CancelledError:
+            if not stopping.is_set():
+                raise
+        except Exception:
+            _log.exception("pausepoint worker: procrastinate's worker failed")
+        if stopping.is_set():
+            return
+        _log.warning("pausepoint worker: procrastinate's worker stopped; starting it again")
+        with contextlib.suppress(Exception):  # if the database is away: the leases expire
+            await service.store.requeue(owners=[service.workers.owner], expired_before=None)
+        await asyncio.sleep(1.0)
+
+
+def _on_signals(worker: asyncio.Task[None], stop: asyncio.Event) -> None:
     """SIGTERM/SIGINT: set ``stop``, stop the procrastinate worker gracefully."""
     loop = asyncio.get_running_loop()
 
@@ -109,4 +133,3 @@ def _on_signals(worker: asyncio.Task[None], stop: asyncio.Event) -> asyncio.Even
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, handle)
-    return stop

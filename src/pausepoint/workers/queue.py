@@ -41,6 +41,8 @@ _SCHEMA_LOCK = 7_433_033_302
 
 def new_app(db_url: str, *, pool_size: int = 4) -> App:
     """A procrastinate application on ``db_url`` (not open yet: ``await app.open_async()``)."""
+    # procrastinate's pool checks each connection it hands out (one the server cut is
+    # replaced)
     connector = PsycopgConnector(conninfo=db_url, min_size=1, max_size=max(2, pool_size))
     return App(connector=connector)
 
