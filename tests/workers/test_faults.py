@@ -16,8 +16,10 @@ import random
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 from tests.workers.cluster import TOKEN, Cluster, lines
 from tests.workers.graphs import CHAIN
 
@@ -54,6 +56,21 @@ async def _chaos(c: Cluster, rounds: int, rng: random.Random, done: asyncio.Even
     return did
 
 
+async def _join(client: LangGraphClient, tid: str, run_id: str) -> Any:
+    """``runs.join``, asked again when the connection drops before an answer.
+
+    Seen under ``-m stress`` on a loaded machine (a pooled keep-alive connection the
+    front end closed as the request went out, or reset): a join only reads, so asking
+    again is safe.
+    """
+    for _ in range(5):
+        try:
+            return await client.runs.join(tid, run_id)
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            continue
+    return await client.runs.join(tid, run_id)
+
+
 async def run_under_faults(c: Cluster, tmp: Path, threads: int, rounds: int, seed: int) -> None:
     rng = random.Random(seed)
     a, b = c.fronts
@@ -69,12 +86,12 @@ async def run_under_faults(c: Cluster, tmp: Path, threads: int, rounds: int, see
             tid = (await first.threads.create())["thread_id"]
             inp = {"log": log, "pause": 0.15}
             run = await first.runs.create(tid, "chain", input=inp, durability="sync")
-            paused: Any = await second.runs.join(tid, run["run_id"])
+            paused: Any = await _join(second, tid, run["run_id"])
             assert paused["__interrupt__"], paused
             run = await second.runs.create(
                 tid, "chain", command={"resume": f"a{i}"}, durability="sync"
             )
-            return tid, await first.runs.join(tid, run["run_id"])
+            return tid, await _join(first, tid, run["run_id"])
 
         chaos = asyncio.create_task(_chaos(c, rounds, rng, done))
         try:

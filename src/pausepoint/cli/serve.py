@@ -166,7 +166,8 @@ def _serve(
             return await RunService.open(args.db, graphs, workers=args.workers)
         from pausepoint.workers.frontend import enqueue_runs
 
-        service = await RunService.open(args.db, graphs, workers=0)
+        # no workers here; the pool as large as with them (requests poll the records)
+        service = await RunService.open(args.db, graphs, workers=0, pool_for=args.workers)
         try:
             await enqueue_runs(service, args.db)
         except BaseException:
