@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from tests.server.serving import server_env
 from tests.workers.cluster import Cluster
 
 from pausepoint.cli import main
@@ -39,19 +36,13 @@ def test_workers_on_a_database_without_a_queue(capsys: pytest.CaptureFixture[str
         assert "no queue on this database yet" in capsys.readouterr().err
 
 
-def test_workers_shows_the_queue(deployment: Cluster):
-    out = subprocess.run(
-        [sys.executable, "-m", "pausepoint.cli", "workers", "--db", deployment.db, "--json"],
-        capture_output=True, text=True, env=server_env(), check=True,
-    )  # fmt: skip
-    status = json.loads(out.stdout)
+def test_workers_shows_the_queue(deployment: Cluster, capsys: pytest.CaptureFixture[str]):
+    assert main(["workers", "--db", deployment.db, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
     assert set(status) == {
         "jobs_waiting", "jobs_running", "runs_pending", "runs_running",
         "workers_alive", "workers_stalled", "oldest_pending_seconds",
     }  # fmt: skip
     assert status["workers_alive"] >= 3
-    table = subprocess.run(
-        [sys.executable, "-m", "pausepoint.cli", "workers", "--db", deployment.db],
-        capture_output=True, text=True, env=server_env(), check=True,
-    ).stdout  # fmt: skip
-    assert "workers_alive" in table
+    assert main(["workers", "--db", deployment.db]) == 0
+    assert "workers_alive" in capsys.readouterr().out

@@ -126,3 +126,39 @@ async def test_a_run_whose_job_was_never_deferred_is_executed(
         assert lines(log) == ["item x"]
     finally:
         await recorder.close()
+
+
+async def test_sigterm_lets_a_running_run_finish_within_shutdown_seconds(
+    deployment: Cluster, tmp_path: Path
+) -> None:
+    """With ``--shutdown-seconds`` to spare, a stopping worker finishes its run (its
+    node runs once) and takes no new one."""
+    c = deployment
+    for w in c.workers:  # one worker only, with a long shutdown
+        if w.process.poll() is None:
+            w.process.send_signal(signal.SIGTERM)
+    for w in c.workers:
+        await asyncio.to_thread(w.process.wait, 60)
+    patient = c.worker("--shutdown-seconds=120")
+    await asyncio.to_thread(c.wait_started, patient)
+    gate, log = tmp_path / "gate", tmp_path / "work.log"
+    async with get_client(url=c.fronts[0].url, api_key=TOKEN) as client:
+        tid = (await client.threads.create())["thread_id"]
+        run = await client.runs.create(
+            tid, "gated", input={"gate": str(gate), "log": str(log), "item": "y"}
+        )
+        await _eventually(lambda: lines(log) == ["work y"])
+        patient.process.send_signal(signal.SIGTERM)
+        await _eventually(lambda: "pausepoint worker: stopping" in patient.output())
+        later = await client.runs.create(
+            tid, "gated", input={"gate": str(gate), "log": str(log), "item": "z"}
+        )
+        gate.touch()
+        assert await asyncio.to_thread(patient.process.wait, 120) == 0, patient.output()
+        assert (await client.runs.get(tid, run["run_id"]))["status"] == "success"
+        assert lines(log) == ["work y"]  # finished once, and nothing new taken
+        for _ in range(3):
+            c.worker()
+        done: Any = await asyncio.wait_for(client.runs.join(tid, later["run_id"]), 120)
+        assert done["items"] == ["y", "z"]
+        assert lines(log) == ["work y", "work z"]

@@ -128,6 +128,8 @@ def _on_signals(worker: asyncio.Task[None], stop: asyncio.Event) -> None:
     def handle() -> None:
         if stop.is_set():
             _log.warning("pausepoint worker: second signal, stopping now")
+        else:
+            _log.info("pausepoint worker: stopping: no new run; runs in flight may finish")
         stop.set()
         worker.cancel()  # procrastinate: stop fetching, wait (graceful timeout), abort
 
