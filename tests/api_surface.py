@@ -83,6 +83,8 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.server": "`pausepoint serve`, documented in docs/server.md",
     "pausepoint.server.*": "`pausepoint serve`, documented in docs/server.md",
+    "pausepoint.workers": "`pausepoint worker`, documented in docs/deploying.md",
+    "pausepoint.workers.*": "`pausepoint worker`, documented in docs/deploying.md",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "a task's interrupt and call counters",
     "pausepoint.task_context": "the running task's context",

@@ -312,6 +312,7 @@ PACKAGE_ORDER = (
     "questions",
     "deploys",  # issue 31: the pre-deploy check (reads savers, checks with the loop)
     "server",  # issue 33: `pausepoint serve`, the LangGraph Server API (runs queued, workers)
+    "workers",  # issue 34: runs over procrastinate, `pausepoint worker` on many machines
     "inbox",
     "cli",
 )

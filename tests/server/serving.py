@@ -94,6 +94,8 @@ def serve(
     cmd += [f"--graph={g}" for g in graphs]
     if token is not None:
         cmd += ["--token", token]
+    if db.startswith("postgresql://") and "--in-process-workers" not in extra:
+        cmd.append("--in-process-workers")  # these tests run no `pausepoint worker`
     cmd += list(extra)
     with log.open("wb") as out:
         process = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=server_env())

@@ -1,4 +1,4 @@
-"""The ``pausepoint`` command line: demo, threads, sweep, inbox, serve, check, prune, rekey."""
+"""The ``pausepoint`` command line: demo, threads, sweep, inbox, serve, worker(s), rekey, ..."""
 
 from __future__ import annotations
 
@@ -8,7 +8,18 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
-from pausepoint.cli import check, demo, inbox, migrate, prune, rekey, serve, sweep, threads
+from pausepoint.cli import (
+    check,
+    demo,
+    inbox,
+    migrate,
+    prune,
+    rekey,
+    serve,
+    sweep,
+    threads,
+    worker,
+)
 
 __all__ = ["main"]
 
@@ -25,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep.add_parser(commands)
     inbox.add_parser(commands)
     serve.add_parser(commands)
+    worker.add_parsers(commands)
     check.add_parser(commands)
     prune.add_parser(commands)
     rekey.add_parser(commands)

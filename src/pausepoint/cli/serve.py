@@ -3,7 +3,8 @@
 Serves the graphs given with ``--graph`` to ``langgraph-sdk``, Agent Inbox and
 agent-chat-ui: assistants, threads, state, history and runs, with runs recorded in the
 database and executed by workers in this process (a run accepted before a crash runs
-after a restart). See docs/server.md. Needs the ``server`` extra:
+after a restart) — or, on PostgreSQL, queued for ``pausepoint worker`` processes
+(``--in-process-workers`` keeps them here). See docs/server.md. Needs the ``server`` extra:
 pip install 'pausepoint[server]'.
 """
 
@@ -58,8 +59,9 @@ def add_parser(commands: Commands) -> None:
         "--workers",
         type=int,
         default=4,
-        help="runs executed at once (default: 4; 0: a front end that executes no run, "
-        "for servers on one database where other processes execute the runs)",
+        help="runs this process executes at once with in-process workers (default: 4; 0: a "
+        "front end that executes no run, for servers on one database where other processes "
+        "execute the runs)",
     )
     p.add_argument(
         "--keep-events",
@@ -67,6 +69,12 @@ def add_parser(commands: Commands) -> None:
         default=300.0,
         metavar="SECONDS",
         help="how long a run's events stay in the database after it ends (default: 300)",
+    )
+    p.add_argument(
+        "--in-process-workers",
+        action="store_true",
+        help="on PostgreSQL, execute runs in this process rather than queue them for "
+        "`pausepoint worker` processes (SQLite always executes in process)",
     )
     p.add_argument(
         "--cors-origin",
@@ -111,6 +119,13 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--workers must be 0 or more, got {args.workers}")
         if args.keep_events < 0:
             raise CliError(f"--keep-events must be 0 or more, got {args.keep_events}")
+        queue_missing = missing_module([("procrastinate", "procrastinate")])
+        queued = args.db.startswith(("postgresql://", "postgres://"))
+        if queued and not args.in_process_workers and queue_missing:
+            raise CliError(
+                f"queueing runs on PostgreSQL needs the 'server' extra ({queue_missing} "
+                f"is missing): {_EXTRA}; or pass --in-process-workers"
+            )
         graphs = graph_specs(args.graph)
         if args.inbox is not None:
             _check_inbox(args.inbox, graphs)
@@ -152,12 +167,29 @@ def _serve(
     import uvicorn
 
     from pausepoint.server.app import create_app
+    from pausepoint.server.opening import is_postgres_url
     from pausepoint.server.service import RunService
 
+    queued = is_postgres_url(args.db) and not args.in_process_workers
+
     async def opened() -> RunService:
-        return await RunService.open(
-            args.db, graphs, workers=args.workers, keep_events_seconds=args.keep_events
+        keep = args.keep_events
+        if not queued:
+            return await RunService.open(
+                args.db, graphs, workers=args.workers, keep_events_seconds=keep
+            )
+        from pausepoint.workers.frontend import enqueue_runs
+
+        # no workers here; the pool as large as with them (requests poll the records)
+        service = await RunService.open(
+            args.db, graphs, workers=0, pool_for=max(args.workers, 1), keep_events_seconds=keep
         )
+        try:
+            await enqueue_runs(service, args.db)
+        except BaseException:
+            await service.close()
+            raise
+        return service
 
     app = create_app(opened, token=token, cors_origins=args.cors_origin, max_body=args.max_body)
     inbox_token: str | None = None
@@ -171,6 +203,8 @@ def _serve(
     redact_server_logs()
     host = url_host(args.host)
     print(f"pausepoint serve: graphs {', '.join(graphs)} over {args.db}")
+    if queued:
+        print("  runs are queued for `pausepoint worker` processes (--in-process-workers: here)")
     print(f"  http://{host}:{args.port}  (langgraph_sdk.get_client(url=...); Ctrl-C stops)")
     print("  token required (x-api-key or Bearer)" if token else "  no token: open to this host")
     if inbox_token is not None:

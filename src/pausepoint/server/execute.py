@@ -165,6 +165,11 @@ def plan(assistant: Assistant, run: RunRecord, *, continue_from_head: bool = Fal
     else:
         configurable.pop("checkpoint_id", None)
     config["configurable"] = configurable
+    # the graph's name in the checkpoints' metadata: the deadline sweep of a process
+    # serving several graphs (`pausepoint.workers`) sweeps each graph's own questions
+    metadata: JsonObject = dict(config.get("metadata") or {})
+    metadata.setdefault("graph_id", assistant.graph_id)
+    config["metadata"] = metadata
     context = {**assistant.context, **(request.context or {})} or None
     modes = tuple(dict.fromkeys(request.stream_mode))
     wanted = [STREAM_MODES[m] for m in modes]
@@ -199,12 +204,19 @@ def event_name(mode: str, ns: Sequence[str]) -> str:
 
 
 async def execute(
-    graph: CompiledStateGraph, assistant: Assistant, run: RunRecord, the: Plan, emit: Emit
+    graph: CompiledStateGraph,
+    assistant: Assistant,
+    run: RunRecord,
+    the: Plan,
+    emit: Emit,
+    lost: Callable[[BaseException], bool] | None = None,
 ) -> Ended:
     """Run the graph as ``the`` plan says, emitting events; how it ended.
 
     A cancellation (``asyncio.CancelledError``) propagates: the engine winds the run
-    down safely first (what its durability promises is saved).
+    down safely first (what its durability promises is saved). So does a failure
+    ``lost`` says is the database's rather than the graph's (a lost connection): the
+    run is not over, its worker hands it back.
     """
     events = "events" in the.modes
     folded = MessageEvents(emit, subgraphs=the.subgraphs) if "messages" in the.modes else None
@@ -228,6 +240,8 @@ async def execute(
                 ns, (mode, data) = (), cast("tuple[str, Any]", chunk)
             _deliver(the, run, mode, tuple(ns), data, emit, folded)
     except Exception as exc:  # the graph failed: the run ends with an error
+        if lost is not None and lost(exc):
+            raise
         error = {"error": type(exc).__name__, "message": str(exc)}
         emit("error", error)
         return Ended("error", {"__error__": error}, "error")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pausepoint.graph.rebind import compiled_with
@@ -41,11 +41,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ASSISTANT_NAMESPACE",
+    "Dispatch",
     "RunService",
     "default_assistant_id",
 ]
 
 SortOrder = Literal["asc", "desc"]
+
+Dispatch = Callable[[RunRecord, float], Awaitable[None]]
+"""Told of a run just recorded and the time (epoch seconds) it may start."""
 
 DEFAULT_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """The namespace of default assistants' ids (LangGraph's servers use the same)."""
@@ -104,6 +108,9 @@ class RunService:
             count=workers, lease_seconds=lease_seconds, poll_seconds=poll_seconds,
         )  # fmt: skip
         self._closers = closers
+        self.dispatch: Dispatch | None = None
+        """Set (`pausepoint.workers`): tells a job queue of each run recorded, for
+        workers of other processes; this process's own workers are woken as well."""
         self._started = False
         self._checking = {name: checking_graph(g, saver) for name, g in graphs.items()}
 
@@ -117,6 +124,7 @@ class RunService:
         lease_seconds: float = 30.0,
         poll_seconds: float = 1.0,
         keep_events_seconds: float = 300.0,
+        pool_for: int | None = None,
     ) -> RunService:
         """Open the saver and the server's tables (created if missing); no worker runs yet.
 
@@ -133,11 +141,13 @@ class RunService:
                 about (other processes' runs, ``after_seconds``, expired leases).
             keep_events_seconds: How long a run's events are kept after it ends
                 (then deleted from the database).
+            pool_for: How many runs execute at once in this process when not its
+                own ``workers`` do (a queue worker's concurrency): sizes the pool.
         """
         closers: list[Closer] = []
         db: Database
         try:
-            saver, db = await open_database(db_url, workers, closers)
+            saver, db = await open_database(db_url, max(workers, pool_for or 0), closers)
             await db.setup()
             postgres_url = db_url if is_postgres_url(db_url) else None
             compiled = {name: compiled_with(g, saver) for name, g in graphs.items()}
@@ -158,6 +168,10 @@ class RunService:
             await close_all(closers)
             raise
         return service
+
+    def on_close(self, closer: Closer) -> None:
+        """Run ``closer`` when the service closes (before the database is closed)."""
+        self._closers.append(closer)
 
     async def start(self) -> None:
         """Requeue the runs a dead process left ``running``, then start the workers."""
@@ -389,6 +403,8 @@ class RunService:
         for run_id, was, action in cancelled:
             self._cancelled_now(run_id, was, cast("CancelAction", action))
         self.workers.wake()
+        if self.dispatch is not None:
+            await self.dispatch(run, now.timestamp() + (request.after_seconds or 0.0))
         return run
 
     async def _check_resume(self, graph_id: str, thread_id: str, request: RunRequest) -> None:

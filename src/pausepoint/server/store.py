@@ -26,7 +26,12 @@ from pausepoint.server.records import (
 from pausepoint.server.store_records import Database, RecordStore, time_of
 from pausepoint.server.store_sql import DuplicateError, Flow, Row, dump, load
 
-__all__ = ["Claimed", "Database", "Store"]
+__all__ = ["CANCEL_CHANNEL", "Claimed", "Database", "Store"]
+
+CANCEL_CHANNEL = "pausepoint_cancel"
+"""PostgreSQL's channel told ``"<action> <run id>"`` when a running run is cancelled:
+the process executing it (`pausepoint.workers`) stops it at once rather than at its
+next lease renewal."""
 
 _RUN_COLUMNS = (
     "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, "
@@ -161,6 +166,8 @@ class Store(RecordStore):
                 "UPDATE pausepoint_server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
                 (action, now, run_id),
             )
+            if self.db.postgres:  # delivered at commit to the process holding the run
+                yield "SELECT pg_notify(?, ?)", (CANCEL_CHANNEL, f"{action} {run_id}")
 
     async def cancel_run(
         self, thread_id: str, run_id: str, action: CancelAction, now: float
@@ -187,21 +194,24 @@ class Store(RecordStore):
         result: str = await self.db.run(flow(), write=True)
         return result
 
-    async def claim(self, owner: str, now: float, lease_until: float) -> Claimed | None:
-        """Take the oldest runnable pending run; None when there is none.
+    async def claim(
+        self, owner: str, now: float, lease_until: float, *, thread_id: str | None = None
+    ) -> Claimed | None:
+        """Take the oldest runnable pending run (of ``thread_id`` if given); None if none.
 
         Runnable: due (``not_before``), and the oldest pending run of a thread none of
         whose runs is running.
         """
+        only, params = ("AND r.thread_id = ? ", (now, thread_id)) if thread_id else ("", (now,))
 
         def flow() -> Flow:
             rows = yield (
                 "SELECT r.seq, r.thread_id FROM pausepoint_server_runs r "
-                "WHERE r.status = 'pending' AND r.not_before <= ? AND NOT EXISTS ("
+                f"WHERE r.status = 'pending' AND r.not_before <= ? {only}AND NOT EXISTS ("
                 "SELECT 1 FROM pausepoint_server_runs o WHERE o.thread_id = r.thread_id "
                 "AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq))) "
                 "ORDER BY r.seq LIMIT 1",
-                (now,),
+                params,
             )
             if not rows:
                 return None
@@ -355,6 +365,24 @@ class Store(RecordStore):
             return n
 
         result: int = await self.db.run(flow(), write=True)
+        return result
+
+    async def release(self, run_id: str, owner: str) -> bool:
+        """Put a run ``owner`` holds back to ``pending`` (its database went away mid-run).
+
+        Whether it was ``owner``'s: a run whose lease was taken over is left alone.
+        """
+
+        def flow() -> Flow:
+            rows = yield (
+                "UPDATE pausepoint_server_runs SET status = 'pending', lease_owner = NULL, "
+                "lease_until = NULL WHERE run_id = ? AND status = 'running' "
+                "AND lease_owner = ? RETURNING run_id",
+                (run_id, owner),
+            )
+            return bool(rows)
+
+        result: bool = await self.db.run(flow(), write=True)
         return result
 
     async def running_owners(self) -> list[str]:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["Workers", "new_owner"]
+__all__ = ["Workers", "connection_lost", "new_owner"]
 
 _log = logging.getLogger("pausepoint.server")
 
@@ -50,6 +50,28 @@ Resolve = Callable[[RunRecord], Awaitable[tuple["CompiledStateGraph", Assistant]
 def new_owner() -> str:
     """A lease owner id: ``host/pid/random`` (a dead process of this host is seen)."""
     return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+_LOST = frozenset({"OperationalError", "InterfaceError", "PoolTimeout", "PoolClosed"})
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a lost PostgreSQL connection.
+
+    Not a failure of the graph: psycopg's ``OperationalError``/``InterfaceError``, the
+    pool's timeout.
+    """
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        kind = type(seen)
+        if kind.__module__.startswith(("psycopg", "psycopg_pool")) and any(
+            k.__name__ in _LOST for k in kind.__mro__
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _dead_here(owner: str) -> bool:
@@ -168,9 +190,32 @@ class Workers:
             return
         if woken.is_set():  # a wake meant for an idle worker: pass it on
             self.wake()
-        await self._execute(claimed)
+        await self.run_claimed(claimed)
 
-    async def _execute(self, claimed: Claimed) -> None:
+    async def run_thread(self, thread_id: str) -> bool:
+        """Claim the thread's next runnable run and execute it; whether there was one.
+
+        For a process whose runs come from a job queue (`pausepoint.workers`) rather
+        than this object's own loops: the queue names the thread, the records decide
+        which run is next. Runs of dead processes whose lease ran out are requeued
+        first (one of them may be this thread's).
+        """
+        now = time.time()
+        await self.store.requeue(expired_before=now)
+        claimed = await self.store.claim(
+            self.owner, now, now + self.lease_seconds, thread_id=thread_id
+        )
+        if claimed is None:
+            return False
+        await self.run_claimed(claimed)
+        return True
+
+    async def run_claimed(self, claimed: Claimed) -> None:
+        """Execute a run this worker claimed, renewing its lease; record how it ended.
+
+        Cancelled from outside (this process stops), the run is left ``running`` under
+        this owner: `close` puts it back to ``pending``.
+        """
         run = claimed.run
         log = await self.events.begin(run.run_id, fresh=claimed.attempt == 1)
         try:
@@ -185,11 +230,14 @@ class Workers:
             resumed = claimed.started and head_id != start
             the = plan(assistant, run, continue_from_head=resumed)
         except Exception as exc:  # an unknown assistant, an unreadable thread...
+            if connection_lost(exc):
+                await self._hand_back(run, exc)
+                return
             error = {"error": type(exc).__name__, "message": str(exc)}
             log.emit("error", error)
             await self._finish(run, "error", {"__error__": error}, "error")
             return
-        task = asyncio.create_task(execute(graph, assistant, run, the, log.emit))
+        task = asyncio.create_task(execute(graph, assistant, run, the, log.emit, connection_lost))
         self._running[run.run_id] = task
         beat = asyncio.create_task(self._heartbeat(run, task))
         try:
@@ -206,6 +254,9 @@ class Workers:
                 await self._cancelled(graph, run, action, start, start_writes)
                 return
             except Exception as exc:  # not the graph's failure: reading its outcome failed
+                if connection_lost(exc):
+                    await self._hand_back(run, exc)
+                    return
                 error = {"error": type(exc).__name__, "message": str(exc)}
                 log.emit("error", error)
                 ended = Ended("error", {"__error__": error}, "error")
@@ -214,6 +265,19 @@ class Workers:
             beat.cancel()
             self._running.pop(run.run_id, None)
             self._cancels.pop(run.run_id, None)
+
+    async def _hand_back(self, run: RunRecord, exc: BaseException) -> None:
+        """The database went away mid-run: the run goes back to ``pending``.
+
+        It runs again from its last checkpoint (in this process or another). If the
+        database is still away, its lease runs out and it is requeued then.
+        """
+        _log.warning("pausepoint: run %s handed back: %s: %s", run.run_id, type(exc).__name__, exc)
+        self.events.abandon(run.run_id)  # no END: readers follow the run's next attempt
+        try:
+            await self.store.release(run.run_id, self.owner)
+        except Exception:
+            _log.warning("pausepoint: run %s left to its lease's expiry", run.run_id)
 
     async def _cancelled(
         self,
@@ -258,13 +322,21 @@ class Workers:
         swallowed below the engine's driver, which then waits on the step's tasks.
         """
         asked: float | None = None
+        renewed = time.monotonic()
         while not task.done():
             await asyncio.sleep(self.lease_seconds / 3)  # the claim has just set the lease
             if task.done():
                 return
-            ours, cancel = await self.store.renew(
-                run.run_id, self.owner, time.time() + self.lease_seconds
-            )
+            try:
+                ours, cancel = await self.store.renew(
+                    run.run_id, self.owner, time.time() + self.lease_seconds
+                )
+            except Exception as exc:  # the database is away: try again, up to the lease
+                if time.monotonic() - renewed < self.lease_seconds * 2 / 3:
+                    _log.warning("pausepoint: lease of run %s not renewed: %s", run.run_id, exc)
+                    continue
+                ours, cancel = False, None  # it may be taken over soon: stop first
+            renewed = time.monotonic()
             if not ours:
                 task.cancel()
                 return
