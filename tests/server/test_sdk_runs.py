@@ -124,11 +124,18 @@ async def test_interrupt_cancels_the_first_and_keeps_its_checkpoints(
         gate = tmp_path / "gate"
         tid = await _paused_gated(client, gate)
         first = await _first_resume_running(client, tid)
+        # "running" comes before the answer's step is saved: wait for the checkpoint the
+        # test says is kept (a cancel before it would rightly keep nothing of the run).
+        for _ in range(3000):
+            state: Any = await client.threads.get_state(tid)
+            if state["values"].get("answer") == "first":
+                break
+            await asyncio.sleep(0.02)
         second = await client.runs.create(tid, "gated", input=None, multitask_strategy="interrupt")
         gate.touch()
         await _until(client, tid, second["run_id"], "success", "error")
         assert (await client.runs.get(tid, first))["status"] == "interrupted"
-        state: Any = await client.threads.get_state(tid)
+        state = await client.threads.get_state(tid)
         assert state["values"]["answer"] == "first"
 
 
