@@ -48,6 +48,8 @@ PAGES: dict[str, str] = {
     "pausepoint.inbox": "inbox",
     "pausepoint.deploys": "deploys",
     "pausepoint.migrations": "migrations",
+    "pausepoint.observing": "observing",
+    "pausepoint.otel": "otel",
 }
 
 # Modules without a page, with the reason; "x.*" stands for every submodule of x.
@@ -82,6 +84,7 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.inbox.*": "the inbox's internals; pausepoint.inbox re-exports the public names",
     "pausepoint.server": "`pausepoint serve`, documented in docs/server.md",
     "pausepoint.server.*": "`pausepoint serve`, documented in docs/server.md",
+    "pausepoint.otel.*": "pausepoint.otel's internals; pausepoint.otel re-exports the public names",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "a task's interrupt and call counters",
     "pausepoint.task_context": "the running task's context",
