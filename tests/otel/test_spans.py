@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 import subprocess
 import sys
@@ -9,12 +10,12 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from opentelemetry.trace import StatusCode
+from tests.conftest import Driver
+from tests.otel.conftest import Spans, parent_of, span_id, trace_id
 
 import pausepoint.otel
 from pausepoint import END, START, Command, InMemorySaver, Send, StateGraph, interrupt
 from pausepoint.func import entrypoint, task
-from tests.conftest import Driver
-from tests.otel.conftest import Spans, parent_of, span_id, trace_id
 
 
 class State(TypedDict):
@@ -30,7 +31,7 @@ def chain(*names: str, saver: Any = None) -> Any:
     for name in names:
         graph.add_node(name, lambda _s, n=name: {"log": [n]})
     graph.add_edge(START, names[0])
-    for a, b in zip(names, names[1:], strict=False):
+    for a, b in itertools.pairwise(names):
         graph.add_edge(a, b)
     graph.add_edge(names[-1], END)
     return graph.compile(checkpointer=saver if saver is not None else InMemorySaver())
@@ -57,7 +58,8 @@ def test_a_chain_is_a_run_with_a_step_per_node_and_a_node_in_each(drive: Driver,
     assert run.attributes["pausepoint.thread_id"] == "t1"
     assert run.attributes["gen_ai.conversation.id"] == "t1"
     state = drive.get_state(graph, cfg("t1"))
-    assert run.attributes["pausepoint.checkpoint_id"] == state.config["configurable"]["checkpoint_id"]
+    head = state.config["configurable"]["checkpoint_id"]
+    assert run.attributes["pausepoint.checkpoint_id"] == head
     assert "pausepoint.paused" not in run.attributes
 
 
