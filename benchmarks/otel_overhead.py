@@ -82,7 +82,9 @@ def count(workload: str, mode: str, runs: int) -> int:
             str(runs),
         ]
         env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{workload} ({mode}) failed:\n{done.stderr[-3000:]}")
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
         raise RuntimeError(f"no instruction count in valgrind's output:\n{done.stderr[-2000:]}")

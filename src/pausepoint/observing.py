@@ -1,7 +1,7 @@
 """The hook a tracer plugs into: what the loop tells an observer, and when.
 
-The core never imports a tracing library. It reads one module attribute,
-`observer`, when a run starts; with None there (the default) a run does nothing
+The core never imports a tracing library. It reads one attribute,
+``OBSERVING.observer``, when a run starts; with None there (the default) a run does nothing
 more for tracing than that one ``is None`` check, and each later call site checks
 the run's own ``trace`` (None too). `pausepoint.otel` installs an observer that
 makes OpenTelemetry spans; any object with these methods will do.
@@ -19,11 +19,12 @@ import dataclasses
 from typing import Protocol
 
 __all__ = [
+    "OBSERVING",
     "Observer",
+    "ObserverSlot",
     "RunStart",
     "RunTrace",
     "TaskTrace",
-    "observer",
     "set_observer",
 ]
 
@@ -116,12 +117,21 @@ class Observer(Protocol):
         ...
 
 
-observer: Observer | None = None
-"""The observer runs report to; None (the default): none, and no cost but one check."""
+class ObserverSlot:
+    """Where the installed observer is kept (`OBSERVING`): read once per run by the loop."""
+
+    __slots__ = ("observer",)
+
+    def __init__(self) -> None:
+        self.observer: Observer | None = None
+        """The observer runs report to; None (the default): none, no cost but the check."""
+
+
+OBSERVING = ObserverSlot()
+"""The one slot the loop reads (``OBSERVING.observer``); change it with `set_observer`."""
 
 
 def set_observer(new: Observer | None) -> Observer | None:
     """Install ``new`` (None: remove it) for runs started from now on; return the old one."""
-    global observer
-    old, observer = observer, new
+    old, OBSERVING.observer = OBSERVING.observer, new
     return old

@@ -18,7 +18,6 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pausepoint import observing
 from pausepoint.checkpoint.base import CheckpointRef
 from pausepoint.checkpoint.ids import now_iso
 from pausepoint.constants import PUSH, RETURN
@@ -26,7 +25,7 @@ from pausepoint.errors import GraphInterrupt, NondeterministicTaskError
 from pausepoint.loop.answers import bind_answer
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.loop.tasks import task_id, task_ns
-from pausepoint.observing import TaskTrace
+from pausepoint.observing import OBSERVING, TaskTrace
 from pausepoint.types import RetryPolicy
 
 __all__ = ["CallEvents", "CallRequest", "CallSite", "Memo", "returned"]
@@ -70,7 +69,7 @@ def _traced(name: str, call_id: str, answers: str | None) -> TaskTrace | None:
 
     ``answers``: what the asker of the call's question stored, when this run answers it.
     """
-    watch = observing.observer
+    watch = OBSERVING.observer
     return None if watch is None else watch.call_started(name, call_id, answers)
 
 

@@ -13,7 +13,6 @@ import dataclasses
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
-from pausepoint import observing
 from pausepoint._asking import keep_first_deadlines
 from pausepoint.checkpoint.base import SaverProtocol
 from pausepoint.checkpoint.ids import new_stamp
@@ -34,6 +33,7 @@ from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.state import RunSetup, RunState, current_tasks, output
 from pausepoint.loop.tasks import Task, count_steps_left
 from pausepoint.loop.writes import apply_writes, finish_deferred
+from pausepoint.observing import OBSERVING, RunStart, RunTrace
 from pausepoint.task_context import NestInfo
 from pausepoint.types import Durability, Interrupt
 
@@ -380,20 +380,20 @@ _NEXT_OUTCOME = NextOutcome()
 
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, object, RunResult]:
     """The loop for one run of ``spec``; drive it with a driver from `pausepoint.drivers`."""
-    if (watch := observing.observer) is None:
+    if (watch := OBSERVING.observer) is None:
         return _Run(spec, input, opts).steps()
-    return _observed(_Run(spec, input, opts), watch)
+    it = _Run(spec, input, opts)
+    cfg = opts.config
+    start = RunStart(spec.name, cfg.thread_id, cfg.checkpoint_ns, opts.nest is not None)
+    # Told in the caller's context (a subgraph's: its parent task's), where the run starts.
+    if (trace := watch.run_started(start)) is None:
+        return it.steps()
+    it.state.trace = trace
+    return _observed(it, trace)
 
 
-def _observed(it: _Run, watch: observing.Observer) -> Generator[Effect, object, RunResult]:
-    """``it``'s steps, told to an observer: its start, and how it ends."""
-    cfg = it.setup.cfg
-    start = observing.RunStart(
-        it.setup.spec.name, cfg.thread_id, cfg.checkpoint_ns, it.setup.opts.nest is not None
-    )
-    trace = it.state.trace = watch.run_started(start)
-    if trace is None:
-        return (yield from it.steps())
+def _observed(it: _Run, trace: RunTrace) -> Generator[Effect, object, RunResult]:
+    """``it``'s steps, and how the run ended told to its trace."""
     try:
         result = yield from it.steps()
     except GraphInterrupt as exc:  # a subgraph's pause, on its way up: not a failure

@@ -7,7 +7,7 @@ from importlib.metadata import PackageNotFoundError, version
 from opentelemetry import trace
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, TracerProvider
 
-from pausepoint import observing
+from pausepoint.observing import OBSERVING, set_observer
 from pausepoint.otel.spans import SpanObserver
 
 __all__ = ["instrument", "is_instrumented", "uninstrument"]
@@ -31,18 +31,18 @@ def instrument(tracer_provider: TracerProvider | None = None) -> None:
     else:
         tracer = tracer_provider.get_tracer(_SCOPE, _version())
         observer = SpanObserver(tracer, _always)
-    observing.set_observer(observer)
+    set_observer(observer)
 
 
 def uninstrument() -> None:
     """Stop making spans for runs started from now on (a no-op if not instrumented)."""
-    if isinstance(observing.observer, SpanObserver):
-        observing.set_observer(None)
+    if isinstance(OBSERVING.observer, SpanObserver):
+        set_observer(None)
 
 
 def is_instrumented() -> bool:
     """Whether `instrument` is in effect."""
-    return isinstance(observing.observer, SpanObserver)
+    return isinstance(OBSERVING.observer, SpanObserver)
 
 
 def _global_configured() -> bool:
