@@ -17,9 +17,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, Status, StatusCode, Tracer
 
+import pausepoint.otel.attributes as attr
 from pausepoint.errors import GraphBubbleUp, GraphInterrupt
 from pausepoint.observing import RunStart
-from pausepoint.otel import attributes as attr
 from pausepoint.otel.traceparent import from_traceparent, to_traceparent
 
 __all__ = ["SpanObserver"]
