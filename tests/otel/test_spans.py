@@ -348,3 +348,15 @@ def _ancestors(spans: Spans, span: Any) -> list[Any]:
         span = by_id[up]
         out.append(span)
     return out
+
+
+def test_a_stream_closed_early_ends_its_spans_cancelled_not_failed(spans: Spans):
+    graph = chain("a", "b", "c")
+    stream = graph.stream({"log": []}, cfg("closed"), stream_mode="updates")
+    assert next(stream) == {"a": {"log": ["a"]}}
+    stream.close()
+    run = spans.one("run LangGraph")
+    assert run.attributes["pausepoint.cancelled"] is True
+    assert run.status.status_code == StatusCode.UNSET
+    assert not [s for s in spans.all() if s.status.status_code == StatusCode.ERROR]
+    assert "node c" not in spans.names()
