@@ -30,7 +30,7 @@ from pausepoint.otel.attributes import (
     TASK_ID,
     THREAD_ID,
 )
-from pausepoint.otel.instrument import instrument, is_instrumented, uninstrument
+from pausepoint.otel.enabling import instrument, is_instrumented, uninstrument
 
 del _trace  # imported only to name the missing extra
 
