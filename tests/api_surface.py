@@ -49,6 +49,8 @@ PAGES: dict[str, str] = {
     "pausepoint.deploys": "deploys",
     "pausepoint.migrations": "migrations",
     "pausepoint.crypto": "crypto",
+    "pausepoint.observing": "observing",
+    "pausepoint.otel": "otel",
 }
 
 # Modules without a page, with the reason; "x.*" stands for every submodule of x.
@@ -85,6 +87,7 @@ NOT_PAGES: dict[str, str] = {
     "pausepoint.server.*": "`pausepoint serve`, documented in docs/server.md",
     "pausepoint.workers": "`pausepoint worker`, documented in docs/deploying.md",
     "pausepoint.workers.*": "`pausepoint worker`, documented in docs/deploying.md",
+    "pausepoint.otel.*": "pausepoint.otel's internals; pausepoint.otel re-exports the public names",
     "pausepoint.running": "the running task's context variable",
     "pausepoint.scratchpad": "a task's interrupt and call counters",
     "pausepoint.task_context": "the running task's context",

@@ -296,6 +296,7 @@ PACKAGE_ORDER = (
     "serde",
     "config",
     "runtime",
+    "observing",  # issue 36: the hook a tracer plugs into (pausepoint.otel's)
     # persistence, the running task, the loop and what drives it
     "checkpoint",
     "crypto",  # issue 36: KeyRing, the cipher behind a saver's encryption= (core imports none)
@@ -311,6 +312,7 @@ PACKAGE_ORDER = (
     "testing",
     "questions",
     "deploys",  # issue 31: the pre-deploy check (reads savers, checks with the loop)
+    "otel",  # issue 36: OpenTelemetry spans, through pausepoint.observing
     "server",  # issue 33: `pausepoint serve`, the LangGraph Server API (runs queued, workers)
     "workers",  # issue 34: runs over procrastinate, `pausepoint worker` on many machines
     "inbox",

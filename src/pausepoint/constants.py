@@ -24,6 +24,9 @@ INTERRUPT: Final = "__interrupt__"
 RESUME: Final = "__resume__"
 ASKED: Final = "__asked__"
 """Write of a paused task: which ``interrupt()`` call (0, 1, ...) asked its question."""
+ASKED_SPAN: Final = "__asked_span__"
+"""Write of a paused task, made only while traced (`pausepoint.otel`): the W3C
+``traceparent`` of the span that asked, for the answering run's link to it."""
 ERROR: Final = "__error__"
 NO_WRITES: Final = "__no_writes__"
 SCHEDULED: Final = "__scheduled__"
@@ -43,6 +46,7 @@ RESERVED_NAMES: Final = frozenset(
         INTERRUPT,
         RESUME,
         ASKED,
+        ASKED_SPAN,
         ERROR,
         NO_WRITES,
         SCHEDULED,
@@ -59,6 +63,7 @@ WRITES_IDX_MAP: Final[dict[str, int]] = {
     INTERRUPT: -3,
     RESUME: -4,
     ASKED: -5,
+    ASKED_SPAN: -6,
 }
 
 DEFAULT_LEASE_TTL: Final = 120.0

@@ -31,12 +31,13 @@ scenario = Scenarios(savers=SAVERS, mask_task_ids=True)
 DURABILITIES = ("sync", "async", "exit")
 
 
-OWN_WRITES = frozenset({"__asked__", "__resume__", "__error__"})
+OWN_WRITES = frozenset({"__asked__", "__asked_span__", "__resume__", "__error__"})
 """Write channels where the two libraries store answers their own ways (DESIGN §4.1: an
 answer is stored against the question it answers, ``__asked__`` tells which; LangGraph
 also keeps the root's resume value for a question asked in a subgraph), and the
 ``__error__`` write with which pausepoint clears a ``@task`` call's saved failure when it
-pauses (nothing fails in these scenarios)."""
+pauses (nothing fails in these scenarios); ``__asked_span__``, the span that asked, stored
+only while traced (docs/observability.md)."""
 
 
 def _saved(drive: Any, saver: Any) -> list[tuple[Any, ...]]:

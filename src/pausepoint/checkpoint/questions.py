@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 from xxhash import xxh3_128_hexdigest
 
 from pausepoint.checkpoint.ids import stamp_time
-from pausepoint.constants import ASKED, ERROR, INTERRUPT, NULL_TASK_ID, PULL, RESUME, SCHEDULED
+from pausepoint.constants import (
+    ASKED,
+    ASKED_SPAN,
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    PULL,
+    RESUME,
+    SCHEDULED,
+)
 from pausepoint.errors import CheckpointDecodeError
 
 if TYPE_CHECKING:
@@ -249,7 +258,7 @@ def apply_write(state: TaskState, channel: str, value: Any) -> None:
         state.resume = list(value) if isinstance(value, (list, tuple)) else [value]  # pyright: ignore[reportUnknownArgumentType]
     elif channel == ASKED:
         state.asked = value
-    elif channel not in (ERROR, SCHEDULED):
+    elif channel not in (ERROR, SCHEDULED, ASKED_SPAN):
         state.done = True
 
 

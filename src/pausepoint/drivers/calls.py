@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint.base import CheckpointRef, SaverProtocol, StepCommit, TaskWrites
-from pausepoint.constants import ASKED, ERROR, INTERRUPT, NS_SEP, RESUME, RETURN
+from pausepoint.constants import ASKED, ASKED_SPAN, ERROR, INTERRUPT, NS_SEP, RESUME, RETURN
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
 from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
@@ -179,6 +179,8 @@ def _child_context(
 ) -> TaskContext:
     parent = TASK.get()
     assert parent is not None, "a task call runs inside its parent's context"
+    if req.trace is not None:  # in the call's own context: its span made current
+        req.trace.enter()
     site = CallSite(
         req.id,
         req.site.checkpoint_id,
@@ -214,16 +216,21 @@ def _call_runtime(parent: Runtime[Any], req: CallRequest) -> Runtime[Any]:
 
 
 def _outcome(req: CallRequest, value: object, error: BaseException | None) -> TaskRecord:
+    if req.trace is not None:
+        req.trace.ended(error)
     if error is None:
         return TaskRecord(writes=[(RETURN, returned(req.name, value))], done=True)
     if isinstance(error, GraphInterrupt):
         found = error.interrupts
         own = error.position is not None and bool(found) and is_own_interrupt(found[0], req.ns)
-        return TaskRecord(
+        rec = TaskRecord(
             interrupts=found,
             resume=list(req.resume) or None,
             asked=error.position if own else None,
         )
+        if own and req.trace is not None:
+            rec.asked_span = req.trace.asked()
+        return rec
     return TaskRecord(error=repr(error), resume=list(req.resume) or None)
 
 
@@ -231,6 +238,13 @@ def _writes(rec: TaskRecord) -> list[tuple[str, object]]:
     if rec.done:
         return list(rec.writes)
     if rec.interrupts:
+        if rec.asked_span is not None:  # hidden: the answering run links to the asker
+            return [
+                (INTERRUPT, rec.interrupts),
+                (ASKED, rec.asked),
+                (ASKED_SPAN, rec.asked_span),
+                (ERROR, None),
+            ]
         if rec.asked is not None:
             return [(INTERRUPT, rec.interrupts), (ASKED, rec.asked), (ERROR, None)]
         return [(INTERRUPT, rec.interrupts), (ERROR, None)]

@@ -334,9 +334,12 @@ def bind_resume(
             owners,
             state.resume.positions,
         )
+    trace = state.trace
     for task_id, answers in state.answered.items():
         if answers is not None:
             state.records[task_id].resume = answers
+            if trace is not None:  # a link to the span that asked, if it was traced
+                trace.answered(state.records[task_id].asked_span)
             yield from persist.save_writes(task_id, [(RESUME, answers)])
 
 

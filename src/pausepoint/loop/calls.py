@@ -25,6 +25,7 @@ from pausepoint.errors import GraphInterrupt, NondeterministicTaskError
 from pausepoint.loop.answers import bind_answer
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt
 from pausepoint.loop.tasks import task_id, task_ns
+from pausepoint.observing import OBSERVING, TaskTrace
 from pausepoint.types import RetryPolicy
 
 __all__ = ["CallEvents", "CallRequest", "CallSite", "Memo", "returned"]
@@ -46,6 +47,8 @@ class CallRequest:
     new_answer: bool
     save_at: CheckpointRef | None
     site: CallSite
+    trace: TaskTrace | None = None
+    """The call's observation (`pausepoint.observing`), when an observer is installed."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,6 +62,15 @@ class Memo:
 def returned(name: str, value: object) -> dict[str, object]:
     """The ``RETURN`` write of a finished call (the name is kept for the determinism check)."""
     return {"task": name, "value": value}
+
+
+def _traced(name: str, call_id: str, answers: str | None) -> TaskTrace | None:
+    """The call's observation, if an observer is installed.
+
+    ``answers``: what the asker of the call's question stored, when this run answers it.
+    """
+    watch = OBSERVING.observer
+    return None if watch is None else watch.call_started(name, call_id, answers)
 
 
 def _saved_return(rec: TaskRecord) -> dict[str, object]:
@@ -193,6 +205,7 @@ class CallSite:
             return self._memo(rec, index, name)
         resume = tuple(rec.resume or ()) if rec is not None else ()
         new_answer = False
+        asked_span: str | None = None
         if rec is not None and rec.resumable:
             answer = [self.answers[i.id] for i in rec.interrupts if i.id in self.answers]
             if answer and is_own_interrupt(rec.interrupts[0], ns):
@@ -200,6 +213,7 @@ class CallSite:
                 bound = bind_answer(rec, rec.interrupts[0], answer[0])
                 if bound is not None:
                     resume, new_answer = tuple(bound), True
+                    asked_span = rec.asked_span
             elif not answer and rec.paused and self.answers and not rec.answered:
                 # (An answer to a question of a graph the call runs reaches it through
                 # the resume map the graph inherits: the call runs again.)
@@ -218,6 +232,7 @@ class CallSite:
             new_answer,
             self.save_at,
             self,
+            _traced(name, cid, asked_span),
         )
 
     def _memo(self, rec: TaskRecord, index: int, name: str) -> Memo:

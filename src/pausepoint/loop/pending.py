@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from xxhash import xxh3_128_hexdigest
 
 from pausepoint.checkpoint.base import PendingWrite
-from pausepoint.constants import ASKED, ERROR, INTERRUPT, NULL_TASK_ID, RESUME, SCHEDULED
+from pausepoint.constants import (
+    ASKED,
+    ASKED_SPAN,
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    RESUME,
+    SCHEDULED,
+)
 from pausepoint.errors import (
     AmbiguousResumeError,
     NothingToResumeError,
@@ -64,6 +72,8 @@ class TaskRecord:
     record saved before positions were stored, read as ``len(resume)``)."""
     error: Any = None
     done: bool = False
+    asked_span: str | None = None
+    """The ``traceparent`` of the span that asked (``ASKED_SPAN``; written while traced)."""
 
     def __init__(
         self,
@@ -155,6 +165,8 @@ def read_records(
             rec.error = value
         elif channel == ASKED:
             rec.asked = value
+        elif channel == ASKED_SPAN:
+            rec.asked_span = value
         elif channel != SCHEDULED:
             if rec.done:
                 made_here: Any = rec.writes  # the list made below

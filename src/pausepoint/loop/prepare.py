@@ -146,6 +146,8 @@ class ExecTask(TaskContext):
         self._scratchpad = None  # counters from zero, answers as saved
         if (tap := self.frame.run.opts.messages) is not None:  # in the task's own context
             tap.enter(self)
+        if (trace := self.frame.state.trace) is not None:  # the task's span made current
+            trace.task_entered(self.task.id)
         self.attempt += 1
         if self.attempt == 1:
             self.first_attempt_time = wall_clock()

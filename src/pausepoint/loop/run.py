@@ -17,7 +17,7 @@ from pausepoint._asking import keep_first_deadlines
 from pausepoint.checkpoint.base import SaverProtocol
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.config import RunConfig
-from pausepoint.constants import ASKED, ERROR, INTERRUPT, NO_WRITES, START
+from pausepoint.constants import ASKED, ASKED_SPAN, ERROR, INTERRUPT, NO_WRITES, START
 from pausepoint.errors import GraphInterrupt, GraphRecursionError, ParentCommand
 from pausepoint.loop import begin, fork, lease, namespaces
 from pausepoint.loop import emit as out
@@ -33,6 +33,7 @@ from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.state import RunSetup, RunState, current_tasks, output
 from pausepoint.loop.tasks import Task, count_steps_left
 from pausepoint.loop.writes import apply_writes, finish_deferred
+from pausepoint.observing import OBSERVING, RunStart, RunTrace
 from pausepoint.task_context import NestInfo
 from pausepoint.types import Durability, Interrupt
 
@@ -148,6 +149,8 @@ class _Run:
             yield from out.reached_checkpoint(run, state, self.persist)
         if not tasks:
             return False
+        if (trace := state.trace) is not None:
+            trace.step_started(state.step, state.checkpoint["id"])
         # A fresh step (the usual case) has nothing that ran or paused here before.
         records = state.records
         to_run, paused = (
@@ -191,11 +194,7 @@ class _Run:
         else:
             frame = StepFrame(run, state, self.persist)
             # A driver may run a lone task in place and answer with its outcome at once.
-            execs = (
-                [prepare_for_execution(frame, to_run[0])]
-                if len(to_run) == 1
-                else [prepare_for_execution(frame, t) for t in to_run]
-            )
+            execs = _prepared(frame, to_run)
             try:
                 ran = yield RunTasks(execs, frame.live)
             except Stopped as stop:
@@ -211,6 +210,8 @@ class _Run:
                     outcome = yield _NEXT_OUTCOME
                 except Stopped as stop:
                     outcome, state.stopping = stop.taken(), True
+            if (trace := state.trace) is not None:
+                trace.task_ended(outcome.task.id, outcome.error)
             if outcome.error is None and not reports:  # the usual case, without finish()
                 hold = n == last and not (interrupts or errors or state.pausing)
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
@@ -282,6 +283,8 @@ class _Run:
                 # Which question this is: its answer will be bound to it (answers.py).
                 rec.asked = err.position
                 saved.append((ASKED, err.position))
+                if (trace := state.trace) is not None and (at := trace.task_asked(task.id)):
+                    saved.append((ASKED_SPAN, at))  # hidden: for the answer's link
             if rec.error is not None:
                 # A saved failure is cleared so the task reads as paused, not failed.
                 rec.error = None
@@ -333,6 +336,8 @@ class _Run:
         state.answered = {}
         state.resuming = False
         state.step += 1
+        if (trace := state.trace) is not None:
+            trace.step_ended()
         after = run.opts.interrupt_after
         if after and pauses_at(state.checkpoint, after, ran):
             raise GraphInterrupt(())
@@ -375,7 +380,42 @@ _NEXT_OUTCOME = NextOutcome()
 
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, object, RunResult]:
     """The loop for one run of ``spec``; drive it with a driver from `pausepoint.drivers`."""
-    return _Run(spec, input, opts).steps()
+    if (watch := OBSERVING.observer) is None:
+        return _Run(spec, input, opts).steps()
+    it = _Run(spec, input, opts)
+    cfg = opts.config
+    start = RunStart(spec.name, cfg.thread_id, cfg.checkpoint_ns, opts.nest is not None)
+    # Told in the caller's context (a subgraph's: its parent task's), where the run starts.
+    if (trace := watch.run_started(start)) is None:
+        return it.steps()
+    it.state.trace = trace
+    return _observed(it, trace)
+
+
+def _observed(it: _Run, trace: RunTrace) -> Generator[Effect, object, RunResult]:
+    """``it``'s steps, and how the run ended told to its trace."""
+    try:
+        result = yield from it.steps()
+    except GraphInterrupt as exc:  # a subgraph's pause, on its way up: not a failure
+        trace.ended(it.state.checkpoint["id"], len(exc.interrupts), None)
+        raise
+    except BaseException as exc:
+        trace.ended(it.state.checkpoint["id"], None, exc)
+        raise
+    trace.ended(it.state.checkpoint["id"], len(result.interrupts) if result.paused else None, None)
+    return result
+
+
+def _prepared(frame: StepFrame, to_run: list[Task]) -> list[ExecTask]:
+    """The step's tasks bound to it, each one's observation started (if observed)."""
+    if len(to_run) == 1:
+        execs = [prepare_for_execution(frame, to_run[0])]
+    else:
+        execs = [prepare_for_execution(frame, t) for t in to_run]
+    if (trace := frame.state.trace) is not None:
+        for t in to_run:
+            trace.task_started(t.name, t.id)
+    return execs
 
 
 def _keep_calls(persist: Persistence, frame: StepFrame | None) -> None:

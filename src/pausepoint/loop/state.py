@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.pending import ResumeMap, TaskRecord
     from pausepoint.loop.run import RunOptions
     from pausepoint.loop.spec import GraphSpec, NodeProc
+    from pausepoint.observing import RunTrace
 
 __all__ = ["RunSetup", "RunState", "current_tasks", "output", "restore_saved"]
 
@@ -104,6 +105,7 @@ class RunState:
         "stop",
         "stopping",
         "tasks",
+        "trace",
         "unreported",
         "updated",
         "updated_by_name",
@@ -155,6 +157,8 @@ class RunState:
         # The current checkpoint's parent: the saver's config, or the run's own ref.
         self.parent_config: CheckpointRef | RunnableConfig | None = None
         self.unreported = False  # a checkpoint made, its event not yet streamed
+        # --- observation (pausepoint.observing): None unless an observer is installed
+        self.trace: RunTrace | None = None
 
 
 def restore_saved(run: RunSetup, state: RunState, saved: CheckpointTuple) -> None:

@@ -1,0 +1,61 @@
+"""Turning the spans on and off: `instrument`, `uninstrument`, `is_instrumented`."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from opentelemetry import trace
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, TracerProvider
+
+from pausepoint.observing import OBSERVING, set_observer
+from pausepoint.otel.spans import SpanObserver
+
+__all__ = ["instrument", "is_instrumented", "uninstrument"]
+
+_SCOPE = "pausepoint"
+
+
+def instrument(tracer_provider: TracerProvider | None = None) -> None:
+    """Report every run started from now on as spans, in this process.
+
+    Args:
+        tracer_provider: Where spans go. None: OpenTelemetry's global provider,
+            looked up at each run, so one configured after this call is used, and
+            while none is configured a run makes no span and pays one check.
+
+    Calling it again replaces the provider. Runs already started keep theirs.
+    """
+    if tracer_provider is None:
+        tracer = trace.get_tracer(_SCOPE, _version())
+        observer = SpanObserver(tracer, _global_configured)
+    else:
+        tracer = tracer_provider.get_tracer(_SCOPE, _version())
+        observer = SpanObserver(tracer, _always)
+    set_observer(observer)
+
+
+def uninstrument() -> None:
+    """Stop making spans for runs started from now on (a no-op if not instrumented)."""
+    if isinstance(OBSERVING.observer, SpanObserver):
+        set_observer(None)
+
+
+def is_instrumented() -> bool:
+    """Whether `instrument` is in effect."""
+    return isinstance(OBSERVING.observer, SpanObserver)
+
+
+def _global_configured() -> bool:
+    """A tracer provider has been set globally (the API's default records nothing)."""
+    return not isinstance(trace.get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
+
+
+def _always() -> bool:
+    return True
+
+
+def _version() -> str | None:
+    try:
+        return version("pausepoint")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        return None
