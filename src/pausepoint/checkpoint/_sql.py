@@ -40,6 +40,7 @@ from pausepoint.checkpoint._dialect import (
     setup_flow,
 )
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
+from pausepoint.checkpoint._pending_schema import Upkeep, ask_sql, index_upkeep, move_sql
 from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint._sql_codec import SqlCodec
@@ -317,7 +318,7 @@ def put_flow(
     params = put_params(dialect, codec, ref, checkpoint, metadata, None, blobs)
     yield from each(blobs)
     if guard is None:
-        yield Statement(dialect.sql(_PUT_INTO + PUT_ROW + ON_PUT_CONFLICT), params)
+        yield from store_rows(dialect, [], [params])
     else:
         yield from guard.store(dialect, [], [params])
     return in_form(at, ref.at(checkpoint["id"]))
@@ -372,8 +373,7 @@ def put_writes_flow(
     if guard is not None:
         yield from guard.store(dialect, rows, [])
         return None
-    for text, params in write_chunks(dialect, rows):
-        yield Statement(dialect.sql(text), params)
+    yield from store_rows(dialect, rows, [])
     return None
 
 
@@ -503,22 +503,39 @@ def _args(task: TaskWrites) -> tuple[Sequence[tuple[str, object]], str, str]:
 
 
 def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Flow[None]:
-    """Store write rows (one per slot), then checkpoint rows (``put_params``), unguarded."""
+    """Store write rows (one per slot), then checkpoint rows (``put_params``), unguarded.
+
+    With the index of waiting questions' changes (``_pending_schema.index_upkeep``):
+    on PostgreSQL in the same statement when the writes fit one.
+    """
     chunks = write_chunks(dialect, rows)
-    if not puts:
-        for text, chunk_params in chunks:
-            yield Statement(dialect.sql(text), chunk_params)
+    pg = dialect.name == "postgres"
+    upkeep = index_upkeep(pg, rows, puts)
+    parts = chunks
+    if puts:
+        put = _PUT_INTO + ", ".join([PUT_ROW] * len(puts)) + ON_PUT_CONFLICT
+        parts.append((put, [value for row in puts for value in row]))
+    if upkeep.asked or upkeep.moved:
+        parts += upkeep_parts(upkeep)
+    if pg and len(chunks) <= 1 and len(parts) > 1:
+        # One statement: the others as data-modifying WITH clauses of the last.
+        *ctes, (last, last_params) = parts
+        with_ = ", ".join(f"u{n} AS ({text})" for n, (text, _) in enumerate(ctes))
+        params = [v for _, part_params in ctes for v in part_params]
+        yield Statement(dialect.sql(f"WITH {with_} {last}"), (*params, *last_params))
         return None
-    put = _PUT_INTO + ", ".join([PUT_ROW] * len(puts)) + ON_PUT_CONFLICT
-    params = [value for row in puts for value in row]
-    if dialect.name == "postgres" and len(chunks) == 1:
-        text, first_params = chunks[0]
-        yield Statement(dialect.sql(f"WITH w AS ({text}) {put}"), (*first_params, *params))
-    else:
-        for text, chunk_params in chunks:
-            yield Statement(dialect.sql(text), chunk_params)
-        yield Statement(dialect.sql(put), params)
+    for text, part_params in parts:
+        yield Statement(dialect.sql(text), part_params)
     return None
+
+
+def upkeep_parts(upkeep: Upkeep) -> list[tuple[str, list[Any]]]:
+    """The statements (text, parameters) of the index's ``upkeep``."""
+    out: list[tuple[str, list[Any]]] = []
+    if upkeep.asked:
+        out.append((ask_sql(len(upkeep.asked)), [v for row in upkeep.asked for v in row]))
+    out += [(move_sql(), [thread, cid]) for thread, cid in upkeep.moved]
+    return out
 
 
 def _first_of_each_slot(rows: list[Row]) -> list[Row]:
