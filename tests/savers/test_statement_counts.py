@@ -31,8 +31,8 @@ from pausepoint.checkpoint.sqlite import SqliteSaver
 from .graphs import ask_graph
 
 PAUSE: Any = {"question": "ship it?", "answer": ""}
-SQLITE_RESUME = 16
-"""PRAGMA synchronous=OFF, BEGIN, the claim, the head and its writes, COMMIT, PRAGMA
+SQLITE_RESUME = 15
+"""PRAGMA synchronous=OFF, BEGIN, the claim, the head with its writes, COMMIT, PRAGMA
 synchronous back (the claim: unsynced); BEGIN, the fence, the answer's write, COMMIT;
 BEGIN, the release as the fence, the last writes, the checkpoint, COMMIT."""
 POSTGRES_RESUME = 3
