@@ -27,6 +27,7 @@ __all__ = [
     "ask_sql",
     "index_upkeep",
     "move_sql",
+    "upkeep_statements",
 ]
 
 _TABLE = """CREATE TABLE IF NOT EXISTS pausepoint_pending (
@@ -185,3 +186,12 @@ def ask_sql(rows: int, where: str = "") -> str:
 def move_sql(where: str = "") -> str:
     """The delete of a thread's rows older than a checkpoint, if ``where`` holds."""
     return _MOVED_ROWS.format(where=f"{where} AND " if where else "")
+
+
+def upkeep_statements(upkeep: Upkeep) -> list[tuple[str, list[Any]]]:
+    """The statements (text with ``?``, parameters) of the index's ``upkeep``."""
+    out: list[tuple[str, list[Any]]] = []
+    if upkeep.asked:
+        out.append((ask_sql(len(upkeep.asked)), [v for row in upkeep.asked for v in row]))
+    out += [(move_sql(), [thread, cid]) for thread, cid in upkeep.moved]
+    return out

@@ -40,7 +40,7 @@ from pausepoint.checkpoint._dialect import (
     setup_flow,
 )
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
-from pausepoint.checkpoint._pending_schema import Upkeep, ask_sql, index_upkeep, move_sql
+from pausepoint.checkpoint._pending_schema import index_upkeep, upkeep_statements
 from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint._sql_codec import SqlCodec
@@ -211,9 +211,7 @@ def get_tuple_flow(
     return (yield from tuple_of(dialect, codec, rows[0]))
 
 
-# SQLite: a checkpoint's row and its writes in one statement (UNION ALL, the row first:
-# its 8th column is 0, a write's 1; a write's first four columns are what
-# ``_tuple_of_row`` reads). One ``execute`` less for every read (issue 35).
+# SQLite: the row and its writes in one statement (the row first: 8th column 0).
 _ROW_FIRST = f"SELECT {_CHECKPOINT_COLUMNS.format(json_select='metadata')}, 0, 0"
 _ITS_WRITES = """SELECT task_id, channel, type, value, NULL, NULL, NULL, 1, seq
     FROM pausepoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = """
@@ -531,8 +529,7 @@ def _args(task: TaskWrites) -> tuple[Sequence[tuple[str, object]], str, str]:
 def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Flow[None]:
     """Store write rows (one per slot), then checkpoint rows (``put_params``), unguarded.
 
-    With the index of waiting questions' changes (``_pending_schema.index_upkeep``):
-    on PostgreSQL in the same statement when the writes fit one.
+    And the index's changes (``_pending_schema``): on PostgreSQL in the same statement.
     """
     chunks = write_chunks(dialect, rows)
     pg = dialect.name == "postgres"
@@ -543,7 +540,7 @@ def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Fl
         put = _PUT_INTO + ", ".join([PUT_ROW] * len(puts)) + ON_PUT_CONFLICT
         parts.append((put, [value for row in puts for value in row]))
     if upkeep.asked or upkeep.moved:
-        parts += upkeep_parts(upkeep)
+        parts += upkeep_statements(upkeep)
     if one and len(parts) > 1:
         # One statement: the others as data-modifying WITH clauses of the last.
         *ctes, (last, last_params) = parts
@@ -554,15 +551,6 @@ def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Fl
     for text, part_params in parts:
         yield Statement(dialect.sql(text), part_params)
     return None
-
-
-def upkeep_parts(upkeep: Upkeep) -> list[tuple[str, list[Any]]]:
-    """The statements (text, parameters) of the index's ``upkeep``."""
-    out: list[tuple[str, list[Any]]] = []
-    if upkeep.asked:
-        out.append((ask_sql(len(upkeep.asked)), [v for row in upkeep.asked for v in row]))
-    out += [(move_sql(), [thread, cid]) for thread, cid in upkeep.moved]
-    return out
 
 
 def _first_of_each_slot(rows: list[Row]) -> list[Row]:
@@ -598,18 +586,6 @@ def one_statement(writes: Sequence[object]) -> bool:
 def list_pending_flow(dialect: Dialect, codec: SqlCodec, query: PendingQuery) -> Flow[PendingPage]:
     """A page of waiting questions, read from the index (``_sql_pending``)."""
     return _list_pending_flow(dialect, codec, query, _filter_sql)
-
-
-def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:
-    """Every thread's id, the thread with the newest checkpoint first; nothing decoded."""
-    rows = yield Statement(
-        dialect.sql(
-            "SELECT thread_id, max(checkpoint_id) AS head FROM pausepoint_checkpoints"
-            " WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY head DESC"
-        ),
-        fetch=True,
-    )
-    return [str(row[0]) for row in rows]
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:

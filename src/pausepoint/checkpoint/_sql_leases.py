@@ -243,12 +243,14 @@ def guard_of(
     release: bool = False,
 ) -> Guard | None:
     """The guard of a write under ``at`` with these options, or None when it has none."""
-    check_release(lease, release)
-    if lease is None and not if_head:
-        return None
+    if lease is None:
+        if release:
+            check_release(lease, release)  # raises
+        if not if_head:
+            return None
+    elif type(lease) is not str or not lease:  # the checks' fast path: every write
+        check_lease_args(lease, None, ttl_optional=True)  # raises
     thread, ns, checkpoint_id = ref_of(at)
-    if lease is not None:
-        check_lease_args(lease, None, ttl_optional=True)
     head: tuple[str, str] | None = None
     if if_head:
         if checkpoint_id is None:

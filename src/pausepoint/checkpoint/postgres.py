@@ -311,7 +311,7 @@ class PostgresSaver(BaseCheckpointSaver):
         One unreadable checkpoint does not hide the others' threads (``pausepoint
         threads list`` reads each thread on its own).
         """
-        return self._run(_sql.thread_ids_flow(_D))
+        return self._run(_sql_heads.thread_ids_flow(_D))
 
     def thread_heads(self, after: str = "", limit: int = 1000) -> list[Head]:
         """Each thread's newest root checkpoint, peeked (`pausepoint.checkpoint.heads`).
