@@ -131,11 +131,11 @@ def _downgrade(saver: Any, schema: str) -> None:
         for name, table in zip(
             names, ("pausepoint_writes", "pausepoint_checkpoints", "pausepoint_writes"), strict=True
         ):
-            saver.conn.execute(f"DROP TRIGGER {name} ON {table}")  # type: ignore[arg-type]
-            saver.conn.execute(f"DROP FUNCTION {name}()")  # type: ignore[arg-type]
-    else:
+            saver.conn.execute(f"DROP TRIGGER IF EXISTS {name} ON {table}")  # type: ignore[arg-type]
+            saver.conn.execute(f"DROP FUNCTION IF EXISTS {name}()")  # type: ignore[arg-type]
+    else:  # (schema version 8 dropped some of them)
         for name in names:
-            saver.conn.execute(f"DROP TRIGGER {name}")
+            saver.conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     saver.conn.execute("DROP TABLE pausepoint_pending")
     saver.conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 4")
     if not schema:
@@ -275,3 +275,83 @@ def test_corrupt_rows_across_batches_are_each_reported_once(tmp_path: Path) -> N
     assert [q.thread_id for q in rest.items] == ["t4", "t5"]
     assert rest.errors == []
     close(saver)
+
+
+def _triggers(saver: Any, schema: str) -> set[str]:
+    if schema:
+        rows = saver.conn.execute(
+            "SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
+            " AND NOT t.tgisinternal",
+            (schema,),
+        ).fetchall()
+    else:
+        rows = saver.conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    return {str(r[0]) for r in rows}
+
+
+def test_a_database_of_schema_7_keeps_its_index_when_migrated(
+    target: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Schema 8 drops the index's per-row triggers: the saver keeps it from then on.
+
+    Threads saved under schema 7 (the database keeping the index with triggers) are
+    listed as before the migration, and asking and answering goes on right after it.
+    """
+    from pausepoint.checkpoint import _dialect
+
+    where, schema = target
+    full = _dialect.MIGRATIONS
+    monkeypatch.setattr(_dialect, "MIGRATIONS", full[:7])
+    old = open_saver(where, schema)
+    assert len(_triggers(old, schema)) == 3
+    graph = build(old)
+    threads = ["waiting", "half", "done"]
+    for t in threads:
+        graph.invoke({"x": 2}, cfg(t))
+    for t, rounds in (("half", 1), ("done", 4)):
+        for _ in range(rounds):
+            (first, *_) = graph.get_state(cfg(t)).interrupts
+            graph.invoke(Command(resume={first.question_id: 1}), cfg(t))
+    before = keys(every(old))
+    assert before == truth(old, threads)
+    assert len(before) == 4
+    close(old)
+    monkeypatch.setattr(_dialect, "MIGRATIONS", full)
+    saver = open_saver(where, schema)
+    try:
+        assert _triggers(saver, schema) == (set() if schema else {"pausepoint_pending_moved"})
+        assert keys(every(saver)) == before
+        graph = build(saver)
+        threads.append("new")
+        graph.invoke({"x": 1}, cfg("new"))
+        for t in ("waiting", "half"):
+            (first, *_) = graph.get_state(cfg(t)).interrupts
+            graph.invoke(Command(resume={first.question_id: 1}), cfg(t))
+        assert keys(every(saver)) == truth(saver, threads) == keys(scanned(saver))
+    finally:
+        close(saver)
+
+
+def test_copy_thread_and_prune_keep_the_index(target: tuple[str, str]) -> None:
+    where, schema = target
+    saver = open_saver(where, schema)
+    try:
+        graph = build(saver)
+        graph.invoke({"x": 2}, cfg("src"))
+        saver.copy_thread("src", "dst")
+        assert keys(every(saver)) == truth(saver, ["src", "dst"]) == keys(scanned(saver))
+        assert len(truth(saver, ["dst"])) == 2
+        for _ in range(2):
+            (first, *_) = graph.get_state(cfg("dst")).interrupts
+            graph.invoke(Command(resume={first.question_id: 1}), cfg("dst"))
+        saver.prune(["src", "dst"], keep_last=1, include_waiting=True)
+        assert keys(every(saver)) == truth(saver, ["src", "dst"]) == keys(scanned(saver))
+        rows = saver.conn.execute(
+            "SELECT count(*) FROM pausepoint_pending p WHERE NOT EXISTS (SELECT 1"
+            " FROM pausepoint_checkpoints c WHERE c.thread_id = p.thread_id"
+            " AND c.checkpoint_ns = '' AND c.checkpoint_id = p.checkpoint_id)"
+        ).fetchall()
+        assert rows == [(0,)]  # no row outlives its checkpoint
+    finally:
+        close(saver)

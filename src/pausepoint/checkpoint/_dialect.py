@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pausepoint.checkpoint._blobs_schema import BLOBS_MIGRATION
-from pausepoint.checkpoint._pending_schema import PENDING_MIGRATION
+from pausepoint.checkpoint._pending_schema import PENDING_MIGRATION, PENDING_TRIGGERS_MIGRATION
 from pausepoint.errors import PausepointError
 
 __all__ = [
@@ -228,6 +228,9 @@ MIGRATIONS: tuple[tuple[str | Mapping[str, str], ...], ...] = (
     # Large channel values in rows of their own, once per version; appends as deltas
     # (``_sql_values``). Checkpoints stored before keep their values and read as before.
     BLOBS_MIGRATION,
+    # The index of waiting questions kept by the saver's own statements, not by per-row
+    # triggers (``_pending_schema``; issue 35, benchmarks/README.md).
+    PENDING_TRIGGERS_MIGRATION,
 )
 """Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1.
 

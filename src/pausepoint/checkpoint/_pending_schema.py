@@ -1,16 +1,34 @@
-"""Schema version 4: the index of waiting questions, kept by the database itself.
+"""The index of waiting questions: its schema (versions 4 and 8) and its upkeep.
 
 See ``_sql_pending`` for what the table holds and how it is read; docs/format.md for
-the format. Statements are per dialect (the triggers' syntax differs); a dialect
-missing from an entry has nothing to run for it. No ``?`` appears in them: they run
-without parameters.
+the format. Version 4 made the table and had the database keep it with triggers;
+version 8 drops the triggers that run per row on PostgreSQL and the per-write ones on
+SQLite: the saver keeps the index with its own statements (`index_upkeep`, run in the
+statement or the transaction that stores the rows), which PostgreSQL folds into the
+write's statement as ``WITH`` clauses (no round trip, no PL/pgSQL call per row).
+SQLite keeps the trigger on a new root checkpoint (one index probe in its ``WHEN``):
+a statement of the saver's own would cost it more than the trigger does.
+Migration statements are per dialect; a dialect missing from an entry has nothing to
+run for it. No ``?`` appears in them: they run without parameters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
-__all__ = ["NEWER", "PENDING_MIGRATION"]
+__all__ = [
+    "ASK_ROW",
+    "NEWER",
+    "PENDING_MIGRATION",
+    "PENDING_TRIGGERS_MIGRATION",
+    "Upkeep",
+    "ask_sql",
+    "index_upkeep",
+    "move_sql",
+    "upkeep_statements",
+]
 
 _TABLE = """CREATE TABLE IF NOT EXISTS pausepoint_pending (
     thread_id TEXT NOT NULL,
@@ -89,3 +107,91 @@ PENDING_MIGRATION: tuple[Mapping[str, str], ...] = (
 
 Idempotent (``IF NOT EXISTS``, ``DROP TRIGGER IF EXISTS``, ``ON CONFLICT DO NOTHING``):
 a database whose recorded version was set back runs it again unharmed."""
+
+
+PENDING_TRIGGERS_MIGRATION: tuple[Mapping[str, str], ...] = (
+    {"sqlite": "DROP TRIGGER IF EXISTS pausepoint_pending_asked"},
+    {"sqlite": "DROP TRIGGER IF EXISTS pausepoint_pending_dropped"},
+    *(
+        {"postgres": f"DROP TRIGGER IF EXISTS {name} ON {table}"}
+        for name, _, table, _, _ in _TRIGGERS
+    ),
+    *({"postgres": f"DROP FUNCTION IF EXISTS {name}()"} for name, *_ in _TRIGGERS),
+)
+"""Schema version 8: the saver keeps the index (see the module docstring). Idempotent."""
+
+_ASKED_IDX = -3  # constants.WRITES_IDX_MAP["__interrupt__"]
+ASK_ROW = "(?, ?, ?)"
+_ASK = """INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
+    SELECT v.column1, v.column2, v.column3 FROM (VALUES {values}) AS v
+    WHERE {where}NOT EXISTS (SELECT 1 FROM pausepoint_checkpoints c
+        WHERE c.thread_id = v.column1 AND c.checkpoint_ns = ''
+        AND c.checkpoint_id > v.column2) ON CONFLICT DO NOTHING"""
+_MOVED_ROWS = "DELETE FROM pausepoint_pending WHERE {where}thread_id = ? AND checkpoint_id < ?"
+
+
+class Upkeep(NamedTuple):
+    """What a write does to the index, as the triggers did it.
+
+    Attributes:
+        asked: ``(thread, checkpoint id, task id)`` of each root ``"__interrupt__"``
+            write that no root checkpoint stored with it follows: a row to add (unless
+            a newer root checkpoint is stored already, checked in SQL).
+        moved: ``(thread, checkpoint id)`` of the newest root checkpoint stored, per
+            thread: the older rows of the thread go (PostgreSQL; SQLite's trigger).
+    """
+
+    asked: list[Any]
+    moved: list[Any]
+
+
+_NO_UPKEEP = Upkeep([], [])
+
+
+def index_upkeep(
+    postgres: bool, rows: Sequence[Sequence[Any]], puts: Sequence[Sequence[Any]]
+) -> Upkeep:
+    """The index's changes for storing write ``rows`` and checkpoint rows ``puts``.
+
+    Rows as ``_sql`` makes them: a write's ``(thread, ns, checkpoint id, task id, idx,
+    ...)``, a checkpoint's ``(thread, ns, checkpoint id, ...)``.
+    """
+    # Plain loops, no comprehension or dict unless needed: every commit runs this.
+    newest: dict[str, str] | None = None
+    for put in puts:
+        if put[1] == "":
+            if newest is None:
+                newest = {}
+            if put[2] > newest.get(put[0], ""):
+                newest[put[0]] = put[2]
+    asked: list[Any] = []
+    for row in rows:
+        if (
+            row[4] == _ASKED_IDX
+            and row[1] == ""
+            and (newest is None or row[2] >= newest.get(row[0], ""))
+        ):
+            asked.append((row[0], row[2], row[3]))
+    if postgres and newest is not None:
+        return Upkeep(asked, list(newest.items()))
+    return Upkeep(asked, []) if asked else _NO_UPKEEP
+
+
+@functools.lru_cache(maxsize=64)
+def ask_sql(rows: int, where: str = "") -> str:
+    """The insert adding ``rows`` asked tasks (``ASK_ROW`` each), if ``where`` holds."""
+    return _ASK.format(values=", ".join([ASK_ROW] * rows), where=f"{where} AND " if where else "")
+
+
+def move_sql(where: str = "") -> str:
+    """The delete of a thread's rows older than a checkpoint, if ``where`` holds."""
+    return _MOVED_ROWS.format(where=f"{where} AND " if where else "")
+
+
+def upkeep_statements(upkeep: Upkeep) -> list[tuple[str, list[Any]]]:
+    """The statements (text with ``?``, parameters) of the index's ``upkeep``."""
+    out: list[tuple[str, list[Any]]] = []
+    if upkeep.asked:
+        out.append((ask_sql(len(upkeep.asked)), [v for row in upkeep.asked for v in row]))
+    out += [(move_sql(), [thread, cid]) for thread, cid in upkeep.moved]
+    return out

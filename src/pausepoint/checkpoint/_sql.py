@@ -40,6 +40,7 @@ from pausepoint.checkpoint._dialect import (
     setup_flow,
 )
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
+from pausepoint.checkpoint._pending_schema import index_upkeep, upkeep_statements
 from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint._sealing import (
     CLEAR_METADATA,
@@ -200,11 +201,35 @@ def get_tuple_flow(
     dialect: Dialect, codec: SqlCodec, config: CheckpointRef | RunnableConfig
 ) -> Flow[CheckpointTuple | None]:
     """Load the checkpoint the config names (or the newest), with its pending writes."""
+    if dialect.name != "postgres":  # one statement: the row, then its writes
+        thread, ns, checkpoint_id = ref_of(config)
+        if checkpoint_id is None:
+            sql, params = _READ_LATEST, (thread, ns, thread, ns, thread, ns)
+        else:
+            sql, params = _READ_ONE, (thread, ns, checkpoint_id, thread, ns, checkpoint_id)
+        rows = yield Statement(sql, params, fetch=True)
+        if not rows or rows[0][7]:  # none (writes without their checkpoint row: none)
+            return None
+        row = rows[0]
+        return (yield from _to_tuple(dialect, codec, row, rows[1:], _metadata_of(row, codec)))
     sql, params = read_query(dialect, config)
     rows = yield Statement(dialect.sql(sql), params, fetch=True)
     if not rows:
         return None
     return (yield from tuple_of(dialect, codec, rows[0]))
+
+
+# SQLite: the row and its writes in one statement (the row first: 8th column 0).
+_ROW_FIRST = f"SELECT {_CHECKPOINT_COLUMNS.format(json_select='metadata')}, 0, 0"
+_ITS_WRITES = """SELECT task_id, channel, type, value, NULL, NULL, NULL, 1, seq
+    FROM pausepoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = """
+_READ_ONE = f"""{_ROW_FIRST} FROM pausepoint_checkpoints
+    WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?
+    UNION ALL {_ITS_WRITES}? ORDER BY 8, 9"""
+_READ_LATEST = f"""SELECT * FROM ({_ROW_FIRST} FROM pausepoint_checkpoints
+    WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1)
+    UNION ALL {_ITS_WRITES}(SELECT max(checkpoint_id) FROM pausepoint_checkpoints
+        WHERE thread_id = ? AND checkpoint_ns = ?) ORDER BY 8, 9"""
 
 
 def read_query(
@@ -329,7 +354,7 @@ def put_flow(
     params = put_params(dialect, codec, ref, checkpoint, metadata, None, blobs)
     yield from each(blobs)
     if guard is None:
-        yield Statement(dialect.sql(_PUT_INTO + PUT_ROW + ON_PUT_CONFLICT), params)
+        yield from store_rows(dialect, [], [params])
     else:
         yield from guard.store(dialect, [], [params])
     return in_form(at, ref.at(checkpoint["id"]))
@@ -386,8 +411,7 @@ def put_writes_flow(
     if guard is not None:
         yield from guard.store(dialect, rows, [])
         return None
-    for text, params in write_chunks(dialect, rows):
-        yield Statement(dialect.sql(text), params)
+    yield from store_rows(dialect, rows, [])
     return None
 
 
@@ -518,21 +542,29 @@ def _args(task: TaskWrites) -> tuple[Sequence[tuple[str, object]], str, str]:
 
 
 def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Flow[None]:
-    """Store write rows (one per slot), then checkpoint rows (``put_params``), unguarded."""
+    """Store write rows (one per slot), then checkpoint rows (``put_params``), unguarded.
+
+    And the index's changes (``_pending_schema``): on PostgreSQL in the same statement.
+    """
     chunks = write_chunks(dialect, rows)
-    if not puts:
-        for text, chunk_params in chunks:
-            yield Statement(dialect.sql(text), chunk_params)
+    pg = dialect.name == "postgres"
+    upkeep = index_upkeep(pg, rows, puts)
+    one = pg and len(chunks) <= 1  # PostgreSQL, the writes in one statement
+    parts = chunks
+    if puts:
+        put = _PUT_INTO + ", ".join([PUT_ROW] * len(puts)) + ON_PUT_CONFLICT
+        parts.append((put, [value for row in puts for value in row]))
+    if upkeep.asked or upkeep.moved:
+        parts += upkeep_statements(upkeep)
+    if one and len(parts) > 1:
+        # One statement: the others as data-modifying WITH clauses of the last.
+        *ctes, (last, last_params) = parts
+        with_ = ", ".join(f"u{n} AS ({text})" for n, (text, _) in enumerate(ctes))
+        params = [v for _, part_params in ctes for v in part_params]
+        yield Statement(dialect.sql(f"WITH {with_} {last}"), (*params, *last_params))
         return None
-    put = _PUT_INTO + ", ".join([PUT_ROW] * len(puts)) + ON_PUT_CONFLICT
-    params = [value for row in puts for value in row]
-    if dialect.name == "postgres" and len(chunks) == 1:
-        text, first_params = chunks[0]
-        yield Statement(dialect.sql(f"WITH w AS ({text}) {put}"), (*first_params, *params))
-    else:
-        for text, chunk_params in chunks:
-            yield Statement(dialect.sql(text), chunk_params)
-        yield Statement(dialect.sql(put), params)
+    for text, part_params in parts:
+        yield Statement(dialect.sql(text), part_params)
     return None
 
 
@@ -570,18 +602,6 @@ def list_pending_flow(dialect: Dialect, codec: SqlCodec, query: PendingQuery) ->
     """A page of waiting questions, read from the index (``_sql_pending``)."""
     sealed = codec.sealer is not None
     return _list_pending_flow(dialect, codec, query, lambda d, f: _filter_sql(d, f, sealed))
-
-
-def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:
-    """Every thread's id, the thread with the newest checkpoint first; nothing decoded."""
-    rows = yield Statement(
-        dialect.sql(
-            "SELECT thread_id, max(checkpoint_id) AS head FROM pausepoint_checkpoints"
-            " WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY head DESC"
-        ),
-        fetch=True,
-    )
-    return [str(row[0]) for row in rows]
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:

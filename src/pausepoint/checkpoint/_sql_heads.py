@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pausepoint.checkpoint._sql import SqlCodec
     from pausepoint.checkpoint.base import CheckpointTuple
 
-__all__ = ["thread_heads_flow", "thread_tuples_flow"]
+__all__ = ["thread_heads_flow", "thread_ids_flow", "thread_tuples_flow"]
 
 _HEADS = """SELECT c.thread_id, c.checkpoint_id, c.type, c.checkpoint, c.{json_select}
     FROM (SELECT thread_id, max(checkpoint_id) AS head FROM pausepoint_checkpoints
@@ -94,3 +94,15 @@ def _head(codec: SqlCodec, row: Row) -> Head:
         if isinstance(exc, CheckpointDecodeError) and where not in str(exc):
             exc = exc.with_message(f"{where}: {exc}")
         return unreadable_head(thread, cid, exc)
+
+
+def thread_ids_flow(dialect: Dialect) -> Flow[list[str]]:
+    """Every thread's id, the thread with the newest checkpoint first; nothing decoded."""
+    rows = yield Statement(
+        dialect.sql(
+            "SELECT thread_id, max(checkpoint_id) AS head FROM pausepoint_checkpoints"
+            " WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY head DESC"
+        ),
+        fetch=True,
+    )
+    return [str(row[0]) for row in rows]

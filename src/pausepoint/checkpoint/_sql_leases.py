@@ -23,6 +23,7 @@ from typing import Any
 from pausepoint.checkpoint._commit import CheckpointRef, ref_of
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
 from pausepoint.checkpoint._leases import check_lease_args, check_release
+from pausepoint.checkpoint._pending_schema import ask_sql, index_upkeep, move_sql
 from pausepoint.checkpoint._sql import (
     CHECKPOINTS_INTO,
     ON_PUT_CONFLICT,
@@ -209,6 +210,17 @@ def release_flow(dialect: Dialect, thread_id: str, owner: str) -> Flow[bool]:
     return bool(rows and rows[0][0])
 
 
+def _release_fence(dialect: Dialect, thread: str, owner: str) -> Flow[bool]:
+    """Let ``owner``'s lease go as a write's fence: whether it held it (in a transaction)."""
+    params = (thread, owner)
+    if dialect.returning:
+        rows = yield Statement(dialect.lease_sql(_RELEASE + " RETURNING 1"), params, fetch=True)
+        return bool(rows)
+    yield Statement(dialect.lease_sql(_RELEASE), params)
+    rows = yield Statement("SELECT changes()", fetch=True)
+    return bool(rows[0][0])
+
+
 def get_lease_flow(dialect: Dialect, thread_id: str, clock: Clock) -> Flow[Lease | None]:
     """See ``BaseCheckpointSaver.get_lease``: the unexpired lease, or None."""
     thread = str(thread_id)
@@ -231,12 +243,14 @@ def guard_of(
     release: bool = False,
 ) -> Guard | None:
     """The guard of a write under ``at`` with these options, or None when it has none."""
-    check_release(lease, release)
-    if lease is None and not if_head:
-        return None
+    if lease is None:
+        if release:
+            check_release(lease, release)  # raises
+        if not if_head:
+            return None
+    elif type(lease) is not str or not lease:  # the checks' fast path: every write
+        check_lease_args(lease, None, ttl_optional=True)  # raises
     thread, ns, checkpoint_id = ref_of(at)
-    if lease is not None:
-        check_lease_args(lease, None, ttl_optional=True)
     head: tuple[str, str] | None = None
     if if_head:
         if checkpoint_id is None:
@@ -269,15 +283,20 @@ class Guard:
             return None
         yield from self._check(dialect)
         yield from store_rows(dialect, rows, puts)
-        if self.release:
-            assert self.owner is not None
-            yield Statement(dialect.lease_sql(_RELEASE), (self.thread_id, self.owner))
         return None
 
     def _check(self, dialect: Dialect) -> Flow[None]:
-        """The checks as statements of their own, in the write's transaction."""
+        """The checks as statements of their own, in the write's transaction.
+
+        With ``release`` the fence is the release itself: the lease goes first, in the
+        transaction that then writes (a failed write rolls it back), one statement
+        instead of a renewal and a release.
+        """
         if self.owner is not None:
-            held = yield from renew_flow(dialect, self.thread_id, self.owner, None, self.clock)
+            if self.release:
+                held = yield from _release_fence(dialect, self.thread_id, self.owner)
+            else:
+                held = yield from renew_flow(dialect, self.thread_id, self.owner, None, self.clock)
             if not held:
                 yield from self._lease_lost(dialect)
         if self.head is not None:
@@ -300,8 +319,14 @@ class Guard:
             params += [v for row in rows for v in row] + cond_params
         if puts:
             params += [v for row in puts for v in row] + cond_params
+        upkeep = index_upkeep(True, rows, puts)
+        if upkeep.asked:  # the index's changes (``_pending_schema``), as in _guarded_sql
+            params += [v for row in upkeep.asked for v in row] + cond_params
+        for moved in upkeep.moved:
+            params += [*cond_params, *moved]
         fence = None if self.owner is None else self.release
-        sql = _guarded_sql(dialect, fence, self.head is not None, len(rows), len(puts))
+        shape = (len(rows), len(puts), len(upkeep.asked), len(upkeep.moved))
+        sql = _guarded_sql(dialect, fence, self.head is not None, *shape)
         (outcome,) = yield Statement(sql, params, fetch=True)
         if not outcome[0]:
             yield from self._lease_lost(dialect)
@@ -326,10 +351,13 @@ class Guard:
 
 
 @functools.lru_cache(maxsize=256)
-def _guarded_sql(dialect: Dialect, fence: bool | None, head: bool, rows: int, puts: int) -> str:
+def _guarded_sql(
+    dialect: Dialect, fence: bool | None, head: bool, rows: int, puts: int, asked: int, moved: int
+) -> str:
     """The statement of `Guard._in_one_statement`, by shape (built once each).
 
     ``fence``: None for no lease, False to renew it, True to let it go with the write.
+    ``asked``, ``moved``: the index's changes (``_pending_schema.index_upkeep``).
     """
     ctes: list[str] = []
     conds: list[str] = []
@@ -346,6 +374,9 @@ def _guarded_sql(dialect: Dialect, fence: bool | None, head: bool, rows: int, pu
     if puts:
         values = ", ".join([PUT_ROW] * puts)
         ctes.append(f"c AS ({_insert_if(CHECKPOINTS_INTO, values, where)}{ON_PUT_CONFLICT})")
+    if asked:
+        ctes.append(f"p AS ({ask_sql(asked, where)})")
+    ctes += [f"d{n} AS ({move_sql(where)})" for n in range(moved)]
     held = "EXISTS (SELECT FROM f)" if fence is not None else "true"
     checked = "(SELECT head FROM h)" if head else "NULL"
     return dialect.lease_sql(f"WITH {', '.join(ctes)} SELECT {held}, {checked}")

@@ -1,17 +1,17 @@
 """The index of waiting questions in the SQL savers: its schema and its read flow.
 
 ``pausepoint_pending`` holds one row per task whose ``"__interrupt__"`` write sits at
-the head checkpoint of a thread's root namespace. The database keeps it itself, with
-triggers, so it changes in the very statement (hence transaction) that stores the
-write or the checkpoint, whichever saver method, guard or batching stored it; a
-crash can never leave it behind the rows it indexes, and no saver flow needs a
-statement (or a round trip) of its own for it:
+the head checkpoint of a thread's root namespace. The saver keeps it in the very
+statement (PostgreSQL) or transaction (SQLite) that stores the write or the
+checkpoint, whichever saver method, guard or batching stored it
+(``_pending_schema.index_upkeep``); a crash can never leave it behind the rows it
+indexes, and no saver flow needs a round trip of its own for it:
 
 - an ``"__interrupt__"`` write at a root checkpoint that no newer root checkpoint of
   its thread follows adds its task's row;
 - a new root checkpoint removes the rows of its thread's older ones (the questions
-  of a checkpoint that is no longer the head no longer wait);
-- deleting the ``"__interrupt__"`` write (``delete_thread``) removes the row.
+  of a checkpoint that is no longer the head no longer wait; SQLite: a trigger);
+- deleting a thread or pruning checkpoints removes their rows.
 
 A row means "maybe waiting": whether its task finished (an ordinary write) or got its
 answer (a ``"__resume__"`` write reaching the question's position) is read with the

@@ -9,8 +9,8 @@ thread's lease row (upserting an empty one), so a worker's claim waits for the
 commit. Then it checks that the lease is free and the head (and its writes) is what
 the plan was made from; otherwise it deletes nothing and answers ``"busy"``.
 
-Deleting checkpoints deletes their writes (their rows in ``pausepoint_pending``
-follow by trigger), then runs `collect_unreferenced_flow`: it deletes the value rows
+Deleting checkpoints deletes their writes and their rows in ``pausepoint_pending``
+(the index of waiting questions), then runs `collect_unreferenced_flow`: it deletes the value rows
 (``pausepoint_blobs``, shared by checkpoints) no surviving checkpoint needs.
 
 Also here: a thread's stored size (``pausepoint threads show``) and ``copy_thread``.
@@ -159,14 +159,22 @@ def _apply_flow(dialect: Dialect, codec: SqlCodec, plan: ApplyPlan, clock: Clock
     if lease is not None or now != (plan.head_id, plan.head_writes):
         return "busy"
     for ns, ids in _by_namespace(plan.drop):
+        marks = ", ".join("?" * len(ids))
         for table in ("pausepoint_writes", "pausepoint_checkpoints"):
-            marks = ", ".join("?" * len(ids))
             yield Statement(
                 dialect.sql(
                     f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_ns = ?"
                     f" AND checkpoint_id IN ({marks})"
                 ),
                 (thread, ns, *ids),
+            )
+        if not ns:  # their questions' index rows (root checkpoints only)
+            yield Statement(
+                dialect.sql(
+                    f"DELETE FROM pausepoint_pending WHERE thread_id = ?"
+                    f" AND checkpoint_id IN ({marks})"
+                ),
+                (thread, *ids),
             )
     if plan.whole:
         yield from delete_thread_flow(dialect, thread)  # its value rows with it
@@ -320,6 +328,14 @@ def copy_thread_flow(
             idx, channel, type, value, task_path)
             SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value,
             task_path FROM pausepoint_writes WHERE thread_id = ? ORDER BY seq"""
+        ),
+        (str(target), str(source)),
+    )
+    # The source's rows of the index of waiting questions, for the copy.
+    yield Statement(
+        dialect.sql(
+            """INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
+            SELECT ?, checkpoint_id, task_id FROM pausepoint_pending WHERE thread_id = ?"""
         ),
         (str(target), str(source)),
     )

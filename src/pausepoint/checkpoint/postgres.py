@@ -121,6 +121,27 @@ def _in_transaction(step: StepCommit[At]) -> bool:
     return not _sql.one_statement_after_writes(step.writes)
 
 
+def _drive(
+    conn: psycopg.Connection[Any], cur: psycopg.Cursor[Any], flow: _sql.Flow[T], write: bool
+) -> T:
+    """Run ``flow`` with ``cur``, in a transaction when it ``write`` s several statements."""
+
+    def execute(stmt: _sql.Statement) -> _sql.Rows:
+        sql: LiteralString = stmt.sql  # type: ignore[assignment]  # from _sql's constants only
+        if stmt.many:
+            cur.executemany(sql, stmt.params)
+            return []
+        # Rows in binary: a blob comes as its bytes, not as hex text to decode (a 50 MB
+        # value read ~3x faster); same Python types.
+        cur.execute(sql, stmt.params, binary=stmt.fetch)
+        return cur.fetchall() if stmt.fetch else []
+
+    if not write:
+        return _sql.drive(flow, execute)
+    with conn.transaction():
+        return _sql.drive(flow, execute)
+
+
 def _scope(conn: Any) -> str:
     """The database a connection or pool reaches (no password), as a lease scope.
 
@@ -170,6 +191,7 @@ class PostgresSaver(BaseCheckpointSaver):
         if self._single:
             _check_autocommit(cast("psycopg.Connection[Any]", conn))
         self._lock = threading.Lock()
+        self._cursor: tuple[Any, Any, psycopg.Cursor[Any]] | None = None
         self._codec = _sql.SqlCodec(serde, encryption)
         self.serde = self._codec.serde
 
@@ -215,20 +237,18 @@ class PostgresSaver(BaseCheckpointSaver):
             yield conn
 
     def _run(self, flow: _sql.Flow[T], *, write: bool = False) -> T:
-        with self._connection() as conn:
-            tx = conn.transaction() if write else contextlib.nullcontext()
-            with tx, conn.cursor() as cur:
-
-                def execute(stmt: _sql.Statement) -> _sql.Rows:
-                    if stmt.many:
-                        cur.executemany(_sql_text(stmt), stmt.params)
-                        return []
-                    # Rows in binary: a blob comes as its bytes, not as hex text to
-                    # decode (a 50 MB value read ~3x faster); same Python types.
-                    cur.execute(_sql_text(stmt), stmt.params, binary=stmt.fetch)
-                    return cur.fetchall() if stmt.fetch else []
-
-                return _sql.drive(flow, execute)
+        if not self._single:
+            with self._connection() as conn, conn.cursor() as cur:
+                return _drive(conn, cur, flow, write)
+        # One connection: its cursor is made once and kept (under the lock), not made
+        # and closed per call (~20 Python calls each: issue 35, benchmarks/README.md).
+        # Made again if the saver's connection or its cursor factory was replaced.
+        with self._lock:
+            conn = cast("psycopg.Connection[Any]", self.conn)
+            kept = self._cursor
+            if kept is None or kept[0] is not conn or kept[1] is not conn.cursor_factory:
+                kept = self._cursor = (conn, conn.cursor_factory, conn.cursor())
+            return _drive(conn, kept[2], flow, write)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See [`pausepoint.checkpoint.base`][]."""
@@ -300,7 +320,7 @@ class PostgresSaver(BaseCheckpointSaver):
         One unreadable checkpoint does not hide the others' threads (``pausepoint
         threads list`` reads each thread on its own).
         """
-        return self._run(_sql.thread_ids_flow(_D))
+        return self._run(_sql_heads.thread_ids_flow(_D))
 
     def thread_heads(self, after: str = "", limit: int = 1000) -> list[Head]:
         """Each thread's newest root checkpoint, peeked (`pausepoint.checkpoint.heads`).

@@ -273,7 +273,7 @@ class SqliteSaver(BaseCheckpointSaver):
         One unreadable checkpoint does not hide the others' threads (``pausepoint
         threads list`` reads each thread on its own).
         """
-        return self._run(_sql.thread_ids_flow(_sql.SQLITE))
+        return self._run(_sql_heads.thread_ids_flow(_sql.SQLITE))
 
     def thread_heads(self, after: str = "", limit: int = 1000) -> list[Head]:
         """Each thread's newest root checkpoint, peeked (`pausepoint.checkpoint.heads`).

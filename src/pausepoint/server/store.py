@@ -271,6 +271,8 @@ class Store(RecordStore):
                 "DELETE FROM pausepoint_writes WHERE thread_id = ? AND seq > ?",
                 (thread_id, seq),
             )
+            # The index is the saver's to keep (schema 8): rebuilt for the thread.
+            yield "DELETE FROM pausepoint_pending WHERE thread_id = ?", (thread_id,)
             yield _REINDEX, (thread_id,)
 
         await self.db.run(flow(), write=True)
