@@ -18,8 +18,6 @@ values, once per version, appends as deltas: `pausepoint.checkpoint._sql_values`
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -43,13 +41,13 @@ from pausepoint.checkpoint._labels import explain_checkpoint, write_label
 from pausepoint.checkpoint._pending_schema import index_upkeep, upkeep_statements
 from pausepoint.checkpoint._reuse import Found, remember
 from pausepoint.checkpoint._sealing import (
-    CLEAR_METADATA,
     checkpoint_binding,
     metadata_binding,
     write_binding,
 )
 from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
 from pausepoint.checkpoint._sql_codec import SqlCodec
+from pausepoint.checkpoint._sql_filters import filter_sql
 from pausepoint.checkpoint._sql_pending import list_pending_flow as _list_pending_flow
 from pausepoint.checkpoint._sql_values import Unless, each, fetch_statement, fill, refs_of, split
 from pausepoint.checkpoint.base import (
@@ -127,7 +125,6 @@ WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDE
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
     AND w.checkpoint_id = c.checkpoint_id"""
 """PostgreSQL: a checkpoint's pending writes as five arrays (NULL when it has none)."""
-_SIMPLE_KEY = re.compile(r"[A-Za-z0-9_]+")
 _THREAD_TABLES = ("pausepoint_leases", "pausepoint_pending")  # rows keyed by thread alone
 
 
@@ -210,8 +207,8 @@ def get_tuple_flow(
         rows = yield Statement(sql, params, fetch=True)
         if not rows or rows[0][7]:  # none (writes without their checkpoint row: none)
             return None
-        row = rows[0]
-        return (yield from _to_tuple(dialect, codec, row, rows[1:], _metadata_of(row, codec)))
+        row, writes = rows[0], [w[:5] for w in rows[1:]]  # task, channel, type, value, idx
+        return (yield from _to_tuple(dialect, codec, row, writes, _metadata_of(row, codec)))
     sql, params = read_query(dialect, config)
     rows = yield Statement(dialect.sql(sql), params, fetch=True)
     if not rows:
@@ -221,7 +218,7 @@ def get_tuple_flow(
 
 # SQLite: the row and its writes in one statement (the row first: 8th column 0).
 _ROW_FIRST = f"SELECT {_CHECKPOINT_COLUMNS.format(json_select='metadata')}, 0, 0"
-_ITS_WRITES = """SELECT task_id, channel, type, value, NULL, NULL, NULL, 1, seq
+_ITS_WRITES = """SELECT task_id, channel, type, value, idx, NULL, NULL, 1, seq
     FROM pausepoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = """
 _READ_ONE = f"""{_ROW_FIRST} FROM pausepoint_checkpoints
     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?
@@ -273,34 +270,6 @@ def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
     return _decoded(row, load)
 
 
-def _filter_sql(
-    dialect: Dialect, filter: Mapping[str, Any], sealed: bool = False
-) -> tuple[list[str], list[Any], bool]:
-    """Build SQL conditions for the filter items a database can check exactly.
-
-    Only str and int (not bool) values of simple keys are pushed down (``sealed``:
-    only keys kept in clear, `CLEAR_METADATA`); the rest is checked in Python.
-    Returns ``(conditions, params, everything_pushed)``.
-    """
-    conds: list[str] = []
-    params: list[Any] = []
-    pushable = {
-        k: v
-        for k, v in filter.items()
-        if _SIMPLE_KEY.fullmatch(k)
-        and (type(v) is str or type(v) is int)
-        and (not sealed or k in CLEAR_METADATA)
-    }
-    if dialect.name == "postgres" and pushable:
-        conds.append("metadata @> ?::jsonb")
-        params.append(json.dumps(pushable))
-    else:
-        for k, v in pushable.items():
-            conds.append("json_extract(metadata, ?) = ?")
-            params.extend((f"$.{k}", v))
-    return conds, params, len(pushable) == len(filter)
-
-
 def list_flow(
     dialect: Dialect,
     codec: SqlCodec,
@@ -322,7 +291,7 @@ def list_flow(
     if before_id is not None:
         conds.append("checkpoint_id < ?")
         params.append(str(before_id))
-    fconds, fparams, exact = _filter_sql(dialect, filter or {}, codec.sealer is not None)
+    fconds, fparams, exact = filter_sql(dialect, filter or {}, codec.sealer is not None)
     where = " WHERE " + " AND ".join(conds + fconds) if conds or fconds else ""
     sql = f"{SELECT_CHECKPOINTS}{where} ORDER BY checkpoint_id DESC"
     if limit is not None and exact:
@@ -601,7 +570,7 @@ def one_statement(writes: Sequence[object]) -> bool:
 def list_pending_flow(dialect: Dialect, codec: SqlCodec, query: PendingQuery) -> Flow[PendingPage]:
     """A page of waiting questions, read from the index (``_sql_pending``)."""
     sealed = codec.sealer is not None
-    return _list_pending_flow(dialect, codec, query, lambda d, f: _filter_sql(d, f, sealed))
+    return _list_pending_flow(dialect, codec, query, lambda d, f: filter_sql(d, f, sealed))
 
 
 def delete_thread_flow(dialect: Dialect, thread_id: str) -> Flow[None]:

@@ -92,7 +92,7 @@ def list_pending_flow(
 ) -> Flow[PendingPage]:
     """Read a page of waiting questions from the index (see ``list_pending``).
 
-    ``filter_sql``: ``_sql._filter_sql``, which turns metadata items into conditions.
+    ``filter_sql``: ``_sql_filters.filter_sql``, which turns metadata items into conditions.
     Rows are read in batches until the page is full (a row may hold no question
     that waits, or one the filters leave out).
     """
