@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import codecs
 import functools
+import gc
 import json
 import os
-from collections.abc import Callable, Iterable
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from math import isfinite
 from operator import is_
 from typing import TYPE_CHECKING, Any, Final
@@ -90,7 +90,6 @@ _OPTIONS: Final = (
     | orjson.OPT_PASSTHROUGH_DATACLASS
     | orjson.OPT_PASSTHROUGH_DATETIME
 )
-_values: Callable[[dict[Any, Any]], Iterable[Any]] = dict[Any, Any].values
 _JSON_TYPES = frozenset({dict, list, str, int, float, bool, type(None)})
 
 
@@ -206,21 +205,23 @@ def _only_json_types(value: dict[Any, Any] | list[Any], *, nulls: bool) -> bool:
 
     orjson wrote ``value`` without error, so it holds no cycle, its dicts have exact
     str keys, and its nan and infinities (if any) were written as ``null``: floats
-    are checked only when ``nulls``.
+    are checked only when ``nulls``. One level at a time: the exact types of the
+    level's items, then their children, which ``gc.get_referents`` lists in C (a
+    list's items, a dict's values; str, int, float, bool and None have none), once
+    every item is known to be one of those types.
     """
-    dicts: list[dict[Any, Any]] = [value] if type(value) is dict else []
-    lists: list[list[Any]] = [value] if type(value) is list else []
-    while dicts or lists:
-        items: list[Any] = list(chain(chain.from_iterable(map(_values, dicts)), *lists))
-        kinds = list(map(type, items))
-        found = set(kinds)
+    level: list[Any] = [value]
+    while level:
+        found = set(map(type, level))
         if not _JSON_TYPES.issuperset(found):
             return False
-        floats = compress(items, map(is_, kinds, repeat(float)))
-        if nulls and float in found and not all(map(isfinite, floats)):
-            return False
-        dicts = list(compress(items, map(is_, kinds, repeat(dict)))) if dict in found else []
-        lists = list(compress(items, map(is_, kinds, repeat(list)))) if list in found else []
+        if nulls and float in found:
+            floats = compress(level, map(is_, map(type, level), repeat(float)))
+            if not all(map(isfinite, floats)):
+                return False
+        if dict not in found and list not in found:
+            return True
+        level = gc.get_referents(*level)
     return True
 
 
