@@ -33,8 +33,15 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/pyright
 
+# The serializer and saver tests again on the standard library path (PAUSEPOINT_FAST=0:
+# the `fast` extra's orjson off), so both paths stay green; the rest runs once, with it.
+PLAIN_TESTS := $(addprefix tests/savers/,test_fast.py test_serde.py test_serde_shortcuts.py \
+	test_frames.py test_large_values.py test_bad_values.py test_corrupt_rows.py \
+	test_security.py test_messages.py test_sqlite.py test_postgres.py)
+
 unit: $(BIN)/.installed
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+	PAUSEPOINT_FAST=0 $(BIN)/pytest -q $(PLAIN_TESTS)
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m pip install -q -e '.[bench]'

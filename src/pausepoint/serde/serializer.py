@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, TypeVar, cast, runtime_checkable
 
 from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde.decoder import make_object_hook
 from pausepoint.serde.encoder import TAG, Encoder, NeedsFrame, Unencodable
+from pausepoint.serde.fast import FALLBACK, orjson_enabled, orjson_load, orjson_plain, orjson_text
 from pausepoint.serde.frames import BLOB_FROM, FRAMED, MAGIC, Ranges, frame, reading, unframe
 from pausepoint.serde.plain import (
     FLAT_VALUES,
@@ -48,7 +49,7 @@ _UNTAGGED_FROM = 4096  # bytes: below, looking for tags costs more than it saves
 _TAG_TEXT = TAG.encode("ascii")
 
 
-def _untagged(data: bytes | str) -> bool:
+def _untagged(data: bytes | str) -> TypeGuard[bytes]:
     r"""Whether a large payload holds no tagged node: it then decodes without the hook.
 
     The object hook is a Python call per JSON object (500,000 of them in 50 MB of
@@ -139,6 +140,7 @@ class Serializer:
     __slots__ = (
         "_decoder",
         "_encoder",
+        "_fast",
         "_json",
         "_plain_scan",
         "_scan",
@@ -155,6 +157,8 @@ class Serializer:
             ensure_ascii=True, allow_nan=False, check_circular=False, separators=(",", ":")
         )
         self._text = _text_encoder(self._json)
+        # orjson, with the extra installed (serde/fast.py): the same bytes, sooner.
+        self._fast = orjson_enabled()
         self._decoder = json.JSONDecoder(object_hook=make_object_hook(self.registry))
         # Set by JSONDecoder.__init__ (the C scanner when available); not in its stubs.
         self._scan: Callable[[str, int], tuple[object, int]] = getattr(self._decoder, "scan_once")  # noqa: B009
@@ -287,14 +291,25 @@ class Serializer:
         flat = (kind is dict and is_flat_json(obj)) or (
             kind is list and FLAT_VALUES.issuperset(map(type, obj))  # pyright: ignore[reportUnknownArgumentType]
         )
-        if flat:
+        if flat:  # small: the C encoder costs less than orjson and its checks here
             return self._text(obj).encode("ascii")
+        if self._fast and (kind is dict or kind is list):
+            # Plain JSON is its own tree: orjson writes it, and refuses the rest fast.
+            out = orjson_plain(obj)
+            if out is not None:
+                return out
         try:
-            return self._text(self._tree(self._values, obj, label)).encode("ascii")
+            return self._bytes(self._tree(self._values, obj, label))
         except NeedsFrame:  # large bytes inside: encoded again, they go after the JSON
             ranges = Ranges()
             tree = self._tree(Encoder(self.registry, frames=True, ranges=ranges), obj, label)
-            return frame(self._text(tree).encode("ascii"), ranges)
+            return frame(self._bytes(tree), ranges)
+
+    def _bytes(self, tree: Json) -> bytes:
+        """The ASCII JSON of a JSON-native tree: orjson's when it writes the same bytes."""
+        if self._fast and (out := orjson_text(tree)) is not None:
+            return out
+        return self._text(tree).encode("ascii")
 
     def loads(self, data: bytes | str) -> Any:
         """Decode bytes written by [`dumps`][].
@@ -309,12 +324,16 @@ class Serializer:
                 return raw  # a bytes value, as dump_bytes wrote it: no JSON pass
             if type(data) is bytes and data.startswith(MAGIC):
                 return self._load_framed(data)
+            value: object = None
+            big = len(data) >= _UNTAGGED_FROM  # small ones: not worth looking
+            scan = self._scan
+            if big and _untagged(data):
+                if self._fast and (value := orjson_load(data)) is not FALLBACK:
+                    return value  # the same value as json's, sooner (serde/fast.py)
+                scan = self._plain_scan
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             # The scanner directly: JSONDecoder.decode adds two regex matches and
             # two calls around it (a third of decoding a small value).
-            value: object = None
-            big = len(data) >= _UNTAGGED_FROM  # small ones: not worth looking
-            scan = self._plain_scan if big and _untagged(data) else self._scan
             try:
                 value, end = scan(text, 0)
             except StopIteration:
