@@ -253,7 +253,7 @@ def _check_alive(procs: list[subprocess.Popen[bytes]], logs: Path, deadline: flo
 
 async def answer_all(fronts: list[str], ids: list[str], clients: int) -> int:
     """Post one answer to each thread (in the given order) from ``clients`` tasks;
-    returns how many were refused."""
+    returns how many were refused or lost (a dropped connection: not retried)."""
     import httpx
 
     todo = list(reversed(ids))
@@ -265,7 +265,12 @@ async def answer_all(fronts: list[str], ids: list[str], clients: int) -> int:
         while todo:
             tid = todo.pop()
             body = {"assistant_id": "asks", "command": {"resume": "yes"}}
-            got = await http.post(f"{front}/threads/{tid}/runs", json=body)
+            try:
+                got = await http.post(f"{front}/threads/{tid}/runs", json=body)
+            except httpx.TransportError as exc:  # not retried: it may have been accepted
+                refused += 1
+                print(f"lost {tid}: {exc!r}", file=sys.stderr)
+                continue
             if got.status_code != 200:
                 refused += 1
                 print(f"refused {tid}: {got.status_code} {got.text[:200]}", file=sys.stderr)
@@ -438,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
                 logs = Path(tmp)
                 r = served_round(url, ids, w, args.fronts, args.clients, args.concurrency, logs)
                 results.append(r)
-                print(f"{r['label']}: {r['answers'] / r['span']:.1f} answers/s", flush=True)
+                report([r], args.threads, os.cpu_count() or 1)  # in case a later round fails
             r = direct_round(url, ids, args.direct)
             results.append(r)
             print(f"{r['label']}: {r['answers'] / r['span']:.1f} answers/s", flush=True)
