@@ -56,6 +56,8 @@ from typing import Any, TypedDict
 ROOT = Path(__file__).resolve().parent.parent
 GRAPH = "asks=benchmarks.workers_load:asks"
 TICK = os.sysconf("SC_CLK_TCK")
+PROFILE = ""
+"""``--profile DIR``: a cProfile file per front end and worker there."""
 
 
 class Q(TypedDict, total=False):
@@ -161,6 +163,19 @@ def run_times(url: str, since: float) -> list[tuple[float, float, str]]:
     return [(float(a), float(b), str(s)) for a, b, s in rows]
 
 
+def attempts(url: str, since: float) -> dict[int, int]:
+    """How many runs since ``since`` were claimed how many times."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT attempt, count(*) FROM pausepoint_server_runs "
+            "WHERE created_at >= %s GROUP BY attempt ORDER BY attempt",
+            (since,),
+        ).fetchall()
+    return {int(a): int(n) for a, n in rows}
+
+
 def unfinished(url: str, since: float) -> int:
     import psycopg
 
@@ -222,6 +237,8 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     """``python -m pausepoint.cli *args``, its output to ``log``."""
     with log.open("wb") as out:
         cmd = [sys.executable, "-m", "pausepoint.cli", *args]
+        if PROFILE:  # cProfile written at the process's exit (SIGTERM ends it cleanly)
+            cmd[1:1] = ["-m", "cProfile", "-o", str(Path(PROFILE) / f"{log.stem}.prof")]
         return subprocess.Popen(cmd, env=_env(), stdout=out, stderr=subprocess.STDOUT)
 
 
@@ -311,6 +328,7 @@ def served_round(
         groups["PostgreSQL"] = postgres_pids(url)  # with connections opened meanwhile
         after = {k: cpu_of(v) for k, v in groups.items()}
     runs = run_times(url, since)
+    print(f"W={workers}: claims per run (attempt) {attempts(url, since)}", flush=True)
     cpu = {k: cpu_spent(before[k], after[k]) for k in groups}
     cpu["clients"] = clients_cpu
     return Result(
@@ -421,7 +439,10 @@ def main(argv: list[str] | None = None) -> int:
         help="60 threads, W 1 and 2, 1 front end, 2 direct processes: a smoke run",
     )
     p.add_argument("--seed", type=int, default=34)
+    p.add_argument("--profile", default="", help="DIR: cProfile each front end and worker")
     args = p.parse_args(argv)
+    global PROFILE
+    PROFILE = args.profile
     if args.quick:
         args.threads, args.workers, args.fronts, args.clients, args.direct = 60, [1, 2], 1, 8, 2
     random.seed(args.seed)
