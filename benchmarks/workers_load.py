@@ -176,6 +176,19 @@ def attempts(url: str, since: float) -> dict[int, int]:
     return {int(a): int(n) for a, n in rows}
 
 
+def commits(url: str) -> int:
+    """The database's committed transactions so far (PostgreSQL's statistics, which
+    lag by up to a second: read after a pause)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def unfinished(url: str, since: float) -> int:
     import psycopg
 
@@ -318,6 +331,8 @@ def served_round(
         n_front = fronts
         pg = postgres_pids(url)
         groups = {"front ends": pids[:n_front], "workers": pids[n_front:], "PostgreSQL": pg}
+        time.sleep(1.5)
+        xacts = commits(url)
         before = {k: cpu_of(v) for k, v in groups.items()}
         me = os.times()
         since = time.time()
@@ -327,7 +342,10 @@ def served_round(
             time.sleep(0.05)
         groups["PostgreSQL"] = postgres_pids(url)  # with connections opened meanwhile
         after = {k: cpu_of(v) for k, v in groups.items()}
+    time.sleep(1.5)  # the processes have exited: their statistics are flushed
+    xacts = commits(url) - xacts  # (with their shutdowns': a few in all)
     runs = run_times(url, since)
+    print(f"W={workers}: transactions per answer {xacts / max(1, len(runs)):.1f}", flush=True)
     print(f"W={workers}: claims per run (attempt) {attempts(url, since)}", flush=True)
     cpu = {k: cpu_spent(before[k], after[k]) for k in groups}
     cpu["clients"] = clients_cpu
@@ -374,6 +392,8 @@ def direct_round(url: str, ids: list[str], procs: int) -> Result:
         c.start()
     for _ in children:
         ready.get(timeout=600)  # connected, graph compiled
+    time.sleep(1.5)
+    xacts = commits(url)
     before = cpu_of(postgres_pids(url))
     start.set()
     got = [out.get(timeout=3600) for _ in children]
@@ -381,6 +401,9 @@ def direct_round(url: str, ids: list[str], procs: int) -> Result:
     finish.set()
     for c in children:
         c.join()
+    time.sleep(1.5)  # their connections closed: their statistics are flushed
+    xacts = commits(url) - xacts
+    print(f"direct: transactions per answer {xacts / len(ids):.1f}", flush=True)
     spans = [s for spans, _ in got for s in spans]
     return Result(
         label=f"direct `invoke`, {procs} processes",
