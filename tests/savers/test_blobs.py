@@ -27,6 +27,7 @@ import pytest
 from pausepoint import START, Command, InMemorySaver, StateGraph, interrupt
 from pausepoint.checkpoint import _sql
 from pausepoint.checkpoint._commit import CheckpointRef
+from pausepoint.checkpoint._dialect import MIGRATIONS
 from pausepoint.checkpoint.postgres import PostgresSaver
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.errors import CheckpointDecodeError
@@ -196,14 +197,14 @@ def test_a_database_of_version_6_is_migrated(tmp_path: Path) -> None:
         pass
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE pausepoint_blobs")
-    conn.execute("DELETE FROM pausepoint_migrations WHERE v = 7")
+    conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 7")
     conn.commit()
     conn.close()
     with SqliteSaver.from_conn_string(path) as saver:
         graph, config = _run(saver, "chat", 3)
         assert len(graph.get_state(config).values["messages"]) == 6
         rows = saver.conn.execute("SELECT max(v) FROM pausepoint_migrations").fetchall()
-        assert rows == [(7,)]
+        assert rows == [(len(MIGRATIONS),)]
 
 
 @pytest.mark.postgres
@@ -214,13 +215,14 @@ def test_a_postgres_database_of_version_6_is_migrated(pg_url: str, pg_kwargs: An
         old = PostgresSaver(conn)
         old.setup()
         conn.execute("DROP TABLE pausepoint_blobs")  # as version 6 left it
-        conn.execute("DELETE FROM pausepoint_migrations WHERE v = 7")
+        conn.execute("DELETE FROM pausepoint_migrations WHERE v >= 7")
     with psycopg.connect(pg_url, **pg_kwargs) as conn:
         saver = PostgresSaver(conn)
         saver.setup()
         graph, config = _run(saver, "chat", 3)
         assert len(graph.get_state(config).values["messages"]) == 6
-        assert conn.execute("SELECT max(v) FROM pausepoint_migrations").fetchall() == [(7,)]
+        applied = conn.execute("SELECT max(v) FROM pausepoint_migrations").fetchall()
+        assert applied == [(len(MIGRATIONS),)]
         assert _execute(saver, "SELECT count(*) FROM pausepoint_blobs") != [(0,)]
 
 
