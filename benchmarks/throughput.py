@@ -142,7 +142,7 @@ def workloads(kinds: list[str]) -> list[Workload]:
                     None,
                     RESUME_RATE,
                     by_name=True,
-                    rounds=3,
+                    rounds=5,
                     per_run=threads,
                 )
             )
