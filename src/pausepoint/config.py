@@ -25,6 +25,7 @@ __all__ = [
     "RunnableConfig",
     "get_config",
     "get_stream_writer",
+    "looks_secret",
     "merge_configs",
     "normalized",
     "set_secret_words",
@@ -181,7 +182,7 @@ class RunConfig:
                 continue
             if not isinstance(value, (str, int, float, bool)):
                 continue
-            if any(word in key.casefold() for word in _secret_words):
+            if looks_secret(key):
                 continue
             out[key] = value
         return out
@@ -198,6 +199,11 @@ _COORDINATES = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkp
 SECRET_WORDS = ("key", "token", "secret", "password", "auth")
 """The default words of `set_secret_words`: extend them with ``(*SECRET_WORDS, "ssn")``."""
 _secret_words: tuple[str, ...] = SECRET_WORDS
+
+
+def looks_secret(key: str) -> bool:
+    """Whether a ``configurable`` key looks secret: it contains a word of `set_secret_words`."""
+    return any(word in key.casefold() for word in _secret_words)
 
 
 def set_secret_words(words: Iterable[str]) -> tuple[str, ...]:

@@ -220,3 +220,48 @@ def test_rotation_on_postgres(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
         assert done["text"] == f"{CANARY}-answered-{CANARY}-answer"
         only_new.copy_thread("t1", "t1-copy")
         assert graph.get_state(config("t1-copy")).values["text"].startswith(CANARY)
+
+
+@pytest.mark.asyncio
+async def test_arekey_on_the_async_sqlite_saver(tmp_path: Path) -> None:
+    from pausepoint.checkpoint.sqlite import AsyncSqliteSaver
+
+    path = tmp_path / "a.db"
+    with SqliteSaver.from_conn_string(str(path), encryption=KeyRing({"k1": KEY1})) as saver:
+        run(saver, "t1")
+        pause(saver, "t2")
+    ring = KeyRing({"k2": KEY2, "k1": KEY1})
+    async with AsyncSqliteSaver.from_conn_string(str(path), encryption=ring) as saver:
+        report = await saver.arekey(batch_size=3)
+        assert (report.errors, report.raced) == ([], 0)
+        assert report.resealed > 0
+        assert (await saver.arekey()).resealed == 0
+    assert set(rows.key_ids(path)) == {"k2"}
+    _readable(path, KeyRing({"k2": KEY2}), ["t1", "t2"])
+
+
+@pytest.mark.postgres
+@pytest.mark.asyncio
+async def test_arekey_on_the_async_postgres_saver(pg_url: str, pg_kwargs: dict[str, Any]) -> None:
+    """The same batches as ``rekey`` (`rekey_steps`), run on the async connection."""
+    import psycopg
+
+    from pausepoint.checkpoint.postgres import AsyncPostgresSaver, PostgresSaver
+
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        saver = PostgresSaver(conn, encryption=KeyRing({"k1": KEY1}))
+        saver.setup()
+        run(saver, "t1")
+        pause(saver, "t2")
+        run(PostgresSaver(conn), "p1")  # in clear: sealed by the rekey too
+    ring = KeyRing({"k2": KEY2, "k1": KEY1})
+    async with await psycopg.AsyncConnection.connect(pg_url, **pg_kwargs) as aconn:
+        asaver = AsyncPostgresSaver(aconn, encryption=ring)
+        report = await asaver.arekey(batch_size=4)
+        assert (report.errors, report.raced) == ([], 0)
+        assert report.resealed > 0
+        assert (await asaver.arekey()).resealed == 0
+    with psycopg.connect(pg_url, **pg_kwargs) as conn:
+        graph = build(PostgresSaver(conn, encryption=KeyRing({"k2": KEY2})))
+        for thread in ("t1", "t2", "p1"):
+            assert graph.get_state(config(thread)).values["text"].startswith(CANARY)

@@ -39,7 +39,7 @@ async def front(db_url: str, service: RunService) -> AsyncIterator[RunService]:
 
 
 async def _rows(svc: RunService, run_id: str) -> list[str]:
-    events = await svc.store.db.run(event_rows.after(run_id, 0, 10_000))
+    events = await svc.store.db.run(event_rows.after(run_id, 0, 10_000, svc.store.db.sealer))
     return [e.event for e in events]
 
 

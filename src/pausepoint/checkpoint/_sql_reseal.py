@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, Protocol
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
 from pausepoint.checkpoint._sealing import (
@@ -33,7 +33,17 @@ from pausepoint.checkpoint._sealing import (
 )
 from pausepoint.checkpoint._sql_codec import SqlCodec
 
-__all__ = ["TABLES", "RekeyReport", "copy_thread_sealed_flow", "rekey", "rekey_batch_flow"]
+__all__ = [
+    "TABLES",
+    "AsyncRun",
+    "RekeyReport",
+    "Run",
+    "arekey",
+    "copy_thread_sealed_flow",
+    "rekey",
+    "rekey_batch_flow",
+    "rekey_steps",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -81,6 +91,10 @@ class RekeyReport:
         self.current += other.current
         self.raced += other.raced
         self.errors += other.errors
+
+
+Batch = tuple[Row | None, RekeyReport]
+"""What a batch returns: the last key it read (None: its table is done), its report."""
 
 
 def _sealer(codec: SqlCodec) -> Sealer:
@@ -151,13 +165,14 @@ def rekey_batch_flow(
     return last, report
 
 
-def rekey(
-    run: Callable[[Flow[tuple[Row | None, RekeyReport]]], tuple[Row | None, RekeyReport]],
-    codec: SqlCodec,
-    dialect: Dialect,
-    batch_size: int,
-) -> RekeyReport:
-    """Every table through `rekey_batch_flow`, each batch run by ``run`` (a transaction)."""
+def rekey_steps(
+    codec: SqlCodec, dialect: Dialect, batch_size: int
+) -> Generator[Flow[Batch], Batch, RekeyReport]:
+    """Every table through `rekey_batch_flow`, as a flow of batches; the whole report.
+
+    Yields each batch's flow (for the driver to run as a transaction) and is sent
+    its result. Shared by `rekey` and `arekey`: they only run the batches.
+    """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size!r}")
     _sealer(codec)
@@ -165,11 +180,47 @@ def rekey(
     for table in TABLES:
         after: Row | None = None
         while True:
-            after, batch = run(rekey_batch_flow(dialect, codec, table, after, batch_size))
+            after, batch = yield rekey_batch_flow(dialect, codec, table, after, batch_size)
             report.add(batch)
             if after is None:
                 break
     return report
+
+
+class Run(Protocol):
+    """A saver's ``_run``: drives a flow in one transaction (``write``: a write one)."""
+
+    def __call__(self, flow: Flow[Batch], *, write: bool) -> Batch: ...
+
+
+class AsyncRun(Protocol):
+    """An async saver's ``_run``."""
+
+    def __call__(self, flow: Flow[Batch], *, write: bool) -> Awaitable[Batch]: ...
+
+
+def rekey(run: Run, codec: SqlCodec, dialect: Dialect, batch_size: int) -> RekeyReport:
+    """`rekey_steps`, each batch run by the saver's ``run`` (a write transaction)."""
+    steps = rekey_steps(codec, dialect, batch_size)
+    try:
+        flow = next(steps)
+        while True:
+            flow = steps.send(run(flow, write=True))
+    except StopIteration as stop:
+        report: RekeyReport = stop.value
+        return report
+
+
+async def arekey(run: AsyncRun, codec: SqlCodec, dialect: Dialect, batch_size: int) -> RekeyReport:
+    """`rekey_steps`, each batch run by the async saver's ``run`` (a write transaction)."""
+    steps = rekey_steps(codec, dialect, batch_size)
+    try:
+        flow = next(steps)
+        while True:
+            flow = steps.send(await run(flow, write=True))
+    except StopIteration as stop:
+        report: RekeyReport = stop.value
+        return report
 
 
 def _row_update(

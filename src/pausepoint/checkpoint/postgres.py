@@ -4,15 +4,13 @@ For many workers on many machines sharing threads. Install the extra with
 ``pip install 'pausepoint[postgres]'``. A saver takes one connection (guarded by a
 lock) or a ``psycopg_pool`` pool (a connection per call, no shared lock).
 Connections must use ``autocommit=True``. Statements are prepared as the
-connection says (``prepare_threshold``): ``from_conn_string`` prepares every
-statement on first use, as LangGraph's saver does (a pause and resume on a local
-server took ~25 % less time than unprepared); pass ``prepare_threshold=None``
-when a pooler that cannot keep prepared statements sits in between (PgBouncer in
-transaction mode before 1.21).
+connection says (``prepare_threshold``): ``from_conn_string`` prepares every statement
+on first use, as LangGraph's saver does (a pause and resume on a local server took
+~25 % less time than unprepared); pass ``prepare_threshold=None`` when a pooler that
+cannot keep prepared statements sits in between (PgBouncer in transaction mode < 1.21).
 Each write is atomic: one statement in autocommit mode (no BEGIN/COMMIT round
 trips), or one transaction when it needs several. SQL and row mapping are shared with SQLite
-(`pausepoint.checkpoint._sql`); the two classes differ only in how they get
-a cursor.
+(`pausepoint.checkpoint._sql`); the two classes differ only in how they get a cursor.
 Leases are timed by the database's clock (``clock_timestamp()``), so workers on
 machines whose clocks differ agree on when one expires; ``lease_clock`` is not used.
 
@@ -363,9 +361,7 @@ class PostgresSaver(BaseCheckpointSaver):
 
     def rekey(self, *, batch_size: int = 500) -> RekeyReport:
         """See [`SqliteSaver.rekey`][pausepoint.checkpoint.sqlite.SqliteSaver.rekey]."""
-        return _sql_reseal.rekey(
-            lambda flow: self._run(flow, write=True), self._codec, _D, batch_size
-        )
+        return _sql_reseal.rekey(self._run, self._codec, _D, batch_size)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async [`copy_thread`][] (runs in a worker thread)."""
@@ -567,6 +563,10 @@ class AsyncPostgresSaver(AsyncOnlySaver):
     async def athread_size(self, thread_id: str) -> ThreadSize:
         """What a thread's rows cost; nothing decoded."""
         return await self._run(_sql_prune.thread_size_flow(_D, thread_id))
+
+    async def arekey(self, *, batch_size: int = 500) -> RekeyReport:
+        """Async `PostgresSaver.rekey`: the same batches (`_sql_reseal.rekey_steps`), pooled."""
+        return await _sql_reseal.arekey(self._run, self._codec, _D, batch_size)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async ``copy_thread``: one transaction."""

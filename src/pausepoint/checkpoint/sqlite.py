@@ -326,13 +326,15 @@ class SqliteSaver(BaseCheckpointSaver):
         Raises:
             ValueError: The saver has no ``encryption``.
         """
-        return _sql_reseal.rekey(
-            lambda flow: self._run(flow, write=True), self._codec, _sql.SQLITE, batch_size
-        )
+        return _sql_reseal.rekey(self._run, self._codec, _sql.SQLITE, batch_size)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async [`copy_thread`][] (runs in a worker thread)."""
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def arekey(self, *, batch_size: int = 500) -> RekeyReport:
+        """Async [`rekey`][] (runs in a worker thread, a batch a transaction)."""
+        return await asyncio.to_thread(lambda: self.rekey(batch_size=batch_size))
 
     def acquire_lease(
         self,

@@ -10,7 +10,9 @@ again, and rows stored in clear are sealed (a database moving to encryption). Ea
 batch is one transaction and each row a compare-and-swap, so it is safe beside running
 workers, and to stop (or kill) at any point and run again: rows already under the
 sealing key are skipped. When it reports no errors, the old keys can be dropped from
-the ring. docs/security.md describes key rotation.
+the ring. The tables of ``pausepoint serve`` in the same database (assistants, threads,
+runs and their events) are re-sealed too, after the checkpoints. docs/security.md
+describes key rotation.
 
 Exit status: 0 when every row is sealed with the sealing key; 1 when some rows could
 not be opened (each is listed; the others were re-sealed) or a writer changed some
@@ -60,6 +62,9 @@ def run(args: argparse.Namespace) -> int:
             if rekey is None:
                 raise CliError("only the SQLite and PostgreSQL savers store rows to rekey")
             report = rekey(batch_size=args.batch_size)
+        from pausepoint.server.resealing import rekey_url
+
+        report.add(rekey_url(args.db, ring, args.batch_size))
     except (CliError, ValueError) as exc:
         print(f"pausepoint rekey: error: {exc}", file=sys.stderr)
         return 2

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.server.records import RunEvent
-from pausepoint.server.store_sql import Flow, load
+from pausepoint.server.sealing import EVENTS, dump_cell, load_cell
+from pausepoint.server.store_sql import Flow
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._sealing import Sealer
 
 __all__ = [
     "CHANNEL",
@@ -31,6 +35,7 @@ __all__ = [
     "expired",
     "insert",
     "last_seq",
+    "row",
     "run_state",
     "setup",
 ]
@@ -62,6 +67,16 @@ class RunState:
 
     status: str
     lease_until: float | None
+
+
+def row(sealer: Sealer | None, run_id: str, seq: int, event: str, data: Any, at: float) -> EventRow:
+    """The row of one event: its data as JSON, sealed to ``(run_id, seq)`` under keys.
+
+    The `END` row holds ``null`` in clear (no data of the run's).
+    """
+    if event == END:
+        return EventRow(run_id, seq, END, "null", at)
+    return EventRow(run_id, seq, event, dump_cell(sealer, data, EVENTS, (run_id, seq), "data"), at)
 
 
 def ddl(*, postgres: bool) -> list[str]:
@@ -106,14 +121,23 @@ def insert(rows: Sequence[EventRow], *, postgres: bool) -> Flow:
             yield "SELECT pg_notify(?, ?)", (CHANNEL, run_id)
 
 
-def after(run_id: str, seq: int, limit: int) -> Flow:
-    """The run's events after ``seq``, in order, ``limit`` at most (`END` included)."""
+def after(run_id: str, seq: int, limit: int, sealer: Sealer | None) -> Flow:
+    """The run's events after ``seq``, in order, ``limit`` at most (`END` included).
+
+    Their data opened with ``sealer`` (`row`); an `END` row's is never read.
+    """
     rows = yield (
         "SELECT seq, event, data FROM pausepoint_server_events "
         "WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
         (run_id, seq, limit),
     )
-    return [RunEvent(str(r[0]), str(r[1]), load(r[2])) for r in rows]
+    return [
+        RunEvent(
+            str(r[0]), str(r[1]),
+            None if r[1] == END else load_cell(sealer, r[2], EVENTS, (run_id, int(r[0])), "data"),
+        )
+        for r in rows
+    ]  # fmt: skip
 
 
 def last_seq(run_id: str) -> Flow:

@@ -36,7 +36,7 @@ from pausepoint.server.event_wake import Listener, Wakeups
 from pausepoint.server.event_writer import EventWriter
 from pausepoint.server.records import RunEvent
 from pausepoint.server.store_records import Database
-from pausepoint.server.store_sql import Flow, dump
+from pausepoint.server.store_sql import Flow
 
 __all__ = [
     "CHECK_SECONDS",
@@ -177,8 +177,10 @@ class EventLogs:
 
     def _sink(self, run_id: str) -> Callable[[RunEvent], None]:
         def sink(event: RunEvent) -> None:
-            row = EventRow(run_id, int(event.id), event.event, dump(event.data), time.time())
-            self.writer.add(row)
+            at = time.time()
+            self.writer.add(
+                event_rows.row(self.db.sealer, run_id, int(event.id), event.event, event.data, at)
+            )
             self.wakeups.wake(run_id)
 
         return sink
@@ -327,7 +329,9 @@ class EventLogs:
         log = self._logs.get(run_id)
         if log is not None and after >= log.base:
             return log.events[after - log.base :]  # the fast path: this process's run
-        rows: list[RunEvent] = await self.db.run(event_rows.after(run_id, after, _PAGE))
+        rows: list[RunEvent] = await self.db.run(
+            event_rows.after(run_id, after, _PAGE, self.db.sealer)
+        )
         return rows
 
     async def _verdict(self, run_id: str, after: int) -> list[RunEvent] | None:
@@ -349,7 +353,9 @@ class EventLogs:
                 "that finds it: join its stream again to follow it"
             )
             return [RunEvent(str(after), "error", {"error": "RunLost", "message": message})]
-        rest: list[RunEvent] = await self.db.run(event_rows.after(run_id, after, 1_000_000))
+        rest: list[RunEvent] = await self.db.run(
+            event_rows.after(run_id, after, 1_000_000, self.db.sealer)
+        )
         return [e for e in rest if e.event != END]
 
     # --- retention ------------------------------------------------------------------------

@@ -42,22 +42,28 @@ def is_postgres_url(db_url: str) -> bool:
 
 
 def env_keys() -> Sealer | None:
-    """The keys of ``$PAUSEPOINT_KEYS`` (docs/security.md), None when it is unset."""
+    """The keys of ``$PAUSEPOINT_KEYS`` (docs/security.md), None when it is unset.
+
+    They seal the checkpoints and the server's own tables (`pausepoint.server.sealing`).
+    ``PAUSEPOINT_ALLOW_PLAINTEXT=1`` reads rows stored in clear (migrating a database).
+    """
     if not os.environ.get("PAUSEPOINT_KEYS", "").strip():
         return None
     from pausepoint.crypto import KeyRing  # the crypto extra, needed only then
 
-    return KeyRing.from_env()
+    allow = os.environ.get("PAUSEPOINT_ALLOW_PLAINTEXT", "").strip() == "1"
+    return KeyRing.from_env(allow_plaintext=allow)
 
 
 async def _open_sqlite(path: str, closers: list[Closer]) -> tuple[BaseCheckpointSaver, Database]:
     from pausepoint.checkpoint.sqlite import AsyncSqliteSaver
     from pausepoint.server.store_sqlite import SqliteDatabase
 
-    opened = AsyncSqliteSaver.from_conn_string(path, encryption=env_keys())
+    keys = env_keys()
+    opened = AsyncSqliteSaver.from_conn_string(path, encryption=keys)
     saver = await opened.__aenter__()
     closers.append(lambda: opened.__aexit__(None, None, None))
-    db = SqliteDatabase(path)
+    db = SqliteDatabase(path, keys)
     closers.append(db.close)
     return saver, db
 
@@ -79,9 +85,10 @@ async def _open_postgres(
     )
     await pool.open(wait=True)
     closers.append(pool.close)
-    saver = AsyncPostgresSaver(pool, encryption=env_keys())
+    keys = env_keys()
+    saver = AsyncPostgresSaver(pool, encryption=keys)
     await saver.setup()
-    return cast("BaseCheckpointSaver", saver), PostgresDatabase(pool)
+    return cast("BaseCheckpointSaver", saver), PostgresDatabase(pool, keys)
 
 
 async def close_all(closers: list[Closer]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.server.errors import ConflictError, NotFoundError
 from pausepoint.server.records import (
@@ -23,8 +23,12 @@ from pausepoint.server.records import (
     ThreadRecord,
     ThreadStatus,
 )
-from pausepoint.server.store_records import Database, RecordStore, time_of
-from pausepoint.server.store_sql import DuplicateError, Flow, Row, dump, load
+from pausepoint.server.sealing import RUNS, dump_cell, load_cell
+from pausepoint.server.store_records import Database, RecordStore, thread_metadata, time_of
+from pausepoint.server.store_sql import DuplicateError, Flow, Row
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._sealing import Sealer
 
 __all__ = ["CANCEL_CHANNEL", "Claimed", "Database", "Store"]
 
@@ -70,10 +74,12 @@ class Claimed:
     the writes after it are the run's (a rollback deletes them)."""
 
 
-def _run(row: Row) -> RunRecord:
+def _run(row: Row, sealer: Sealer | None) -> RunRecord:
+    key = (row[0],)
     return RunRecord(
         run_id=row[0], thread_id=row[1], assistant_id=row[2], status=row[3],
-        metadata=load(row[4]), kwargs=load(row[5]), multitask_strategy=row[6],
+        metadata=load_cell(sealer, row[4], RUNS, key, "metadata"),
+        kwargs=load_cell(sealer, row[5], RUNS, key, "kwargs"), multitask_strategy=row[6],
         created_at=time_of(row[7]), updated_at=time_of(row[8]),
     )  # fmt: skip
 
@@ -132,15 +138,17 @@ class Store(RecordStore):
                 f"INSERT INTO pausepoint_server_runs ({_RUN_COLUMNS}, not_before) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    run.run_id, thread_id, run.assistant_id, "pending", dump(run.metadata),
-                    dump(run.kwargs), strategy, now, now, not_before,
+                    run.run_id, thread_id, run.assistant_id, "pending",
+                    dump_cell(self.sealer, run.metadata, RUNS, (run.run_id,), "metadata"),
+                    dump_cell(self.sealer, run.kwargs, RUNS, (run.run_id,), "kwargs"),
+                    strategy, now, now, not_before,
                 ),
             )  # fmt: skip
             metadata = {**got.metadata, **stamp}
             yield (
                 "UPDATE pausepoint_server_threads SET status = 'busy', metadata = ?, "
                 "updated_at = ? WHERE thread_id = ?",
-                (dump(metadata), now, thread_id),
+                (thread_metadata(self.sealer, thread_id, metadata), now, thread_id),
             )
             return run, cancel
 
@@ -226,7 +234,9 @@ class Store(RecordStore):
             if not got:
                 return None
             row = got[0]
-            return Claimed(_run(row[:9]), int(row[9]), row[10], bool(row[11]), int(row[12] or 0))
+            return Claimed(
+                _run(row[:9], self.sealer), int(row[9]), row[10], bool(row[11]), int(row[12] or 0)
+            )
 
         try:
             result: Claimed | None = await self.db.run(flow(), write=True)
@@ -329,7 +339,12 @@ class Store(RecordStore):
                 yield (
                     "UPDATE pausepoint_server_runs SET status = ?, result = ?, "
                     "lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE run_id = ?",
-                    (status, dump(result), now, run.run_id),
+                    (
+                        status,
+                        dump_cell(self.sealer, result, RUNS, (run.run_id,), "result"),
+                        now,
+                        run.run_id,
+                    ),
                 )
             yield from self._settle(run.thread_id, rest, now)
             if also is not None:
@@ -410,7 +425,7 @@ class Store(RecordStore):
                 "WHERE run_id = ? AND thread_id = ?",
                 (run_id, thread_id),
             )
-            return _run(rows[0]) if rows else None
+            return _run(rows[0], self.sealer) if rows else None
 
         result: RunRecord | None = await self.db.run(flow())
         return result
@@ -423,7 +438,9 @@ class Store(RecordStore):
                 "SELECT status, result FROM pausepoint_server_runs WHERE run_id = ?",
                 (run_id,),
             )
-            return (str(rows[0][0]), load(rows[0][1])) if rows else None
+            if not rows:
+                return None
+            return str(rows[0][0]), load_cell(self.sealer, rows[0][1], RUNS, (run_id,), "result")
 
         result: tuple[str, Any] | None = await self.db.run(flow())
         return result
@@ -440,7 +457,7 @@ class Store(RecordStore):
                 f"{extra}ORDER BY seq DESC LIMIT ? OFFSET ?",
                 (thread_id, *params, limit, offset),
             )
-            return [_run(r) for r in rows]
+            return [_run(r, self.sealer) for r in rows]
 
         result: list[RunRecord] = await self.db.run(flow())
         return result

@@ -11,6 +11,8 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
+    from pausepoint.checkpoint._sealing import Sealer
+
 __all__ = ["PostgresDatabase"]
 
 _SETUP_LOCK = 7_433_033_301
@@ -18,11 +20,17 @@ _SETUP_LOCK = 7_433_033_301
 
 
 class PostgresDatabase:
-    """The server's tables on the pool the saver uses (connections in autocommit mode)."""
+    """The server's tables on the pool the saver uses (connections in autocommit mode).
+
+    ``sealer``: the keys sealing the user data of the tables (`pausepoint.server.sealing`).
+    """
 
     postgres = True
 
-    def __init__(self, pool: psycopg_pool.AsyncConnectionPool[Any]) -> None:
+    def __init__(
+        self, pool: psycopg_pool.AsyncConnectionPool[Any], sealer: Sealer | None = None
+    ) -> None:
+        self.sealer = sealer
         self._pool = pool
 
     async def setup(self) -> None:

@@ -10,13 +10,24 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pausepoint.server.errors import ConflictError, NotFoundError
 from pausepoint.server.records import Assistant, JsonObject, ThreadRecord, ThreadStatus
-from pausepoint.server.store_sql import DuplicateError, Flow, Row, dump, load
+from pausepoint.server.sealing import (
+    ASSISTANTS,
+    THREADS,
+    dump_cell,
+    load_cell,
+    open_text,
+    seal_text,
+)
+from pausepoint.server.store_sql import DuplicateError, Flow, Row
 
-__all__ = ["Database", "RecordStore", "time_of"]
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._sealing import Sealer
+
+__all__ = ["Database", "RecordStore", "thread_metadata", "time_of"]
 
 _ASSISTANT_COLUMNS = (
     "assistant_id, graph_id, config, context, metadata, name, description, version, "
@@ -29,6 +40,8 @@ class Database(Protocol):
     """What the store needs of a database: run a flow in one transaction."""
 
     postgres: bool
+    sealer: Sealer | None
+    """The keys sealing the user data of the server's tables (`pausepoint.server.sealing`)."""
 
     async def setup(self) -> None:
         """Create the tables (idempotent)."""
@@ -48,19 +61,31 @@ def time_of(seconds: float) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
 
 
-def _assistant(row: Row) -> Assistant:
+def _assistant(row: Row, sealer: Sealer | None) -> Assistant:
+    key = (row[0],)
+    description = (
+        row[6] if row[6] is None else open_text(sealer, row[6], ASSISTANTS, key, "description")
+    )
     return Assistant(
-        assistant_id=row[0], graph_id=row[1], config=load(row[2]), context=load(row[3]),
-        metadata=load(row[4]), name=row[5], description=row[6], version=int(row[7]),
+        assistant_id=row[0], graph_id=row[1],
+        config=load_cell(sealer, row[2], ASSISTANTS, key, "config"),
+        context=load_cell(sealer, row[3], ASSISTANTS, key, "context"),
+        metadata=load_cell(sealer, row[4], ASSISTANTS, key, "metadata"),
+        name=row[5], description=description, version=int(row[7]),
         created_at=time_of(row[8]), updated_at=time_of(row[9]),
     )  # fmt: skip
 
 
-def _thread(row: Row) -> ThreadRecord:
+def _thread(row: Row, sealer: Sealer | None) -> ThreadRecord:
     return ThreadRecord(
-        thread_id=row[0], metadata=load(row[1]), status=row[2],
-        created_at=time_of(row[3]), updated_at=time_of(row[4]),
+        thread_id=row[0], metadata=load_cell(sealer, row[1], THREADS, (row[0],), "metadata"),
+        status=row[2], created_at=time_of(row[3]), updated_at=time_of(row[4]),
     )  # fmt: skip
+
+
+def thread_metadata(sealer: Sealer | None, thread_id: str, metadata: JsonObject) -> str:
+    """A thread's ``metadata`` cell as stored."""
+    return dump_cell(sealer, metadata, THREADS, (thread_id,), "metadata")
 
 
 class RecordStore:
@@ -68,6 +93,7 @@ class RecordStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.sealer = db.sealer
         self._lock = " FOR UPDATE" if db.postgres else ""
 
     # --- assistants ---------------------------------------------------------------------
@@ -86,14 +112,21 @@ class RecordStore:
             if rows:
                 if if_exists == "raise":
                     raise ConflictError(f"assistant {assistant.assistant_id!r} already exists")
-                return _assistant(rows[0])
+                return _assistant(rows[0], self.sealer)
             a = assistant
+            key, sealer = (a.assistant_id,), self.sealer
+            description = a.description
+            if description is not None:
+                description = seal_text(sealer, description, ASSISTANTS, key, "description")
             yield (
                 f"INSERT INTO pausepoint_server_assistants ({_ASSISTANT_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    a.assistant_id, a.graph_id, dump(a.config), dump(a.context),
-                    dump(a.metadata), a.name, a.description, a.version,
+                    a.assistant_id, a.graph_id,
+                    dump_cell(sealer, a.config, ASSISTANTS, key, "config"),
+                    dump_cell(sealer, a.context, ASSISTANTS, key, "context"),
+                    dump_cell(sealer, a.metadata, ASSISTANTS, key, "metadata"),
+                    a.name, description, a.version,
                     a.created_at.timestamp(), a.updated_at.timestamp(),
                 ),
             )  # fmt: skip
@@ -120,7 +153,7 @@ class RecordStore:
                 "WHERE assistant_id = ?",
                 (assistant_id,),
             )
-            return _assistant(rows[0]) if rows else None
+            return _assistant(rows[0], self.sealer) if rows else None
 
         result: Assistant | None = await self.db.run(flow())
         return result
@@ -135,7 +168,7 @@ class RecordStore:
                 "ORDER BY created_at, assistant_id",
                 params,
             )
-            return [_assistant(r) for r in rows]
+            return [_assistant(r, self.sealer) for r in rows]
 
         result: list[Assistant] = await self.db.run(flow())
         return result
@@ -148,12 +181,12 @@ class RecordStore:
             + (self._lock if lock else ""),
             (thread_id,),
         )
-        return _thread(rows[0]) if rows else None
+        return _thread(rows[0], self.sealer) if rows else None
 
     def _insert_thread(self, thread_id: str, metadata: JsonObject, now: float) -> Flow:
         yield (
             f"INSERT INTO pausepoint_server_threads ({_THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-            (thread_id, dump(metadata), "idle", now, now),
+            (thread_id, thread_metadata(self.sealer, thread_id, metadata), "idle", now, now),
         )
         return ThreadRecord(thread_id, metadata, "idle", time_of(now), time_of(now))
 
@@ -208,7 +241,7 @@ class RecordStore:
             yield (
                 "UPDATE pausepoint_server_threads SET metadata = ?, updated_at = ? "
                 "WHERE thread_id = ?",
-                (dump(merged), now, thread_id),
+                (thread_metadata(self.sealer, thread_id, merged), now, thread_id),
             )
             return dataclasses.replace(got, metadata=merged, updated_at=time_of(now))
 
@@ -237,7 +270,7 @@ class RecordStore:
                 "ORDER BY created_at, thread_id",
                 params,
             )
-            return [_thread(r) for r in rows]
+            return [_thread(r, self.sealer) for r in rows]
 
         result: list[ThreadRecord] = await self.db.run(flow())
         return result

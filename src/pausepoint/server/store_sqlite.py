@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.server.store_sql import DuplicateError, Flow, Row, Statement, ddl, drive
+
+if TYPE_CHECKING:
+    from pausepoint.checkpoint._sealing import Sealer
 
 __all__ = ["SqliteDatabase"]
 
@@ -17,11 +20,13 @@ class SqliteDatabase:
 
     Each flow is one transaction; a write takes SQLite's write lock at its ``BEGIN
     IMMEDIATE``, so claims and run creations are serialised across processes too.
+    ``sealer``: the keys sealing the user data of the tables (`pausepoint.server.sealing`).
     """
 
     postgres = False
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, sealer: Sealer | None = None) -> None:
+        self.sealer = sealer
         self._conn = sqlite3.connect(
             path, check_same_thread=False, isolation_level=None, timeout=60.0
         )
