@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 
 from pausepoint.cli.threads import add_db_option, compile_graph, load_graph, open_saver
 from pausepoint.cli.views import CliError
-from pausepoint.cli.web import LOOPBACK, missing_module, redact_server_logs, url_host
+from pausepoint.cli.web import (
+    KEEP_ALIVE_SECONDS,
+    LOOPBACK,
+    missing_module,
+    redact_server_logs,
+    url_host,
+)
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
@@ -84,7 +90,13 @@ def _serve(args: argparse.Namespace, saver: BaseCheckpointSaver) -> int:
     graph = _graph(args.graph, saver)
     token = args.token or os.environ.get(TOKEN_ENV) or new_token()
     app = create_app(graph, token=token, poll_seconds=args.poll)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
     redact_server_logs()
     _announce(args, token)
     try:

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING
 
 from pausepoint.cli.threads import add_db_option, load_graph
 from pausepoint.cli.views import CliError
-from pausepoint.cli.web import LOOPBACK, missing_module, redact_server_logs, url_host
+from pausepoint.cli.web import (
+    KEEP_ALIVE_SECONDS,
+    LOOPBACK,
+    missing_module,
+    redact_server_logs,
+    url_host,
+)
 
 if TYPE_CHECKING:
     from pausepoint.cli.threads import Commands
@@ -199,7 +205,13 @@ def _serve(
 
         inbox_token = token or new_token()
         app = with_inbox(app, args.inbox, token=inbox_token)
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="info")
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
     redact_server_logs()
     host = url_host(args.host)
     print(f"pausepoint serve: graphs {', '.join(graphs)} over {args.db}")

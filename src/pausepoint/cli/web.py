@@ -1,8 +1,8 @@
 """What the CLI's web servers (``pausepoint inbox``, ``pausepoint serve``) share.
 
 The loopback addresses (where serving without a token is safe), the check that an
-extra's modules are installed, the address as a URL writes it, and the filter that
-keeps a login token out of uvicorn's logs.
+extra's modules are installed, the address as a URL writes it, how long an idle
+connection is kept, and the filter that keeps a login token out of uvicorn's logs.
 """
 
 from __future__ import annotations
@@ -12,10 +12,27 @@ import logging
 import re
 from collections.abc import Iterable
 
-__all__ = ["LOOPBACK", "RedactToken", "missing_module", "redact_server_logs", "url_host"]
+__all__ = [
+    "KEEP_ALIVE_SECONDS",
+    "LOOPBACK",
+    "RedactToken",
+    "missing_module",
+    "redact_server_logs",
+    "url_host",
+]
 
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 """Addresses only this machine reaches."""
+
+KEEP_ALIVE_SECONDS = 75
+"""How long the servers keep an idle HTTP connection open (uvicorn's default is 5 s).
+
+A client must stop reusing an idle connection before the server closes it: when both
+give up at about the same moment (httpx, which langgraph-sdk uses, expires idle
+connections after 5 s), a request sent as the server closes is reset unread and the
+client cannot tell whether it was accepted. 75 s is longer than the clients' expiry
+and than the common load balancers' idle timeouts (60 s), which must also be shorter.
+"""
 
 
 def missing_module(modules: Iterable[tuple[str, str]]) -> str | None:
