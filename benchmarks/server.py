@@ -122,11 +122,11 @@ def count_transactions(service: Any) -> dict[str, int]:
     counts: dict[str, int] = {}
     run = service.store.db.run
 
-    async def counted(flow: Any, *, write: bool = False) -> Any:
+    async def counted(flow: Any, **options: Any) -> Any:
         name = flow.__qualname__.replace(".<locals>.flow", "").rsplit(".", 1)[-1]
-        key = f"{name} ({'write' if write else 'read'})"
+        key = f"{name} ({'write' if options.get('write') else 'read'})"
         counts[key] = counts.get(key, 0) + 1
-        return await run(flow, write=write)
+        return await run(flow, **options)
 
     service.store.db.run = counted
     return counts

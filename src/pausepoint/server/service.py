@@ -49,8 +49,10 @@ __all__ = [
 
 SortOrder = Literal["asc", "desc"]
 
-Dispatch = Callable[[RunRecord, float], Awaitable[None]]
-"""Told of a run just recorded and the time (epoch seconds) it may start."""
+Dispatch = Callable[[RunRecord, float, Any], Awaitable[None]]
+"""Told of a run being recorded, the time (epoch seconds) it may start, and the
+PostgreSQL connection of the transaction recording it (it defers the run's job in
+that transaction: the run and its job are committed together, or neither)."""
 
 Recorded = tuple[RunRecord, list[tuple[str, str, str]], Claimed | None]
 
@@ -112,8 +114,8 @@ class RunService:
         )  # fmt: skip
         self._closers = closers
         self.dispatch: Dispatch | None = None
-        """Set (`pausepoint.workers`): tells a job queue of each run recorded, for
-        workers of other processes; this process's own workers are woken as well."""
+        """Set (`pausepoint.workers`): tells a job queue of each run recorded, in the
+        recording transaction, for workers of other processes."""
         self._started = False
         self._checking = {name: checking_graph(g, saver) for name, g in graphs.items()}
         # by id or graph name: an assistant never changes once made (no update, no delete)
@@ -414,19 +416,20 @@ class RunService:
         claim_for = None
         if idle is not None:
             claim_for = (self.workers.owner, now.timestamp() + self.workers.lease_seconds)
+        at = now.timestamp() + (request.after_seconds or 0.0)
+        dispatch = self.dispatch
         recording = asyncio.ensure_future(
             self.store.create_run(
                 run,
-                not_before=now.timestamp() + (request.after_seconds or 0.0),
+                not_before=at,
                 create_thread=request.if_not_exists == "create",
                 stamp={"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
                 claim_for=claim_for,
+                then=None if dispatch is None else (lambda conn: dispatch(run, at, conn)),
             )
         )
         recording.add_done_callback(lambda done: self._recorded(idle, done))
         run, _, _ = await asyncio.shield(recording)
-        if self.dispatch is not None:
-            await self.dispatch(run, now.timestamp() + (request.after_seconds or 0.0))
         return run
 
     def _recorded(self, idle: IdleWorker | None, done: asyncio.Future[Recorded]) -> None:

@@ -24,7 +24,7 @@ from pausepoint.server.records import (
     ThreadStatus,
 )
 from pausepoint.server.store_records import Database, RecordStore, time_of
-from pausepoint.server.store_sql import DuplicateError, Flow, Row, dump, load
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, Then, dump, load
 
 __all__ = ["CANCEL_CHANNEL", "Claimed", "Database", "Finished", "Store"]
 
@@ -111,6 +111,7 @@ class Store(RecordStore):
         create_thread: bool,
         stamp: JsonObject,
         claim_for: tuple[str, float] | None = None,
+        then: Then | None = None,
     ) -> tuple[RunRecord, list[tuple[str, str, str]], Claimed | None]:
         """Record ``run`` pending, applying its multitask strategy to the runs in flight.
 
@@ -121,6 +122,7 @@ class Store(RecordStore):
         lease's end) is given and the run is runnable at once: no run of the thread
         in flight, due now. The claim is the one `claim` makes, in the same
         transaction: an idle worker is handed the run with no claim of its own.
+        ``then`` runs in the same transaction (PostgreSQL: the job queue's defer).
 
         Raises:
             NotFoundError: No such thread and ``create_thread`` is false.
@@ -174,7 +176,7 @@ class Store(RecordStore):
             return run, cancel, claimed
 
         result: tuple[RunRecord, list[tuple[str, str, str]], Claimed | None] = await self.db.run(
-            flow(), write=True
+            flow(), write=True, then=then
         )
         return result
 

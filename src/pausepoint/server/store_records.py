@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pausepoint.server.errors import ConflictError, NotFoundError
 from pausepoint.server.records import Assistant, JsonObject, ThreadRecord, ThreadStatus
-from pausepoint.server.store_sql import DuplicateError, Flow, Row, dump, load
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, Then, dump, load
 
 __all__ = ["Database", "RecordStore", "time_of"]
 
@@ -34,8 +34,8 @@ class Database(Protocol):
         """Create the tables (idempotent)."""
         ...
 
-    async def run(self, flow: Flow, *, write: bool = False) -> Any:
-        """Drive ``flow`` in one transaction."""
+    async def run(self, flow: Flow, *, write: bool = False, then: Then | None = None) -> Any:
+        """Drive ``flow`` in one transaction (then ``then``, PostgreSQL only, in it)."""
         ...
 
     async def close(self) -> None:
