@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import os
 import socket
 import statistics
@@ -116,36 +117,61 @@ def over_http(url: str, n: int) -> list[float]:
     return times
 
 
-def events_written_or_not(where: Path, name: str, n: int) -> tuple[list[float], list[float], float]:
+def count_transactions(service: Any) -> dict[str, int]:
+    """Count the service's store transactions by kind (the flow's function), live."""
+    counts: dict[str, int] = {}
+    run = service.store.db.run
+
+    async def counted(flow: Any, **options: Any) -> Any:
+        name = flow.__qualname__.replace(".<locals>.flow", "").rsplit(".", 1)[-1]
+        key = f"{name} ({'write' if options.get('write') else 'read'})"
+        counts[key] = counts.get(key, 0) + 1
+        return await run(flow, **options)
+
+    service.store.db.run = counted
+    return counts
+
+
+def events_written_or_not(
+    where: Path, name: str, n: int
+) -> tuple[list[float], list[float], float, dict[str, int]]:
     """`RunService` round trips with the runs' events written to the database, and with
     the event writer stubbed out (events in memory only), taken in turn so the load of
-    the machine weighs on both alike; and the event write transactions per round trip."""
+    the machine weighs on both alike; the event write transactions per round trip, and
+    the store's transactions by kind (all of them, over the ``n`` round trips)."""
     import asyncio
 
     from pausepoint.server.records import RunRequest
     from pausepoint.server.service import RunService
 
+    async def join(service: RunService, run: Any) -> Any:
+        # as the HTTP route does: it has the run's record (older versions read it again)
+        if "run" in inspect.signature(service.join_run).parameters:
+            return await service.join_run(run.thread_id, run.run_id, run=run)
+        return await service.join_run(run.thread_id, run.run_id)
+
     async def one(service: RunService) -> float:
         start = time.perf_counter()
         tid = (await service.create_thread()).thread_id
         run = await service.create_run(tid, RunRequest("approval", input={"request": "d"}))
-        assert "__interrupt__" in await service.join_run(tid, run.run_id)
+        assert "__interrupt__" in await join(service, run)
         run = await service.create_run(tid, RunRequest("approval", command={"resume": "y"}))
-        assert (await service.join_run(tid, run.run_id))["result"] == "d: y"
+        assert (await join(service, run))["result"] == "d: y"
         return time.perf_counter() - start
 
-    async def rounds() -> tuple[list[float], list[float], float]:
+    async def rounds() -> tuple[list[float], list[float], float, dict[str, int]]:
         written = await RunService.open(str(where / f"{name}.sqlite"), {"approval": approval()})
         memory = await RunService.open(str(where / f"{name}-mem.sqlite"), {"approval": approval()})
         memory.events.writer.add = lambda row: None  # type: ignore[method-assign]
         await written.start()
         await memory.start()
+        counts = count_transactions(written)
         times: tuple[list[float], list[float]] = ([], [])
         try:
             for _ in range(n):
                 times[0].append(await one(written))
                 times[1].append(await one(memory))
-            return times[0], times[1], written.events.writer.transactions / n
+            return times[0], times[1], written.events.writer.transactions / n, counts
         finally:
             await written.close()
             await memory.close()
@@ -202,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         in_process_async(where / "warm-async.sqlite", warm)
         local_async = in_process_async(where / "async.sqlite", n)
         events_written_or_not(where, "warm-service", warm)
-        service, unwritten, writes = events_written_or_not(where, "service", n)
+        service, unwritten, writes, counts = events_written_or_not(where, "service", n)
         with serving(where / "served.sqlite") as url:
             over_http(url, warm)
             remote = over_http(url, n)
@@ -221,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     events = statistics.median(service) - statistics.median(unwritten)
     print(f"| of which writing the events (RunService - not written) | {events * 1000:.2f} |")
     print(f"\nevent write transactions per round trip: {writes:.2f}")
+    print("store transactions per round trip (RunService, events written):")
+    for kind, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        print(f"  {kind}: {count / n:.2f}")
+    print(f"  all: {sum(counts.values()) / n:.2f}")
     return 0
 
 

@@ -13,8 +13,9 @@ import socket
 import time
 from pathlib import Path
 
-from pausepoint.cli.web import KEEP_ALIVE_SECONDS
 from tests.server.serving import serve
+
+from pausepoint.cli.web import KEEP_ALIVE_SECONDS
 
 IDLE = 6.0  # past httpx's 5 s expiry and uvicorn's default keep-alive
 

@@ -94,6 +94,9 @@ class EventLog:
         """The run's last event id before this attempt (0 for a first attempt)."""
         self.events: list[RunEvent] = []
         self.ended = False
+        self.outcome: tuple[str, Any] | None = None
+        """The run's status and join body as recorded at its end (`EventLogs.ended`):
+        a join in this process answers from it without reading the record."""
         self._sink = sink
 
     @property
@@ -206,10 +209,14 @@ class EventLogs:
         rows.append(EventRow(run_id, log.last + 1, END, "null", time.time()))
         return event_rows.insert(rows, postgres=self.db.postgres)
 
-    def ended(self, run_id: str) -> None:
-        """The run's end and its `END` row (`end_flow`) are written: end the memory log."""
+    def ended(self, run_id: str, outcome: tuple[str, Any] | None = None) -> None:
+        """The run's end and its `END` row (`end_flow`) are written: end the memory log.
+
+        ``outcome``: the status and join body the run's record now holds.
+        """
         log = self._logs.get(run_id)
         if log is not None:
+            log.outcome = outcome
             log.end(written=True)
             self._ending(run_id, log)
 
@@ -275,6 +282,16 @@ class EventLogs:
         if log is not None:
             return log.last
         return int(await self.db.run(event_rows.last_seq(run_id)))
+
+    def outcome(self, run_id: str) -> tuple[str, Any] | None:
+        """The run's status and join body if this process recorded its end, else None."""
+        log = self._logs.get(run_id)
+        return None if log is None else log.outcome
+
+    def executing(self, run_id: str) -> bool:
+        """Whether this process executes the run now (its end will wake its readers)."""
+        log = self._logs.get(run_id)
+        return log is not None and not log.ended
 
     def quiet_wait(self, run_id: str) -> float:
         """How long a reader of ``run_id`` may wait for a wake-up before reading again."""

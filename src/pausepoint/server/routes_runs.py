@@ -189,7 +189,7 @@ def wait_body(
 
     async def result() -> AsyncIterator[bytes]:
         try:
-            body = await service.join_run(run.thread_id, run.run_id)
+            body = await service.join_run(run.thread_id, run.run_id, run=run)
         except Exception as exc:  # the status is sent: the failure goes in the body
             body = {"__error__": error_json(exc)}
         yield dumps(body).encode()

@@ -8,6 +8,7 @@ written ``pending`` and a worker executes it.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import time
 import uuid
@@ -31,8 +32,8 @@ from pausepoint.server.records import (
     ThreadRecord,
     ThreadStatus,
 )
-from pausepoint.server.store import Database, Store
-from pausepoint.server.worker import Workers
+from pausepoint.server.store import Claimed, Database, Store
+from pausepoint.server.worker import IdleWorker, Workers
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
@@ -48,8 +49,12 @@ __all__ = [
 
 SortOrder = Literal["asc", "desc"]
 
-Dispatch = Callable[[RunRecord, float], Awaitable[None]]
-"""Told of a run just recorded and the time (epoch seconds) it may start."""
+Dispatch = Callable[[RunRecord, float, Any], Awaitable[None]]
+"""Told of a run being recorded, the time (epoch seconds) it may start, and the
+PostgreSQL connection of the transaction recording it (it defers the run's job in
+that transaction: the run and its job are committed together, or neither)."""
+
+Recorded = tuple[RunRecord, list[tuple[str, str, str]], Claimed | None]
 
 DEFAULT_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """The namespace of default assistants' ids (LangGraph's servers use the same)."""
@@ -109,10 +114,12 @@ class RunService:
         )  # fmt: skip
         self._closers = closers
         self.dispatch: Dispatch | None = None
-        """Set (`pausepoint.workers`): tells a job queue of each run recorded, for
-        workers of other processes; this process's own workers are woken as well."""
+        """Set (`pausepoint.workers`): tells a job queue of each run recorded, in the
+        recording transaction, for workers of other processes."""
         self._started = False
         self._checking = {name: checking_graph(g, saver) for name, g in graphs.items()}
+        # by id or graph name: an assistant never changes once made (no update, no delete)
+        self._assistants: dict[str, Assistant] = {}
 
     @classmethod
     async def open(
@@ -219,15 +226,22 @@ class RunService:
             name=name or "Untitled", description=description, version=1,
             created_at=now, updated_at=now,
         )  # fmt: skip
-        return await self.store.put_assistant(assistant, if_exists=if_exists)
+        got = await self.store.put_assistant(assistant, if_exists=if_exists)
+        self._assistants.pop(got.assistant_id, None)  # a graph's name read as this id
+        return got
 
     async def get_assistant(self, assistant_id_or_graph_id: str) -> Assistant:
         """The assistant with this id, or the default assistant of the graph of this name."""
-        got = await self.store.get_assistant(assistant_id_or_graph_id)
-        if got is None and assistant_id_or_graph_id in self.graphs:
-            got = await self.store.get_assistant(default_assistant_id(assistant_id_or_graph_id))
+        key = assistant_id_or_graph_id
+        got = self._assistants.get(key)
+        if got is not None:
+            return got
+        got = await self.store.get_assistant(key)
+        if got is None and key in self.graphs:
+            got = await self.store.get_assistant(default_assistant_id(key))
         if got is None:
-            raise NotFoundError(f"assistant {assistant_id_or_graph_id!r} not found")
+            raise NotFoundError(f"assistant {key!r} not found")
+        self._assistants[key] = self._assistants[got.assistant_id] = got
         return got
 
     async def search_assistants(
@@ -394,18 +408,48 @@ class RunService:
             status="pending", metadata=dict(request.metadata or {}), kwargs=request.to_json(),
             multitask_strategy=request.multitask_strategy, created_at=now, updated_at=now,
         )  # fmt: skip
-        run, cancelled = await self.store.create_run(
-            run,
-            not_before=now.timestamp() + (request.after_seconds or 0.0),
-            create_thread=request.if_not_exists == "create",
-            stamp={"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
+        # A waiting worker of this process gets the run claimed in its record's
+        # transaction. What follows the record (`_recorded`) is done as it ends, even
+        # if this request is cancelled meanwhile (the run would else wait for a lease
+        # to run out, or a poll).
+        idle = self.workers.reserve() if self.dispatch is None else None
+        claim_for = None
+        if idle is not None:
+            claim_for = (self.workers.owner, now.timestamp() + self.workers.lease_seconds)
+        at = now.timestamp() + (request.after_seconds or 0.0)
+        dispatch = self.dispatch
+        recording = asyncio.ensure_future(
+            self.store.create_run(
+                run,
+                not_before=at,
+                create_thread=request.if_not_exists == "create",
+                stamp={"graph_id": assistant.graph_id, "assistant_id": assistant.assistant_id},
+                claim_for=claim_for,
+                then=None if dispatch is None else (lambda conn: dispatch(run, at, conn)),
+            )
         )
+        recording.add_done_callback(lambda done: self._recorded(idle, done))
+        run, _, _ = await asyncio.shield(recording)
+        return run
+
+    def _recorded(self, idle: IdleWorker | None, done: asyncio.Future[Recorded]) -> None:
+        """A run's transaction ended: act on what it did, hand its claim over or wake.
+
+        The runs it cancelled are stopped; the run claimed for the reserved worker is
+        handed to it (a run not claimed wakes a worker instead).
+        """
+        recorded = not done.cancelled() and done.exception() is None
+        if not recorded:
+            if idle is not None:
+                self.workers.hand(idle, None, wake=False)
+            return
+        _, cancelled, claimed = done.result()
         for run_id, was, action in cancelled:
             self._cancelled_now(run_id, was, cast("CancelAction", action))
-        self.workers.wake()
-        if self.dispatch is not None:
-            await self.dispatch(run, now.timestamp() + (request.after_seconds or 0.0))
-        return run
+        if idle is not None:
+            self.workers.hand(idle, claimed)
+        else:
+            self.workers.wake()
 
     async def _check_resume(self, graph_id: str, thread_id: str, request: RunRequest) -> None:
         """Refuse a resume the engine would refuse, with its typed error.
@@ -486,13 +530,17 @@ class RunService:
         await self.store.delete_run(thread_id, run_id)
         self.events.discard(run_id)
 
-    async def join_run(self, thread_id: str, run_id: str) -> JsonObject:
+    async def join_run(
+        self, thread_id: str, run_id: str, *, run: RunRecord | None = None
+    ) -> JsonObject:
         """Wait for the run to end; the wait/join body.
 
         The final values (plus ``"__interrupt__": [{"value", "id"}]`` when it stopped
         at questions), or ``{"__error__": {"error": type name, "message": str}}``.
+        ``run``: its record, when the caller has it (it is not read again).
         """
-        run = await self.get_run(thread_id, run_id)
+        if run is None or run.run_id != run_id or run.thread_id != thread_id:
+            run = await self.get_run(thread_id, run_id)
         status, body = await self._wait_ended(run_id)
         if status == "deleted":
             raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} was rolled back")
@@ -509,7 +557,13 @@ class RunService:
         ``_POLL`` seconds when no wake-up can come (SQLite, another process's run).
         """
         while True:
-            got = await self.store.run_result(run_id)
+            got = self.events.outcome(run_id)  # its end recorded by this process
+            if got is None and self.events.executing(run_id):
+                # executed here: its end wakes this wait, and the outcome is kept
+                await self.events.wait(run_id, self.events.quiet_wait(run_id))
+                continue
+            if got is None:
+                got = await self.store.run_result(run_id)
             if got is None:
                 return "deleted", None
             if got[0] not in ("pending", "running"):

@@ -25,12 +25,12 @@ from pausepoint.server.records import (
 )
 from pausepoint.server.sealing import RUNS, dump_cell, load_cell
 from pausepoint.server.store_records import Database, RecordStore, thread_metadata, time_of
-from pausepoint.server.store_sql import DuplicateError, Flow, Row
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, Then
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sealing import Sealer
 
-__all__ = ["CANCEL_CHANNEL", "Claimed", "Database", "Store"]
+__all__ = ["CANCEL_CHANNEL", "Claimed", "Database", "Finished", "Store"]
 
 CANCEL_CHANNEL = "pausepoint_cancel"
 """PostgreSQL's channel told ``"<action> <run id>"`` when a running run is cancelled:
@@ -72,6 +72,26 @@ class Claimed:
     start_writes: int = 0
     """The newest ``pausepoint_writes.seq`` of the thread when the run first started:
     the writes after it are the run's (a rollback deletes them)."""
+    head: str | None = None
+    """The thread's head checkpoint id at the claim (a retry whose start it is not
+    continues from it)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Finished:
+    """What `Store.finish` did: true when the run was the worker's and is ended."""
+
+    ours: bool
+    thread_busy: bool = False
+    """Runs of the thread are still in flight (pending behind it)."""
+    runnable: bool = True
+    """A claim may find a run (always true unless ``finish`` was asked to ``look``)."""
+
+    def __bool__(self) -> bool:
+        return self.ours
+
+
+_NOT_OURS = Finished(ours=False)
 
 
 def _run(row: Row, sealer: Sealer | None) -> RunRecord:
@@ -96,13 +116,19 @@ class Store(RecordStore):
         not_before: float,
         create_thread: bool,
         stamp: JsonObject,
-    ) -> tuple[RunRecord, list[tuple[str, str, str]]]:
+        claim_for: tuple[str, float] | None = None,
+        then: Then | None = None,
+    ) -> tuple[RunRecord, list[tuple[str, str, str]], Claimed | None]:
         """Record ``run`` pending, applying its multitask strategy to the runs in flight.
 
-        Returns the run and the runs in flight it cancelled, as ``(run_id, status
-        before, action)``:
-        their records already say so (a pending one is ``interrupted`` or deleted at
-        once; a running one carries the action for its worker).
+        Returns the run, the runs in flight it cancelled, as ``(run_id, status
+        before, action)`` (their records already say so: a pending one is
+        ``interrupted`` or deleted at once; a running one carries the action for its
+        worker), and the run claimed when ``claim_for`` (a lease owner and the
+        lease's end) is given and the run is runnable at once: no run of the thread
+        in flight, due now. The claim is the one `claim` makes, in the same
+        transaction: an idle worker is handed the run with no claim of its own.
+        ``then`` runs in the same transaction (PostgreSQL: the job queue's defer).
 
         Raises:
             NotFoundError: No such thread and ``create_thread`` is false.
@@ -134,9 +160,9 @@ class Store(RecordStore):
                 for run_id, status in rows:
                     cancel.append((str(run_id), str(status), strategy))
                     yield from self._cancel_in_flight(str(run_id), str(status), strategy, now)
-            yield (
+            inserted = yield (
                 f"INSERT INTO pausepoint_server_runs ({_RUN_COLUMNS}, not_before) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
                 (
                     run.run_id, thread_id, run.assistant_id, "pending",
                     dump_cell(self.sealer, run.metadata, RUNS, (run.run_id,), "metadata"),
@@ -150,9 +176,16 @@ class Store(RecordStore):
                 "updated_at = ? WHERE thread_id = ?",
                 (thread_metadata(self.sealer, thread_id, metadata), now, thread_id),
             )
-            return run, cancel
+            claimed: Claimed | None = None
+            if claim_for is not None and not rows and not_before <= now:
+                owner, lease_until = claim_for
+                seq = int(inserted[0][0])
+                claimed = yield from self.start_flow(seq, thread_id, owner, now, lease_until)
+            return run, cancel, claimed
 
-        result: tuple[RunRecord, list[tuple[str, str, str]]] = await self.db.run(flow(), write=True)
+        result: tuple[RunRecord, list[tuple[str, str, str]], Claimed | None] = await self.db.run(
+            flow(), write=True, then=then
+        )
         return result
 
     def _cancel_in_flight(self, run_id: str, status: str, action: str, now: float) -> Flow:
@@ -208,11 +241,20 @@ class Store(RecordStore):
         """Take the oldest runnable pending run (of ``thread_id`` if given); None if none.
 
         Runnable: due (``not_before``), and the oldest pending run of a thread none of
-        whose runs is running.
+        whose runs is running. With ``thread_id``, the thread's runs whose lease ran
+        out before ``now`` (their process died) are put back to ``pending`` first, in
+        the same transaction. The claim also marks the run started (`start_flow`).
         """
         only, params = ("AND r.thread_id = ? ", (now, thread_id)) if thread_id else ("", (now,))
 
         def flow() -> Flow:
+            if thread_id is not None:
+                yield (
+                    "UPDATE pausepoint_server_runs SET status = 'pending', lease_owner = NULL, "
+                    "lease_until = NULL WHERE thread_id = ? AND status = 'running' "
+                    "AND lease_until < ?",
+                    (thread_id, now),
+                )
             rows = yield (
                 "SELECT r.seq, r.thread_id FROM pausepoint_server_runs r "
                 f"WHERE r.status = 'pending' AND r.not_before <= ? {only}AND NOT EXISTS ("
@@ -223,20 +265,9 @@ class Store(RecordStore):
             )
             if not rows:
                 return None
-            seq, thread_id = rows[0]
-            yield from self._thread_row(str(thread_id), lock=True)
-            got = yield (
-                "UPDATE pausepoint_server_runs SET status = 'running', lease_owner = ?, "
-                "lease_until = ?, attempt = attempt + 1, updated_at = ? "
-                f"WHERE seq = ? AND status = 'pending' RETURNING {_CLAIM_COLUMNS}",
-                (owner, lease_until, now, seq),
-            )
-            if not got:
-                return None
-            row = got[0]
-            return Claimed(
-                _run(row[:9], self.sealer), int(row[9]), row[10], bool(row[11]), int(row[12] or 0)
-            )
+            seq, tid = rows[0]
+            yield from self._thread_row(str(tid), lock=True)
+            return (yield from self.start_flow(int(seq), str(tid), owner, now, lease_until))
 
         try:
             result: Claimed | None = await self.db.run(flow(), write=True)
@@ -244,30 +275,43 @@ class Store(RecordStore):
             return None
         return result
 
-    async def mark_started(self, run_id: str, owner: str, start_checkpoint: str | None) -> int:
-        """Remember where the run starts from (first attempt only).
+    def start_flow(
+        self, seq: int, thread_id: str, owner: str, now: float, lease_until: float
+    ) -> Flow:
+        """Claim the pending run ``seq`` (its thread's row locked): a `Claimed`, or None.
 
-        The thread's head checkpoint, and its newest write's ``seq``, which this
-        returns.
+        On its first claim the run is also marked started: the thread's head
+        checkpoint and newest write's ``seq`` are kept as where it starts from (a
+        rollback goes back there; a retry continues from the head if it moved).
         """
-
-        def flow() -> Flow:
-            rows = yield (
-                "SELECT COALESCE(MAX(w.seq), 0) FROM pausepoint_writes w "
-                "JOIN pausepoint_server_runs r ON r.thread_id = w.thread_id "
-                "WHERE r.run_id = ?",
-                (run_id,),
-            )
-            seq = int(rows[0][0] or 0)
-            yield (
-                "UPDATE pausepoint_server_runs SET started = 1, start_checkpoint = ?, "
-                "start_writes = ? WHERE run_id = ? AND lease_owner = ? AND started = 0",
-                (start_checkpoint, seq, run_id, owner),
-            )
-            return seq
-
-        result: int = await self.db.run(flow(), write=True)
-        return result
+        rows = yield (
+            "SELECT r.started, (SELECT MAX(c.checkpoint_id) FROM pausepoint_checkpoints c "
+            "WHERE c.thread_id = ? AND c.checkpoint_ns = ''), (SELECT COALESCE(MAX(w.seq), 0) "
+            "FROM pausepoint_writes w WHERE w.thread_id = ?) "
+            "FROM pausepoint_server_runs r WHERE r.seq = ? AND r.status = 'pending'",
+            (thread_id, thread_id, seq),
+        )
+        if not rows:
+            return None
+        was_started, head, writes = bool(rows[0][0]), rows[0][1], int(rows[0][2] or 0)
+        first = "" if was_started else ", started = 1, start_checkpoint = ?, start_writes = ?"
+        got = yield (
+            "UPDATE pausepoint_server_runs SET status = 'running', lease_owner = ?, "
+            f"lease_until = ?, attempt = attempt + 1, updated_at = ?{first} "
+            f"WHERE seq = ? AND status = 'pending' RETURNING {_CLAIM_COLUMNS}",
+            (owner, lease_until, now, *(() if was_started else (head, writes)), seq),
+        )
+        if not got:
+            return None
+        row = got[0]
+        return Claimed(
+            _run(row[:9], self.sealer),
+            int(row[9]),
+            row[10],
+            was_started,
+            int(row[12] or 0),
+            head=head,
+        )
 
     async def drop_writes_after(self, thread_id: str, seq: int) -> None:
         """Delete the thread's checkpoint writes newer than ``seq`` (a rollback).
@@ -316,12 +360,17 @@ class Store(RecordStore):
         rest: ThreadStatus,
         now: float,
         also: Flow | None = None,
-    ) -> bool:
+        *,
+        look: bool = False,
+    ) -> Finished:
         """End a running run held by ``owner``, then settle its thread's status.
 
-        ``status`` None deletes the run (a rollback). False if the run is no longer
+        ``status`` None deletes the run (a rollback). Falsy if the run is no longer
         ``owner``'s (requeued after its lease expired). ``also`` runs in the same
-        transaction when the run was ``owner``'s (the run's end event).
+        transaction when the run was ``owner``'s (the run's end event). The answer
+        also says whether runs of the thread are still in flight and (``look``)
+        whether a claim now would find a run of any thread: a worker told no skips
+        the claim that would find nothing.
         """
 
         def flow() -> Flow:
@@ -332,7 +381,7 @@ class Store(RecordStore):
                 (run.run_id, owner),
             )
             if not rows:
-                return False
+                return _NOT_OURS
             if status is None:
                 yield "DELETE FROM pausepoint_server_runs WHERE run_id = ?", (run.run_id,)
             else:
@@ -346,12 +395,22 @@ class Store(RecordStore):
                         run.run_id,
                     ),
                 )
-            yield from self._settle(run.thread_id, rest, now)
+            settled = yield from self._settle(run.thread_id, rest, now)
             if also is not None:
                 yield from also
-            return True
+            runnable = True
+            if look:
+                found = yield (
+                    "SELECT 1 FROM pausepoint_server_runs r WHERE r.status = 'pending' "
+                    "AND r.not_before <= ? AND NOT EXISTS (SELECT 1 FROM "
+                    "pausepoint_server_runs o WHERE o.thread_id = r.thread_id "
+                    "AND o.status = 'running') LIMIT 1",
+                    (now,),
+                )
+                runnable = bool(found)
+            return Finished(ours=True, thread_busy=settled == "busy", runnable=runnable)
 
-        done: bool = await self.db.run(flow(), write=True)
+        done: Finished = await self.db.run(flow(), write=True)
         return done
 
     async def requeue(self, *, owners: Sequence[str] = (), expired_before: float | None) -> int:

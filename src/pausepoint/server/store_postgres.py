@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, LiteralString, cast
 
-from pausepoint.server.store_sql import DuplicateError, Flow, Row, Statement, adrive, ddl
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, Statement, Then, adrive, ddl
 
 if TYPE_CHECKING:
     import psycopg
@@ -43,8 +43,12 @@ class PostgresDatabase:
 
         await self.run(flow(), write=True)
 
-    async def run(self, flow: Flow, *, write: bool = False) -> Any:
-        """Drive ``flow`` in a transaction of its own."""
+    async def run(self, flow: Flow, *, write: bool = False, then: Then | None = None) -> Any:
+        """Drive ``flow`` in a transaction of its own; then ``then`` with its connection.
+
+        ``then`` runs in the same transaction, after the flow (another library's
+        statements: the job queue's defer of a run recorded by the flow).
+        """
         del write  # every flow is a transaction: reads see one snapshot of the rows
         task = asyncio.current_task()
         asked = 0 if task is None else task.cancelling()
@@ -54,9 +58,11 @@ class PostgresDatabase:
                 # psycopg_pool's wait (asyncio.wait_for) returns it and drops the
                 # cancel (see AsyncPostgresSaver._connection). Raised, it is not lost.
                 raise asyncio.CancelledError
-            return await self._in_transaction(conn, flow)
+            return await self._in_transaction(conn, flow, then)
 
-    async def _in_transaction(self, conn: psycopg.AsyncConnection[Any], flow: Flow) -> Any:
+    async def _in_transaction(
+        self, conn: psycopg.AsyncConnection[Any], flow: Flow, then: Then | None
+    ) -> Any:
         import psycopg
 
         async with conn.transaction(), conn.cursor() as cur:
@@ -67,9 +73,12 @@ class PostgresDatabase:
                 return await cur.fetchall() if cur.description is not None else []
 
             try:
-                return await adrive(flow, execute)
+                result = await adrive(flow, execute)
             except psycopg.errors.UniqueViolation as exc:
                 raise DuplicateError(str(exc)) from None
+            if then is not None:
+                await then(conn)
+            return result
 
     async def close(self) -> None:
         """Nothing: the pool belongs to the service, which closes it."""

@@ -22,7 +22,7 @@ from pausepoint.server.sealing import (
     open_text,
     seal_text,
 )
-from pausepoint.server.store_sql import DuplicateError, Flow, Row
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, Then
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sealing import Sealer
@@ -47,8 +47,8 @@ class Database(Protocol):
         """Create the tables (idempotent)."""
         ...
 
-    async def run(self, flow: Flow, *, write: bool = False) -> Any:
-        """Drive ``flow`` in one transaction."""
+    async def run(self, flow: Flow, *, write: bool = False, then: Then | None = None) -> Any:
+        """Drive ``flow`` in one transaction (then ``then``, PostgreSQL only, in it)."""
         ...
 
     async def close(self) -> None:

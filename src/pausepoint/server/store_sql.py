@@ -15,14 +15,27 @@ unique index on ``(thread_id) WHERE status = 'running'`` makes a second one fail
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any
 
-__all__ = ["DuplicateError", "Flow", "Row", "Statement", "adrive", "ddl", "drive", "dump", "load"]
+__all__ = [
+    "DuplicateError",
+    "Flow",
+    "Row",
+    "Statement",
+    "Then",
+    "adrive",
+    "ddl",
+    "drive",
+    "dump",
+    "load",
+]
 
 Row = tuple[Any, ...]
 Statement = tuple[str, Sequence[Any]]
 Flow = Generator[Statement, list[Row], Any]
+Then = Callable[[Any], Awaitable[None]]
+"""Work done with a PostgreSQL flow's connection in its transaction, after the flow."""
 
 
 def ddl(*, postgres: bool) -> list[str]:

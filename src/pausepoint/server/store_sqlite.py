@@ -7,7 +7,7 @@ import sqlite3
 import threading
 from typing import TYPE_CHECKING, Any
 
-from pausepoint.server.store_sql import DuplicateError, Flow, Row, Statement, ddl, drive
+from pausepoint.server.store_sql import DuplicateError, Flow, Row, Statement, Then, ddl, drive
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sealing import Sealer
@@ -41,8 +41,13 @@ class SqliteDatabase:
 
         await self.run(flow(), write=True)
 
-    async def run(self, flow: Flow, *, write: bool = False) -> Any:
-        """Drive ``flow`` in a transaction of its own, off the event loop."""
+    async def run(self, flow: Flow, *, write: bool = False, then: Then | None = None) -> Any:
+        """Drive ``flow`` in a transaction of its own, off the event loop.
+
+        ``then`` (PostgreSQL's: work on the flow's connection) is refused.
+        """
+        if then is not None:
+            raise ValueError("a SQLite flow takes no 'then': it is PostgreSQL's")
         return await asyncio.to_thread(self._run, flow, write)
 
     def _run(self, flow: Flow, write: bool) -> Any:

@@ -24,20 +24,20 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.server.events import EventLogs
 from pausepoint.server.execute import Ended, execute, outcome, plan
-from pausepoint.server.records import Assistant, CancelAction, JsonObject, RunRecord, ThreadStatus
+from pausepoint.server.records import Assistant, CancelAction, RunRecord, ThreadStatus
 from pausepoint.server.rollback import roll_back
-from pausepoint.server.store import Claimed, Store
+from pausepoint.server.store import Claimed, Finished, Store
+from pausepoint.server.store_sql import dump, load
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
-    from pausepoint.config import RunnableConfig
     from pausepoint.graph.compiled import CompiledStateGraph
 
-__all__ = ["Workers", "connection_lost", "new_owner"]
+__all__ = ["IdleWorker", "Workers", "connection_lost", "new_owner"]
 
 _log = logging.getLogger("pausepoint.server")
 
@@ -91,6 +91,20 @@ def _dead_here(owner: str) -> bool:
     return False
 
 
+class IdleWorker:
+    """A worker waiting for news: woken by a recorded run, or handed a claimed one."""
+
+    __slots__ = ("handed", "reserved", "waiting", "woken")
+
+    def __init__(self) -> None:
+        self.woken = asyncio.Event()
+        self.waiting = False
+        """Past its claim, waiting: it may be handed a run (`Workers.reserve`)."""
+        self.reserved = False
+        """A request is recording a run for it: it waits for that, whatever the time."""
+        self.handed: Claimed | None = None
+
+
 class Workers:
     """``count`` workers of one serving process."""
 
@@ -113,11 +127,14 @@ class Workers:
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
         self.owner = new_owner()
-        self._idle: list[asyncio.Event] = []
+        self._idle: list[IdleWorker] = []
         self._loops: list[asyncio.Task[None]] = []
         self._running: dict[str, asyncio.Task[Ended]] = {}
         self._cancels: dict[str, CancelAction] = {}
         self._closing = False
+        self._handbacks: set[asyncio.Task[None]] = set()
+        self._missed = 0
+        """Wakes no idle worker took (counted: a worker done with a run claims again)."""
 
     async def start(self) -> None:
         """Requeue orphaned runs, then start the workers."""
@@ -145,10 +162,52 @@ class Workers:
         Waking one, not all, keeps a run's acceptance to one claim: every woken
         worker would claim (a write transaction each) and all but one find nothing.
         """
-        for event in self._idle:
-            if not event.is_set():
-                event.set()
+        for idle in self._idle:
+            if not idle.woken.is_set() and not idle.reserved:
+                idle.woken.set()
                 return
+        self._missed += 1  # every worker is busy: the next one done claims again
+
+    @property
+    def waiting(self) -> int:
+        """How many workers wait for news now (a run recorded is handed to one)."""
+        return sum(1 for idle in self._idle if idle.waiting and not idle.reserved)
+
+    def reserve(self) -> IdleWorker | None:
+        """A waiting worker kept for the run a request is about to record (then `hand`).
+
+        None when no worker waits: the run is then recorded ``pending`` and claimed.
+        """
+        if self._closing:
+            return None
+        for idle in self._idle:
+            if idle.waiting and not idle.woken.is_set() and not idle.reserved:
+                idle.reserved = True
+                return idle
+        return None
+
+    def hand(self, idle: IdleWorker, claimed: Claimed | None, *, wake: bool = True) -> None:
+        """End a reservation: give the worker the run claimed for it, or just wake it.
+
+        ``wake`` False (nothing was recorded): it goes on waiting. A run claimed for a
+        worker that stopped meanwhile goes back to ``pending``.
+        """
+        idle.reserved = False
+        if claimed is None and not wake and idle.waiting:
+            return  # it goes on with its timed wait
+        if claimed is not None and idle not in self._idle:
+            task = asyncio.ensure_future(self._release(claimed.run.run_id))
+            self._handbacks.add(task)
+            task.add_done_callback(self._handbacks.discard)
+            return
+        idle.handed = claimed
+        idle.woken.set()
+
+    async def _release(self, run_id: str) -> None:
+        try:
+            await self.store.release(run_id, self.owner)
+        except Exception:  # the database is closing: its lease runs out instead
+            _log.warning("pausepoint serve: run %s left to its lease's expiry", run_id)
 
     def cancel(self, run_id: str, action: CancelAction) -> bool:
         """Cancel the run if a worker of this process executes it."""
@@ -160,83 +219,95 @@ class Workers:
         return True
 
     async def _loop(self) -> None:
+        look = True
         while not self._closing:
             try:
-                await self._next()
+                look = await self._next(look)
             except Exception:  # a database error: the worker goes on after a pause
                 _log.exception("pausepoint serve: a worker's claim or run failed")
+                look = True
                 await asyncio.sleep(self.poll_seconds)
 
-    async def _next(self) -> None:
-        """Claim a run and execute it, or wait for news (``poll_seconds`` at most)."""
+    async def _next(self, look: bool) -> bool:
+        """Claim a run and execute it, or wait for news (``poll_seconds`` at most).
+
+        ``look`` False: skip the claim (the run just finished found nothing runnable
+        in the same transaction, and no run was recorded since). Whether the next
+        turn should claim.
+        """
         # Idle (wakeable) from before the claim: a run recorded while the claim looks
         # finds this worker's event, so no wake falls between the claim and the wait.
-        woken = asyncio.Event()
-        self._idle.append(woken)
+        idle = IdleWorker()
+        self._idle.append(idle)
         try:
-            now = time.time()
-            claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
+            claimed: Claimed | None = None
+            if look:
+                now = time.time()
+                claimed = await self.store.claim(self.owner, now, now + self.lease_seconds)
             if claimed is None:
+                idle.waiting = True
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancel
                 # that lands as the wait ends (a wake as close cancels the worker).
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.poll_seconds):
-                        await woken.wait()
+                        await idle.woken.wait()
+                idle.waiting = False
+                if idle.reserved:  # a run is being recorded for this worker: its end wakes
+                    await idle.woken.wait()
+                claimed = idle.handed
         finally:
-            self._idle.remove(woken)
+            self._idle.remove(idle)
         if claimed is None:
-            if not woken.is_set():  # idle for a while: look for dead runs
+            if not idle.woken.is_set():  # idle for a while: look for dead runs
                 await self.store.requeue(expired_before=time.time())
-            return
-        if woken.is_set():  # a wake meant for an idle worker: pass it on
+            return True
+        if idle.woken.is_set() and idle.handed is None:  # a wake meant for an idle worker
             self.wake()
-        await self.run_claimed(claimed)
+        missed = self._missed
+        finished = await self.run_claimed(claimed, look=True)
+        return finished is None or finished.runnable or self._missed != missed
 
     async def run_thread(self, thread_id: str) -> bool:
-        """Claim the thread's next runnable run and execute it; whether there was one.
+        """Claim the thread's next runnable run and execute it; whether to call again.
 
         For a process whose runs come from a job queue (`pausepoint.workers`) rather
         than this object's own loops: the queue names the thread, the records decide
-        which run is next. Runs of dead processes whose lease ran out are requeued
-        first (one of them may be this thread's).
+        which run is next. The thread's runs of dead processes whose lease ran out
+        are requeued first, in the claim's transaction. False when there was no run,
+        or when the transaction recording the run's end saw no other run of the
+        thread in flight (a run recorded later has a job of its own).
         """
         now = time.time()
-        await self.store.requeue(expired_before=now)
         claimed = await self.store.claim(
             self.owner, now, now + self.lease_seconds, thread_id=thread_id
         )
         if claimed is None:
             return False
-        await self.run_claimed(claimed)
-        return True
+        finished = await self.run_claimed(claimed)
+        return finished is None or finished.thread_busy
 
-    async def run_claimed(self, claimed: Claimed) -> None:
+    async def run_claimed(self, claimed: Claimed, *, look: bool = False) -> Finished | None:
         """Execute a run this worker claimed, renewing its lease; record how it ended.
 
         Cancelled from outside (this process stops), the run is left ``running`` under
-        this owner: `close` puts it back to ``pending``.
+        this owner: `close` puts it back to ``pending``. How its end was recorded
+        (`Store.finish`, ``look`` passed on); None when it was not (handed back).
         """
         run = claimed.run
         log = await self.events.begin(run.run_id, fresh=claimed.attempt == 1)
         try:
             graph, assistant = await self.resolve(run)
+            # the claim marked the run started: where it started, and the head now
             start, start_writes = claimed.start_checkpoint, claimed.start_writes
-            config: JsonObject = {"configurable": {"thread_id": run.thread_id}}
-            head = await self.saver.aget_tuple(cast("RunnableConfig", config))
-            head_id = head.checkpoint["id"] if head is not None else None
-            if not claimed.started:
-                start_writes = await self.store.mark_started(run.run_id, self.owner, head_id)
-                start = head_id
-            resumed = claimed.started and head_id != start
+            resumed = claimed.started and claimed.head != start
             the = plan(assistant, run, continue_from_head=resumed)
         except Exception as exc:  # an unknown assistant, an unreadable thread...
             if connection_lost(exc):
                 await self._hand_back(run, exc)
-                return
+                return None
             error = {"error": type(exc).__name__, "message": str(exc)}
             log.emit("error", error)
-            await self._finish(run, "error", {"__error__": error}, "error")
-            return
+            return await self._finish(run, "error", {"__error__": error}, "error", look)
         task = asyncio.create_task(execute(graph, assistant, run, the, log.emit, connection_lost))
         self._running[run.run_id] = task
         beat = asyncio.create_task(self._heartbeat(run, task))
@@ -250,17 +321,16 @@ class Workers:
                 action = self._cancels.get(run.run_id)
                 if action is None:  # the lease was lost: the run is someone else's now
                     self.events.abandon(run.run_id)
-                    return
-                await self._cancelled(graph, run, action, start, start_writes)
-                return
+                    return None
+                return await self._cancelled(graph, run, action, start, start_writes)
             except Exception as exc:  # not the graph's failure: reading its outcome failed
                 if connection_lost(exc):
                     await self._hand_back(run, exc)
-                    return
+                    return None
                 error = {"error": type(exc).__name__, "message": str(exc)}
                 log.emit("error", error)
                 ended = Ended("error", {"__error__": error}, "error")
-            await self._finish(run, ended.status, ended.body, ended.rest)
+            return await self._finish(run, ended.status, ended.body, ended.rest, look)
         finally:
             beat.cancel()
             self._running.pop(run.run_id, None)
@@ -286,7 +356,7 @@ class Workers:
         action: CancelAction,
         start: str | None,
         start_writes: int,
-    ) -> None:
+    ) -> Finished | None:
         if action == "rollback":
             try:
                 await roll_back(self.saver, run.thread_id, start)
@@ -296,22 +366,29 @@ class Workers:
                 _log.exception("pausepoint serve: run %s could not be rolled back", run.run_id)
             else:
                 _, rest = await outcome(graph, run.thread_id)
-                await self._finish(run, None, None, rest)
+                finished = await self._finish(run, None, None, rest)
                 self.events.discard(run.run_id)
-                return
+                return finished
         body, rest = await outcome(graph, run.thread_id)
-        await self._finish(run, "interrupted", body, rest)
+        return await self._finish(run, "interrupted", body, rest)
 
-    async def _finish(self, run: RunRecord, status: Any, body: Any, rest: ThreadStatus) -> None:
+    async def _finish(
+        self, run: RunRecord, status: Any, body: Any, rest: ThreadStatus, look: bool = False
+    ) -> Finished:
         # The run's last events and its end event are written with its end: a reader
         # that sees either has all the run's events to read.
         await self.events.settled(run.run_id)
         closing = self.events.end_flow(run.run_id)  # no await between: nothing is lost
         now = time.time()
-        if await self.store.finish(run, self.owner, status, body, rest, now, also=closing):
-            self.events.ended(run.run_id)
+        stored = None if status is None else load(dump(body))  # as a reader of the row sees it
+        finished = await self.store.finish(
+            run, self.owner, status, body, rest, now, also=closing, look=look
+        )
+        if finished:
+            self.events.ended(run.run_id, None if status is None else (status, stored))
         else:  # requeued after its lease ran out: the next attempt ends it
             self.events.abandon(run.run_id)
+        return finished
 
     async def _heartbeat(self, run: RunRecord, task: asyncio.Task[Ended]) -> None:
         """Renew the run's lease until it ends; act on a cancel asked meanwhile.

@@ -64,27 +64,35 @@ async def ensure_schema(db_url: str) -> bool:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
 
 
-async def defer_run(app: App, thread_id: str, run_id: str, at: float | None = None) -> int:
-    """Defer the job of a thread's next run (``at``: not before, epoch seconds); its id."""
+async def defer_run(
+    app: App,
+    thread_id: str,
+    run_id: str,
+    at: float | None = None,
+    connection: Any | None = None,
+) -> int:
+    """Defer the job of a thread's next run (``at``: not before, epoch seconds); its id.
+
+    ``connection``: a psycopg connection whose transaction the job joins (committed
+    with it), instead of a transaction of its own.
+    """
     options: dict[str, Any] = {"lock": thread_id, "queue": QUEUE}
     if at is not None:
         options["schedule_at"] = datetime.datetime.fromtimestamp(at, datetime.UTC)
-    deferrer = app.configure_task(RUN_TASK, **options)
-    job_id: int = await deferrer.defer_async(thread_id=thread_id, run_id=run_id)
-    return job_id
+    job = app.configure_task(RUN_TASK, **options).make_new_job(thread_id=thread_id, run_id=run_id)
+    deferred = await app.job_manager.defer_job_async(job, connection=connection)
+    assert deferred.id is not None
+    return deferred.id
 
 
 def dispatcher(app: App) -> Dispatch:
-    """A `RunService.dispatch` deferring each recorded run's job.
+    """A `RunService.dispatch` deferring each recorded run's job in its transaction.
 
-    A failed defer is logged, not raised: the run is recorded, and the workers'
-    periodic repair defers a job for every pending run that has none.
+    The run and its job are committed together (one transaction, not two), or
+    neither (the request fails, nothing is recorded).
     """
 
-    async def dispatch(run: RunRecord, at: float) -> None:
-        try:
-            await defer_run(app, run.thread_id, run.run_id, at)
-        except Exception:
-            _log.exception("pausepoint: run %s recorded, its job not deferred yet", run.run_id)
+    async def dispatch(run: RunRecord, at: float, connection: Any) -> None:
+        await defer_run(app, run.thread_id, run.run_id, at, connection)
 
     return dispatch
