@@ -2,11 +2,13 @@
 
     python benchmarks/otel_overhead.py interrupt-roundtrip roundtrip/sqlite chain-100/none
 
-For each workload, three interpreters side by side, counted as
+For each workload, one interpreter per mode, counted as
 ``benchmarks/instructions.py`` counts (callgrind, fixed hash seed, start-up and
 warm-up excluded, instructions per run):
 
 - ``plain``: pausepoint.otel never imported (the extra may as well be absent);
+- ``imported``: pausepoint.otel (and so opentelemetry's API) imported, ``instrument()``
+  not called: what the imported modules alone cost a run;
 - ``no-tracer``: the extra installed and ``pausepoint.otel.instrument()`` called, but
   no tracer provider configured (OpenTelemetry's default, which records nothing);
 - ``traced``: instrumented with an SDK ``TracerProvider`` and no exporter: the cost
@@ -27,7 +29,7 @@ import tempfile
 
 import workloads
 
-MODES = ("plain", "no-tracer", "traced")
+MODES = ("plain", "imported", "no-tracer", "traced")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -45,6 +47,8 @@ def set_up(mode: str) -> None:
         return
     import pausepoint.otel
 
+    if mode == "imported":
+        return
     if mode == "no-tracer":
         pausepoint.otel.instrument()
         return

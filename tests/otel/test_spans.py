@@ -269,6 +269,42 @@ def test_no_tracer_configured_no_spans_no_errors():
     assert done.stdout.strip() == "ok"
 
 
+_PROVIDER_AFTER = """
+import pausepoint.otel
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pausepoint import StateGraph, START
+from typing import TypedDict
+
+class S(TypedDict):
+    x: str
+
+g = StateGraph(S)
+g.add_node("a", lambda s: {"x": s["x"] + "a"})
+g.add_edge(START, "a")
+app = g.compile()
+pausepoint.otel.instrument()  # before any provider is configured
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+assert app.invoke({"x": ""}) == {"x": "a"}
+assert exporter.get_finished_spans() == ()
+trace.set_tracer_provider(provider)  # configured afterwards: the next run is traced
+assert app.invoke({"x": ""}) == {"x": "a"}
+print(sorted(s.name for s in exporter.get_finished_spans()))
+"""
+
+
+def test_a_global_provider_configured_after_instrument_is_used():
+    done = subprocess.run(
+        [sys.executable, "-c", _PROVIDER_AFTER], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['node a', 'run LangGraph', 'step 0', 'step 1']"
+
+
 _EXTRA_ABSENT = """
 import sys
 sys.modules["opentelemetry"] = None  # as if the extra were not installed
@@ -360,3 +396,12 @@ def test_a_stream_closed_early_ends_its_spans_cancelled_not_failed(spans: Spans)
     assert run.status.status_code == StatusCode.UNSET
     assert not [s for s in spans.all() if s.status.status_code == StatusCode.ERROR]
     assert "node c" not in spans.names()
+
+
+def test_the_provider_check_reads_the_apis_global():
+    """`instrument()` without a provider asks each run whether one is set by reading the
+    API's module global (the public call costs a failed environment lookup a run); with
+    an API that lacks it, the check falls back to the public call: this says it moved."""
+    import opentelemetry.trace as api
+
+    assert getattr(api, "_TRACER_PROVIDER", "missing") is None  # no global set in tests

@@ -216,3 +216,67 @@ def test_asked_before_across_many_rows(saver: Any) -> None:
         f"t{n:02d}" for n in range(5)
     ]
     assert saver.list_pending(asked_before=middle, limit=5).next_cursor is None
+
+
+class _Inner(TypedDict):
+    x: int
+
+
+def _inner_ask(state: _Inner) -> dict[str, Any]:
+    return {"x": int(interrupt(f"inner {state['x']}?"))}
+
+
+def _nested(saver: Any) -> Any:
+    """A root graph whose ``review`` node (a pull task) and ``fan`` targets (pushed
+    tasks) are a subgraph that asks: each question carries the subgraph's namespace."""
+    inner = StateGraph(_Inner)
+    inner.add_node("inner_ask", _inner_ask)
+    inner.add_edge(START, "inner_ask")
+    sub = inner.compile()
+    g = StateGraph(_Inner)
+    g.add_node("review", sub)
+    g.add_node("fanned", sub)
+    g.add_edge(START, "review")
+    g.add_conditional_edges(START, lambda s: [Send("fanned", {"x": n}) for n in range(2)])
+    return g.compile(checkpointer=saver)
+
+
+def test_task_name_of_a_question_a_subgraph_asked(saver: Any) -> None:
+    graph = _nested(saver)
+    graph.invoke({"x": 7}, cfg("t"))
+    found = listed(saver)
+    waiting = graph.get_state(cfg("t")).tasks
+    shown = {i.id for i in graph.get_state(cfg("t")).interrupts}
+    assert {q.interrupt_id for q in found} == shown
+    names = {t.id: t.name for t in waiting if t.interrupts}
+    assert len(found) == 3
+    # The root task that holds the question (the subgraph's node), not "".
+    assert sorted(q.task_name for q in found) == ["fanned", "fanned", "review"]
+    assert {q.task_id: q.task_name for q in found} == names
+
+
+def test_task_id_formula_matches_the_loops() -> None:
+    from pausepoint.checkpoint.questions import (
+        _task_id,  # pyright: ignore[reportPrivateUsage]
+    )
+    from pausepoint.constants import PULL, PUSH
+    from pausepoint.loop.tasks import task_id
+
+    for kind, key in ((PULL, "node"), (PUSH, "3")):
+        assert _task_id("1f0-abc", 4, "node", kind, key) == task_id(
+            "1f0-abc", "", 4, "node", kind, key
+        )
+
+
+def test_task_name_of_a_subgraph_question_encrypted(tmp_path: Any) -> None:
+    pytest.importorskip("cryptography")
+    from pausepoint.crypto import KeyRing
+
+    conn = sqlite3.connect(tmp_path / "e.db", check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn, encryption=KeyRing({"k1": bytes(32)}))
+        graph = _nested(saver)
+        graph.invoke({"x": 7}, cfg("t"))
+        assert sorted(q.task_name for q in listed(saver)) == ["fanned", "fanned", "review"]
+    finally:
+        conn.close()

@@ -33,6 +33,7 @@ from pausepoint.constants import (
     INTERRUPT,
     NULL_TASK_ID,
     PULL,
+    PUSH,
     RESUME,
     SCHEDULED,
 )
@@ -307,7 +308,15 @@ def questions_of_task(
     metadata = dict(head.metadata)
     graph = metadata.get(GRAPH_KEY)
     asked_at = _asked_at(cid, checkpoint)
-    name = task_name(task_id, state.interrupts, path, checkpoint)
+    step = metadata.get("step")
+    name = task_name(
+        task_id,
+        state.interrupts,
+        path,
+        checkpoint,
+        cid,
+        step + 1 if isinstance(step, int) else None,
+    )
     out: list[PendingQuestion] = []
     for k, i in enumerate(state.interrupts):
         position = i.position if i.position is not None else state.own_position()
@@ -342,26 +351,63 @@ def _asked_at(checkpoint_id: str, checkpoint: Callable[[], Checkpoint]) -> datet
 
 
 def task_name(
-    task_id: str, interrupts: Sequence[Interrupt], path: str, checkpoint: Callable[[], Checkpoint]
+    task_id: str,
+    interrupts: Sequence[Interrupt],
+    path: str,
+    checkpoint: Callable[[], Checkpoint],
+    checkpoint_id: str = "",
+    step: int | None = None,
 ) -> str:
     """The node of task ``task_id``, found without the graph.
 
-    A task's own interrupt id is the digest of ``"<node>:<task id>"``, so a name is
-    confirmed by hashing it. Candidates: the node of a pull task's stored path
-    (``"('__pregel_pull', 'node')"``), then the names the checkpoint mentions
-    (``Send`` packets, channels, nodes that ran). "" when none is confirmed (a
-    question a subgraph asked carries the subgraph task's id).
+    A pull task's stored path (``"('__pregel_pull', 'node')"``) names its node.
+    Otherwise the names the checkpoint mentions (``Send`` packets, channels, nodes
+    that ran) are candidates, each confirmed by a hash: a task's own interrupt id is
+    the digest of ``"<node>:<task id>"``; a question a subgraph asked carries the
+    digest of the subgraph's namespace instead, so then the task id itself is
+    recomputed, as the loop makes it, from ``checkpoint_id`` and ``step`` (the step
+    the head checkpoint's tasks run at): with the node's name for a pull task, the
+    packet's index for a pushed one. "" when none is confirmed.
     """
     if not interrupts:
         return ""
-    target = str(interrupts[0].id)
     pulled = _pull_name(path)
-    if pulled and xxh3_128_hexdigest(f"{pulled}:{task_id}".encode()) == target:
+    if pulled:
         return pulled
-    for name in _candidates(checkpoint()):
+    target = str(interrupts[0].id)
+    saved = checkpoint()
+    names = list(_candidates(saved))
+    for name in names:
         if xxh3_128_hexdigest(f"{name}:{task_id}".encode()) == target:
             return name
+    if step is None or not checkpoint_id:
+        return ""
+    return _named_by_id(task_id, saved, names, checkpoint_id, step)
+
+
+def _named_by_id(
+    task_id: str, saved: Checkpoint, names: list[str], checkpoint_id: str, step: int
+) -> str:
+    """The candidate whose task id, recomputed, is ``task_id`` ("" if none is)."""
+    for idx, name in enumerate(_packet_nodes(saved)):
+        if name is not None and _task_id(checkpoint_id, step, name, PUSH, str(idx)) == task_id:
+            return name
+    for name in names:
+        if _task_id(checkpoint_id, step, name, PULL, name) == task_id:
+            return name
     return ""
+
+
+def _task_id(checkpoint_id: str, step: int, name: str, kind: str, key: str) -> str:
+    """A root-namespace task's id, as ``pausepoint.loop.tasks.task_id`` makes it.
+
+    Ids are stored, so the formula is a format; tests/savers/test_pending.py checks
+    that the two agree.
+    """
+    digest = xxh3_128_hexdigest(
+        f"{checkpoint_id}\x00\x00{step}\x00{name}\x00{kind}\x00{key}".encode()
+    )
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
 
 
 def _pull_name(path: str) -> str:
@@ -371,11 +417,20 @@ def _pull_name(path: str) -> str:
     return ""
 
 
-def _candidates(checkpoint: Checkpoint) -> Iterable[str]:
-    seen: set[str] = set()
+def _packet_nodes(checkpoint: Checkpoint) -> list[str | None]:
+    """The node of each ``Send`` packet the checkpoint holds, in order (None: unreadable)."""
     values = checkpoint.get("channel_values") or {}
     packets: Sequence[object] = values.get("__pregel_tasks") or ()
-    names: list[object] = [getattr(p, "node", None) for p in packets]
+    nodes: list[str | None] = []
+    for p in packets:
+        node = getattr(p, "node", None)
+        nodes.append(node if isinstance(node, str) else None)
+    return nodes
+
+
+def _candidates(checkpoint: Checkpoint) -> Iterable[str]:
+    seen: set[str] = set()
+    names: list[object] = list(_packet_nodes(checkpoint))
     versions = checkpoint.get("channel_versions") or {}
     names.extend(str(chan).removeprefix("branch:to:") for chan in versions)
     names.extend(checkpoint.get("versions_seen") or {})
@@ -389,9 +444,7 @@ def needs_checkpoint(
     checkpoint_id: str, task_id: str, interrupts: Sequence[Interrupt], path: str
 ) -> bool:
     """Whether `questions_of_task` must load the checkpoint (to name the task or date it)."""
+    del task_id  # a pull task's path names its node, whoever asked
     if stamp_time(checkpoint_id) is None:
         return True
-    if not interrupts:
-        return False
-    pulled = _pull_name(path)
-    return not pulled or xxh3_128_hexdigest(f"{pulled}:{task_id}".encode()) != interrupts[0].id
+    return bool(interrupts) and not _pull_name(path)

@@ -64,15 +64,6 @@ def returned(name: str, value: object) -> dict[str, object]:
     return {"task": name, "value": value}
 
 
-def _traced(name: str, call_id: str, answers: str | None) -> TaskTrace | None:
-    """The call's observation, if an observer is installed.
-
-    ``answers``: what the asker of the call's question stored, when this run answers it.
-    """
-    watch = OBSERVING.observer
-    return None if watch is None else watch.call_started(name, call_id, answers)
-
-
 def _saved_return(rec: TaskRecord) -> dict[str, object]:
     saved: object = next((v for c, v in rec.writes if c == RETURN), None)
     if isinstance(saved, dict):
@@ -219,6 +210,9 @@ class CallSite:
                 # the resume map the graph inherits: the call runs again.)
                 # Partially resumed parent: a call nobody answered stays paused (§4.6).
                 return Memo(pause=GraphInterrupt(rec.interrupts))
+        # The call's observation, if an observer is installed (``asked_span``: what the
+        # asker of the question this call answers stored, for a link to it).
+        watch = OBSERVING.observer
         return CallRequest(
             cid,
             name,
@@ -232,7 +226,7 @@ class CallSite:
             new_answer,
             self.save_at,
             self,
-            _traced(name, cid, asked_span),
+            None if watch is None else watch.call_started(name, cid, asked_span),
         )
 
     def _memo(self, rec: TaskRecord, index: int, name: str) -> Memo:

@@ -28,8 +28,16 @@ if TYPE_CHECKING:
     from pausepoint.loop.persistence import Persistence
     from pausepoint.loop.run import RunOptions
     from pausepoint.loop.state import RunSetup, RunState
+    from pausepoint.observing import RunTrace
 
-__all__ = ["ExecTask", "StepFrame", "custom_writer", "prepare_for_execution", "streams_live"]
+__all__ = [
+    "ExecTask",
+    "StepFrame",
+    "custom_writer",
+    "prepare_for_execution",
+    "streams_live",
+    "task_entry",
+]
 
 
 class StepFrame:
@@ -144,10 +152,8 @@ class ExecTask(TaskContext):
         """The context of a new attempt, given the driver's way to start ``@task`` calls."""
         self.spawn = spawn
         self._scratchpad = None  # counters from zero, answers as saved
-        if (tap := self.frame.run.opts.messages) is not None:  # in the task's own context
-            tap.enter(self)
-        if (trace := self.frame.state.trace) is not None:  # the task's span made current
-            trace.task_entered(self.task.id)
+        if (enter := self.frame.state.entering) is not None:  # in the task's own context
+            enter(self)
         self.attempt += 1
         if self.attempt == 1:
             self.first_attempt_time = wall_clock()
@@ -259,6 +265,24 @@ def prepare_for_execution(frame: StepFrame, task: Task) -> ExecTask:
     rec = frame.records.get(task.id)
     saved = rec.resume if rec is not None else None
     return ExecTask(frame, task, list(saved) if saved else [])
+
+
+def task_entry(tap: Any, trace: RunTrace | None) -> Callable[[ExecTask], None] | None:
+    """What each attempt of a run's tasks does first, in the task's own context.
+
+    The messages tap's ``enter`` (``RunOptions.messages``: streaming "messages"),
+    then the task's span made current (an observed run). Decided once per run: with
+    neither (the usual case) an attempt pays one ``is None`` check for both.
+    """
+    if trace is None:
+        return None if tap is None else tap.enter
+
+    def enter(task: ExecTask) -> None:
+        if tap is not None:
+            tap.enter(task)
+        trace.task_entered(task.task.id)
+
+    return enter
 
 
 def _ignore(_value: object) -> None:

@@ -28,7 +28,13 @@ from pausepoint.loop.lease import RunLease
 from pausepoint.loop.node import input_outcome
 from pausepoint.loop.pending import TaskRecord, is_own_interrupt, match_records, with_ids
 from pausepoint.loop.persistence import Persistence
-from pausepoint.loop.prepare import ExecTask, StepFrame, custom_writer, prepare_for_execution
+from pausepoint.loop.prepare import (
+    ExecTask,
+    StepFrame,
+    custom_writer,
+    prepare_for_execution,
+    task_entry,
+)
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.state import RunSetup, RunState, current_tasks, output
 from pausepoint.loop.tasks import Task, count_steps_left
@@ -93,6 +99,8 @@ class _Run:
         self.state = RunState(
             nest.replay if nest is not None else None, nest.afresh if nest is not None else None
         )
+        if opts.messages is not None:
+            self.state.entering = task_entry(opts.messages, None)
         # Every save decision: what is saved when, and with what (loop/persistence.py).
         self.persist = Persistence(
             opts.config,
@@ -170,7 +178,7 @@ class _Run:
         interrupts = [i for t in paused for i in records[t.id].interrupts] if paused else []
         state.pausing = bool(paused)
         if to_run:
-            interrupts += yield from self.execute(to_run)
+            interrupts += yield from self.execute(to_run, trace)
         if interrupts and fork.answer_afresh(state, interrupts):
             yield from begin.bind_resume(run, state, self.persist)
             return True  # the step again: the question re-asked has its answer now
@@ -178,10 +186,13 @@ class _Run:
             for t in paused:  # not run again (§4.6), reported as a run that asks again
                 yield from out.still_paused(run, state, t, state.records[t.id].interrupts)
             raise GraphInterrupt(tuple(interrupts))
-        yield from self.after_tick()
+        yield from self.after_tick(trace)
         return True
 
-    def execute(self, to_run: list[Task]) -> Generator[Effect, Any, list[Interrupt]]:
+    def execute(
+        self, to_run: list[Task], trace: RunTrace | None
+    ) -> Generator[Effect, Any, list[Interrupt]]:
+        """Run the step's tasks (``trace``: the run's, read once per step by `tick`)."""
         run, state = self.setup, self.state
         interrupts: list[Interrupt] = []
         errors: list[BaseException] = []
@@ -194,7 +205,14 @@ class _Run:
         else:
             frame = StepFrame(run, state, self.persist)
             # A driver may run a lone task in place and answer with its outcome at once.
-            execs = _prepared(frame, to_run)
+            execs = (
+                [prepare_for_execution(frame, to_run[0])]
+                if len(to_run) == 1
+                else [prepare_for_execution(frame, t) for t in to_run]
+            )
+            if trace is not None:
+                for t in to_run:
+                    trace.task_started(t.name, t.id)
             try:
                 ran = yield RunTasks(execs, frame.live)
             except Stopped as stop:
@@ -210,7 +228,7 @@ class _Run:
                     outcome = yield _NEXT_OUTCOME
                 except Stopped as stop:
                     outcome, state.stopping = stop.taken(), True
-            if (trace := state.trace) is not None:
+            if trace is not None:
                 trace.task_ended(outcome.task.id, outcome.error)
             if outcome.error is None and not reports:  # the usual case, without finish()
                 hold = n == last and not (interrupts or errors or state.pausing)
@@ -221,11 +239,7 @@ class _Run:
             # live or made @task calls: LangGraph runs it in the background then.
             lone = not last and (not execs or execs[0].runs_inline())
             yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=lone)
-        _keep_calls(self.persist, frame)
-        if state.stopping:  # every outcome is kept: now the run ends (failed() saves)
-            raise Stopped
-        if errors:
-            raise errors[0]
+        _end_step(self.persist, frame, state.stopping, errors)
         return interrupts
 
     def keep_writes(
@@ -310,7 +324,7 @@ class _Run:
                 if not lone:
                     yield from out.task_result(run, state, task, err, ())
 
-    def after_tick(self) -> Generator[Effect, object, None]:
+    def after_tick(self, trace: RunTrace | None) -> Generator[Effect, object, None]:
         run, state, persist = self.setup, self.state, self.persist
         spec, checkpoint, channels = run.spec, state.checkpoint, state.channels
         ran = state.tasks
@@ -336,7 +350,7 @@ class _Run:
         state.answered = {}
         state.resuming = False
         state.step += 1
-        if (trace := state.trace) is not None:
+        if trace is not None:
             trace.step_ended()
         after = run.opts.interrupt_after
         if after and pauses_at(state.checkpoint, after, ran):
@@ -389,6 +403,7 @@ def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, obje
     if (trace := watch.run_started(start)) is None:
         return it.steps()
     it.state.trace = trace
+    it.state.entering = task_entry(opts.messages, trace)
     return _observed(it, trace)
 
 
@@ -406,19 +421,17 @@ def _observed(it: _Run, trace: RunTrace) -> Generator[Effect, object, RunResult]
     return result
 
 
-def _prepared(frame: StepFrame, to_run: list[Task]) -> list[ExecTask]:
-    """The step's tasks bound to it, each one's observation started (if observed)."""
-    if len(to_run) == 1:
-        execs = [prepare_for_execution(frame, to_run[0])]
-    else:
-        execs = [prepare_for_execution(frame, t) for t in to_run]
-    if (trace := frame.state.trace) is not None:
-        for t in to_run:
-            trace.task_started(t.name, t.id)
-    return execs
+def _end_step(
+    persist: Persistence, frame: StepFrame | None, stopping: bool, errors: list[BaseException]
+) -> None:
+    """Every outcome of the step is kept: end the run if it was stopped or a task failed.
 
-
-def _keep_calls(persist: Persistence, frame: StepFrame | None) -> None:
-    """Durability ``"exit"``: the step's ``@task`` call writes wait for the run's exit."""
+    Durability ``"exit"``: the step's ``@task`` call writes wait for the run's exit.
+    A stop ends the run (``failed()`` saves); else the first task error is raised.
+    """
     if frame is not None and frame.kept_calls:
         persist.calls_kept(frame.kept_calls)
+    if stopping:
+        raise Stopped
+    if errors:
+        raise errors[0]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pausepoint.config import RunConfig, RunnableConfig
     from pausepoint.loop.namespaces import Afresh, ReplayPoint
     from pausepoint.loop.pending import ResumeMap, TaskRecord
+    from pausepoint.loop.prepare import ExecTask
     from pausepoint.loop.run import RunOptions
     from pausepoint.loop.spec import GraphSpec, NodeProc
     from pausepoint.observing import RunTrace
@@ -84,6 +85,7 @@ class RunState:
         "channels",
         "checkpoint",
         "clock",
+        "entering",
         "epoch",
         "historical",
         "metadata",
@@ -159,6 +161,8 @@ class RunState:
         self.unreported = False  # a checkpoint made, its event not yet streamed
         # --- observation (pausepoint.observing): None unless an observer is installed
         self.trace: RunTrace | None = None
+        # What each task attempt does first in its own context (prepare.task_entry).
+        self.entering: Callable[[ExecTask], None] | None = None
 
 
 def restore_saved(run: RunSetup, state: RunState, saved: CheckpointTuple) -> None:

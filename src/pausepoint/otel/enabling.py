@@ -26,6 +26,7 @@ def instrument(tracer_provider: TracerProvider | None = None) -> None:
     Calling it again replaces the provider. Runs already started keep theirs.
     """
     if tracer_provider is None:
+        # (This loads a provider OTEL_PYTHON_TRACER_PROVIDER names, as a global one.)
         tracer = trace.get_tracer(_SCOPE, _version())
         observer = SpanObserver(tracer, _global_configured)
     else:
@@ -45,9 +46,27 @@ def is_instrumented() -> bool:
     return isinstance(OBSERVING.observer, SpanObserver)
 
 
+_GLOBAL = "_TRACER_PROVIDER"
+"""``opentelemetry.trace``'s module global holding the provider once one is set."""
+_UNKNOWN = object()
+
+
 def _global_configured() -> bool:
-    """A tracer provider has been set globally (the API's default records nothing)."""
-    return not isinstance(trace.get_tracer_provider(), ProxyTracerProvider | NoOpTracerProvider)
+    """A tracer provider has been set globally (the API's default records nothing).
+
+    Asked when each run starts. The API's own answer, ``get_tracer_provider()``, looks
+    an environment variable up while none is set, and a missing ``os.environ`` key
+    raises and catches two ``KeyError``s: most of what an instrumented run paid with
+    no provider (benchmarks/README.md, "OpenTelemetry's cost"). So the API's module
+    global is read first: None means nothing set (`instrument` loaded any provider the
+    environment names); an API without that global is asked the public way.
+    """
+    provider = getattr(trace, _GLOBAL, _UNKNOWN)
+    if provider is None:
+        return False
+    if provider is _UNKNOWN:  # pragma: no cover - another opentelemetry-api layout
+        provider = trace.get_tracer_provider()
+    return not isinstance(provider, ProxyTracerProvider | NoOpTracerProvider)
 
 
 def _always() -> bool:
