@@ -162,7 +162,8 @@ def _to_tuple(
     dialect: Dialect, codec: SqlCodec, row: Row, writes: Rows, metadata: dict[str, Any]
 ) -> Flow[CheckpointTuple]:
     """The row's tuple; its large values read from ``pausepoint_blobs`` (``_sql_values``)."""
-    aad = checkpoint_binding(row[0], row[1], row[2])
+    # No sealer: a row's binding is never read (``_sealing.unseal``), so none is made.
+    aad = checkpoint_binding(row[0], row[1], row[2]) if codec.sealer is not None else b""
     checkpoint = _decoded(row, lambda: codec.load(row[4], row[5], aad, "the checkpoint"))
     refs = _decoded(row, lambda: refs_of(checkpoint))
     if refs:
@@ -263,7 +264,8 @@ def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
     """The row's metadata, decoded and checked (errors name the row)."""
 
     def load() -> dict[str, Any]:
-        metadata = codec.load_metadata(row[6], metadata_binding(row[0], row[1], row[2]))
+        aad = metadata_binding(row[0], row[1], row[2]) if codec.sealer is not None else b""
+        metadata = codec.load_metadata(row[6], aad)
         check_metadata(metadata)
         return metadata
 
@@ -355,8 +357,11 @@ def put_params(
         values = checkpoint["channel_values"]
         raise explain_checkpoint(values, codec.dump, exc) from None
     cid = checkpoint["id"]
-    blob = codec.sealed(blob, checkpoint_binding(thread, ns, cid))
-    meta = codec.dump_metadata(metadata, metadata_binding(thread, ns, cid))
+    if codec.sealer is None:  # no binding to make: ~20 Python calls each (issue 35)
+        meta = codec.dump_metadata(metadata, b"")
+    else:
+        blob = codec.sealed(blob, checkpoint_binding(thread, ns, cid))
+        meta = codec.dump_metadata(metadata, metadata_binding(thread, ns, cid))
     if dialect.name == "postgres" and "\\u0000" in meta:
         raise SerializationError(
             "cannot save checkpoint metadata containing a NUL character ('\\x00'): "
@@ -407,7 +412,9 @@ def _write_rows(
             raise
         if found is not None and type_ == FORMAT:  # a write a checkpoint may hold too
             remember(found, value, blob)
-        blob = codec.sealed(blob, write_binding(thread, ns, checkpoint_id, task_id, idx, channel))
+        if codec.sealer is not None:
+            aad = write_binding(thread, ns, checkpoint_id, task_id, idx, channel)
+            blob = codec.sealed(blob, aad)
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
     return list(rows.values())
 

@@ -104,7 +104,10 @@ class SqlCodec:
     def load_write(self, thread: str, ns: str, cid: str, write: Sequence[Any]) -> Any:
         """A write row's value (``task_id, channel, type, value, idx``), opened in its slot."""
         task_id, channel, type_, blob, idx = write
-        aad = write_binding(thread, ns, cid, task_id, idx, channel)
+        # No sealer: the binding is never read (``_sealing.unseal``), so none is made.
+        aad = b""
+        if self.sealer is not None:
+            aad = write_binding(thread, ns, cid, task_id, idx, channel)
         return self.load(type_, blob, aad, f"write {idx} of task {task_id!r}")
 
     def decode(self, type_: str, data: bytes) -> Any:

@@ -26,8 +26,9 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
+from pausepoint.checkpoint import _pg_cursor as _pg
 from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sql_reseal
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint._prune import Request
@@ -65,31 +66,6 @@ _D = _sql.POSTGRES
 _SETUP_LOCK = _sql.Statement("SELECT pg_advisory_xact_lock(%s)", (0x70617573,), fetch=True)
 
 
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise ImportError(
-            "the PostgreSQL savers need psycopg 3, which is not installed; "
-            "install it with: pip install 'pausepoint[postgres]'"
-        ) from exc
-    return psycopg
-
-
-def _check_autocommit(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
-    if not conn.autocommit:
-        raise ValueError(
-            "the PostgreSQL saver needs connections with autocommit=True (it runs its own "
-            "transactions); connect with psycopg.connect(url, autocommit=True), or "
-            "pass kwargs={'autocommit': True} to the pool"
-        )
-
-
-def _sql_text(stmt: _sql.Statement) -> LiteralString:
-    # Statement text comes only from _sql's constants, never from user input.
-    return cast(LiteralString, stmt.sql)
-
-
 def _guard(
     config: CheckpointRef | RunnableConfig,
     lease: str | None,
@@ -119,38 +95,6 @@ def _in_transaction(step: StepCommit[At]) -> bool:
     return not _sql.one_statement_after_writes(step.writes)
 
 
-def _drive(
-    conn: psycopg.Connection[Any], cur: psycopg.Cursor[Any], flow: _sql.Flow[T], write: bool
-) -> T:
-    """Run ``flow`` with ``cur``, in a transaction when it ``write`` s several statements."""
-
-    def execute(stmt: _sql.Statement) -> _sql.Rows:
-        sql: LiteralString = stmt.sql  # type: ignore[assignment]  # from _sql's constants only
-        if stmt.many:
-            cur.executemany(sql, stmt.params)
-            return []
-        # Rows in binary: a blob comes as its bytes, not as hex text to decode (a 50 MB
-        # value read ~3x faster); same Python types.
-        cur.execute(sql, stmt.params, binary=stmt.fetch)
-        return cur.fetchall() if stmt.fetch else []
-
-    if not write:
-        return _sql.drive(flow, execute)
-    with conn.transaction():
-        return _sql.drive(flow, execute)
-
-
-def _scope(conn: Any) -> str:
-    """The database a connection or pool reaches (no password), as a lease scope.
-
-    Made once per saver: ``conn.info.dsn`` asks libpq for the whole connection
-    string (about a round trip to a local server), and a run reads the scope two or three times.
-    """
-    info = getattr(conn, "info", None)
-    dsn = getattr(info, "dsn", None) if info is not None else getattr(conn, "conninfo", None)
-    return f"postgresql:{dsn}" if dsn else f"postgresql@{id(conn):x}"
-
-
 class PostgresSaver(BaseCheckpointSaver):
     """A saver storing checkpoints in PostgreSQL, for sync code.
 
@@ -174,7 +118,7 @@ class PostgresSaver(BaseCheckpointSaver):
         """The database its connection (or pool) reaches."""
         scope: str | None = self.__dict__.get("_lease_scope")
         if scope is None:
-            scope = self.__dict__["_lease_scope"] = _scope(self.conn)
+            scope = self.__dict__["_lease_scope"] = _pg.scope(self.conn)
         return scope
 
     def __init__(
@@ -185,9 +129,9 @@ class PostgresSaver(BaseCheckpointSaver):
         encryption: Sealer | None = None,
     ) -> None:
         self.conn = conn
-        self._single = isinstance(conn, _psycopg().Connection)
+        self._single = isinstance(conn, _pg.load_psycopg().Connection)
         if self._single:
-            _check_autocommit(cast("psycopg.Connection[Any]", conn))
+            _pg.check_autocommit(cast("psycopg.Connection[Any]", conn))
         self._lock = threading.Lock()
         self._cursor: tuple[Any, Any, psycopg.Cursor[Any]] | None = None
         self._codec = _sql.SqlCodec(serde, encryption)
@@ -213,7 +157,7 @@ class PostgresSaver(BaseCheckpointSaver):
                 in transaction mode before 1.21).
             encryption: See [`PostgresSaver`][].
         """
-        psycopg = _psycopg()
+        psycopg = _pg.load_psycopg()
         with psycopg.Connection.connect(
             url, autocommit=True, prepare_threshold=prepare_threshold
         ) as conn:
@@ -231,13 +175,13 @@ class PostgresSaver(BaseCheckpointSaver):
             return
         pool = cast("psycopg_pool.ConnectionPool[Any]", self.conn)
         with pool.connection() as conn:
-            _check_autocommit(conn)
+            _pg.check_autocommit(conn)
             yield conn
 
     def _run(self, flow: _sql.Flow[T], *, write: bool = False) -> T:
         if not self._single:
             with self._connection() as conn, conn.cursor() as cur:
-                return _drive(conn, cur, flow, write)
+                return _pg.drive(conn, cur, flow, write)
         # One connection: its cursor is made once and kept (under the lock), not made
         # and closed per call (~20 Python calls each: issue 35, benchmarks/README.md).
         # Made again if the saver's connection or its cursor factory was replaced.
@@ -246,7 +190,7 @@ class PostgresSaver(BaseCheckpointSaver):
             kept = self._cursor
             if kept is None or kept[0] is not conn or kept[1] is not conn.cursor_factory:
                 kept = self._cursor = (conn, conn.cursor_factory, conn.cursor())
-            return _drive(conn, kept[2], flow, write)
+            return _pg.drive(conn, kept[2], flow, write)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """See [`pausepoint.checkpoint.base`][]."""
@@ -415,7 +359,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         """The database its connection (or pool) reaches."""
         scope: str | None = self.__dict__.get("_lease_scope")
         if scope is None:
-            scope = self.__dict__["_lease_scope"] = _scope(self.conn)
+            scope = self.__dict__["_lease_scope"] = _pg.scope(self.conn)
         return scope
 
     def __init__(
@@ -426,10 +370,11 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         encryption: Sealer | None = None,
     ) -> None:
         self.conn = conn
-        self._single = isinstance(conn, _psycopg().AsyncConnection)
+        self._single = isinstance(conn, _pg.load_psycopg().AsyncConnection)
         if self._single:
-            _check_autocommit(cast("psycopg.AsyncConnection[Any]", conn))
+            _pg.check_autocommit(cast("psycopg.AsyncConnection[Any]", conn))
         self._lock = asyncio.Lock()
+        self._cursor: tuple[Any, Any, psycopg.AsyncCursor[Any]] | None = None
         self._codec = _sql.SqlCodec(serde, encryption)
         self.serde = self._codec.serde
 
@@ -447,7 +392,7 @@ class AsyncPostgresSaver(AsyncOnlySaver):
 
         See [`PostgresSaver.from_conn_string`][].
         """
-        psycopg = _psycopg()
+        psycopg = _pg.load_psycopg()
         conn = await psycopg.AsyncConnection.connect(
             url, autocommit=True, prepare_threshold=prepare_threshold
         )
@@ -459,11 +404,8 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         await self._run(_sql.setup_flow(_D, lock=_SETUP_LOCK), write=True)
 
     @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncGenerator[psycopg.AsyncConnection[Any]]:
-        if self._single:
-            async with self._lock:
-                yield cast("psycopg.AsyncConnection[Any]", self.conn)
-            return
+    async def _pooled(self) -> AsyncGenerator[psycopg.AsyncConnection[Any]]:
+        """A connection of the pool, for one call (one connection: see `_run`)."""
         pool = cast("psycopg_pool.AsyncConnectionPool[Any]", self.conn)
         task = asyncio.current_task()
         asked = 0 if task is None else task.cancelling()
@@ -473,22 +415,26 @@ class AsyncPostgresSaver(AsyncOnlySaver):
                 # with asyncio.wait_for, which on Python 3.11 then returns the
                 # connection and drops the cancel. Raised here, the cancel is not lost.
                 raise asyncio.CancelledError
-            _check_autocommit(conn)
+            _pg.check_autocommit(conn)
             yield conn
 
     async def _run(self, flow: _sql.Flow[T], *, write: bool = False) -> T:
-        async with self._connection() as conn:
-            tx = conn.transaction() if write else contextlib.nullcontext()
-            async with tx, conn.cursor() as cur:
-
-                async def execute(stmt: _sql.Statement) -> _sql.Rows:
-                    if stmt.many:
-                        await cur.executemany(_sql_text(stmt), stmt.params)
-                        return []
-                    await cur.execute(_sql_text(stmt), stmt.params, binary=stmt.fetch)
-                    return await cur.fetchall() if stmt.fetch else []
-
-                return await _sql.adrive(flow, execute)
+        if not self._single:
+            async with self._pooled() as conn:
+                tx = conn.transaction() if write else contextlib.nullcontext()
+                async with tx, conn.cursor() as cur:
+                    return await _pg.adrive(cur, flow)
+        # One connection: its cursor is kept, as PostgresSaver's is (made and closed
+        # per call it cost ~25 Python calls a statement: issue 35).
+        async with self._lock:
+            conn = cast("psycopg.AsyncConnection[Any]", self.conn)
+            kept = self._cursor
+            if kept is None or kept[0] is not conn or kept[1] is not conn.cursor_factory:
+                kept = self._cursor = (conn, conn.cursor_factory, conn.cursor())
+            if not write:
+                return await _pg.adrive(kept[2], flow)
+            async with conn.transaction():
+                return await _pg.adrive(kept[2], flow)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async ``get_tuple``; see [`pausepoint.checkpoint.base`][]."""

@@ -25,6 +25,7 @@ from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sq
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
 from pausepoint.checkpoint._sql_reseal import RekeyReport
+from pausepoint.checkpoint._sqlite_writers import WriterTurns
 from pausepoint.checkpoint.base import (
     At,
     BaseCheckpointSaver,
@@ -102,6 +103,8 @@ class SqliteSaver(BaseCheckpointSaver):
             files = conn.execute("PRAGMA database_list").fetchall()
             main = next((str(f[2]) for f in files if f[1] == "main"), "")
         self._scope = f"sqlite:{main}" if main else super().lease_scope
+        # Writers of one file queue for their turn (``_sqlite_writers``), not poll.
+        self._turns = WriterTurns(main) if main and not read_only else None
         if read_only:
             self._run(_sql.check_schema_flow())
         else:
@@ -152,8 +155,7 @@ class SqliteSaver(BaseCheckpointSaver):
 
         A write's BEGIN IMMEDIATE takes the write lock at once, so a busy database
         waits at the BEGIN (up to the connection's timeout) instead of failing in the
-        middle; a read's BEGIN is deferred (see below). The transaction is written
-        here, not in a method of its own: every saved step passes through it.
+        middle (`_write`); a read's BEGIN is deferred (see below).
         """
         with self._lock:
             conn = self.conn
@@ -161,16 +163,15 @@ class SqliteSaver(BaseCheckpointSaver):
                 # The caller's own transaction: our statements join it, and the caller
                 # decides when it commits.
                 return _sql.drive(flow, self._execute)
-            if not write:
-                # A read takes a checkpoint's row and then its writes: one (deferred)
-                # transaction reads them at one moment, so a commit from another
-                # connection in between (writes with the next checkpoint) is not half
-                # seen as the old checkpoint, newest still, with its successor's writes.
-                conn.execute("BEGIN")
-            elif not durable and self.journal_mode.lower() == "wal":
-                return self._unsynced(flow)
-            else:
-                conn.execute("BEGIN IMMEDIATE")
+            if write:
+                if not durable and self.journal_mode.lower() == "wal":
+                    return self._unsynced(flow)
+                return self._write(flow)
+            # A read takes a checkpoint's row and then its writes: one (deferred)
+            # transaction reads them at one moment, so a commit from another
+            # connection in between (writes with the next checkpoint) is not half
+            # seen as the old checkpoint, newest still, with its successor's writes.
+            conn.execute("BEGIN")
             try:
                 result = _sql.drive(flow, self._execute)
             except BaseException:
@@ -178,6 +179,28 @@ class SqliteSaver(BaseCheckpointSaver):
                 raise
             conn.commit()
             return result
+
+    def _write(self, flow: _sql.Flow[T]) -> T:
+        """``flow`` in a write transaction, in this saver's turn among the file's writers.
+
+        The turn (``_sqlite_writers``) is taken before ``BEGIN IMMEDIATE`` and given
+        back once the transaction is over: the next writer waiting wakes at once,
+        instead of sleeping out SQLite's busy handler. Called under the lock.
+        """
+        conn, turns = self.conn, self._turns
+        turn = -1 if turns is None else turns.take()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = _sql.drive(flow, self._execute)
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+            return result
+        finally:
+            if turns is not None:
+                turns.give(turn)
 
     def _unsynced(self, flow: _sql.Flow[T]) -> T:
         """A write transaction committed without an fsync: taking or letting go a lease.
@@ -191,8 +214,8 @@ class SqliteSaver(BaseCheckpointSaver):
             mode = self.conn.execute("PRAGMA synchronous").fetchone()
             self._synchronous = int(mode[0]) if mode else 2
         self.conn.execute("PRAGMA synchronous=OFF")
-        try:  # the lock is re-entrant: the same transaction as a durable write's
-            return self._run(flow, write=True)
+        try:  # the same transaction as a durable write's, under the (re-entrant) lock
+            return self._write(flow)
         finally:
             self.conn.execute(f"PRAGMA synchronous={self._synchronous}")
 
