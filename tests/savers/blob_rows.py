@@ -2,15 +2,18 @@
 
 Used by the retention tests: after a prune, a copy or a delete, every value row of a
 thread must be needed by one of its checkpoints (referenced, or on the ``base`` chain
-of one referenced), and every one needed must be there. Read with plain SQL and
-``json`` (the stored checkpoint is pausepoint's JSON), not with the saver's code.
+of one referenced), and every one needed must be there. Read with plain SQL, ``zlib``
+and ``json`` (the stored checkpoint is pausepoint's JSON, deflated when small), not
+with the saver's code.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
+from pausepoint.checkpoint._packing import DICTIONARY
 from pausepoint.checkpoint.sqlite import SqliteSaver
 
 Row = tuple[str, str, str]
@@ -48,7 +51,10 @@ def needed(saver: Any, thread: str) -> set[Row]:
         (thread,),
     )
     for ns, blob in rows:
-        checkpoint = json.loads(bytes(blob))
+        data = bytes(blob)
+        if data[:4] == b"\x00ppZ":  # deflated (schema version 9, docs/format.md)
+            data = zlib.decompressobj(-15, zdict=DICTIONARY).decompress(data[4:])
+        checkpoint = json.loads(data)
         for channel in checkpoint.get("refs", []):
             at: str | None = checkpoint["channel_values"][channel]
             while at is not None:

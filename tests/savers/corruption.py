@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from pausepoint.checkpoint._packing import unpack
 from pausepoint.serde.frames import MAGIC, is_framed, unframe
 
 JSON: st.SearchStrategy[Any] = st.recursive(
@@ -81,8 +82,12 @@ def _flip(i: int, mask: int) -> Any:
 
 
 def _split(old: Any) -> tuple[bytes, bytes | None]:
-    """A row's JSON, and the raw tail after it if the row is framed (serde/frames.py)."""
-    data = bytes(old)
+    """A row's JSON, and the raw tail after it if the row is framed (serde/frames.py).
+
+    A deflated row (schema 9) is inflated: its reshaped JSON is stored as it is, which
+    reads as a row written before version 9 (its bytes are damaged by the others).
+    """
+    data = unpack(bytes(old), "a row")
     if not is_framed(data):
         return data, None
     text, tail = unframe(data)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import pausepoint
+from pausepoint.checkpoint._packing import unpack
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import Serializer
 
@@ -92,9 +93,10 @@ def app(tmp_path: Path) -> Path:
 def test_a_script_writes_and_an_importer_reads(app: Path) -> None:
     _python(app, "app.py", "start", "c.sqlite")
     with sqlite3.connect(app / "c.sqlite") as conn:
-        blobs = conn.execute("SELECT checkpoint FROM pausepoint_checkpoints").fetchall()
-    assert any(b'"app.Incident"' in blob for (blob,) in blobs)
-    assert not any(b"__main__" in blob for (blob,) in blobs)
+        rows = conn.execute("SELECT checkpoint FROM pausepoint_checkpoints").fetchall()
+    blobs = [unpack(bytes(blob), "a checkpoint") for (blob,) in rows]  # deflated if small
+    assert any(b'"app.Incident"' in blob for blob in blobs)
+    assert not any(b"__main__" in blob for blob in blobs)
     out = _python(app, "-c", "import app; app.finish('c.sqlite')")
     assert json.loads(out) == ["app", "disk", "yes"]
 

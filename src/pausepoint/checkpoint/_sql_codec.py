@@ -11,6 +11,7 @@ import binascii
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pausepoint.checkpoint._packing import pack, unpack
 from pausepoint.checkpoint._reuse import Found, dumps_checkpoint
 from pausepoint.checkpoint._sealing import (
     CLEAR_METADATA,
@@ -34,10 +35,11 @@ class SqlCodec:
 
     With a ``sealer`` (a saver's ``encryption=``), every encoding is sealed to its row
     (``aad``, see `pausepoint.checkpoint._sealing`) and the metadata keeps only
-    `CLEAR_METADATA` in clear.
+    `CLEAR_METADATA` in clear. Without one, pausepoint's small encodings are stored
+    deflated (`pausepoint.checkpoint._packing`); every reader inflates them.
     """
 
-    __slots__ = ("_meta", "chains", "sealer", "serde")
+    __slots__ = ("_meta", "_packs", "chains", "sealer", "serde")
 
     def __init__(self, serde: SerializerProtocol | None, sealer: Sealer | None = None) -> None:
         self.sealer = sealer
@@ -45,6 +47,8 @@ class SqlCodec:
         # Metadata must stay a JSON object (databases filter on it): always our format.
         self._meta = self.serde if isinstance(self.serde, Serializer) else Serializer()
         self.chains = Chains()
+        # Only pausepoint's encodings (ASCII JSON) are deflated, and never under a seal.
+        self._packs = sealer is None and isinstance(self.serde, Serializer)
 
     def dump(self, value: Any, label: str) -> tuple[str, bytes]:
         """``(type, bytes)`` of ``value``; ``label`` names it in error messages."""
@@ -71,8 +75,14 @@ class SqlCodec:
         """The serializer of metadata (pausepoint's, whatever the values' serde)."""
         return self._meta
 
-    def sealed(self, blob: bytes, aad: bytes) -> bytes:
-        """``blob`` as stored in the row ``aad`` names: sealed when the saver encrypts."""
+    def sealed(self, blob: bytes, aad: bytes, deflate: bool = True) -> bytes:
+        """``blob`` as stored in the row ``aad`` names: sealed when the saver encrypts.
+
+        Else deflated when it is one of pausepoint's small encodings (`_packing.pack`)
+        and ``deflate`` (a delta is not: a read joins hundreds of them).
+        """
+        if self._packs:
+            return pack(blob) if deflate else blob
         return seal(self.sealer, blob, aad)
 
     def dump_metadata(self, metadata: Mapping[str, Any], aad: bytes) -> str:
@@ -86,8 +96,11 @@ class SqlCodec:
         return self._meta.dumps_mapping(clear)
 
     def opened(self, blob: bytes | memoryview, aad: bytes, what: str) -> bytes:
-        """The encoding stored as ``blob`` (opened if sealed; see `_sealing.unseal`)."""
-        return unseal(self.sealer, bytes(blob), aad, what)
+        """The encoding stored as ``blob``: opened if sealed, inflated if deflated.
+
+        See `_sealing.unseal` and `_packing.unpack`.
+        """
+        return unpack(unseal(self.sealer, bytes(blob), aad, what), what)
 
     def load(self, type_: str, blob: bytes | memoryview, aad: bytes, what: str = "a value") -> Any:
         """Decode a stored value (a column of the wrong type is a corrupt row).
@@ -99,7 +112,8 @@ class SqlCodec:
                 f"a value is stored as {type(type_).__name__}/{type(blob).__name__}, "
                 "not as text/bytes; the row is corrupt"
             )
-        return self.serde.loads_typed((type_, unseal(self.sealer, bytes(blob), aad, what)))
+        data = unpack(unseal(self.sealer, bytes(blob), aad, what), what)
+        return self.serde.loads_typed((type_, data))
 
     def load_write(self, thread: str, ns: str, cid: str, write: Sequence[Any]) -> Any:
         """A write row's value (``task_id, channel, type, value, idx``), opened in its slot."""

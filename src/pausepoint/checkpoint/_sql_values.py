@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from xxhash import xxh3_128_hexdigest, xxh3_128_intdigest
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Rows, Statement
+from pausepoint.checkpoint._packing import PACK_BELOW, unpack
 from pausepoint.checkpoint._reuse import Found, reused
 from pausepoint.checkpoint._sealing import MARK, value_binding
 from pausepoint.errors import CheckpointDecodeError
@@ -119,6 +120,9 @@ class _Link:
     """Size of that full value."""
     blob: bytes | None = None
     """The encoding itself, while `Chains` holds it (see `Chains.held`)."""
+    stored: bytes | None = None
+    """Its full row's cell as last stored (deflated or sealed), held with ``blob`` when
+    under `PACK_BELOW`: an unchanged value's row is not deflated or sealed again."""
 
 
 class Chains:
@@ -156,16 +160,14 @@ class Chains:
     def note(self, key: tuple[str, str, str], link: _Link) -> None:
         with self._lock:
             old = self._links.get(key)
-            if old is not None and old.blob is not None:
-                self._held -= len(old.blob)
+            if old is not None:
+                self._held -= _size(old)
             self._links[key] = link
             self._links.move_to_end(key)
-            if link.blob is not None:
-                self._held += len(link.blob)
+            self._held += _size(link)
             if len(self._links) > _CHAINS:
                 _, gone = self._links.popitem(last=False)
-                if gone.blob is not None:
-                    self._held -= len(gone.blob)
+                self._held -= _size(gone)
             if self._held > HELD:
                 self._release()
 
@@ -174,9 +176,14 @@ class Chains:
         for link in self._links.values():
             if self._held <= HELD:
                 return
-            if link.blob is not None:
-                self._held -= len(link.blob)
-                link.blob = None
+            self._held -= _size(link)
+            link.blob = link.stored = None
+
+
+def _size(link: _Link) -> int:
+    """Bytes `Chains` holds for ``link``."""
+    blob, stored = link.blob, link.stored
+    return (0 if blob is None else len(blob)) + (0 if stored is None else len(stored))
 
 
 def _movable(channel: str, value: object) -> bool:
@@ -237,10 +244,14 @@ def split(
 
 @dataclass(frozen=True, slots=True)
 class Unless:
-    """Run ``otherwise`` unless ``first`` returns a row (``each`` runs it)."""
+    """Run ``otherwise`` unless ``first`` returns a row (``each`` runs it).
+
+    ``otherwise`` may be a function making the statement: called only when it runs
+    (a full value deflated or sealed only when it is stored).
+    """
 
     first: Statement
-    otherwise: Statement
+    otherwise: Statement | Callable[[], Statement]
 
 
 def _store(
@@ -253,18 +264,32 @@ def _store(
     """
     chains = codec.chains
     link = chains.get(key)
-    stored_full = codec.sealed(blob, value_binding(*key, version, None))
-    full = Statement(dialect.sql(_INSERT_FULL), (*key, version, FORMAT, stored_full, version))
+
+    def full(cell: bytes | None = None) -> Statement:
+        if cell is None:
+            cell = codec.sealed(blob, value_binding(*key, version, None))
+        return Statement(dialect.sql(_INSERT_FULL), (*key, version, FORMAT, cell, version))
+
     head = xxh3_128_intdigest(memoryview(blob)[:-1])
     if link is None or link.version == version:
         # Unchanged (or not known): the full row, ignored if it is there. Never trusted
         # to be there: the thread may have been deleted since, by any process.
-        if link is None:
-            chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob), blob))
         if dialect.name == "postgres" and len(blob) >= SHIP_FROM:
+            if link is None:
+                chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob), blob))
             stored = Statement(dialect.sql(_STORED), (*key, version), fetch=True)
             return [Unless(stored, full)]
-        return [full]
+        cell = link.stored if link is not None else None
+        statement = full(cell)
+        if link is None or (cell is None and link.blob is not None):
+            kept: bytes | None = statement.params[4] if len(blob) < PACK_BELOW else None
+            if link is None:
+                size = len(blob)
+                link = _Link(version, size, head, blob[-1:], 0, 0, size, blob, kept)
+            else:
+                link = replace(link, stored=kept)
+            chains.note(key, link)
+        return [statement]
     base = link.size - 1
     delta = len(blob) - link.size
     extends = (
@@ -275,16 +300,20 @@ def _store(
         and xxh3_128_intdigest(memoryview(blob)[:base]) == link.head
     )
     if not extends:
-        chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob), blob))
-        return [full]
+        statement = full()
+        kept = statement.params[4] if len(blob) < PACK_BELOW else None
+        size = len(blob)
+        chains.note(key, _Link(version, size, head, blob[-1:], 0, 0, size, blob, kept))
+        return [statement]
     depth, chain = link.depth + 1, link.chain + delta
     chains.note(key, _Link(version, len(blob), head, blob[-1:], depth, chain, link.full, blob))
-    inserted = codec.sealed(blob[base:-1], value_binding(*key, version, link.version))
+    aad = value_binding(*key, version, link.version)
+    inserted = codec.sealed(blob[base:-1], aad, deflate=False)  # read by the hundred
     delta_params = (*key, version, inserted, *key, link.version)
     if dialect.returning:  # the full value only if the delta was not stored
         returning = dialect.sql(_INSERT_DELTA + " RETURNING 1")
         return [Unless(Statement(returning, delta_params, fetch=True), full)]
-    return [Statement(dialect.sql(_INSERT_DELTA), delta_params), full]
+    return [Statement(dialect.sql(_INSERT_DELTA), delta_params), full()]
 
 
 def each(statements: list[Statement | Unless]) -> Flow[None]:
@@ -292,7 +321,8 @@ def each(statements: list[Statement | Unless]) -> Flow[None]:
     for statement in statements:
         if isinstance(statement, Unless):
             if not (yield statement.first):
-                yield statement.otherwise
+                otherwise = statement.otherwise
+                yield otherwise if isinstance(otherwise, Statement) else otherwise()
         else:
             _ = yield statement  # the rows sent back are not needed
 
@@ -372,6 +402,8 @@ def _opened(
     """A row's bytes, opened if sealed; and whether they were (authenticated: no digest)."""
     data = value if type(value) is bytes else bytes(value)
     what = f"stored value {at!r} of channel {channel!r}"
+    if codec.sealer is None and data[:4] != MARK:
+        return unpack(data, what), False  # the common case: no binding to build
     aad = value_binding(*key, channel, str(at), None if base is None else str(base))
     return codec.opened(data, aad, what), data[:4] == MARK
 
