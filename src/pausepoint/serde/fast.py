@@ -228,9 +228,9 @@ def _only_json_types(value: dict[Any, Any] | list[Any], out: bytes) -> bool:
     than the loops, is the cost). Floats are looked at once some are found.
     """
     nulls: bool | None = None  # whether `out` holds a null: looked for once floats are found
-    todo: list[list[Any]] = [[value]]
-    while todo:  # one loop, no calls per group: small values pay for each (callgrind)
-        group = todo.pop()
+    todo: list[list[Any]] = []  # groups of a level too large for one, yet to look at
+    group: list[Any] = [value]
+    while True:  # one loop, no calls per group: small values pay for each (callgrind)
         found = set(map(type, group))
         if not _JSON_TYPES.issuperset(found):
             return False
@@ -242,12 +242,14 @@ def _only_json_types(value: dict[Any, Any] | list[Any], out: bytes) -> bool:
             if nulls and not _finite(group):
                 return False
         if dict in found or list in found:
-            kids = gc.get_referents(*group)
-            if len(kids) > _GROUP:
-                todo += [kids[at : at + _GROUP] for at in range(0, len(kids), _GROUP)]
-            else:
-                todo.append(kids)
-    return True
+            group = gc.get_referents(*group)
+            if len(group) > _GROUP:
+                todo += [group[at : at + _GROUP] for at in range(0, len(group), _GROUP)]
+                group = todo.pop()
+            continue
+        if not todo:
+            return True
+        group = todo.pop()
 
 
 def _finite(group: list[Any]) -> bool:
