@@ -27,7 +27,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pausepoint.errors import CheckpointDecodeError
+from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde import Serializer, fast
 from pausepoint.types import Interrupt, Send
 
@@ -317,3 +317,52 @@ def test_a_serializer_without_orjson_installed_writes_the_same_bytes():
 def test_decimals_and_other_tagged_values_are_unchanged():
     value = {"d": Decimal("1.10"), "when": datetime.datetime(2026, 1, 2, 3, 4, 5), "b": b"x"}
     assert FAST.dumps(value) == PLAIN.dumps(value)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [(1, 2), (), Colour.RED, Level.HIGH, uuid.UUID(int=9), float("nan"), -math.inf, 1e-7, 3e-5],
+)
+@pytest.mark.parametrize("at", [0, 2999, 4999])
+def test_a_tagged_item_deep_in_a_large_value_is_found_in_any_group(bad: object, at: int):
+    """The check looks at items in groups (fast._GROUP): one odd item anywhere is found."""
+    rows: list[dict[str, Any]] = [
+        {"id": i, "score": i / 7, "tags": ["a", "b"], "ok": None} for i in range(5000)
+    ]
+    rows[at]["tags"] = ["a", bad]
+    value = {"rows": rows}
+    assert fast._GROUP < 5000  # several groups at the level holding the odd item
+    assert fast.orjson_plain(value) is None
+    assert FAST.dumps(value) == PLAIN.dumps(value)
+
+
+def test_an_orjson_fragment_is_refused_as_without_the_extra():
+    """orjson writes a Fragment's bytes as they are; the format has no such type."""
+    value = {"rows": [{"id": i} for i in range(3000)] + [{"raw": orjson.Fragment(b"[1]")}]}
+    assert fast.orjson_plain(value) is None
+    messages = []
+    for ser in (PLAIN, FAST):
+        with pytest.raises(SerializationError) as caught:
+            ser.dumps(value)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_a_small_value_with_a_tagged_item_at_its_top_is_not_given_to_orjson(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A pause's write (a list holding an Interrupt) goes to the walk without a try."""
+    value = [Interrupt(value={"question": "ok?"}, id="q1")]
+    want = PLAIN.dumps(value)
+    tried: list[object] = []
+    real = orjson.dumps
+
+    def spy(obj: object, *args: Any, **kwargs: Any) -> bytes:
+        tried.append(obj)
+        return real(obj, *args, **kwargs)
+
+    monkeypatch.setattr(orjson, "dumps", spy)
+    assert fast.orjson_plain(value) is None
+    assert tried == []
+    assert FAST.dumps(value) == want
+    assert all(type(obj) is not Interrupt and obj is not value for obj in tried)
