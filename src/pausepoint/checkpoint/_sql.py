@@ -358,6 +358,7 @@ def put_params(
         raise explain_checkpoint(values, codec.dump, exc) from None
     cid = checkpoint["id"]
     if codec.sealer is None:  # no binding to make: ~20 Python calls each (issue 35)
+        blob = codec.sealed(blob, b"")  # deflated when small (`_packing`)
         meta = codec.dump_metadata(metadata, b"")
     else:
         blob = codec.sealed(blob, checkpoint_binding(thread, ns, cid))
@@ -412,7 +413,9 @@ def _write_rows(
             raise
         if found is not None and type_ == FORMAT:  # a write a checkpoint may hold too
             remember(found, value, blob)
-        if codec.sealer is not None:
+        if codec.sealer is None:  # no binding to make; deflated when small (`_packing`)
+            blob = codec.sealed(blob, b"")
+        else:
             aad = write_binding(thread, ns, checkpoint_id, task_id, idx, channel)
             blob = codec.sealed(blob, aad)
         rows[idx] = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
