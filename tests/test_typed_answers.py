@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import json
 import sqlite3
 import subprocess
@@ -444,12 +445,37 @@ def test_terms_are_stored_in_a_third_element_and_read_back() -> None:
         {"deadline": 5},
         {"deadline": "2030-01-01T00:00:00+00:00", "on_timeout": "explode"},
         {"deadline": "2030-01-01T00:00:00+00:00", "on_timeout": {"answer": 1, "x": 2}},
+        {"position": -1},
+        {"position": "0"},
+        {"position": True},
+        {"position": 1.0},
     ],
 )
 def test_a_malformed_third_element_is_a_decode_error(third: Any) -> None:
     node = {"__pp__": "interrupt", "v": ["q", "d" * 32, third]}
     with pytest.raises(CheckpointDecodeError):
         Serializer().loads(json.dumps(node).encode())
+
+
+def test_a_known_position_is_a_term_the_own_question_keeps_langgraphs_form() -> None:
+    """A subgraph's question held by its parent keeps its position (issue 41, item 3);
+    a task's own question is stored without it (its ``__asked__`` write says it)."""
+    from pausepoint.loop.pending import as_stored
+
+    serde = Serializer()
+    below = Interrupt("q", "e" * 32, position=1)
+    assert _tree(serde.dumps(below)) == {
+        "__pp__": "interrupt",
+        "v": ["q", "e" * 32, {"position": 1}],
+    }
+    assert serde.loads(serde.dumps(below)).question_id == f"{'e' * 32}:1"
+    deadline = datetime.datetime(2030, 1, 1, tzinfo=datetime.UTC)
+    typed = serde.loads(serde.dumps(Interrupt("q", "e" * 32, position=2, deadline=deadline)))
+    assert (typed.position, typed.deadline) == (2, deadline)
+    (own,) = as_stored((below,), 1)
+    assert _tree(serde.dumps(own)) == {"__pp__": "interrupt", "v": ["q", "e" * 32]}
+    assert below.position == 1  # the question shown to the caller keeps it
+    assert as_stored((below,), None)[0] is below  # from below: stored with it
 
 
 def test_a_stored_question_with_four_elements_is_a_decode_error() -> None:

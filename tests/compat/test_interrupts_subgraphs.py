@@ -110,6 +110,49 @@ def interrupt_two_levels_deep_and_resume(lib, drive):
     }
 
 
+def _two_questions(lib: Any, depth: int) -> Any:
+    """A node asking two questions in a row, ``depth`` subgraphs below the root."""
+
+    def ask(state: Any) -> Any:
+        return {"log": [f"{lib.interrupt('first?')}+{lib.interrupt('second?')}"]}
+
+    node: Any = ask
+    for level in range(depth + 1):
+        b = lib.StateGraph(Logged)
+        b.add_node(f"level{level}", node)
+        b.add_edge(lib.START, f"level{level}")
+        node = b.compile(checkpointer=lib.InMemorySaver()) if level == depth else b.compile()
+    return node
+
+
+@scenario
+def subgraph_questions_ids_one_to_three_levels_deep(lib, drive):
+    """Issue 41, item 3: ``Interrupt.id`` of a subgraph's questions, at every depth,
+    in the output, the root's snapshot and the asking level's, as LangGraph gives it."""
+    found = {}
+    for depth in (1, 2, 3):
+        g = _two_questions(lib, depth)
+        config = thread(f"d{depth}")
+        first = drive.invoke(g, {"x": 0, "log": []}, config)
+        shown = drive.get_state(g, config, subgraphs=True)
+        asking = shown
+        while asking.tasks and asking.tasks[0].state is not None:
+            asking = asking.tasks[0].state
+        second = drive.invoke(g, lib.Command(resume="a"), config)
+        again = drive.get_state(g, config)
+        out = drive.invoke(g, lib.Command(resume={again.interrupts[0].id: "b"}), config)
+        found[depth] = {
+            "first": first,
+            "root": (shown.interrupts, [t.interrupts for t in shown.tasks]),
+            "asking": asking.interrupts,
+            "same_id": first["__interrupt__"][0].id == asking.interrupts[0].id,
+            "second": second,
+            "again": again.interrupts,
+            "out": out,
+        }
+    return found
+
+
 @scenario
 def subgraph_interrupt_streamed_with_namespaces(lib, drive):
     runs: Counter[str] = Counter()

@@ -208,7 +208,8 @@ def is_frozen(value: object) -> bool:
 
 
 def is_frozen_interrupt(value: object) -> bool:
-    # A question with terms (schema, deadline) is encoded: the pairs keep no terms.
+    # A question with terms (schema, deadline; a subgraph's question at its parent: its
+    # position, `pausepoint.loop.pending.as_stored`) is encoded: the pairs keep no terms.
     return (
         type(value) is Interrupt
         and type(value.id) is str
@@ -216,6 +217,7 @@ def is_frozen_interrupt(value: object) -> bool:
         and value.response_schema is None
         and value.deadline is None
         and value.on_timeout is None
+        and value.position is None
     )
 
 

@@ -21,7 +21,7 @@ from pausepoint.constants import ASKED, ASKED_SPAN, ERROR, INTERRUPT, NS_SEP, RE
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.errors import GraphInterrupt
 from pausepoint.loop.calls import CallRequest, CallSite, Memo, returned
-from pausepoint.loop.pending import TaskRecord, is_own_interrupt
+from pausepoint.loop.pending import TaskRecord, as_stored, is_own_interrupt
 from pausepoint.running import TASK
 from pausepoint.scratchpad import Scratchpad
 from pausepoint.task_context import TaskContext
@@ -238,16 +238,17 @@ def _writes(rec: TaskRecord) -> list[tuple[str, object]]:
     if rec.done:
         return list(rec.writes)
     if rec.interrupts:
+        stored = as_stored(rec.interrupts, rec.asked)
         if rec.asked_span is not None:  # hidden: the answering run links to the asker
             return [
-                (INTERRUPT, rec.interrupts),
+                (INTERRUPT, stored),
                 (ASKED, rec.asked),
                 (ASKED_SPAN, rec.asked_span),
                 (ERROR, None),
             ]
         if rec.asked is not None:
-            return [(INTERRUPT, rec.interrupts), (ASKED, rec.asked), (ERROR, None)]
-        return [(INTERRUPT, rec.interrupts), (ERROR, None)]
+            return [(INTERRUPT, stored), (ASKED, rec.asked), (ERROR, None)]
+        return [(INTERRUPT, stored), (ERROR, None)]
     return [(ERROR, rec.error)]
 
 

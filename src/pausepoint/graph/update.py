@@ -46,7 +46,7 @@ from pausepoint.loop.compat_check import same_graph, written_by
 from pausepoint.loop.effects import Call, LoadCheckpoint, SaveCheckpoint, SaveWrites
 from pausepoint.loop.migrate import fitted
 from pausepoint.loop.node import node_body
-from pausepoint.loop.pending import TaskRecord
+from pausepoint.loop.pending import TaskRecord, as_stored
 from pausepoint.loop.restore import next_step, restore
 from pausepoint.loop.spec import GraphSpec
 from pausepoint.loop.tasks import Task, prepare_tasks, task_id, task_ns
@@ -435,7 +435,7 @@ def _carry_paused(spec: GraphSpec, base: _Base, updated: set[str], step: int) ->
             continue
         own = xxh3_128_hexdigest(new.ns.encode())
         interrupts = tuple(i.moved(own) for i in rec.interrupts)
-        writes: list[tuple[str, object]] = [(INTERRUPT, interrupts)]
+        writes: list[tuple[str, object]] = [(INTERRUPT, as_stored(interrupts, rec.asked))]
         if rec.asked is not None:  # the question keeps its position (loop/answers.py)
             writes.append((ASKED, rec.asked))
         if rec.resume:

@@ -18,7 +18,7 @@ from xxhash import xxh3_128_hexdigest
 from pausepoint.checkpoint.ids import new_stamp
 from pausepoint.constants import ASKED, INTERRUPT, RESUME
 from pausepoint.loop.namespaces import Afresh
-from pausepoint.loop.pending import ResumeMap, TaskRecord, is_own_interrupt
+from pausepoint.loop.pending import ResumeMap, TaskRecord, as_stored, is_own_interrupt
 from pausepoint.loop.state import current_tasks
 from pausepoint.loop.tasks import prepare_tasks
 from pausepoint.types import Interrupt
@@ -118,7 +118,7 @@ def _carry(
         else:  # saved before positions were: a finished task's last answer was its own
             kept = answers[:-1] if rec.done and answers else answers
         carried = TaskRecord(interrupts=tuple(moved), resume=kept or None, asked=asked)
-        writes: list[tuple[str, object]] = [(INTERRUPT, tuple(moved))]
+        writes: list[tuple[str, object]] = [(INTERRUPT, as_stored(tuple(moved), asked))]
         if asked is not None:
             writes.append((ASKED, asked))
         if kept:

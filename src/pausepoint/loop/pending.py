@@ -6,6 +6,7 @@ start of a run, checking it against what is really pending (DESIGN §4.4).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from pausepoint.loop.tasks import Task
 
 __all__ = [
+    "as_stored",
     "nested_resume",
     "with_ids",
     "ResumeMap",
@@ -217,6 +219,21 @@ def _place_questions(records: Mapping[str, TaskRecord]) -> None:
     for rec in records.values():
         if rec.asked is not None and rec.interrupts:
             rec.interrupts[0].position = rec.asked
+
+
+def as_stored(interrupts: tuple[Interrupt, ...], asked: int | None) -> tuple[Interrupt, ...]:
+    """A task's interrupts as its ``__interrupt__`` write stores them.
+
+    The task's own question (``asked`` given: its position, stored in the ``__asked__``
+    write) without its position, in LangGraph's form; a question from below (a
+    subgraph's, held by its parent's task) with it, so the parent's snapshot and
+    ``list_pending`` give it the question id its asking task gives it.
+    """
+    if asked is None or not interrupts or interrupts[0].position is None:
+        return interrupts
+    own = copy.copy(interrupts[0])
+    own.position = None
+    return (own, *interrupts[1:])
 
 
 _blank: Callable[[type[TaskRecord]], TaskRecord] = object.__new__

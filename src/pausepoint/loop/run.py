@@ -26,7 +26,13 @@ from pausepoint.loop.breakpoints import pauses_at
 from pausepoint.loop.effects import Effect, NextOutcome, Outcome, RunTasks, SaveWrites, Stopped
 from pausepoint.loop.lease import RunLease
 from pausepoint.loop.node import input_outcome
-from pausepoint.loop.pending import TaskRecord, is_own_interrupt, match_records, with_ids
+from pausepoint.loop.pending import (
+    TaskRecord,
+    as_stored,
+    is_own_interrupt,
+    match_records,
+    with_ids,
+)
 from pausepoint.loop.persistence import Persistence
 from pausepoint.loop.prepare import (
     ExecTask,
@@ -289,11 +295,12 @@ class _Run:
             found = keep_first_deadlines(rec.interrupts, with_ids(err.interrupts, task.ns))
             interrupts.extend(found)
             rec.interrupts = found
+            own = err.position is not None and is_own_interrupt(found[0], task.ns)
             saved: list[tuple[str, object]] = [
-                (INTERRUPT, found),
+                (INTERRUPT, as_stored(found, err.position) if own else found),
                 *fork.taken_answer(state, task.id, rec),
             ]
-            if err.position is not None and is_own_interrupt(found[0], task.ns):
+            if own:
                 # Which question this is: its answer will be bound to it (answers.py).
                 rec.asked = err.position
                 saved.append((ASKED, err.position))

@@ -76,16 +76,22 @@ def _interrupt(p: list[object]) -> Interrupt:
     schema = known.get("schema")
     if schema is not None and not isinstance(schema, dict):
         raise CheckpointDecodeError(f"stored interrupt {iid!r} has a schema that is not an object")
+    position = known.get("position")
+    if position is not None and (type(position) is not int or position < 0):
+        raise CheckpointDecodeError(
+            f"stored interrupt {iid!r} has position {position!r}, not a whole number >= 0"
+        )
     return Interrupt(
         value=value,
         id=str(iid),
+        position=position,
         response_schema=cast(dict[str, object] | None, schema),
         deadline=_utc(known.get("deadline"), iid),
         on_timeout=_policy(known.get("on_timeout"), iid),
     )
 
 
-_TERMS = frozenset({"schema", "deadline", "on_timeout"})
+_TERMS = frozenset({"schema", "deadline", "on_timeout", "position"})
 
 
 def _utc(stored: Any, iid: object) -> datetime.datetime | None:

@@ -71,10 +71,21 @@ def _timezone(_e: Encoder, tz: datetime.timezone) -> dict[str, Json]:
 
 
 def _interrupt(e: Encoder, x: Interrupt) -> dict[str, Json]:
-    """``[value, id]``, and a third element with the question's terms when it has any."""
+    """``[value, id]``, and a third element with the question's terms when it has any.
+
+    A known ``position`` is a term too: it is kept only on a question stored in a
+    record other than its asking task's (a subgraph's question at its parent: the
+    asking task's own record says it with its ``__asked__`` write,
+    `pausepoint.loop.pending.as_stored`).
+    """
+    position = x.position
     if x.response_schema is None and x.deadline is None and x.on_timeout is None:
-        return _tagged("interrupt", [e.encode(x.value), x.id])  # LangGraph's form
+        if position is None:
+            return _tagged("interrupt", [e.encode(x.value), x.id])  # LangGraph's form
+        return _tagged("interrupt", [e.encode(x.value), x.id, {"position": position}])
     terms: dict[str, Json] = {}
+    if position is not None:
+        terms["position"] = position
     if x.response_schema is not None:
         terms["schema"] = e.encode(x.response_schema)  # JSON: itself, unless a key is TAG
     if x.deadline is not None:

@@ -33,6 +33,7 @@ __all__ = [
     "after",
     "delete_run",
     "expired",
+    "failed",
     "insert",
     "last_seq",
     "row",
@@ -159,6 +160,20 @@ def end_next(run_id: str, now: float, *, postgres: bool) -> Flow:
     )
     if postgres:
         yield "SELECT pg_notify(?, ?)", (CHANNEL, run_id)
+
+
+def failed(sealer: Sealer | None, run_id: str, error: Any, now: float, *, postgres: bool) -> Flow:
+    """Write an ``error`` event with ``error`` and the `END` row after the run's newest row.
+
+    For a run ended without executing (its record cannot be opened): its readers get
+    the error and stop.
+    """
+    last = yield from last_seq(run_id)
+    rows = [
+        row(sealer, run_id, last + 1, "error", error, now),
+        row(sealer, run_id, last + 2, END, None, now),
+    ]
+    yield from insert(rows, postgres=postgres)
 
 
 def run_state(run_id: str) -> Flow:

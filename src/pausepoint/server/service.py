@@ -584,9 +584,11 @@ class RunService:
         ``from_now``: only the events from now on (a join of a run not created
         ``stream_resumable``). The events come from the database when another process
         executes the run; the stream ends when the run ends (an ``error`` event last
-        when its executing process died).
+        when its executing process died). The run's record is not opened: a run ended
+        because it cannot be (`Store.claim`) streams its ``error`` event.
         """
-        await self.get_run(thread_id, run_id)
+        if await self.store.run_status(thread_id, run_id) is None:
+            raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} not found")
         after = await self.events.last(run_id) if from_now else position(last_event_id)
         async for event in self.events.follow(run_id, after):
             yield event

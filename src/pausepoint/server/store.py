@@ -26,6 +26,7 @@ from pausepoint.server.records import (
 from pausepoint.server.sealing import RUNS, dump_cell, load_cell
 from pausepoint.server.store_records import Database, RecordStore, thread_metadata, time_of
 from pausepoint.server.store_sql import DuplicateError, Flow, Row, Then
+from pausepoint.server.unopenable import OPEN_ERRORS, Unopenable, end_flow, log_ended
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sealing import Sealer
@@ -143,8 +144,14 @@ class Store(RecordStore):
             if got is None:
                 if not create_thread:
                     raise NotFoundError(f"thread {thread_id!r} not found")
-                got = yield from self._insert_thread(thread_id, {}, now)
-                assert got is not None
+                # Requests creating one thread at once: PostgreSQL locks no row not there
+                # yet, so each would insert it and all but one fail on the key. The
+                # insert of a row another transaction is inserting waits for its commit,
+                # then does nothing; the row (new or theirs) is then locked and read.
+                yield from self._insert_thread(thread_id, {}, now, if_missing=True)
+                got = yield from self._thread_row(thread_id, lock=True)
+                if got is None:  # deleted as soon as it was created
+                    raise ConflictError(f"thread {thread_id!r} was deleted meanwhile: retry")
             rows = yield (
                 "SELECT run_id, status FROM pausepoint_server_runs WHERE thread_id = ? "
                 "AND status IN ('pending', 'running') ORDER BY seq",
@@ -180,7 +187,8 @@ class Store(RecordStore):
             if claim_for is not None and not rows and not_before <= now:
                 owner, lease_until = claim_for
                 seq = int(inserted[0][0])
-                claimed = yield from self.start_flow(seq, thread_id, owner, now, lease_until)
+                started = yield from self.start_flow(seq, thread_id, owner, now, lease_until)
+                claimed = started if isinstance(started, Claimed) else None
             return run, cancel, claimed
 
         result: tuple[RunRecord, list[tuple[str, str, str]], Claimed | None] = await self.db.run(
@@ -220,7 +228,7 @@ class Store(RecordStore):
         """
 
         def flow() -> Flow:
-            yield from self._thread_row(thread_id, lock=True)
+            yield from self._lock_thread(thread_id)
             rows = yield (
                 "SELECT status FROM pausepoint_server_runs WHERE run_id = ? AND thread_id = ?",
                 (run_id, thread_id),
@@ -244,8 +252,14 @@ class Store(RecordStore):
         whose runs is running. With ``thread_id``, the thread's runs whose lease ran
         out before ``now`` (their process died) are put back to ``pending`` first, in
         the same transaction. The claim also marks the run started (`start_flow`).
+
+        A run whose record cannot be opened (a sealed cell tampered with, a row in
+        clear while plaintext is refused) is ended ``error`` in the claim's
+        transaction (`start_flow`), and the claim goes on to the next runnable run:
+        such a run never blocks the others.
         """
         only, params = ("AND r.thread_id = ? ", (now, thread_id)) if thread_id else ("", (now,))
+        unopenable: list[Unopenable] = []
 
         def flow() -> Flow:
             if thread_id is not None:
@@ -255,24 +269,29 @@ class Store(RecordStore):
                     "AND lease_until < ?",
                     (thread_id, now),
                 )
-            rows = yield (
-                "SELECT r.seq, r.thread_id FROM pausepoint_server_runs r "
-                f"WHERE r.status = 'pending' AND r.not_before <= ? {only}AND NOT EXISTS ("
-                "SELECT 1 FROM pausepoint_server_runs o WHERE o.thread_id = r.thread_id "
-                "AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq))) "
-                "ORDER BY r.seq LIMIT 1",
-                params,
-            )
-            if not rows:
-                return None
-            seq, tid = rows[0]
-            yield from self._thread_row(str(tid), lock=True)
-            return (yield from self.start_flow(int(seq), str(tid), owner, now, lease_until))
+            while True:
+                rows = yield (
+                    "SELECT r.seq, r.thread_id FROM pausepoint_server_runs r "
+                    f"WHERE r.status = 'pending' AND r.not_before <= ? {only}AND NOT EXISTS ("
+                    "SELECT 1 FROM pausepoint_server_runs o WHERE o.thread_id = r.thread_id "
+                    "AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq))) "
+                    "ORDER BY r.seq LIMIT 1",
+                    params,
+                )
+                if not rows:
+                    return None
+                seq, tid = rows[0]
+                yield from self._lock_thread(str(tid))
+                got = yield from self.start_flow(int(seq), str(tid), owner, now, lease_until)
+                if not isinstance(got, Unopenable):
+                    return got
+                unopenable.append(got)  # ended: the next runnable run, in this transaction
 
         try:
             result: Claimed | None = await self.db.run(flow(), write=True)
         except DuplicateError:  # another process claimed a run of that thread first
             return None
+        log_ended(unopenable)  # committed
         return result
 
     def start_flow(
@@ -283,6 +302,11 @@ class Store(RecordStore):
         On its first claim the run is also marked started: the thread's head
         checkpoint and newest write's ``seq`` are kept as where it starts from (a
         rollback goes back there; a retry continues from the head if it moved).
+
+        A run whose record cannot be opened (`pausepoint.server.sealing`) is not
+        claimed: it is ended ``error`` (`pausepoint.server.unopenable.end_flow`), its
+        thread settled (``error``, or ``busy`` while other runs of it wait), and the
+        flow returns its `Unopenable`.
         """
         rows = yield (
             "SELECT r.started, (SELECT MAX(c.checkpoint_id) FROM pausepoint_checkpoints c "
@@ -304,14 +328,14 @@ class Store(RecordStore):
         if not got:
             return None
         row = got[0]
-        return Claimed(
-            _run(row[:9], self.sealer),
-            int(row[9]),
-            row[10],
-            was_started,
-            int(row[12] or 0),
-            head=head,
-        )
+        try:
+            run = _run(row[:9], self.sealer)
+        except OPEN_ERRORS as exc:
+            sealer, postgres = self.sealer, self.db.postgres
+            gone = yield from end_flow(sealer, str(row[0]), thread_id, exc, now, postgres=postgres)
+            yield from self._settle(thread_id, "error", now)
+            return gone
+        return Claimed(run, int(row[9]), row[10], was_started, int(row[12] or 0), head=head)
 
     async def drop_writes_after(self, thread_id: str, seq: int) -> None:
         """Delete the thread's checkpoint writes newer than ``seq`` (a rollback).
@@ -374,7 +398,7 @@ class Store(RecordStore):
         """
 
         def flow() -> Flow:
-            yield from self._thread_row(run.thread_id, lock=True)
+            yield from self._lock_thread(run.thread_id)
             rows = yield (
                 "SELECT 1 FROM pausepoint_server_runs WHERE run_id = ? "
                 "AND status = 'running' AND lease_owner = ?",
@@ -489,6 +513,19 @@ class Store(RecordStore):
         result: RunRecord | None = await self.db.run(flow())
         return result
 
+    async def run_status(self, thread_id: str, run_id: str) -> str | None:
+        """The run's status, None if it is not a run of this thread (no cell is opened)."""
+
+        def flow() -> Flow:
+            rows = yield (
+                "SELECT status FROM pausepoint_server_runs WHERE run_id = ? AND thread_id = ?",
+                (run_id, thread_id),
+            )
+            return str(rows[0][0]) if rows else None
+
+        result: str | None = await self.db.run(flow())
+        return result
+
     async def run_result(self, run_id: str) -> tuple[str, Any] | None:
         """The run's status and its stored join body (None while it has none)."""
 
@@ -544,7 +581,7 @@ class Store(RecordStore):
         """
 
         def flow() -> Flow:
-            yield from self._thread_row(thread_id, lock=True)
+            yield from self._lock_thread(thread_id)
             rows = yield (
                 "SELECT status FROM pausepoint_server_runs WHERE run_id = ? AND thread_id = ?",
                 (run_id, thread_id),

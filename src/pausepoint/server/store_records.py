@@ -183,9 +183,22 @@ class RecordStore:
         )
         return _thread(rows[0], self.sealer) if rows else None
 
-    def _insert_thread(self, thread_id: str, metadata: JsonObject, now: float) -> Flow:
+    def _lock_thread(self, thread_id: str) -> Flow:
+        """Lock the thread's row (its cells are not opened); whether it exists."""
+        rows = yield (
+            "SELECT 1 FROM pausepoint_server_threads WHERE thread_id = ?" + self._lock,
+            (thread_id,),
+        )
+        return bool(rows)
+
+    def _insert_thread(
+        self, thread_id: str, metadata: JsonObject, now: float, *, if_missing: bool = False
+    ) -> Flow:
+        """Insert the thread's row (``if_missing``: unless one exists, then nothing)."""
+        skip = " ON CONFLICT (thread_id) DO NOTHING" if if_missing else ""
         yield (
-            f"INSERT INTO pausepoint_server_threads ({_THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+            f"INSERT INTO pausepoint_server_threads ({_THREAD_COLUMNS}) "
+            f"VALUES (?, ?, ?, ?, ?){skip}",
             (thread_id, thread_metadata(self.sealer, thread_id, metadata), "idle", now, now),
         )
         return ThreadRecord(thread_id, metadata, "idle", time_of(now), time_of(now))
@@ -279,8 +292,7 @@ class RecordStore:
         """Delete the thread's record and its runs; the ids of its runs in flight."""
 
         def flow() -> Flow:
-            got = yield from self._thread_row(thread_id, lock=True)
-            if got is None:
+            if not (yield from self._lock_thread(thread_id)):
                 raise NotFoundError(f"thread {thread_id!r} not found")
             rows = yield (
                 "SELECT run_id FROM pausepoint_server_runs WHERE thread_id = ? "
@@ -314,8 +326,7 @@ class RecordStore:
         """Set the thread's status to ``busy`` if runs are in flight, else ``rest``."""
 
         def flow() -> Flow:
-            got = yield from self._thread_row(thread_id, lock=True)
-            if got is not None:
+            if (yield from self._lock_thread(thread_id)):
                 yield from self._settle(thread_id, rest, now)
 
         await self.db.run(flow(), write=True)
