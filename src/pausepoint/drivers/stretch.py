@@ -183,6 +183,9 @@ class Stretch:
     def _carry(self, effect: Effect) -> Effect | None:
         """The stretch, in the worker thread; None when the loop ended."""
         loop = self.loop
+        with self.lock:
+            if self.stopped:  # stopped as the thread started: nothing of it runs
+                return _NEXT
         while True:
             try:
                 if type(effect) is RunTasks:
