@@ -116,6 +116,12 @@ class CallerKeys:
         """The saver's own (its identity, for a saver that names none)."""
         return lease_scope_of(self.saver)
 
+    @property
+    def async_in_threads(self) -> bool:
+        """The saver's own (its async methods are its sync ones in a worker thread)."""
+        held = getattr(type(self.saver), "async_in_threads", None)
+        return type(held) is property and getattr(self.saver, "async_in_threads", False) is True
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The saver's, with the caller's keys."""
         return self.saver.get_tuple(self._config(config))

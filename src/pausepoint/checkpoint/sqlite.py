@@ -52,6 +52,9 @@ __all__ = ["AsyncSqliteSaver", "SqliteSaver"]
 
 T = TypeVar("T")
 
+_RUN_ASYNC = ("acommit", "aacquire_lease", "arelease_lease", "aget_tuple", "alist")
+"""The async saver methods the async driver calls during a run."""
+
 
 class SqliteSaver(BaseCheckpointSaver):
     """A saver storing checkpoints in SQLite; safe to share between threads.
@@ -390,6 +393,17 @@ class SqliteSaver(BaseCheckpointSaver):
 
     # Async forms: the same calls in a worker thread, so the event loop never waits
     # on disk I/O or on another thread holding the connection.
+
+    @property
+    def async_in_threads(self) -> bool:
+        """Whether the async methods a run calls are this class's: the sync ones in a thread.
+
+        Then the async driver calls the sync ones in a worker thread of its own,
+        several in one hop (`pausepoint.drivers.stretch`). False for a subclass that
+        overrides one of them.
+        """
+        cls = type(self)
+        return all(getattr(cls, name) is getattr(SqliteSaver, name) for name in _RUN_ASYNC)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async [`get_tuple`][] (runs in a worker thread)."""

@@ -3,6 +3,9 @@
 Async nodes are awaited on the event loop; sync nodes run in worker threads
 (``asyncio.to_thread``) so they never block it. Outcomes and stream chunks come
 back through one ``asyncio.Queue``; worker threads put into it thread-safely.
+With a saver whose async methods are its sync ones in a worker thread (SQLite's),
+saver calls and a step's lone sync task go to one worker thread together, a
+stretch at a time (`pausepoint.drivers.stretch`).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncGenerator, Awaitable, Generator, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pausepoint.checkpoint.base import (
     CheckpointTuple,
@@ -24,6 +27,7 @@ from pausepoint.drivers.calls import AsyncCalls, asettle, cancel_calls
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.stop import wind_down
+from pausepoint.drivers.stretch import RunEnded, Stretch, in_threads
 from pausepoint.drivers.sync import LeaseHeld, callers_commit, commit_of
 from pausepoint.errors import GraphBubbleUp, ParentCommand
 from pausepoint.loop.effects import (
@@ -59,9 +63,12 @@ class AsyncSink:
     def __init__(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[_Event] = asyncio.Queue()
+        self.puts = 0
+        """How many events were put so far (a stretch asks: did its task stream?)."""
 
     def put(self, event: _Event) -> None:
         """Put from any thread."""
+        self.puts += 1
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
@@ -91,14 +98,17 @@ async def drive(
     running: set[asyncio.Task[None]] = set()
     calls = AsyncCalls(saver, sink.loop)
     lease = LeaseHeld(saver)
+    stretch = Stretch(loop, saver, lease, calls, sink) if in_threads(saver) else None
     try:
         while True:
             try:
                 effect = loop.throw(error) if error is not None else loop.send(send)
-            except StopIteration as stop:
-                result.append(stop.value)
+                send, error = None, None
+                if stretch is not None and not running and stretch.takes(effect):
+                    effect = await stretch.carry(effect)  # and the effects after it
+            except (StopIteration, RunEnded) as stop:
+                result.append(cast("RunResult", stop.value))
                 return
-            send, error = None, None
             # Exact-type dispatch, as in the sync driver.
             if type(effect) is NextOutcome:
                 while True:
@@ -114,16 +124,40 @@ async def drive(
             else:
                 send, error = await _not_swallowed(_carry_out(saver, effect, lease))
     except (asyncio.CancelledError, GeneratorExit):  # cancelled, or closed early
-        await _stop(loop, effect, saver, sink, lease, running)
+        await _cut(loop, effect, stretch, saver, sink, lease, running)
         raise
     finally:
         loop.close()
-        for t in running:
-            t.cancel()
-        if (held := lease.held) is not None:  # closed, cancelled or failed: let it go
-            LOCAL.drop(saver, held.thread_id, held.run)
-            with contextlib.suppress(Exception):  # a lost connection: the lease expires
-                await saver.arelease_lease(held.thread_id, held.owner)
+        await _let_go(saver, lease, running)
+
+
+async def _cut(
+    loop: Generator[Effect, Reply, RunResult],
+    effect: Effect | None,
+    stretch: Stretch | None,
+    saver: SaverProtocol,
+    sink: AsyncSink,
+    lease: LeaseHeld,
+    running: set[asyncio.Task[None]],
+) -> None:
+    """Stop the run where it is: in a stretch (cut there), or on the event loop."""
+    ready: Outcome | None = None  # a stretch's lone task's outcome, not sent
+    if stretch is not None:
+        effect, ready = stretch.cut(effect)
+        open_calls = stretch.open_calls()
+        cancel_calls(open_calls)  # the cut task's calls, as a cancelled task's
+        await asettle(open_calls)
+    await _stop(loop, effect, saver, sink, lease, running, ready)
+
+
+async def _let_go(saver: SaverProtocol, lease: LeaseHeld, running: set[asyncio.Task[None]]) -> None:
+    """What a run holds when it ends, however it ends: its tasks, its lease."""
+    for t in running:
+        t.cancel()
+    if (held := lease.held) is not None:  # closed, cancelled or failed: let it go
+        LOCAL.drop(saver, held.thread_id, held.run)
+        with contextlib.suppress(Exception):  # a lost connection: the lease expires
+            await saver.arelease_lease(held.thread_id, held.owner)
 
 
 async def _carry_out(
@@ -177,6 +211,7 @@ async def _stop(
     sink: AsyncSink,
     lease: LeaseHeld,
     running: set[asyncio.Task[None]],
+    ready: Outcome | None = None,
 ) -> None:
     """End a stopped run: cancel its running tasks, then save what it owes.
 
@@ -188,7 +223,7 @@ async def _stop(
     for t in running:
         t.cancel()
     await asyncio.gather(*running, return_exceptions=True)
-    flow = wind_down(loop, effect)
+    flow = wind_down(loop, effect, ready)
     send: object = None
     try:
         while True:

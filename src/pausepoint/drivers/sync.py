@@ -30,7 +30,7 @@ from pausepoint.checkpoint.base import (
     as_config,
 )
 from pausepoint.config import RunnableConfig
-from pausepoint.drivers.calls import SyncCalls, settle
+from pausepoint.drivers.calls import AsyncCalls, SyncCalls, settle
 from pausepoint.drivers.owners import LOCAL, claim_kwargs, holder_is_gone
 from pausepoint.drivers.retry import retry_delay
 from pausepoint.drivers.stop import wind_down
@@ -406,8 +406,12 @@ def _start_in_worker(task: ExecTask, events: queue.SimpleQueue[_Event], calls: S
     events.put(("done", run_task(task, calls)))
 
 
-def run_task(task: ExecTask, calls: SyncCalls) -> Outcome:
-    """Run one task to its outcome, retrying by its policy; never raises."""
+def run_task(task: ExecTask, calls: SyncCalls | AsyncCalls) -> Outcome:
+    """Run one task to its outcome, retrying by its policy; never raises.
+
+    With `AsyncCalls`: a lone sync task the async driver runs in a worker thread
+    (`pausepoint.drivers.stretch`); its ``@task`` calls start on the event loop.
+    """
     attempt = 0
     while True:
         context = task.context(calls.spawn)
