@@ -177,6 +177,8 @@ async def test_readers_go_on_when_the_notification_connection_is_killed(
         pytest.skip("PostgreSQL's notifications")
     listener = front.events.listener
     assert listener is not None
+    first = await front.create_run("t0", RunRequest("steps", input={}, if_not_exists="create"))
+    [e async for e in front.stream_run("t0", first.run_id)]  # a reader: the front listens
     await eventually(lambda: _true(listener.connected.is_set()))
     import psycopg
 
@@ -193,6 +195,44 @@ async def test_readers_go_on_when_the_notification_connection_is_killed(
     local = [e async for e in service.stream_run("t", run.run_id)]
     assert remote == local
     await eventually(lambda: _true(listener.connected.is_set()))  # reconnected
+
+
+async def test_a_process_listens_for_notifications_from_its_first_reader_on(
+    db_url: str, service: RunService, front: RunService
+) -> None:
+    """Every NOTIFY wakes every listening backend of the database: a process that reads
+    no other process's events (the executing service here, a queue worker) does not
+    listen, and a front end listens from its first reader on."""
+    if not front.store.db.postgres:
+        pytest.skip("PostgreSQL's notifications")
+    import psycopg
+
+    base = db_url.split("?")[0]
+
+    async def listening() -> int:
+        async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE query LIKE 'LISTEN pausepoint_server_events%' AND pid <> pg_backend_pid()"
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            return int(row[0])
+
+    before = await listening()
+    request = RunRequest("asker", input={"request": "r"}, stream_mode=MODES, if_not_exists="create")
+    run = await front.create_run("t", request)
+    await eventually(lambda: _true(service.events.outcome(run.run_id) is not None))  # ended
+    assert front.events.listener is not None
+    assert service.events.listener is not None
+    assert not front.events.listener.connected.is_set()
+    assert await listening() == before
+    remote = [e async for e in front.stream_run("t", run.run_id)]  # the front's first reader
+    listener = front.events.listener
+    await eventually(lambda: _true(listener.connected.is_set()))
+    assert await listening() == before + 1
+    assert not service.events.listener.connected.is_set()
+    assert remote == [e async for e in service.stream_run("t", run.run_id)]  # it reads now
 
 
 async def _true(value: bool) -> bool:

@@ -32,7 +32,7 @@ from typing import Any
 
 from pausepoint.server import event_rows
 from pausepoint.server.event_rows import END, EventRow
-from pausepoint.server.event_wake import Listener, Wakeups
+from pausepoint.server.event_wake import Listener, Wakeups, Watch
 from pausepoint.server.event_writer import EventWriter
 from pausepoint.server.records import RunEvent
 from pausepoint.server.store_records import Database
@@ -147,9 +147,13 @@ class EventLogs:
         await self.db.run(event_rows.setup(postgres=self.db.postgres), write=True)
 
     def start(self) -> None:
-        """Listen for notifications (PostgreSQL) and sweep old rows, in tasks of their own."""
-        if self.listener is not None:
-            self.listener.start()
+        """Sweep old rows in a task of its own.
+
+        The notifications (PostgreSQL) are listened for from the first reader on
+        (`_watch`): every ``NOTIFY`` in a database wakes every backend that listens there
+        (each reads the queue in a transaction of its own), so a process that never
+        reads another's events, a queue worker, holds no listening connection.
+        """
         if self._sweeper is None:
             self._sweeper = asyncio.create_task(self._sweep_forever(), name="pausepoint-events")
 
@@ -301,9 +305,15 @@ class EventLogs:
             return _LISTENING_WAIT
         return POLL_FIRST
 
+    def _watch(self, run_id: str) -> Watch:
+        """A watch on ``run_id``'s wake-ups; the first one starts the listening."""
+        if self.listener is not None:
+            self.listener.start()  # once: later calls do nothing
+        return self.wakeups.watch(run_id)
+
     async def wait(self, run_id: str, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for news of the run; whether some came."""
-        watch = self.wakeups.watch(run_id)
+        watch = self._watch(run_id)
         try:
             return await watch.wait(timeout)
         finally:
@@ -311,7 +321,7 @@ class EventLogs:
 
     async def follow(self, run_id: str, after: int = 0) -> AsyncIterator[RunEvent]:
         """The run's events after id ``after``, then the new ones until the run ends."""
-        watch = self.wakeups.watch(run_id)
+        watch = self._watch(run_id)
         try:
             quiet = 0.0
             delay = POLL_FIRST
