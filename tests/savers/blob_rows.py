@@ -65,8 +65,8 @@ def needed(saver: Any, thread: str) -> set[Row]:
         " WHERE thread_id = ? AND type = 'ppref/1'",
         (thread,),
     )
-    for ns, channel, cell in refs:  # "<version> <start> <end> <size> <wrap> <digest>"
-        chain(str(ns), str(channel), _inflated(bytes(cell)).decode().rsplit(" ", 5)[0])
+    for ns, channel, cell in refs:  # "<version> <from> <to> <wrap> <digest>"
+        chain(str(ns), str(channel), _inflated(bytes(cell)).decode().rsplit(" ", 4)[0])
     rows = execute(
         saver,
         "SELECT checkpoint_ns, checkpoint FROM pausepoint_checkpoints WHERE thread_id = ?",

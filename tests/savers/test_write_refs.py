@@ -105,7 +105,7 @@ def _plain(value: Any) -> Any:
 def _references(saver: Any, thread: str) -> list[tuple[Any, ...]]:
     return execute(
         saver,
-        "SELECT checkpoint_id, task_id, idx, channel, value FROM pausepoint_writes"
+        "SELECT checkpoint_id, task_id, idx, channel, value, task_path FROM pausepoint_writes"
         " WHERE thread_id = ? AND type = ? ORDER BY seq",
         (thread, REF),
     )
@@ -126,7 +126,8 @@ def test_appended_messages_are_stored_once_and_read_back(saver: Any) -> None:
     assert len(messages) >= 12
     assert {r[3] for r in refs} == {"messages", "notes"}  # the input's `notes`: whole
     assert all(len(bytes(r[4])) < 90 for r in refs)  # for ~650 bytes of message each
-    assert {_cell(r[4]).split(" ")[4] for r in messages} == {"l"}  # a list's items, in []
+    assert {_cell(r[4]).split(" ")[3] for r in messages} == {"l"}  # a list's items, in []
+    assert all(r[5] == "" for r in refs)  # no task path
     _forget(saver)
     assert _writes(saver, config) == expected
     assert _observed(graph, config) == _observed(ref_graph, ref_config)
@@ -139,7 +140,7 @@ def test_a_reference_to_a_delta_stored_as_a_full_value_reads_it_from_the_value(
     _graph, config = _run(saver, "chat", 8)
     expected = _writes(saver, config)
     messages = [r for r in _references(saver, "chat") if r[3] == "messages"]
-    version = _cell(messages[-1][4]).rsplit(" ", 5)[0]
+    version = _cell(messages[-1][4]).rsplit(" ", 4)[0]
     encodings = {
         xxh3_128_hexdigest(blob): blob
         for blob in (
@@ -176,7 +177,7 @@ def test_a_large_value_written_whole_is_stored_once(saver: Any) -> None:
     graph.invoke({"report": "draft"}, config)
     (ref,) = _references(saver, "big")
     assert ref[3] == "report"
-    assert _cell(ref[4]).split(" ")[1:5] == ["0", "300002", "300002", "-"]
+    assert _cell(ref[4]).split(" ")[1:4] == ["300002", "0", "-"]  # the whole encoding
     written = execute(saver, "SELECT sum(length(value)) FROM pausepoint_writes")[0][0]
     assert written < 1_000  # the 300 KB are in the value row only
     _forget(saver)
@@ -227,8 +228,8 @@ def test_damaged_references_are_decode_errors_naming_the_thread(saver: Any, dama
     _graph, config = _run(saver, "victim", 6)
     _graph, bystander = _run(saver, "bystander", 4)
     expected = _writes(saver, bystander)
-    cid, task_id, idx, _channel, cell = _references(saver, "victim")[-1]
-    version, start, end, size, wrap, digest = _cell(cell).rsplit(" ", 5)
+    cid, task_id, idx, _channel, cell, _path = _references(saver, "victim")[-1]
+    version, back, to, wrap, digest = _cell(cell).rsplit(" ", 4)
     if damage == "missing row":
         execute(
             saver,
@@ -239,9 +240,9 @@ def test_damaged_references_are_decode_errors_naming_the_thread(saver: Any, dama
         if damage == "malformed":
             text = "not a reference"
         elif damage == "digest":
-            text = f"{version} {start} {end} {size} {wrap} {'0' * 16}"
+            text = f"{version} {back} {to} {wrap} {'0' * 8}"
         else:
-            text = f"{version} {int(start) + 1} {int(end) + 1} {size} {wrap} {digest}"
+            text = f"{version} {int(back) + 1} {int(to) + 1} {wrap} {digest}"
         execute(
             saver,
             "UPDATE pausepoint_writes SET value = ? WHERE thread_id = 'victim'"

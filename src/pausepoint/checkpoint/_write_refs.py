@@ -9,11 +9,13 @@ stored twice. Now, when a write and the checkpoint after it are stored in one co
 a write whose encoding is, byte for byte, the value's whole encoding or a stretch of
 the bytes its delta inserts (``[`` and ``]`` around them, for a list) is stored as a
 *reference*: its ``type`` is `REF` and its cell (deflated or sealed as any write's,
-bound to the write's slot) holds the text ``"<version> <start> <end> <size> <wrap>
-<digest>"``: the value row's version (same thread, namespace and channel as the
-write), where the write's bytes are in that version's encoding of ``size`` bytes,
-``l`` if they are wrapped in ``[]`` (else ``-``), and the xxh3-64 of the write's
-encoding (16 hex digits), checked when it is read.
+bound to the write's slot) holds the text ``"<version> <from> <to> <wrap> <digest>"``:
+the value row's version (same thread, namespace and channel as the write); where the
+write's bytes are in that version's encoding ``e``, counted back from its end:
+``e[len(e) - from : len(e) - to]`` (an append is near the end: small numbers); ``l``
+if they are wrapped in ``[]`` (else ``-``); and the xxh32 of the write's encoding
+(8 hex digits), checked when it is read. The row's ``task_path`` is empty (only a
+special write's path is ever read).
 
 Decided by the bytes alone, after both are encoded; nothing is trusted: a delta whose
 base was gone is stored as a full value under the same version, and a reference to
@@ -31,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from xxhash import xxh3_64_hexdigest
+from xxhash import xxh32_hexdigest
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._packing import PACK_BELOW
@@ -61,22 +63,19 @@ _ONE = "(channel = ? AND version = ?)"
 class Reference:
     """Where a write's encoding is, as its row stores it (`text`).
 
-    ``version``'s encoding (``size`` bytes) from ``start`` to ``end``, in ``[]`` when
-    ``wrapped``; ``digest``: the write's xxh3-64 (16 hex digits).
+    ``version``'s encoding ``e``, ``e[len(e) - back : len(e) - to]``, in ``[]`` when
+    ``wrapped``; ``digest``: the write's xxh32 (8 hex digits).
     """
 
     version: str
-    start: int
-    end: int
-    size: int
+    back: int
+    to: int
     wrapped: bool
     digest: str
 
     def text(self) -> bytes:
         wrap = "l" if self.wrapped else "-"
-        return f"{self.version} {self.start} {self.end} {self.size} {wrap} {self.digest}".encode(
-            "ascii"
-        )
+        return f"{self.version} {self.back} {self.to} {wrap} {self.digest}".encode("ascii")
 
 
 def _reference(blob: bytes, value: Appended) -> Reference | None:
@@ -84,15 +83,15 @@ def _reference(blob: bytes, value: Appended) -> Reference | None:
     whole = value.blob
     size = len(whole)
     if blob is whole or (len(blob) == size and blob == whole):
-        return Reference(value.version, 0, size, size, False, xxh3_64_hexdigest(blob))
+        return Reference(value.version, size, 0, False, xxh32_hexdigest(blob))
     if value.at is None or len(blob) >= size:
         return None  # a full row: only the whole value is there as it is
     wrapped = blob[:1] == b"[" and blob[-1:] == b"]"
     for inner, wrap in ((blob[1:-1], True), (blob, False)) if wrapped else ((blob, False),):
         start = whole.find(inner, value.at, size - 1)  # in what the delta inserts
         if start >= 0 and inner:
-            end = start + len(inner)
-            return Reference(value.version, start, end, size, wrap, xxh3_64_hexdigest(blob))
+            back, to = size - start, size - start - len(inner)
+            return Reference(value.version, back, to, wrap, xxh32_hexdigest(blob))
     return None
 
 
@@ -128,7 +127,7 @@ def refer(
             if len(packed) <= len(cell):
                 out.append((*row[:7], packed, row[8]))
                 continue
-        out.append((*row[:6], REF, cell, row[8]))
+        out.append((*row[:6], REF, cell, ""))  # no task path: only special writes' is read
     return out
 
 
@@ -145,11 +144,11 @@ def reference_of(
         aad = write_binding(thread, ns, cid, task_id, idx, channel)
     data = codec.opened(bytes(cast("bytes", cell)), aad, what)
     try:
-        version, start, end, size, wrap, digest = data.decode("ascii").rsplit(" ", 5)
-        ref = Reference(version, int(start), int(end), int(size), wrap == "l", digest)
+        version, back, to, wrap, digest = data.decode("ascii").rsplit(" ", 4)
+        ref = Reference(version, int(back), int(to), wrap == "l", digest)
     except (UnicodeDecodeError, ValueError):
         raise CheckpointDecodeError(f"{what}: its reference is malformed") from None
-    if not (0 <= ref.start <= ref.end <= ref.size) or wrap not in "l-" or len(digest) != 16:
+    if not 0 <= ref.to <= ref.back or wrap not in ("l", "-") or len(digest) != 8:
         raise CheckpointDecodeError(f"{what}: its reference is malformed")
     return ref
 
@@ -212,11 +211,11 @@ def _references(codec: SqlCodec, row: Row, writes: Rows) -> dict[int, tuple[str,
 
 def _sliced(blob: bytes, channel: str, ref: Reference) -> bytes:
     """The stretch of the encoding ``blob`` that ``ref`` names."""
-    if len(blob) != ref.size:
+    if len(blob) < ref.back:
         raise CheckpointDecodeError(
-            f"channel {channel!r}: stored value {ref.version!r} is not the size a write references"
+            f"channel {channel!r}: stored value {ref.version!r} is shorter than a write references"
         )
-    return blob[ref.start : ref.end]
+    return blob[len(blob) - ref.back : len(blob) - ref.to]
 
 
 def _piece(
@@ -244,10 +243,10 @@ def _piece(
                     f"channel {channel!r}: stored value {version!r} has an unknown type {type_!r}"
                 )
             delta, _ = opened(codec, key, channel, version, value, base)
-            at = ref.size - 1 - len(delta)  # where the delta's bytes are in the encoding
-            if at < 0 or ref.start < at or ref.end > ref.size - 1:
+            # The delta's bytes end one byte before the encoding's (its closing one).
+            if ref.to < 1 or ref.back > len(delta) + 1:
                 return None
-            return delta[ref.start - at : ref.end - at]
+            return delta[len(delta) + 1 - ref.back : len(delta) + 1 - ref.to]
         if type_ != FORMAT:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {version!r} has type {type_!r}"
@@ -260,7 +259,7 @@ def _piece(
 def _checked(codec: SqlCodec, piece: bytes, ref: Reference, write: Sequence[Any]) -> Any:
     """The write's value: ``piece`` (wrapped as ``ref`` says), checked by its digest."""
     blob = b"[" + piece + b"]" if ref.wrapped else bytes(piece)
-    if xxh3_64_hexdigest(blob) != ref.digest:
+    if xxh32_hexdigest(blob) != ref.digest:
         raise CheckpointDecodeError(
             f"write {write[4]} of task {write[0]!r} does not match its digest "
             "(a row of pausepoint_blobs or pausepoint_writes is damaged)"
