@@ -52,7 +52,7 @@ REF = "ppref/1"
 """The ``type`` of a write stored as a reference to a value row."""
 REF_FROM = 256
 """Writes whose encoding is shorter than this are stored as they are (a reference
-costs ~70 bytes)."""
+costs ~55 bytes)."""
 
 _EXACT = """SELECT channel, version, type, value, base FROM pausepoint_blobs
     WHERE thread_id = ? AND checkpoint_ns = ? AND ({keys})"""
