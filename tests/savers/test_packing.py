@@ -123,7 +123,7 @@ def test_a_database_of_version_8_is_migrated(tmp_path: Path) -> None:
     with SqliteSaver.from_conn_string(path) as saver:
         rows = saver.conn.execute("SELECT max(v) FROM pausepoint_migrations").fetchall()
         assert rows == [(len(MIGRATIONS),)]
-        assert len(MIGRATIONS) == 9
+        assert len(MIGRATIONS) >= 9
         graph = _chat(saver)
         assert _observed(graph, config) == expected
         graph.invoke(_resume("after the upgrade"), config)

@@ -234,6 +234,9 @@ MIGRATIONS: tuple[tuple[str | Mapping[str, str], ...], ...] = (
     # Small encodings stored deflated behind a marker (``_packing``): no table changes,
     # but an older pausepoint must refuse rows it cannot read, so the version goes up.
     (),
+    # A step's write stored as a reference to the value row holding its bytes
+    # (``_write_refs``, type ``ppref/1``): no table changes, refused by older versions.
+    (),
 )
 """Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1.
 

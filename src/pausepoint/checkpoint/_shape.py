@@ -12,13 +12,15 @@ them, once per channel and per node.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from pausepoint.checkpoint.base import CHECKPOINT_FORMAT, PendingWrite
 from pausepoint.errors import CheckpointDecodeError
 
-__all__ = ["check_checkpoint", "check_metadata", "check_writes"]
+__all__ = ["check_checkpoint", "check_metadata", "check_writes", "decoded"]
+
+T = TypeVar("T")
 
 _REQUIRED = ("v", "id", "ts", "channel_values", "channel_versions", "versions_seen")
 _REQUIRED_KEYS = frozenset(_REQUIRED)
@@ -124,3 +126,27 @@ def check_writes(writes: Iterable[PendingWrite]) -> None:
     for task_id, channel, _ in writes:
         if type(task_id) is not str or type(channel) is not str:
             raise _corrupt(f"a pending write has task id {task_id!r} and channel {channel!r}")
+
+
+def decoded(row: Sequence[Any], decode: Callable[[], T]) -> T:
+    """``decode()``, any failure to decode the row raised as ``CheckpointDecodeError``.
+
+    A corrupt or crafted row must not surface as a raw ``TypeError``/``KeyError``/
+    ``MemoryError`` (or stop other threads from being read): the error names the
+    thread and checkpoint instead.
+    """
+    where = f"checkpoint {row[2]!r} of thread {row[0]!r}"
+    try:
+        return decode()
+    except CheckpointDecodeError as exc:
+        if where in str(exc):
+            raise
+        raise exc.with_message(f"{where}: {exc}") from exc
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        raise CheckpointDecodeError(
+            f"{where} cannot be decoded ({type(exc).__name__}: {exc}); the row is corrupt"
+        ) from exc
+    except (MemoryError, RecursionError) as exc:
+        raise CheckpointDecodeError(
+            f"{where} is too large or too deeply nested to decode ({type(exc).__name__})"
+        ) from exc

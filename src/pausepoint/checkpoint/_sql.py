@@ -18,8 +18,8 @@ values, once per version, appends as deltas: `pausepoint.checkpoint._sql_values`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._commit import At, CheckpointRef, StepCommit, in_form, ref_of
 from pausepoint.checkpoint._dialect import (
@@ -45,11 +45,12 @@ from pausepoint.checkpoint._sealing import (
     metadata_binding,
     write_binding,
 )
-from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes
+from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check_writes, decoded
 from pausepoint.checkpoint._sql_codec import SqlCodec
 from pausepoint.checkpoint._sql_filters import filter_sql
 from pausepoint.checkpoint._sql_pending import list_pending_flow as _list_pending_flow
 from pausepoint.checkpoint._sql_values import Unless, each, fetch_statement, fill, refs_of, split
+from pausepoint.checkpoint._write_refs import REF_FROM, Appended, refer, resolve_flow
 from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
@@ -61,13 +62,11 @@ from pausepoint.checkpoint.base import (
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
-from pausepoint.errors import CheckpointDecodeError, SerializationError
+from pausepoint.errors import SerializationError
 from pausepoint.serde import FORMAT
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_leases import Guard
-
-T = TypeVar("T")
 
 __all__ = [
     "MIGRATIONS",
@@ -134,53 +133,40 @@ def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     }
 
 
-def _decoded(row: Row, decode: Callable[[], T]) -> T:
-    """``decode()``, any failure to decode the row raised as ``CheckpointDecodeError``.
-
-    A corrupt or crafted row must not surface as a raw ``TypeError``/``KeyError``/
-    ``MemoryError`` (or stop other threads from being read): the error names the
-    thread and checkpoint instead.
-    """
-    where = f"checkpoint {row[2]!r} of thread {row[0]!r}"
-    try:
-        return decode()
-    except CheckpointDecodeError as exc:
-        if where in str(exc):
-            raise
-        raise exc.with_message(f"{where}: {exc}") from exc
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
-        raise CheckpointDecodeError(
-            f"{where} cannot be decoded ({type(exc).__name__}: {exc}); the row is corrupt"
-        ) from exc
-    except (MemoryError, RecursionError) as exc:
-        raise CheckpointDecodeError(
-            f"{where} is too large or too deeply nested to decode ({type(exc).__name__})"
-        ) from exc
-
-
 def _to_tuple(
     dialect: Dialect, codec: SqlCodec, row: Row, writes: Rows, metadata: dict[str, Any]
 ) -> Flow[CheckpointTuple]:
     """The row's tuple; its large values read from ``pausepoint_blobs`` (``_sql_values``)."""
     # No sealer: a row's binding is never read (``_sealing.unseal``), so none is made.
     aad = checkpoint_binding(row[0], row[1], row[2]) if codec.sealer is not None else b""
-    checkpoint = _decoded(row, lambda: codec.load(row[4], row[5], aad, "the checkpoint"))
-    refs = _decoded(row, lambda: refs_of(checkpoint))
+    checkpoint = decoded(row, lambda: codec.load(row[4], row[5], aad, "the checkpoint"))
+    refs = decoded(row, lambda: refs_of(checkpoint))
     if refs:
         key = (str(row[0]), str(row[1]))
         held = codec.chains.held(key, refs)  # encodings this saver wrote or read last
         missing = {c: v for c, v in refs.items() if c not in held}
         blobs = (yield fetch_statement(dialect, row[0], row[1], missing)) if missing else []
-        _decoded(row, lambda: fill(codec, codec.chains, key, checkpoint, refs, blobs, held))
-    return _decoded(row, lambda: _tuple_of_row(row, writes, codec, metadata, checkpoint))
+        decoded(row, lambda: fill(codec, codec.chains, key, checkpoint, refs, blobs, held))
+    got: Mapping[int, Any] = {}  # the values of writes stored as references (``_write_refs``)
+    if writes:
+        got = yield from resolve_flow(dialect, codec, row, writes)
+    return decoded(row, lambda: _tuple_of_row(row, writes, codec, metadata, checkpoint, got))
 
 
 def _tuple_of_row(
-    row: Row, writes: Rows, codec: SqlCodec, metadata: dict[str, Any], checkpoint: Any
+    row: Row,
+    writes: Rows,
+    codec: SqlCodec,
+    metadata: dict[str, Any],
+    checkpoint: Any,
+    got: Mapping[int, Any],
 ) -> CheckpointTuple:
     thread, ns, cid, parent_id = row[:4]
     check_checkpoint(checkpoint, cid)
-    pending = [PendingWrite(w[0], w[1], codec.load_write(thread, ns, cid, w)) for w in writes]
+    pending = [
+        PendingWrite(w[0], w[1], got[n] if n in got else codec.load_write(thread, ns, cid, w))
+        for n, w in enumerate(writes)
+    ]
     check_writes(pending)
     return CheckpointTuple(
         config=_config(thread, ns, cid),
@@ -269,7 +255,7 @@ def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
         check_metadata(metadata)
         return metadata
 
-    return _decoded(row, load)
+    return decoded(row, load)
 
 
 def list_flow(
@@ -339,18 +325,22 @@ def put_params(
     metadata: CheckpointMetadata,
     found: Found | None = None,
     blobs: list[Statement | Unless] | None = None,
+    appended: dict[str, Appended] | None = None,
 ) -> Row:
     """The parameters of a checkpoint's row (``PUT_ROW``), its values encoded.
 
     ``found``: encodings of large writes stored in the same call (see ``_reuse``).
     ``blobs``: gets the statements storing its large values, to run before the row
     (``_sql_values``); None: every value in the row, as before schema version 7.
+    ``appended``: gets the values stored in rows, by channel (``_write_refs``).
     """
     thread, ns, parent_id = parent
     try:
         stored: Mapping[str, Any] = checkpoint
         if blobs is not None:
-            stored, more = split(codec, codec.chains, dialect, thread, ns, checkpoint, found)
+            stored, more = split(
+                codec, codec.chains, dialect, thread, ns, checkpoint, found, appended
+            )
             blobs.extend(more)
         type_, blob = codec.dump_checkpoint(stored, found)
     except SerializationError as exc:
@@ -397,7 +387,13 @@ def _write_rows(
     task_id: str,
     task_path: str,
     found: Found | None = None,
+    plain: dict[int, bytes] | None = None,
 ) -> list[Row]:
+    """A task's write rows (one per slot), their values encoded, deflated or sealed.
+
+    ``plain``: the rows that may be stored as references (``_write_refs.refer``) are
+    left as encoded, noted here by ``id(row)``: ``refer`` seals them.
+    """
     thread, ns, checkpoint_id = ref
     if checkpoint_id is None:
         raise ValueError("put_writes needs a config with a 'checkpoint_id'")
@@ -413,6 +409,11 @@ def _write_rows(
             raise
         if found is not None and type_ == FORMAT:  # a write a checkpoint may hold too
             remember(found, value, blob)
+        if plain is not None and idx >= 0 and type_ == FORMAT and len(blob) >= REF_FROM:
+            row = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
+            plain[id(row)] = blob  # its row is in ``rows``: the id stays its own
+            rows[idx] = row
+            continue
         if codec.sealer is None:  # no binding to make; deflated when small (`_packing`)
             blob = codec.sealed(blob, b"")
         else:
@@ -464,13 +465,18 @@ def put_after_writes_flow(
         puts.append(put_params(dialect, codec, ref, first.checkpoint, first.metadata, None, blobs))
         under = ref.at(first.checkpoint["id"])
     found: Found = {}  # a large value written and in the checkpoint is encoded once
+    plain: dict[int, bytes] = {}  # writes a value row may hold (``_write_refs``)
     rows = [
         row
         for task in writes
-        for row in _write_rows(codec, under, task.writes, task.task_id, task.task_path, found)
+        for row in _write_rows(
+            codec, under, task.writes, task.task_id, task.task_path, found, plain
+        )
     ]
+    appended: dict[str, Appended] = {}
     if checkpoint is not None:
-        puts.append(put_params(dialect, codec, under, checkpoint, metadata, found, blobs))
+        puts.append(put_params(dialect, codec, under, checkpoint, metadata, found, blobs, appended))
+    rows = refer(codec, rows, plain, appended)  # value rows first: written before these
     yield from each(blobs)  # before the rows referencing them
     if guard is None:
         yield from store_rows(dialect, _first_of_each_slot(rows), puts)

@@ -39,6 +39,7 @@ from pausepoint.checkpoint._sql import SqlCodec, delete_thread_flow, get_tuple_f
 from pausepoint.checkpoint._sql_leases import Clock, get_lease_flow
 from pausepoint.checkpoint._sql_reseal import copy_thread_sealed_flow
 from pausepoint.checkpoint._sql_values import REFS_MARK, refs_of
+from pausepoint.checkpoint._write_refs import REF, reference_of
 from pausepoint.errors import CheckpointDecodeError
 
 __all__ = [
@@ -199,10 +200,12 @@ def collect_unreferenced_flow(dialect: Dialect, codec: SqlCodec, thread_id: str)
 
     A checkpoint needs the rows its references name and, for a delta, every row its
     ``base`` chain passes through down to the full value it starts from: whole chains
-    stay. Run in the prune's transaction, after its checkpoints are deleted; reads
-    only the value rows' keys and the checkpoints that hold references (found by their
-    ``"refs"`` key before decoding). A checkpoint that cannot be decoded keeps every
-    row (what it references is unknown). Returns the number of rows deleted.
+    stay. So does a remaining write stored as a reference (``_write_refs``). Run in
+    the prune's transaction, after its checkpoints are deleted; reads only the value
+    rows' keys, the checkpoints that hold references (found by their ``"refs"`` key
+    before decoding) and the writes that are references. A checkpoint or reference
+    that cannot be decoded keeps every row (what it references is unknown). Returns
+    the number of rows deleted.
     """
     thread = str(thread_id)
     rows = yield Statement(
@@ -217,32 +220,16 @@ def collect_unreferenced_flow(dialect: Dialect, codec: SqlCodec, thread_id: str)
     bases: dict[tuple[str, str, str], str | None] = {
         (str(ns), str(ch), str(v)): (None if b is None else str(b)) for ns, ch, v, b in rows
     }
-    stored = yield Statement(
-        dialect.sql(
-            "SELECT checkpoint_ns, type, checkpoint, checkpoint_id"
-            " FROM pausepoint_checkpoints WHERE thread_id = ?"
-        ),
-        (thread,),
-        fetch=True,
-    )
+    roots = yield from _referenced_flow(dialect, codec, thread)
+    written = yield from _written_flow(dialect, codec, thread)
+    if roots is None or written is None:
+        return 0  # what a checkpoint or a write references is unknown: keep everything
     needed: set[tuple[str, str, str]] = set()
-    for ns, type_, blob, cid in stored:
-        data = bytes(cast("bytes", blob)) if isinstance(blob, bytes | memoryview) else b""
-        try:  # a sealed checkpoint is opened first: its references are inside
-            data = codec.opened(data, checkpoint_binding(thread, str(ns), str(cid)), "checkpoint")
-        except CheckpointDecodeError:
-            return 0  # what it references is unknown: keep everything
-        if REFS_MARK not in data:
-            continue
-        try:
-            refs = refs_of(codec.decode(type_, data))
-        except (CheckpointDecodeError, ValueError, TypeError):
-            return 0  # what it references is unknown: keep everything
-        for channel, version in (refs or {}).items():
-            at: str | None = version
-            while at is not None and (key := (str(ns), channel, at)) not in needed:
-                needed.add(key)
-                at = bases.get(key)
+    for ns, channel, version in roots + written:
+        at: str | None = version
+        while at is not None and (key := (ns, channel, at)) not in needed:
+            needed.add(key)
+            at = bases.get(key)
     gone: dict[tuple[str, str], list[str]] = {}
     for ns, channel, version in bases.keys() - needed:
         gone.setdefault((ns, channel), []).append(version)
@@ -257,6 +244,60 @@ def collect_unreferenced_flow(dialect: Dialect, codec: SqlCodec, thread_id: str)
                 (thread, ns, channel, *chunk),
             )
     return len(bases) - len(needed)
+
+
+def _referenced_flow(
+    dialect: Dialect, codec: SqlCodec, thread: str
+) -> Flow[list[tuple[str, str, str]] | None]:
+    """The value rows the thread's checkpoints reference; None when one cannot be read."""
+    stored = yield Statement(
+        dialect.sql(
+            "SELECT checkpoint_ns, type, checkpoint, checkpoint_id"
+            " FROM pausepoint_checkpoints WHERE thread_id = ?"
+        ),
+        (thread,),
+        fetch=True,
+    )
+    out: list[tuple[str, str, str]] = []
+    for ns, type_, blob, cid in stored:
+        data = bytes(cast("bytes", blob)) if isinstance(blob, bytes | memoryview) else b""
+        try:  # a sealed checkpoint is opened first: its references are inside
+            data = codec.opened(data, checkpoint_binding(thread, str(ns), str(cid)), "checkpoint")
+        except CheckpointDecodeError:
+            return None
+        if REFS_MARK not in data:
+            continue
+        try:
+            refs = refs_of(codec.decode(type_, data))
+        except (CheckpointDecodeError, ValueError, TypeError):
+            return None
+        out += [(str(ns), channel, version) for channel, version in (refs or {}).items()]
+    return out
+
+
+def _written_flow(
+    dialect: Dialect, codec: SqlCodec, thread: str
+) -> Flow[list[tuple[str, str, str]] | None]:
+    """The value rows the thread's writes stored as references name (``_write_refs``).
+
+    None when one cannot be read.
+    """
+    writes = yield Statement(
+        dialect.sql(
+            "SELECT checkpoint_ns, checkpoint_id, task_id, channel, value, idx"
+            " FROM pausepoint_writes WHERE thread_id = ? AND type = ?"
+        ),
+        (thread, REF),
+        fetch=True,
+    )
+    out: list[tuple[str, str, str]] = []
+    for ns, cid, task_id, channel, cell, idx in writes:
+        try:
+            ref = reference_of(codec, thread, str(ns), str(cid), (task_id, channel, REF, cell, idx))
+        except CheckpointDecodeError:
+            return None
+        out.append((str(ns), str(channel), ref.version))
+    return out
 
 
 def thread_size_flow(dialect: Dialect, thread_id: str) -> Flow[ThreadSize]:

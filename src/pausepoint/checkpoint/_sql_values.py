@@ -55,11 +55,15 @@ __all__ = [
     "MOVE_FROM",
     "REFS",
     "REFS_MARK",
+    "DELTA",
+    "Appended",
     "Chains",
     "Unless",
     "each",
     "fetch_statement",
     "fill",
+    "joined",
+    "opened",
     "refs_of",
     "split",
 ]
@@ -198,6 +202,19 @@ def _movable(channel: str, value: object) -> bool:
     return kind not in (int, float, bool, type(None))
 
 
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """A value `split` stored in a row: what a write of the same step may refer to.
+
+    ``at``: where the bytes a delta row inserts start in ``blob`` (None: a full row
+    was written, or was there already).
+    """
+
+    version: str
+    blob: bytes
+    at: int | None
+
+
 def split(
     codec: SqlCodec,
     chains: Chains,
@@ -206,12 +223,14 @@ def split(
     ns: str,
     checkpoint: Mapping[str, Any],
     found: Found | None,
+    appended: dict[str, Appended] | None = None,
 ) -> tuple[Mapping[str, Any], list[Statement | Unless]]:
     """The checkpoint to store in its row, and the statements storing its large values.
 
     The statements go before the checkpoint's row (a crash between them leaves rows no
     checkpoint references, never a checkpoint missing one). A serializer other than
     pausepoint's, or a checkpoint with no large state value, is stored whole, as before.
+    ``appended``: gets each value stored in a row, by channel (`_write_refs`).
     """
     values = checkpoint.get("channel_values")
     if not isinstance(codec.serde, Serializer) or type(values) is not dict:
@@ -232,8 +251,11 @@ def split(
             continue
         digest = xxh3_128_hexdigest(blob) if codec.sealer is None else codec.sealer.digest(blob)
         version = f"{versions.get(channel, '')}:{digest}"
-        statements.extend(_store(codec, dialect, (thread, ns, channel), version, blob))
+        made, at = _store(codec, dialect, (thread, ns, channel), version, blob)
+        statements.extend(made)
         moved[channel] = version
+        if appended is not None:
+            appended[channel] = Appended(version, blob, at)
     if not moved:
         return checkpoint, []
     stored = dict(checkpoint)
@@ -256,9 +278,10 @@ class Unless:
 
 def _store(
     codec: SqlCodec, dialect: Dialect, key: tuple[str, str, str], version: str, blob: bytes
-) -> list[Statement | Unless]:
+) -> tuple[list[Statement | Unless], int | None]:
     """The statements storing ``blob`` as ``version``: a delta when it may be one.
 
+    And where the delta's bytes start in ``blob`` (None: no delta).
     Sealed (when the saver encrypts), each row is bound to its key and its base: a
     delta opens only as the delta of that base.
     """
@@ -278,7 +301,7 @@ def _store(
             if link is None:
                 chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob), blob))
             stored = Statement(dialect.sql(_STORED), (*key, version), fetch=True)
-            return [Unless(stored, full)]
+            return [Unless(stored, full)], None
         cell = link.stored if link is not None else None
         statement = full(cell)
         if link is None or (cell is None and link.blob is not None):
@@ -289,7 +312,7 @@ def _store(
             else:
                 link = replace(link, stored=kept)
             chains.note(key, link)
-        return [statement]
+        return [statement], None
     base = link.size - 1
     delta = len(blob) - link.size
     extends = (
@@ -304,7 +327,7 @@ def _store(
         kept = statement.params[4] if len(blob) < PACK_BELOW else None
         size = len(blob)
         chains.note(key, _Link(version, size, head, blob[-1:], 0, 0, size, blob, kept))
-        return [statement]
+        return [statement], None
     depth, chain = link.depth + 1, link.chain + delta
     chains.note(key, _Link(version, len(blob), head, blob[-1:], depth, chain, link.full, blob))
     aad = value_binding(*key, version, link.version)
@@ -312,8 +335,8 @@ def _store(
     delta_params = (*key, version, inserted, *key, link.version)
     if dialect.returning:  # the full value only if the delta was not stored
         returning = dialect.sql(_INSERT_DELTA + " RETURNING 1")
-        return [Unless(Statement(returning, delta_params, fetch=True), full)]
-    return [Statement(dialect.sql(_INSERT_DELTA), delta_params), full()]
+        return [Unless(Statement(returning, delta_params, fetch=True), full)], base
+    return [Statement(dialect.sql(_INSERT_DELTA), delta_params), full()], base
 
 
 def each(statements: list[Statement | Unless]) -> Flow[None]:
@@ -380,10 +403,10 @@ def fill(
         if blob is not None:
             values[channel] = codec.decode(FORMAT, blob)
             continue
-        blob, depth, chain, opened = _joined(
+        blob, depth, chain, sealed = joined(
             codec, key, by_channel.get(channel, {}), channel, version
         )
-        if not opened and xxh3_128_hexdigest(blob) != version.rpartition(":")[2]:
+        if not sealed and xxh3_128_hexdigest(blob) != version.rpartition(":")[2]:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {version!r} does not match its digest "
                 "(a row of pausepoint_blobs is damaged)"
@@ -396,7 +419,7 @@ def fill(
     del checkpoint[REFS]
 
 
-def _opened(
+def opened(
     codec: SqlCodec, key: tuple[str, str], channel: str, at: object, value: Any, base: Any
 ) -> tuple[bytes, bool]:
     """A row's bytes, opened if sealed; and whether they were (authenticated: no digest)."""
@@ -408,7 +431,7 @@ def _opened(
     return codec.opened(data, aad, what), data[:4] == MARK
 
 
-def _joined(
+def joined(
     codec: SqlCodec,
     key: tuple[str, str],
     rows: Mapping[object, tuple[Any, Any, Any]],
@@ -436,7 +459,7 @@ def _joined(
                 raise CheckpointDecodeError(
                     f"channel {channel!r}: stored value {at!r} has type {type_!r} or is empty"
                 )
-            full, was_sealed = _opened(codec, key, channel, at, value, None)
+            full, was_sealed = opened(codec, key, channel, at, value, None)
             sealed = sealed and was_sealed
             if not deltas:
                 return full, 0, 0, sealed
@@ -448,7 +471,7 @@ def _joined(
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {at!r} has an unknown type {type_!r}"
             )
-        delta, was_sealed = _opened(codec, key, channel, at, value, base)
+        delta, was_sealed = opened(codec, key, channel, at, value, base)
         sealed = sealed and was_sealed
         deltas.append(delta)
         at = base
