@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -27,13 +26,15 @@ from pausepoint import START, Command, InMemorySaver, StateGraph, interrupt
 from pausepoint.checkpoint import _sql, _write_refs
 from pausepoint.checkpoint._dialect import MIGRATIONS
 from pausepoint.checkpoint._sql_prune import collect_unreferenced_flow
-from pausepoint.checkpoint.postgres import PostgresSaver
 from pausepoint.checkpoint.sqlite import SqliteSaver
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import Serializer
 from pausepoint.types import Interrupt
 
 from .blob_rows import execute
+from .test_packing import saver
+
+__all__ = ["saver"]  # the fixture: a SQLite file's or PostgreSQL's saver per test
 
 REF = _write_refs.REF
 
@@ -66,21 +67,6 @@ def _run(saver: Any, thread: str, turns: int) -> Any:
     for turn in range(turns):
         graph.invoke(Command(resume=f"turn {turn} {_text(str(turn))}"), config)
     return graph, config
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def saver(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "sqlite":
-        with SqliteSaver.from_conn_string(str(tmp_path / "w.db")) as opened:
-            yield opened
-        return
-    import psycopg
-
-    kwargs = request.getfixturevalue("pg_kwargs")
-    with psycopg.connect(request.getfixturevalue("pg_url"), **kwargs) as conn:
-        opened = PostgresSaver(conn)
-        opened.setup()
-        yield opened
 
 
 def _forget(saver: Any) -> None:
