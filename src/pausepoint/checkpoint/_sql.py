@@ -19,6 +19,7 @@ values, once per version, appends as deltas: `pausepoint.checkpoint._sql_values`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._commit import At, CheckpointRef, StepCommit, in_form, ref_of
@@ -192,6 +193,7 @@ def get_tuple_flow(
         else:
             sql, params = _READ_ONE, (thread, ns, checkpoint_id, thread, ns, checkpoint_id)
         rows = yield Statement(sql, params, fetch=True)
+        rows.sort(key=_ROW_THEN_WRITES)  # here, not in SQL: its sorter copies each value
         if not rows or rows[0][7]:  # none (writes without their checkpoint row: none)
             return None
         row, writes = rows[0], [w[:5] for w in rows[1:]]  # task, channel, type, value, idx
@@ -203,17 +205,20 @@ def get_tuple_flow(
     return (yield from tuple_of(dialect, codec, rows[0]))
 
 
-# SQLite: the row and its writes in one statement (the row first: 8th column 0).
+# SQLite: the row and its writes in one statement (the row: 8th column 0; the writes:
+# 1, then their ``seq``). Sorted in Python: an ``ORDER BY`` makes SQLite copy every
+# row into its sorter, a 50 MB value included (0.5 s of a 0.75 s read).
+_ROW_THEN_WRITES = itemgetter(7, 8)
 _ROW_FIRST = f"SELECT {_CHECKPOINT_COLUMNS.format(json_select='metadata')}, 0, 0"
 _ITS_WRITES = """SELECT task_id, channel, type, value, idx, NULL, NULL, 1, seq
     FROM pausepoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = """
 _READ_ONE = f"""{_ROW_FIRST} FROM pausepoint_checkpoints
     WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?
-    UNION ALL {_ITS_WRITES}? ORDER BY 8, 9"""
+    UNION ALL {_ITS_WRITES}?"""
 _READ_LATEST = f"""SELECT * FROM ({_ROW_FIRST} FROM pausepoint_checkpoints
     WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1)
     UNION ALL {_ITS_WRITES}(SELECT max(checkpoint_id) FROM pausepoint_checkpoints
-        WHERE thread_id = ? AND checkpoint_ns = ?) ORDER BY 8, 9"""
+        WHERE thread_id = ? AND checkpoint_ns = ?)"""
 
 
 def read_query(
