@@ -1,0 +1,103 @@
+"""A cold ``get_state`` and a whole history of a long SQLite chat (issue 32, chain42).
+
+    python benchmarks/storage_cold.py build FILE TURNS
+    valgrind --tool=callgrind --instr-atstart=no python benchmarks/storage_cold.py \\
+        cold FILE CALLS
+    python benchmarks/storage_cold.py history FILE [ROUNDS]
+    python benchmarks/storage_cold.py time FILE [READS]
+
+``build``: ``storage.py``'s chat thread of TURNS turns in a new SQLite file
+(``synchronous=OFF``: only the rows matter). ``cold``: two reads through new savers
+(warming the database's cache and the imports), then callgrind's instrumentation on
+(``callgrind_control``) around CALLS more, each through a saver object of its own on
+the same connection (nothing cached: what another process reads); "Collected" in
+valgrind's output is their instructions, with the switching's (run CALLS=0 to see
+it). ``history``: the wall time of reading the whole history (every snapshot) through
+a new saver, ROUNDS times. ``time``: the median wall time of READS cold reads.
+Run each tree with ``PYTHONPATH`` at its ``src`` and ``PYTHONHASHSEED=0``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cases import load_library
+from storage import _config, _text, chat_graph  # pyright: ignore[reportPrivateUsage]
+
+
+def _graph(conn: sqlite3.Connection) -> Any:
+    from pausepoint.checkpoint.sqlite import SqliteSaver
+
+    return chat_graph(load_library("pausepoint"), SqliteSaver(conn))
+
+
+def build(path: str, turns: int) -> None:
+    lib = load_library("pausepoint")
+    conn = sqlite3.connect(path, check_same_thread=False)
+    graph = _graph(conn)
+    conn.execute("PRAGMA synchronous=OFF")
+    config = _config("chat")
+    graph.invoke({"messages": []}, config)
+    for turn in range(1, turns + 1):
+        graph.invoke(lib.Command(resume=_text(f"user {turn}")), config)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def cold(path: str, calls: int) -> None:
+    conn = sqlite3.connect(path, check_same_thread=False)
+    graphs = [_graph(conn) for _ in range(calls + 2)]
+    for graph in graphs[:2]:
+        graph.get_state(_config("chat"))
+    switch = ["callgrind_control", "-i"]
+    subprocess.run([*switch, "on", str(os.getpid())], check=True, capture_output=True)
+    for graph in graphs[2:]:
+        graph.get_state(_config("chat"))
+    subprocess.run([*switch, "off", str(os.getpid())], check=True, capture_output=True)
+
+
+def history(path: str, rounds: int) -> None:
+    conn = sqlite3.connect(path, check_same_thread=False)
+    for _ in range(rounds):
+        graph = _graph(conn)
+        start = time.perf_counter()
+        count = sum(1 for _ in graph.get_state_history(_config("chat")))
+        took = time.perf_counter() - start
+        print(f"history: {count} snapshots in {took:.2f} s ({took / count * 1e3:.2f} ms each)")
+
+
+def timed(path: str, reads: int) -> None:
+    conn = sqlite3.connect(path, check_same_thread=False)
+    times: list[float] = []
+    for _ in range(reads):
+        graph = _graph(conn)
+        start = time.perf_counter()
+        graph.get_state(_config("chat"))
+        times.append(time.perf_counter() - start)
+    print(f"cold get_state: median {median(times) * 1e3:.2f} ms, min {min(times) * 1e3:.2f} ms")
+
+
+def main(argv: list[str]) -> int:
+    what, path = argv[0], argv[1]
+    if what == "build":
+        build(path, int(argv[2]))
+    elif what == "cold":
+        cold(path, int(argv[2]))
+    elif what == "history":
+        history(path, int(argv[2]) if len(argv) > 2 else 1)
+    else:
+        timed(path, int(argv[2]) if len(argv) > 2 else 21)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
