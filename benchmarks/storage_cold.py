@@ -7,7 +7,8 @@
     python benchmarks/storage_cold.py time FILE [READS]
 
 ``build``: ``storage.py``'s chat thread of TURNS turns in a new SQLite file
-(``synchronous=OFF``: only the rows matter). ``cold``: two reads through new savers
+(``synchronous=OFF``: only the rows matter), or in an empty PostgreSQL database when
+FILE is a ``postgresql://`` URL. ``cold``: two reads through new savers
 (warming the database's cache and the imports), then callgrind's instrumentation on
 (``callgrind_control``) around CALLS more, each through a saver object of its own on
 the same connection (nothing cached: what another process reads); "Collected" in
@@ -34,27 +35,44 @@ from cases import load_library
 from storage import _config, _text, chat_graph  # pyright: ignore[reportPrivateUsage]
 
 
-def _graph(conn: sqlite3.Connection) -> Any:
-    from pausepoint.checkpoint.sqlite import SqliteSaver
+def _connect(path: str) -> Any:
+    """A SQLite file's connection, or PostgreSQL's for a ``postgresql://`` URL."""
+    if not path.startswith("postgresql://"):
+        return sqlite3.connect(path, check_same_thread=False)
+    import psycopg
 
-    return chat_graph(load_library("pausepoint"), SqliteSaver(conn))
+    return psycopg.connect(path, autocommit=True, prepare_threshold=0)
+
+
+def _graph(conn: Any) -> Any:
+    if isinstance(conn, sqlite3.Connection):
+        from pausepoint.checkpoint.sqlite import SqliteSaver
+
+        return chat_graph(load_library("pausepoint"), SqliteSaver(conn))
+    from pausepoint.checkpoint.postgres import PostgresSaver
+
+    saver = PostgresSaver(conn)
+    saver.setup()
+    return chat_graph(load_library("pausepoint"), saver)
 
 
 def build(path: str, turns: int) -> None:
     lib = load_library("pausepoint")
-    conn = sqlite3.connect(path, check_same_thread=False)
+    conn = _connect(path)
     graph = _graph(conn)
-    conn.execute("PRAGMA synchronous=OFF")
+    if isinstance(conn, sqlite3.Connection):
+        conn.execute("PRAGMA synchronous=OFF")
     config = _config("chat")
     graph.invoke({"messages": []}, config)
     for turn in range(1, turns + 1):
         graph.invoke(lib.Command(resume=_text(f"user {turn}")), config)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if isinstance(conn, sqlite3.Connection):
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
 
 
 def cold(path: str, calls: int) -> None:
-    conn = sqlite3.connect(path, check_same_thread=False)
+    conn = _connect(path)
     graphs = [_graph(conn) for _ in range(calls + 2)]
     for graph in graphs[:2]:
         graph.get_state(_config("chat"))
@@ -66,7 +84,7 @@ def cold(path: str, calls: int) -> None:
 
 
 def history(path: str, rounds: int) -> None:
-    conn = sqlite3.connect(path, check_same_thread=False)
+    conn = _connect(path)
     for _ in range(rounds):
         graph = _graph(conn)
         start = time.perf_counter()
@@ -76,7 +94,7 @@ def history(path: str, rounds: int) -> None:
 
 
 def timed(path: str, reads: int) -> None:
-    conn = sqlite3.connect(path, check_same_thread=False)
+    conn = _connect(path)
     times: list[float] = []
     for _ in range(reads):
         graph = _graph(conn)

@@ -23,10 +23,12 @@ Which encoding was stored last is remembered by the saver (`Chains`, per process
 bounded); it is a hint, never trusted: a delta row is inserted only if its base row
 exists, in the same statement, and otherwise the full value is. The last encodings
 themselves are held too (`HELD` bytes at most): a read of a version held (the digest
-names its content) joins nothing. Nothing here depends on the engine telling the
-saver what changed: the bytes decide. Rows no checkpoint needs any more are deleted
-by ``prune`` (``_sql_prune.collect_unreferenced_flow``). docs/format.md describes the
-rows.
+names its content) joins nothing, and a write compares its new encoding with the held
+one; so are the rows of the chains read last (`ROWS_HELD`): an older version of the
+same chain (a history, newest first) is joined without reading them again. Nothing
+here depends on the engine telling the saver what changed: the bytes decide. Rows no
+checkpoint needs any more are deleted by ``prune``
+(``_sql_prune.collect_unreferenced_flow``). docs/format.md describes the rows.
 """
 
 from __future__ import annotations
