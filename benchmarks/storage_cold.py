@@ -3,6 +3,8 @@
     python benchmarks/storage_cold.py build FILE TURNS
     valgrind --tool=callgrind --instr-atstart=no python benchmarks/storage_cold.py \\
         cold FILE CALLS
+    valgrind --tool=callgrind --instr-atstart=no python benchmarks/storage_cold.py \\
+        resume COPY CALLS
     python benchmarks/storage_cold.py history FILE [ROUNDS]
     python benchmarks/storage_cold.py time FILE [READS]
 
@@ -13,8 +15,11 @@ FILE is a ``postgresql://`` URL. ``cold``: two reads through new savers
 (``callgrind_control``) around CALLS more, each through a saver object of its own on
 the same connection (nothing cached: what another process reads); "Collected" in
 valgrind's output is their instructions, with the switching's (run CALLS=0 to see
-it). ``history``: the wall time of reading the whole history (every snapshot) through
-a new saver, ROUNDS times. ``time``: the median wall time of READS cold reads.
+it). ``resume``: one turn more through a saver that read the head (warming it), then
+CALLS turns under instrumentation: what a writer pays a turn (it adds turns: give it
+a copy of the file). ``history``: the wall time of reading the whole history (every
+snapshot) through a new saver, ROUNDS times. ``time``: the median wall time of READS
+cold reads.
 Run each tree with ``PYTHONPATH`` at its ``src`` and ``PYTHONHASHSEED=0``.
 """
 
@@ -83,6 +88,18 @@ def cold(path: str, calls: int) -> None:
     subprocess.run([*switch, "off", str(os.getpid())], check=True, capture_output=True)
 
 
+def resume(path: str, calls: int) -> None:
+    lib = load_library("pausepoint")
+    graph = _graph(_connect(path))
+    graph.get_state(_config("chat"))
+    graph.invoke(lib.Command(resume=_text("warm")), _config("chat"))
+    switch = ["callgrind_control", "-i"]
+    subprocess.run([*switch, "on", str(os.getpid())], check=True, capture_output=True)
+    for n in range(calls):
+        graph.invoke(lib.Command(resume=_text(f"more {n}")), _config("chat"))
+    subprocess.run([*switch, "off", str(os.getpid())], check=True, capture_output=True)
+
+
 def history(path: str, rounds: int) -> None:
     conn = _connect(path)
     for _ in range(rounds):
@@ -110,6 +127,8 @@ def main(argv: list[str]) -> int:
         build(path, int(argv[2]))
     elif what == "cold":
         cold(path, int(argv[2]))
+    elif what == "resume":
+        resume(path, int(argv[2]))
     elif what == "history":
         history(path, int(argv[2]) if len(argv) > 2 else 1)
     else:
