@@ -271,8 +271,9 @@ def test_what_orjson_would_write_otherwise_is_left_to_the_walk(value: Any):
 @pytest.mark.parametrize(
     "payload",
     [
-        b"[12345678901234567890]",  # orjson would read a float
+        b"[123456789012345678901]",  # orjson would read a float
         b"[-9223372036854775809]",
+        b"[0.5,12345678901234567890]",  # a float beside a long number: json's, to be sure
         b'["\\ud800"]',  # a lone surrogate: orjson refuses it
         b"[NaN]",
         b"[1e400]",
@@ -289,6 +290,28 @@ def test_what_orjson_would_read_otherwise_goes_to_json(payload: bytes):
         except CheckpointDecodeError as exc:
             outcomes.append(str(exc))
     assert same(outcomes[0], outcomes[1])
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"[12345678901234567890]",  # 20 digits, within 64 bits unsigned: an int
+        b'{"n":-9223372036854775808,"rows":[{"id":1000000000000000000}]}',
+        b'[[{"t":"a"},[[]]],{},"1234567890123456789012.5"]',  # digits in a string
+    ],
+)
+def test_numbers_orjson_reads_as_json_does_are_orjsons(payload: bytes):
+    read = fast.orjson_load(payload)
+    assert read is not fast.FALLBACK
+    assert same(read, json.loads(payload))
+
+
+def test_floats_are_looked_for_in_what_orjson_read():
+    messages = [{"role": "user", "content": f"{n} " + "x" * 500} for n in range(3000)]
+    payload = json.dumps(messages, separators=(",", ":")).encode()
+    assert fast._floatless(json.loads(payload))  # pyright: ignore[reportPrivateUsage]
+    assert not fast._floatless([messages, [[{"deep": [1, 2.5]}]]])  # pyright: ignore[reportPrivateUsage]
+    assert fast.orjson_load(payload) == messages
 
 
 def test_a_serializer_without_orjson_installed_writes_the_same_bytes():

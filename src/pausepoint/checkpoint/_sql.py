@@ -50,7 +50,7 @@ from pausepoint.checkpoint._shape import check_checkpoint, check_metadata, check
 from pausepoint.checkpoint._sql_codec import SqlCodec
 from pausepoint.checkpoint._sql_filters import filter_sql
 from pausepoint.checkpoint._sql_pending import list_pending_flow as _list_pending_flow
-from pausepoint.checkpoint._sql_values import Unless, each, fetch_statement, fill, refs_of, split
+from pausepoint.checkpoint._sql_values import Unless, each, fill_flow, refs_of, split
 from pausepoint.checkpoint._write_refs import REF_FROM, Appended, refer, resolve_flow
 from pausepoint.checkpoint.base import (
     Checkpoint,
@@ -143,11 +143,7 @@ def _to_tuple(
     checkpoint = decoded(row, lambda: codec.load(row[4], row[5], aad, "the checkpoint"))
     refs = decoded(row, lambda: refs_of(checkpoint))
     if refs:
-        key = (str(row[0]), str(row[1]))
-        held = codec.chains.held(key, refs)  # encodings this saver wrote or read last
-        missing = {c: v for c, v in refs.items() if c not in held}
-        blobs = (yield fetch_statement(dialect, row[0], row[1], missing)) if missing else []
-        decoded(row, lambda: fill(codec, codec.chains, key, checkpoint, refs, blobs, held))
+        yield from fill_flow(dialect, codec, row, checkpoint, refs)
     got: Mapping[int, Any] = {}  # the values of writes stored as references (``_write_refs``)
     if writes:
         got = yield from resolve_flow(dialect, codec, row, writes)

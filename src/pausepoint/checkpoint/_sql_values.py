@@ -23,10 +23,12 @@ Which encoding was stored last is remembered by the saver (`Chains`, per process
 bounded); it is a hint, never trusted: a delta row is inserted only if its base row
 exists, in the same statement, and otherwise the full value is. The last encodings
 themselves are held too (`HELD` bytes at most): a read of a version held (the digest
-names its content) joins nothing. Nothing here depends on the engine telling the
-saver what changed: the bytes decide. Rows no checkpoint needs any more are deleted
-by ``prune`` (``_sql_prune.collect_unreferenced_flow``). docs/format.md describes the
-rows.
+names its content) joins nothing, and a write compares its new encoding with the held
+one; so are the rows of the chains read last (`ROWS_HELD`): an older version of the
+same chain (a history, newest first) is joined without reading them again. Nothing
+here depends on the engine telling the saver what changed: the bytes decide. Rows no
+checkpoint needs any more are deleted by ``prune``
+(``_sql_prune.collect_unreferenced_flow``). docs/format.md describes the rows.
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from xxhash import xxh3_128_hexdigest, xxh3_128_intdigest
 
-from pausepoint.checkpoint._dialect import Dialect, Flow, Rows, Statement
+from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._packing import PACK_BELOW, unpack
 from pausepoint.checkpoint._reuse import Found, reused
 from pausepoint.checkpoint._sealing import MARK, value_binding
+from pausepoint.checkpoint._shape import decoded
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.serde import FORMAT, Serializer
 
@@ -62,6 +65,7 @@ __all__ = [
     "each",
     "fetch_statement",
     "fill",
+    "fill_flow",
     "joined",
     "opened",
     "refs_of",
@@ -83,6 +87,10 @@ _CHAINS = 4096
 """Channels whose last stored encoding a saver remembers (least recently used go)."""
 HELD = 64 * 1024 * 1024
 """Bytes of encodings a saver keeps in memory at most (`Chains`)."""
+ROWS_HELD = 16 * 1024 * 1024
+"""Bytes of value rows a saver keeps in memory at most (`Chains.rows`): the rows of
+the chains it read last, from which it joins an older version of the same chain (a
+history, newest first) without reading them again."""
 
 _COLUMNS = "thread_id, checkpoint_ns, channel, version, type, value, base, anchor"
 _INSERT_FULL = (
@@ -113,8 +121,9 @@ class _Link:
 
     version: str
     size: int
-    head: int
-    """The digest of the encoding without its last byte."""
+    head: int | None
+    """The digest of the encoding without its last byte: taken only when `Chains`
+    lets ``blob`` go (while held, a new encoding is compared with it directly)."""
     last: bytes
     depth: int
     """Deltas since the last full value."""
@@ -139,12 +148,15 @@ class Chains:
     what is held is what the rows hold.
     """
 
-    __slots__ = ("_held", "_links", "_lock")
+    __slots__ = ("_chains", "_chains_held", "_held", "_links", "_lock")
 
     def __init__(self) -> None:
         self._links: OrderedDict[tuple[str, str, str], _Link] = OrderedDict()
         self._lock = threading.Lock()
         self._held = 0
+        self._chains: OrderedDict[tuple[str, str, str], tuple[dict[object, Row], int]]
+        self._chains = OrderedDict()
+        self._chains_held = 0
 
     def get(self, key: tuple[str, str, str]) -> _Link | None:
         with self._lock:
@@ -160,6 +172,36 @@ class Chains:
                     out[channel] = link.blob
                     self._links.move_to_end((*key, channel))
         return out
+
+    def rows(self, key: tuple[str, str], refs: Mapping[str, str]) -> dict[str, dict[object, Row]]:
+        """The rows held of the chains holding ``refs`` (channel → version), by channel.
+
+        Rows name their content (a version's digest), so rows read once join the same
+        encodings later, whatever was written or deleted since.
+        """
+        out: dict[str, dict[object, Row]] = {}
+        with self._lock:
+            for channel, version in refs.items():
+                got = self._chains.get((*key, channel))
+                if got is not None and version in got[0]:
+                    out[channel] = got[0]
+                    self._chains.move_to_end((*key, channel))
+        return out
+
+    def keep_rows(self, key: tuple[str, str, str], rows: dict[object, Row]) -> None:
+        """Hold the rows of a chain just read (`ROWS_HELD` bytes at most, least recent go)."""
+        size = sum(len(row[3]) if type(row[3]) is bytes else 64 for row in rows.values())
+        if size > ROWS_HELD // 2:
+            return
+        with self._lock:
+            old = self._chains.pop(key, None)
+            if old is not None:
+                self._chains_held -= old[1]
+            self._chains[key] = (rows, size)
+            self._chains_held += size
+            while self._chains_held > ROWS_HELD:
+                _, (_, gone) = self._chains.popitem(last=False)
+                self._chains_held -= gone
 
     def note(self, key: tuple[str, str, str], link: _Link) -> None:
         with self._lock:
@@ -181,6 +223,9 @@ class Chains:
             if self._held <= HELD:
                 return
             self._held -= _size(link)
+            blob = link.blob
+            if blob is not None and link.head is None:
+                link.head = xxh3_128_intdigest(memoryview(blob)[:-1])
             link.blob = link.stored = None
 
 
@@ -293,13 +338,12 @@ def _store(
             cell = codec.sealed(blob, value_binding(*key, version, None))
         return Statement(dialect.sql(_INSERT_FULL), (*key, version, FORMAT, cell, version))
 
-    head = xxh3_128_intdigest(memoryview(blob)[:-1])
     if link is None or link.version == version:
         # Unchanged (or not known): the full row, ignored if it is there. Never trusted
         # to be there: the thread may have been deleted since, by any process.
         if dialect.name == "postgres" and len(blob) >= SHIP_FROM:
             if link is None:
-                chains.note(key, _Link(version, len(blob), head, blob[-1:], 0, 0, len(blob), blob))
+                chains.note(key, _Link(version, len(blob), None, blob[-1:], 0, 0, len(blob), blob))
             stored = Statement(dialect.sql(_STORED), (*key, version), fetch=True)
             return [Unless(stored, full)], None
         cell = link.stored if link is not None else None
@@ -308,7 +352,7 @@ def _store(
             kept: bytes | None = statement.params[4] if len(blob) < PACK_BELOW else None
             if link is None:
                 size = len(blob)
-                link = _Link(version, size, head, blob[-1:], 0, 0, size, blob, kept)
+                link = _Link(version, size, None, blob[-1:], 0, 0, size, blob, kept)
             else:
                 link = replace(link, stored=kept)
             chains.note(key, link)
@@ -320,16 +364,16 @@ def _store(
         and blob[-1:] == link.last
         and link.depth < MAX_DEPTH
         and link.chain + delta < 2 * link.full
-        and xxh3_128_intdigest(memoryview(blob)[:base]) == link.head
+        and _extends(link, blob, base)
     )
     if not extends:
         statement = full()
         kept = statement.params[4] if len(blob) < PACK_BELOW else None
         size = len(blob)
-        chains.note(key, _Link(version, size, head, blob[-1:], 0, 0, size, blob, kept))
+        chains.note(key, _Link(version, size, None, blob[-1:], 0, 0, size, blob, kept))
         return [statement], None
     depth, chain = link.depth + 1, link.chain + delta
-    chains.note(key, _Link(version, len(blob), head, blob[-1:], depth, chain, link.full, blob))
+    chains.note(key, _Link(version, len(blob), None, blob[-1:], depth, chain, link.full, blob))
     aad = value_binding(*key, version, link.version)
     inserted = codec.sealed(blob[base:-1], aad, deflate=False)  # read by the hundred
     delta_params = (*key, version, inserted, *key, link.version)
@@ -337,6 +381,14 @@ def _store(
         returning = dialect.sql(_INSERT_DELTA + " RETURNING 1")
         return [Unless(Statement(returning, delta_params, fetch=True), full)], base
     return [Statement(dialect.sql(_INSERT_DELTA), delta_params), full()], base
+
+
+def _extends(link: _Link, blob: bytes, base: int) -> bool:
+    """Whether ``blob`` starts with the ``base`` bytes of the encoding ``link`` stored."""
+    held = link.blob
+    if held is not None:
+        return blob.startswith(memoryview(held)[:-1])
+    return link.head is not None and xxh3_128_intdigest(memoryview(blob)[:base]) == link.head
 
 
 def each(statements: list[Statement | Unless]) -> Flow[None]:
@@ -379,6 +431,23 @@ def refs_of(checkpoint: object) -> dict[str, str] | None:
     return refs
 
 
+def fill_flow(
+    dialect: Dialect, codec: SqlCodec, row: Row, checkpoint: dict[str, Any], refs: Mapping[str, str]
+) -> Flow[None]:
+    """Put the values ``refs`` names into ``checkpoint`` (the stored one of ``row``).
+
+    From the encodings `Chains` holds, or joined from the rows it holds, or from the
+    rows read (one statement for the rest). Errors name the checkpoint.
+    """
+    key = (str(row[0]), str(row[1]))
+    chains = codec.chains
+    held = chains.held(key, refs)  # encodings this saver wrote or read last
+    kept = chains.rows(key, {c: v for c, v in refs.items() if c not in held})
+    missing = {c: v for c, v in refs.items() if c not in held and c not in kept}
+    rows = (yield fetch_statement(dialect, row[0], row[1], missing)) if missing else []
+    decoded(row, lambda: fill(codec, chains, key, checkpoint, refs, rows, held, kept))
+
+
 def fill(
     codec: SqlCodec,
     chains: Chains,
@@ -387,35 +456,37 @@ def fill(
     refs: Mapping[str, str],
     rows: Rows,
     held: Mapping[str, bytes],
+    kept: Mapping[str, dict[object, Row]],
 ) -> None:
     """Put the referenced values into ``checkpoint`` (decoded from ``rows``), in place.
 
-    ``held``: the encodings `Chains.held` had (their rows were not read). A row of the
-    wrong shape fails here as ``CheckpointDecodeError``, or as the ``TypeError`` of
-    joining what is not bytes (the caller names the checkpoint).
+    ``held``: the encodings `Chains.held` had, ``kept``: the chains' rows `Chains.rows`
+    had (neither was read). A row of the wrong shape fails here as
+    ``CheckpointDecodeError``, or as the ``TypeError`` of joining what is not bytes
+    (the caller names the checkpoint).
     """
-    by_channel: dict[object, dict[object, tuple[Any, Any, Any]]] = {}
-    for channel, version, type_, value, base in rows:
-        by_channel.setdefault(channel, {})[version] = (type_, value, base)
     values = cast("dict[str, object]", checkpoint["channel_values"])
     for channel, version in refs.items():
         blob = held.get(channel)
         if blob is not None:
             values[channel] = codec.decode(FORMAT, blob)
             continue
-        blob, depth, chain, sealed = joined(
-            codec, key, by_channel.get(channel, {}), channel, version
-        )
+        chain_rows = kept.get(channel)
+        read = chain_rows is None
+        if chain_rows is None:
+            chain_rows = {row[1]: row for row in rows if row[0] == channel}
+        blob, depth, chain, sealed = joined(codec, key, chain_rows, channel, version)
         if not sealed and xxh3_128_hexdigest(blob) != version.rpartition(":")[2]:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {version!r} does not match its digest "
                 "(a row of pausepoint_blobs is damaged)"
             )
         values[channel] = codec.decode(FORMAT, blob)
-        head = xxh3_128_intdigest(memoryview(blob)[:-1])
         full = len(blob) - chain
-        link = _Link(version, len(blob), head, blob[-1:], depth, chain, full, blob)
+        link = _Link(version, len(blob), None, blob[-1:], depth, chain, full, blob)
         chains.note((*key, channel), link)
+        if read:
+            chains.keep_rows((*key, channel), chain_rows)
     del checkpoint[REFS]
 
 
@@ -432,19 +503,18 @@ def opened(
 
 
 def joined(
-    codec: SqlCodec,
-    key: tuple[str, str],
-    rows: Mapping[object, tuple[Any, Any, Any]],
-    channel: str,
-    version: str,
+    codec: SqlCodec, key: tuple[str, str], rows: Mapping[object, Row], channel: str, version: str
 ) -> tuple[bytes, int, int, bool]:
     """The encoding of ``version``: its full value's bytes with the deltas since joined.
 
-    The last item: whether every row was sealed (each opened in its own slot, so the
-    join is authentic without the digest, which a sealing saver keys).
+    ``rows``: the channel's rows as `fetch_statement` reads them (``channel, version,
+    type, value, base``), by version. The last item: whether every row was sealed
+    (each opened in its own slot, so the join is authentic without the digest, which a
+    sealing saver keys).
     """
     deltas: list[Any] = []
     sealed = True
+    plain = codec.sealer is None
     get = rows.get
     at: object = version
     for _ in range(MAX_DEPTH + 2):
@@ -453,7 +523,7 @@ def joined(
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {at!r} is missing from pausepoint_blobs"
             )
-        type_, value, base = row
+        _, _, type_, value, base = row
         if base is None:
             if type_ != FORMAT or not value:
                 raise CheckpointDecodeError(
@@ -471,8 +541,12 @@ def joined(
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {at!r} has an unknown type {type_!r}"
             )
-        delta, was_sealed = opened(codec, key, channel, at, value, base)
-        sealed = sealed and was_sealed
-        deltas.append(delta)
+        if plain and type(value) is bytes and value[:1] != b"\x00":
+            deltas.append(value)  # neither sealed nor deflated: read by the hundred
+            sealed = False
+        else:
+            delta, was_sealed = opened(codec, key, channel, at, value, base)
+            sealed = sealed and was_sealed
+            deltas.append(delta)
         at = base
     raise CheckpointDecodeError(f"channel {channel!r}: stored value {version!r} has no full value")

@@ -184,7 +184,7 @@ def resolve_flow(dialect: Dialect, codec: SqlCodec, row: Row, writes: Rows) -> F
         {(c, r.version) for n, (c, r) in refs.items() if pieces[n] is None}
     ):
         fetched = yield fetch_statement(dialect, thread, ns, {channel: version})
-        chain = {r[1]: (r[2], r[3], r[4]) for r in fetched}
+        chain = {r[1]: r for r in fetched}
         whole[(channel, version)] = named(
             row, lambda c=channel, v=version, rs=chain: joined(codec, key, rs, c, v)[0]
         )

@@ -14,9 +14,10 @@ handed back to that path (``None`` from `orjson_text` or `orjson_plain`, `FALLBA
 - floats under 1e-4: orjson writes ``0.00001`` and ``1e-7``, ``json`` ``1e-05`` and
   ``1e-07``: such output is not used;
 - ints beyond 64 bits, lone surrogates, nesting deeper than 255: orjson refuses them;
-- when reading, numbers of 19 digits or more (orjson reads an int beyond 64 bits as a
-  float) and anything orjson refuses (nan, infinities, lone surrogates) go to the
-  standard library, which then gives the value or the error it always gave.
+- when reading, an int beyond 64 bits (orjson reads it as a float: a value read with
+  a float in it whose text has a number of 19 digits or more) and anything orjson
+  refuses (nan, infinities, lone surrogates) go to the standard library, which then
+  gives the value or the error it always gave.
 
 ``PAUSEPOINT_FAST=0`` in the environment, read when a `Serializer` is made, turns
 the extra off (docs/format.md). ``tests/savers/test_fast.py`` checks the bytes
@@ -80,7 +81,7 @@ _TAG_KEY = b'"' + TAG.encode("ascii") + b'":'
 _SHORT_EXPONENTS = tuple(b"e-%d" % d for d in range(1, 10))
 _DIGITS = bytes.maketrans(b"123456789", b"000000000")
 _CONTAINERS = (b"{", b"[")
-_LONG_NUMBER = b"0" * 19  # 19 digits: beyond what orjson reads exactly as an int
+_LONG_NUMBER = b"0" * 19  # 19 digits: beyond what orjson reads exactly as an int (signed)
 
 # orjson passes these to `_refuse` instead of writing them as it would.
 _OPTIONS: Final = (
@@ -129,7 +130,8 @@ def _agrees() -> bool:
         orjson_text(probe) == want
         and orjson_plain(probe) == want
         and orjson.loads(want) == probe
-        and orjson_load(b"[1000000000000000000]") is FALLBACK
+        and orjson_load(b"[0.5,18446744073709551616]") is FALLBACK
+        and orjson_load(b"[-9223372036854775809]") in (FALLBACK, [-(2**63) - 1])
         and all(orjson_text([x]) is None for x in tiny)
     )
 
@@ -260,17 +262,44 @@ def _finite(group: list[Any]) -> bool:
 def orjson_load(data: bytes) -> Any:
     """The value of the untagged JSON ``data``, or `FALLBACK`: decode it with ``json``.
 
-    Equal to what ``json`` reads, and of the same types: a number of 19 digits or
-    more anywhere (orjson reads a long int as a float) and whatever orjson refuses go
-    to ``json``.
+    Equal to what ``json`` reads, and of the same types: whatever orjson refuses goes
+    to ``json``, and so does a value with a float in it whose text has a number of 19
+    digits or more (orjson reads an int beyond 64 bits as a float). A value without
+    floats needs no such look at its text (`_floatless`): its numbers were all read as
+    ints, exactly. The look costs ~9 instructions a byte, three times what orjson
+    takes to read a chat's messages (benchmarks/README.md, chain42).
     """
     if orjson is None:  # pragma: no cover - only orjson_enabled() callers reach here
         return FALLBACK
     if data[:1] not in _CONTAINERS:  # a str alone: json's scanner is as fast
         return FALLBACK
-    if _LONG_NUMBER in data.translate(_DIGITS):
-        return FALLBACK
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return FALLBACK
+    if _floatless(value) or _LONG_NUMBER not in data.translate(_DIGITS):
+        return value
+    return FALLBACK
+
+
+def _floatless(value: object) -> bool:
+    """Whether ``value``, as orjson reads JSON (dicts, lists, scalars), holds no float.
+
+    A group of items at a time, their children listed in C by ``gc.get_referents``,
+    as `_only_json_types` does; the first float found ends the look.
+    """
+    todo: list[list[Any]] = []
+    group: list[Any] = [value]
+    while True:
+        found = set(map(type, group))
+        if float in found:
+            return False
+        if dict in found or list in found:
+            group = gc.get_referents(*group)
+            if len(group) > _GROUP:
+                todo += [group[at : at + _GROUP] for at in range(0, len(group), _GROUP)]
+                group = todo.pop()
+            continue
+        if not todo:
+            return True
+        group = todo.pop()
