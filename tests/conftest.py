@@ -7,6 +7,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# Nothing is timed in tests (speed is measured in benchmarks/): Hypothesis's default
+# deadline of 200 ms an example only fails a property test on a loaded machine
+# (test_packing's round trip did, beside a type check).
+settings.register_profile("pausepoint", deadline=None)
+settings.load_profile("pausepoint")
 
 
 class Driver:
