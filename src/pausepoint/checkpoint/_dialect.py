@@ -32,6 +32,7 @@ __all__ = [
     "adrive",
     "check_schema_flow",
     "drive",
+    "rows_sql",
     "setup_flow",
 ]
 
@@ -122,6 +123,16 @@ class Dialect:
         if clock is None:
             raise ValueError(f"a {self.name} lease statement needs the saver's clock")
         return (clock(),)
+
+
+@functools.lru_cache(maxsize=64)
+def rows_sql(into: str, row: str, rows: int, then: str) -> str:
+    """``into``, ``rows`` times ``row`` (a VALUES list), then ``then``: made once a shape.
+
+    The same text object each time, so the statement caches (`Dialect.sql`, psycopg's)
+    find it by a hash it keeps instead of hashing a text made again per call.
+    """
+    return into + ", ".join([row] * rows) + then
 
 
 @functools.lru_cache(maxsize=512)
