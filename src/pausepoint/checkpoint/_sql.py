@@ -36,6 +36,7 @@ from pausepoint.checkpoint._dialect import (
     adrive,
     check_schema_flow,
     drive,
+    rows_sql,
     setup_flow,
 )
 from pausepoint.checkpoint._labels import explain_checkpoint, write_label
@@ -125,6 +126,8 @@ WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDE
     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
     AND w.checkpoint_id = c.checkpoint_id"""
 """PostgreSQL: a checkpoint's pending writes as five arrays (NULL when it has none)."""
+_PG_READ = "SELECT c.*, w.* FROM ({}) c LEFT JOIN LATERAL (" + WRITE_ARRAYS + ") w ON true"
+_PG_READ_LATEST, _PG_READ_ONE = _PG_READ.format(_SELECT_LATEST), _PG_READ.format(_SELECT_ONE)
 _THREAD_TABLES = ("pausepoint_leases", "pausepoint_pending")  # rows keyed by thread alone
 
 
@@ -201,9 +204,8 @@ def get_tuple_flow(
     return (yield from tuple_of(dialect, codec, rows[0]))
 
 
-# SQLite: the row and its writes in one statement (the row: 8th column 0; the writes:
-# 1, then their ``seq``). Sorted in Python: an ``ORDER BY`` makes SQLite copy every
-# row into its sorter, a 50 MB value included (0.5 s of a 0.75 s read).
+# SQLite: the row and its writes in one statement (8th column 0, then 1 and ``seq``), sorted
+# in Python: an ``ORDER BY`` copies every row into SQLite's sorter, a 50 MB value too.
 _ROW_THEN_WRITES = itemgetter(7, 8)
 _ROW_FIRST = f"SELECT {_CHECKPOINT_COLUMNS.format(json_select='metadata')}, 0, 0"
 _ITS_WRITES = """SELECT task_id, channel, type, value, idx, NULL, NULL, 1, seq
@@ -222,17 +224,14 @@ def read_query(
 ) -> tuple[str, tuple[Any, ...]]:
     """The query reading the checkpoint ``config`` names (or the newest), and its params.
 
-    On PostgreSQL its row also holds the pending writes, as four arrays (columns 7 to
-    10): one round trip. Placeholders are ``?`` (see ``Dialect.sql``).
+    PostgreSQL's row also holds the pending writes, as five arrays (columns 7 to 11):
+    one round trip. Placeholders are ``?``; the texts are made once (each keeps its hash).
     """
     thread, ns, checkpoint_id = ref_of(config)
+    pg = dialect.name == "postgres"
     if checkpoint_id is None:
-        sql, params = _SELECT_LATEST, (thread, ns)
-    else:
-        sql, params = _SELECT_ONE, (thread, ns, checkpoint_id)
-    if dialect.name == "postgres":
-        sql = f"SELECT c.*, w.* FROM ({sql}) c LEFT JOIN LATERAL ({WRITE_ARRAYS}) w ON true"
-    return sql, params
+        return (_PG_READ_LATEST if pg else _SELECT_LATEST), (thread, ns)
+    return (_PG_READ_ONE if pg else _SELECT_ONE), (thread, ns, checkpoint_id)
 
 
 def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple]:
@@ -434,7 +433,7 @@ def write_chunks(
     out: list[tuple[str, list[Any]]] = []
     for start in range(0, len(rows), size):
         chunk = rows[start : start + size]
-        text = _INSERT_WRITES + ", ".join([WRITE_ROW] * len(chunk)) + ON_WRITE_CONFLICT
+        text = rows_sql(_INSERT_WRITES, WRITE_ROW, len(chunk), ON_WRITE_CONFLICT)
         out.append((text, [v for row in chunk for v in row]))
     return out
 
@@ -538,7 +537,7 @@ def store_rows(dialect: Dialect, rows: Sequence[Row], puts: Sequence[Row]) -> Fl
     one = pg and len(chunks) <= 1  # PostgreSQL, the writes in one statement
     parts = chunks
     if puts:
-        put = _PUT_INTO + ", ".join([PUT_ROW] * len(puts)) + ON_PUT_CONFLICT
+        put = rows_sql(_PUT_INTO, PUT_ROW, len(puts), ON_PUT_CONFLICT)
         parts.append((put, [value for row in puts for value in row]))
     if upkeep.asked or upkeep.moved:
         parts += upkeep_statements(upkeep)

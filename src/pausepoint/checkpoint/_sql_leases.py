@@ -15,10 +15,9 @@ takeover waits for it and then sees the renewed expiry.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pausepoint.checkpoint._commit import CheckpointRef, ref_of
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
@@ -81,6 +80,11 @@ _SELECT_LEASE = "SELECT owner, expires_at, nudged, {now} FROM pausepoint_leases 
 _SELECT_NUDGED = "SELECT nudged FROM pausepoint_leases WHERE thread_id = ? AND owner = ?"
 _SELECT_HEAD = """SELECT max(checkpoint_id) FROM pausepoint_checkpoints
     WHERE thread_id = ? AND checkpoint_ns = ?"""
+# The texts with RETURNING made once: a text made per call is hashed again by the
+# statement cache (``Dialect.sql``) on every call (a claim's ~700 characters).
+_ACQUIRE_RETURNING = _ACQUIRE + " RETURNING owner, expires_at"
+_RENEW_RETURNING = _RENEW + " RETURNING 1"
+_RELEASE_RETURNING = _RELEASE + " RETURNING 1"
 # PostgreSQL: the checks as WITH clauses of the write's statement.
 _FENCE_CTE = """f AS (UPDATE pausepoint_leases SET expires_at = {now} + ttl, seq = seq + 1
     WHERE thread_id = ? AND owner = ? RETURNING 1)"""
@@ -97,7 +101,7 @@ def acquire_flow(
     thread = str(thread_id)
     params = (thread, owner, *dialect.now_params(clock), ttl, ttl, bool(nudge))
     if dialect.returning:
-        sql = dialect.lease_sql(_ACQUIRE + " RETURNING owner, expires_at")
+        sql = dialect.lease_sql(_ACQUIRE_RETURNING)
         rows = yield Statement(sql, params, fetch=True)
     else:
         yield Statement(dialect.lease_sql(_ACQUIRE), params)
@@ -162,14 +166,8 @@ def acquire_read_flow(
     assert not dialect.client_clock, "PostgreSQL only: the database's clock, RETURNING"
     thread = str(thread_id)
     query, read_params = read_query(dialect, read)
-    sql = (
-        f"WITH was AS (SELECT seq FROM pausepoint_leases WHERE thread_id = ?),"
-        f" l AS ({_ACQUIRE} RETURNING owner, expires_at, seq), r AS ({query})"
-        " SELECT l.owner, l.expires_at, l.seq, (SELECT seq FROM was), r.*"
-        " FROM l LEFT JOIN r ON true"
-    )
     params = (thread, thread, owner, ttl, ttl, bool(nudge), *read_params)
-    (row,) = yield Statement(dialect.lease_sql(sql), params, fetch=True)
+    (row,) = yield Statement(_acquire_read_sql(dialect, query), params, fetch=True)
     holder = Lease(thread, str(row[0]), float(row[1]))
     if holder.owner != owner:
         return LeaseClaim(False, holder)
@@ -181,6 +179,17 @@ def acquire_read_flow(
     return LeaseClaim(True, holder, found, read=True)
 
 
+@functools.lru_cache(maxsize=8)
+def _acquire_read_sql(dialect: Dialect, query: str) -> str:
+    """The statement of `acquire_read_flow` around ``query`` (one of `read_query`'s)."""
+    return dialect.lease_sql(
+        f"WITH was AS (SELECT seq FROM pausepoint_leases WHERE thread_id = ?),"
+        f" l AS ({_ACQUIRE} RETURNING owner, expires_at, seq), r AS ({query})"
+        " SELECT l.owner, l.expires_at, l.seq, (SELECT seq FROM was), r.*"
+        " FROM l LEFT JOIN r ON true"
+    )
+
+
 def renew_flow(
     dialect: Dialect, thread_id: str, owner: str, ttl: float | None, clock: Clock
 ) -> Flow[bool]:
@@ -189,7 +198,7 @@ def renew_flow(
     at = dialect.now_params(clock)
     params = (*at, ttl, ttl, str(thread_id), owner)
     if dialect.returning:
-        rows = yield Statement(dialect.lease_sql(_RENEW + " RETURNING 1"), params, fetch=True)
+        rows = yield Statement(dialect.lease_sql(_RENEW_RETURNING), params, fetch=True)
         return bool(rows)
     yield Statement(dialect.lease_sql(_RENEW), params)
     rows = yield Statement("SELECT changes()", fetch=True)
@@ -214,7 +223,7 @@ def _release_fence(dialect: Dialect, thread: str, owner: str) -> Flow[bool]:
     """Let ``owner``'s lease go as a write's fence: whether it held it (in a transaction)."""
     params = (thread, owner)
     if dialect.returning:
-        rows = yield Statement(dialect.lease_sql(_RELEASE + " RETURNING 1"), params, fetch=True)
+        rows = yield Statement(dialect.lease_sql(_RELEASE_RETURNING), params, fetch=True)
         return bool(rows)
     yield Statement(dialect.lease_sql(_RELEASE), params)
     rows = yield Statement("SELECT changes()", fetch=True)
@@ -259,9 +268,11 @@ def guard_of(
     return Guard(thread, lease, head, clock, release and lease is not None)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Guard:
-    """What a write checks before it stores anything (see the module docstring)."""
+class Guard(NamedTuple):
+    """What a write checks before it stores anything (see the module docstring).
+
+    A named tuple: one is made per fenced write (a frozen dataclass costs ~5x as much).
+    """
 
     thread_id: str
     owner: str | None

@@ -12,6 +12,7 @@ driver lets the dead process's lease go and claims the thread at once.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import socket
 import threading
@@ -27,6 +28,7 @@ __all__ = [
     "LocalRuns",
     "holder_is_gone",
     "process_owner",
+    "run_token",
 ]
 
 
@@ -45,6 +47,20 @@ def process_owner() -> str:
     if owner is None:
         owner = _OWNER[pid] = f"{_host()}/{pid}/{uuid.uuid4().hex}"
     return owner
+
+
+_RUNS = itertools.count(1)
+
+
+def run_token() -> str:
+    """A token unique to one run of this process: how `LOCAL` tells its runs apart.
+
+    Compared only within the process (a forked child goes on counting from its
+    parent's count, so an entry it inherited is never taken for one of its own
+    runs), so a counter is enough: a ``uuid4`` cost an ``os.urandom`` call and a
+    ``UUID`` object on every invoke with a saver.
+    """
+    return str(next(_RUNS))
 
 
 class LocalRuns:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import queue
-import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from pausepoint.checkpoint.base import SaverProtocol
 from pausepoint.config import RunConfig, RunnableConfig
 from pausepoint.constants import DEFAULT_LEASE_TTL, DEFAULT_LEASE_WAIT
 from pausepoint.drivers import sync as sdriver
-from pausepoint.drivers.owners import process_owner
+from pausepoint.drivers.owners import process_owner, run_token
 from pausepoint.errors import CheckpointerRequiredError
 from pausepoint.graph.addressing import address
 from pausepoint.graph.fingerprint import stamped
@@ -177,7 +176,7 @@ class CompiledStateGraph(RunnableMethods):
         if saver is None or self.lease_ttl is None or not hasattr(saver, "acquire_lease"):
             return None
         return RunLease(
-            str(cfg.thread_id), process_owner(), uuid.uuid4().hex, self.lease_ttl, self.lease_wait
+            str(cfg.thread_id), process_owner(), run_token(), self.lease_ttl, self.lease_wait
         )
 
     def _nested_options(

@@ -251,6 +251,8 @@ def take_command(
         check_answers(run, state, resume)
         # For a subgraph that asks its question again: forked, or restarted by an update.
         state.afresh = carried_afresh(run, state)
+    if cmd.update is None and cmd.goto == ():  # a plain resume: nothing to write
+        return
     writes = command_writes(run.spec, Command(update=cmd.update, goto=cmd.goto), "")
     if writes:
         state.null_writes.extend(writes)

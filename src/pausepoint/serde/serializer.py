@@ -398,6 +398,10 @@ class Serializer:
 
         Used for checkpoint metadata, so databases can filter on its top-level keys.
         """
+        given: Any = mapping
+        kind = type(given)  # pyright: ignore[reportUnknownVariableType]
+        if kind is dict and is_flat_json(given):  # a step's metadata: its own tree
+            return self._text(given)
         tree = {str(k): self.to_tree(v, label=f"{label}[{k!r}]") for k, v in mapping.items()}
         return self._text(tree)
 
