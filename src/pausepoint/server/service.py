@@ -365,9 +365,10 @@ class RunService(AssistantBook):
     async def _check_resume(self, graph_id: str, thread_id: str, request: RunRequest) -> None:
         """Refuse a resume the engine would refuse, with its typed error.
 
-        Nothing is written. Only when no run of the thread is in flight: else the
-        state the resume will meet is not known yet (its run fails then). A thread
-        with no server record is checked too when the run may create its record
+        Nothing is written. A refusal counts only when no run of the thread is in
+        flight: else the state the resume will meet is not known yet (its run fails
+        then); the thread's record is read only then, after a refusal. A thread with no
+        server record is checked too when the run may create its record
         (``if_not_exists="create"``): its checkpoints may have been written outside
         the server, by the application's own ``invoke``.
         """
@@ -375,12 +376,17 @@ class RunService(AssistantBook):
         command = request.command
         if checking is None or command is None or command.get("resume") is None:
             return
-        thread = await self.store.get_thread(thread_id)
-        if thread is None and request.if_not_exists != "create":
-            return  # the store answers 404
-        if thread is not None and thread.status == "busy":
-            return
-        await check_resume(checking, thread_id, graph_input(request))
+        try:
+            await check_resume(checking, thread_id, graph_input(request))
+        except Exception:
+            # Read only now (most resumes pass): a refusal stands unless the thread is
+            # busy, or has no record and the run may not create one (the store's 404).
+            thread = await self.store.get_thread(thread_id)
+            if thread is None and request.if_not_exists != "create":
+                return
+            if thread is not None and thread.status == "busy":
+                return
+            raise
 
     def _cancelled_now(self, run_id: str, was: str, action: CancelAction) -> None:
         """Act on a cancellation the records took: stop the run here, or end its log."""
