@@ -221,3 +221,65 @@ async def test_a_queue_job_whose_run_cannot_be_opened_ends_and_is_not_retried(pg
             )
     finally:
         await service.close()
+
+
+async def test_the_run_routes_answer_an_unopenable_run_with_what_they_can_read(
+    db_url: str,
+) -> None:
+    """``GET`` a run, ``/join`` and ``/stream`` it, from requests that did not make it
+    (issue 42, item 2): before the claim, the run's fields that open and an error naming
+    the cell that does not; once the claim has ended it, its ``error`` outcome."""
+    import httpx
+
+    from pausepoint.server.app import create_app
+
+    service = await RunService.open(db_url, GRAPHS, workers=1, poll_seconds=0.05)
+    app = create_app(service)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+            bad = await service.create_run("t1", _request(metadata={"kind": "bad"}))
+            donor = await service.create_run("d", _request())
+            await _tamper(service, bad, bad, donor)  # bad's kwargs: in clear (refused)
+            path = f"/threads/t1/runs/{bad.run_id}"
+            stored = await _sql(service, "SELECT * FROM pausepoint_server_runs ORDER BY seq")
+
+            got = await client.get(path)  # before any claim: pending
+            assert got.status_code == 200, got.text
+            run = got.json()
+            assert run["status"] == "pending"
+            assert (run["run_id"], run["thread_id"]) == (bad.run_id, "t1")
+            assert run["assistant_id"] == bad.assistant_id
+            assert run["metadata"] == {"kind": "bad"}  # its metadata cell opens
+            assert run["kwargs"] is None
+            assert run["error"]["error"] == "CheckpointDecodeError"
+            assert "stored unencrypted" in run["error"]["message"]
+            # reading changed nothing
+            assert await _sql(service, "SELECT * FROM pausepoint_server_runs ORDER BY seq") == (
+                stored
+            )
+
+            # a join made before the claim ends with the claim's error outcome
+            joining = asyncio.ensure_future(client.get(f"{path}/join", timeout=_LIMIT))
+            await asyncio.sleep(0.05)  # (the join's request is under way: not a timing)
+            await service.start()
+            joined = await asyncio.wait_for(joining, _LIMIT)
+            assert joined.status_code == 200, joined.text
+            error = joined.json()["__error__"]
+            assert error["error"] == "CheckpointDecodeError"
+            assert "stored unencrypted" in error["message"]
+
+            got = await client.get(path)
+            assert got.status_code == 200, got.text
+            assert got.json()["status"] == "error"
+            assert got.json()["error"]["error"] == "CheckpointDecodeError"
+            joined = await client.get(f"{path}/join")
+            assert joined.status_code == 200, joined.text
+            assert joined.json() == {"__error__": error}
+            streamed = await client.get(f"{path}/stream", timeout=_LIMIT)
+            assert streamed.status_code == 200, streamed.text
+            frames = [f for f in streamed.text.split("\n\n") if f.strip()]
+            assert [f.splitlines()[0] for f in frames] == ["event: metadata", "event: error"]
+            assert json.loads(frames[1].splitlines()[1].removeprefix("data: ")) == error
+    finally:
+        await service.close()

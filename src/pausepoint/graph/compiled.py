@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import queue
 import warnings
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pausepoint.checkpoint._caller_keys import with_caller_keys
@@ -37,7 +37,14 @@ from pausepoint.graph.output import (
     print_modes,
     queue_sink,
 )
-from pausepoint.graph.runnable import Nodes, RunArgs, RunnableMethods
+from pausepoint.graph.runnable import (
+    Nodes,
+    RunArgs,
+    RunnableMethods,
+    key_tuple,
+    node_names,
+    streamed_keys,
+)
 from pausepoint.graph.update import update_effects
 from pausepoint.loop.inspection import history_snapshot, read_state
 from pausepoint.loop.lease import RunLease
@@ -159,11 +166,11 @@ class CompiledStateGraph(RunnableMethods):
             stream_subgraphs=subgraphs,
             ns=(),
             nest=None,
-            interrupt_before=_nodes(interrupt_before, self.interrupt_before_nodes),
-            interrupt_after=_nodes(interrupt_after, self.interrupt_after_nodes),
+            interrupt_before=node_names(interrupt_before, self.interrupt_before_nodes),
+            interrupt_after=node_names(interrupt_after, self.interrupt_after_nodes),
             sink=sink,
             saver=saver,
-            output_keys=_key_tuple(output_keys),
+            output_keys=key_tuple(output_keys),
             lease=lease,
             context=context,
             messages=message_tap(sink, (), modes),
@@ -276,7 +283,7 @@ class CompiledStateGraph(RunnableMethods):
         shape = ChunkShape.of(stream_mode, subgraphs, version, "updates", output_keys, printing)
         args = RunArgs.checked(
             self.stream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, _streamed_keys(self.spec, output_keys), context, printing,
+            interrupt_after, streamed_keys(self.spec, output_keys), context, printing,
         )  # fmt: skip
         events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         loop, opts, saver = self._begin(input, config, args, queue_sink(events))
@@ -415,11 +422,43 @@ class CompiledStateGraph(RunnableMethods):
         shape = ChunkShape.of(stream_mode, subgraphs, version, "updates", output_keys, printing)
         args = RunArgs.checked(
             self.astream, kwargs, shape.modes, subgraphs, durability, interrupt_before,
-            interrupt_after, _streamed_keys(self.spec, output_keys), context, printing,
+            interrupt_after, streamed_keys(self.spec, output_keys), context, printing,
         )  # fmt: skip
+        async with contextlib.aclosing(self._astream(input, config, shape, args, [])) as run:
+            async for chunk in run:
+                yield chunk
+
+    def astream_outcome(
+        self,
+        input: object,
+        config: RunnableConfig | None,
+        result: list[RunResult],
+        *,
+        stream_mode: Sequence[str],
+        subgraphs: bool = False,
+        interrupt_before: Nodes = None,
+        interrupt_after: Nodes = None,
+        durability: Durability | None = None,
+        context: object = None,
+    ) -> AsyncIterator[Any]:
+        """[`astream`][], and its run's end (`RunResult`) put in ``result``: no read back."""
+        shape = ChunkShape.of(stream_mode, subgraphs, "v1", "updates")
+        args = RunArgs.checked(
+            self.astream_outcome, {}, shape.modes, subgraphs, durability, interrupt_before,
+            interrupt_after, self.spec.stream_keys, context,
+        )  # fmt: skip
+        return self._astream(input, config, shape, args, result)
+
+    async def _astream(
+        self,
+        input: object,
+        config: RunnableConfig | None,
+        shape: ChunkShape,
+        args: RunArgs,
+        result: list[RunResult],
+    ) -> AsyncGenerator[Any]:
         sink = _adriver().AsyncSink()
         loop, opts, saver = self._begin(input, config, args, async_sink(sink))
-        result: list[RunResult] = []
         limit = opts.config.max_concurrency
         # aclose() (or collection) closes the driver at once, as stream() does.
         async with contextlib.aclosing(_adriver().drive(loop, saver, sink, result, limit)) as run:
@@ -540,28 +579,6 @@ def _listed(config: RunnableConfig) -> RunnableConfig:
     conf = dict(config.get("configurable") or {})
     conf.setdefault("checkpoint_ns", "")
     return {"configurable": conf}
-
-
-def _nodes(given: Nodes, default: tuple[str, ...] | str) -> tuple[str, ...] | str:
-    if given is None:
-        return default
-    if given == "*":
-        return "*"
-    return (given,) if isinstance(given, str) else tuple(given)
-
-
-def _key_tuple(output_keys: str | Sequence[str] | None) -> tuple[str, ...] | None:
-    if output_keys is None:
-        return None
-    return (output_keys,) if isinstance(output_keys, str) else tuple(output_keys)
-
-
-def _streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> str | Sequence[str]:
-    """The keys a ``stream`` reports: those asked for, else every state key.
-
-    Not only the output schema's: LangGraph's ``stream_channels``.
-    """
-    return spec.stream_keys if output_keys is None else output_keys
 
 
 def _adriver() -> Any:

@@ -28,7 +28,16 @@ if TYPE_CHECKING:
     from pausepoint.graph.drawing import Graph
     from pausepoint.loop.spec import GraphSpec
 
-__all__ = ["Nodes", "RunArgs", "RunPassed", "RunnableMethods", "check_run_kwargs"]
+__all__ = [
+    "Nodes",
+    "RunArgs",
+    "RunPassed",
+    "RunnableMethods",
+    "check_run_kwargs",
+    "key_tuple",
+    "node_names",
+    "streamed_keys",
+]
 
 Nodes = All | Sequence[str] | None
 """``interrupt_before=``/``interrupt_after=`` as a caller gives them: ``"*"`` or names."""
@@ -69,6 +78,30 @@ def check_run_kwargs(
             "Please use `durability` instead."
         )
     return "async" if during else "exit"
+
+
+def node_names(given: Nodes, default: tuple[str, ...] | str) -> tuple[str, ...] | str:
+    """``interrupt_before``/``after`` as given to a run: the graph's ``default`` if None."""
+    if given is None:
+        return default
+    if given == "*":
+        return "*"
+    return (given,) if isinstance(given, str) else tuple(given)
+
+
+def key_tuple(output_keys: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """``output_keys`` as a tuple (None: the graph's own)."""
+    if output_keys is None:
+        return None
+    return (output_keys,) if isinstance(output_keys, str) else tuple(output_keys)
+
+
+def streamed_keys(spec: GraphSpec, output_keys: str | Sequence[str] | None) -> str | Sequence[str]:
+    """The keys a ``stream`` reports: those asked for, else every state key.
+
+    Not only the output schema's: LangGraph's ``stream_channels``.
+    """
+    return spec.stream_keys if output_keys is None else output_keys
 
 
 def _unexpected(method: Callable[..., object], name: str) -> TypeError:

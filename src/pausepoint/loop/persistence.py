@@ -53,8 +53,9 @@ class Persistence:
         cfg: the run's parsed config (its thread and namespace).
         saver: the run's checkpointer, or None; only its ``batches`` is read.
         durability: ``"sync"``, ``"async"`` or ``"exit"``.
-        streams: whether the run streams anything (then no write waits for a
-            checkpoint: caller code runs between the two).
+        streams: whether the run reports chunks between a task's end and its step's
+            checkpoint (then no write waits for the checkpoint: caller code runs
+            between the two, and what a chunk reports is saved before it).
         lease: the thread's lease a root run takes, if any.
     """
 
@@ -97,8 +98,8 @@ class Persistence:
         """Whether checkpoints and writes are saved as the run goes (not at its exit)."""
         # The last task of a step may leave its writes to be saved with the step's
         # checkpoint, in one commit (a transaction less per step on SQLite/PostgreSQL,
-        # a call and a lock less on InMemorySaver), when nothing is streamed: then no
-        # caller code runs in between.
+        # a call and a lock less on InMemorySaver), when nothing is streamed in between:
+        # then no caller code runs there.
         self.folds = self.saves_now and not streams
         # Two checkpoints in one commit, a lease let go with a step's checkpoint: only
         # where a commit is a round trip (the look-ahead and copy cost more elsewhere).

@@ -112,7 +112,7 @@ class _Run:
             opts.config,
             opts.saver if opts.has_saver else None,
             opts.durability,
-            streams=bool(opts.stream_modes),
+            streams=not opts.stream_modes <= _SAVED_FIRST,
             lease=opts.lease,
         )
 
@@ -347,12 +347,15 @@ class _Run:
             updated |= finish_deferred(checkpoint, channels, spec.deferred, state.clock)
         state.updated = updated
         state.tasks = []  # applied: an interrupt_after pause must not apply them again
-        if run.streams_values and not updated.isdisjoint(run.out_keys):
+        shown = run.streams_values and not updated.isdisjoint(run.out_keys)
+        if shown and not persist.folds:
             yield run.emit("values", output(run, state))
         # The lease goes with this checkpoint if it is the run's last write.
         last = persist.leased and lease.ends_with_step(run, state, persist, ran)
         if (saving := leave_step(run, state, persist, "loop", last)) is not None:
             yield from saving
+        if shown and persist.folds:  # the step's writes waited for its checkpoint: saved now
+            yield run.emit("values", output(run, state))
         state.resume = None
         state.answered = {}
         state.resuming = False
@@ -397,6 +400,11 @@ def _start_fresh(run: RunSetup, state: RunState) -> None:
 
 
 _NEXT_OUTCOME = NextOutcome()
+
+_SAVED_FIRST = frozenset({"values"})
+"""Stream modes that report nothing between a task's end and its step's checkpoint:
+streaming only these, a step's last writes wait to be saved with its checkpoint
+(``Persistence.folds``), and the step's values are reported once both are saved."""
 
 
 def run(spec: GraphSpec, input: Any, opts: RunOptions) -> Generator[Effect, object, RunResult]:

@@ -37,8 +37,18 @@ from pausepoint.types import Command, Send
 if TYPE_CHECKING:
     from pausepoint.config import RunnableConfig
     from pausepoint.graph.compiled import CompiledStateGraph
+    from pausepoint.loop.run import RunResult
 
-__all__ = ["STREAM_MODES", "Ended", "Plan", "check_request", "execute", "outcome", "plan"]
+__all__ = [
+    "STREAM_MODES",
+    "Ended",
+    "Plan",
+    "check_request",
+    "execute",
+    "known_outcome",
+    "outcome",
+    "plan",
+]
 
 STREAM_MODES = {
     "values": "values",
@@ -222,10 +232,12 @@ async def execute(
     folded = MessageEvents(emit, subgraphs=the.subgraphs) if "messages" in the.modes else None
     if events:
         emit("events", _chain_event("on_chain_start", graph.name, run.run_id, the.input, run))
+    result: list[RunResult] = []
     try:
-        chunks = graph.astream(
+        chunks = graph.astream_outcome(
             the.input,
             the.config,
+            result,
             stream_mode=list(the.engine_modes) or ["values"],
             subgraphs=the.subgraphs,
             interrupt_before=the.interrupt_before,
@@ -245,7 +257,7 @@ async def execute(
         error = {"error": type(exc).__name__, "message": str(exc)}
         emit("error", error)
         return Ended("error", {"__error__": error}, "error")
-    body, rest = await outcome(graph, run.thread_id)
+    body, rest = known_outcome(graph, result) or await outcome(graph, run.thread_id)
     if events:
         emit("events", _chain_event("on_chain_end", graph.name, run.run_id, body, run))
     return Ended("success", body, rest)
@@ -266,6 +278,24 @@ async def outcome(graph: CompiledStateGraph, thread_id: str) -> tuple[Any, Threa
         body = {**values, "__interrupt__": jsonable(snapshot.interrupts)}
     waiting = bool(snapshot.next or snapshot.interrupts)
     return body, "interrupted" if waiting else "idle"
+
+
+def known_outcome(
+    graph: CompiledStateGraph, result: Sequence[RunResult]
+) -> tuple[Any, ThreadStatus] | None:
+    """`outcome` as the run knows it, where that is exactly what the read would give.
+
+    A run that ran to its end (no pause): the thread's head is the checkpoint it
+    ended with, with no task left (``idle``), and its values are the run's output when
+    the graph's output is its whole state. None otherwise (a pause: the head's
+    questions and the finished siblings' writes are the snapshot's to list).
+    """
+    if len(result) != 1 or result[0].paused:
+        return None
+    spec = graph.spec
+    if spec.output_channel is None and spec.output_keys != spec.state_keys:
+        return None
+    return jsonable(result[0].values), "idle"
 
 
 def _deliver(

@@ -13,13 +13,28 @@ import asyncio
 from typing import TYPE_CHECKING, Any, cast
 
 from pausepoint.checkpoint._prune import ApplyPlan, ReadThread, ThreadInventory
+from pausepoint.server.store_sql import Flow
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint.base import BaseCheckpointSaver
+    from pausepoint.server.store_records import Database
 
-__all__ = ["roll_back"]
+__all__ = ["drop_writes_after", "roll_back"]
 
 _TRIES = 50
+
+_REINDEX = """INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
+    SELECT w.thread_id, w.checkpoint_id, w.task_id FROM pausepoint_writes w
+    WHERE w.thread_id = ? AND w.idx = -3 AND w.checkpoint_ns = ''
+    AND NOT EXISTS (SELECT 1 FROM pausepoint_checkpoints c WHERE c.thread_id = w.thread_id
+        AND c.checkpoint_ns = '' AND c.checkpoint_id > w.checkpoint_id)
+    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = w.thread_id
+        AND d.checkpoint_ns = '' AND d.checkpoint_id = w.checkpoint_id
+        AND d.task_id = w.task_id AND d.idx >= 0)
+    AND EXISTS (SELECT 1 FROM pausepoint_checkpoints h WHERE h.thread_id = w.thread_id
+        AND h.checkpoint_ns = '' AND h.checkpoint_id = w.checkpoint_id)
+    ON CONFLICT DO NOTHING"""
+"""The saver's backfill of its index of waiting questions (schema 4), for one thread."""
 
 
 async def roll_back(saver: BaseCheckpointSaver, thread_id: str, start: str | None) -> int:
@@ -45,3 +60,22 @@ async def roll_back(saver: BaseCheckpointSaver, thread_id: str, start: str | Non
             return len(drop)
         await asyncio.sleep(0.01 * (attempt + 1))  # the cancelled run lets its lease go
     raise RuntimeError(f"thread {thread_id!r} stayed busy: its rollback was not applied")
+
+
+async def drop_writes_after(db: Database, thread_id: str, seq: int) -> None:
+    """Delete the thread's checkpoint writes newer than ``seq`` (the run's own).
+
+    Then index again the questions its head waits on (the saver's index of
+    waiting questions): a question the rolled-back run had moved past waits again.
+    """
+
+    def flow() -> Flow:
+        yield (
+            "DELETE FROM pausepoint_writes WHERE thread_id = ? AND seq > ?",
+            (thread_id, seq),
+        )
+        # The index is the saver's to keep (schema 8): rebuilt for the thread.
+        yield "DELETE FROM pausepoint_pending WHERE thread_id = ?", (thread_id,)
+        yield _REINDEX, (thread_id,)
+
+    await db.run(flow(), write=True)

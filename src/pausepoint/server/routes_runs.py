@@ -21,6 +21,7 @@ from pausepoint.server.records import CancelAction, RunRecord, RunStatus
 from pausepoint.server.responses import json_response, service_of
 from pausepoint.server.run_body import run_request
 from pausepoint.server.sse import HEARTBEAT, frame, with_heartbeats
+from pausepoint.server.unopenable import PartlyOpened
 from pausepoint.server.wire import dumps, error_json, run_json
 
 __all__ = ["background", "routes", "stream_events", "wait_body"]
@@ -59,8 +60,13 @@ async def wait(request: Request) -> Response:
 
 
 async def join(request: Request) -> Response:
-    """``GET /threads/{thread_id}/runs/{run_id}/join``: as ``wait``, for an existing run."""
-    run = await _get_run(request)
+    """``GET /threads/{thread_id}/runs/{run_id}/join``: as ``wait``, for an existing run.
+
+    A run whose record does not open is joined all the same: the claim ends it
+    ``error``, and that is its body.
+    """
+    got = await _read_run(request)
+    run = got.run if isinstance(got, PartlyOpened) else got
     return wait_body(request, run, cancel_on_disconnect=False)
 
 
@@ -70,9 +76,12 @@ async def join_stream(request: Request) -> Response:
     A run created with ``stream_resumable`` replays its events after
     ``Last-Event-ID`` (all of them without one); any other run streams only its
     events from now on (nothing once it has ended). ``stream_mode`` narrows the
-    events, ``cancel_on_disconnect`` as the body's field.
+    events, ``cancel_on_disconnect`` as the body's field. A run whose record does not
+    open streams all its events: it never executes, and the claim ends it with an
+    ``error`` event.
     """
-    run = await _get_run(request)
+    got = await _read_run(request)
+    run, unopened = (got.run, True) if isinstance(got, PartlyOpened) else (got, False)
     # langgraph-sdk sends ``stream_mode=`` (empty) when none is given: all events.
     modes = [m for m in request.query_params.getlist("stream_mode") if m]
     resumable = run.request.stream_resumable
@@ -81,14 +90,22 @@ async def join_stream(request: Request) -> Response:
         run,
         cancel_on_disconnect=query_bool(request, "cancel_on_disconnect"),
         last_event_id=(request.headers.get("last-event-id") or None) if resumable else None,
-        from_now=not resumable,
+        from_now=not (resumable or unopened),
         modes=modes or None,
     )
 
 
 async def get(request: Request) -> Response:
-    """``GET /threads/{thread_id}/runs/{run_id}``."""
-    return json_response(run_json(await _get_run(request)))
+    """``GET /threads/{thread_id}/runs/{run_id}``.
+
+    A run whose record does not open all through (`pausepoint.server.unopenable`):
+    its fields that do, each cell that does not as null, and ``error`` naming why.
+    """
+    got = await _read_run(request)
+    if not isinstance(got, PartlyOpened):
+        return json_response(run_json(got))
+    body = {**run_json(got.run), **dict.fromkeys(got.unopened), "error": got.error}
+    return json_response(body)
 
 
 async def list_runs(request: Request) -> Response:
@@ -126,9 +143,9 @@ async def delete(request: Request) -> Response:
     return Response(status_code=204)
 
 
-async def _get_run(request: Request) -> RunRecord:
+async def _read_run(request: Request) -> RunRecord | PartlyOpened:
     params = request.path_params
-    return await service_of(request).get_run(params["thread_id"], params["run_id"])
+    return await service_of(request).read_run(params["thread_id"], params["run_id"])
 
 
 # --- following a run ------------------------------------------------------------------------

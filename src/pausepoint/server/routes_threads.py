@@ -36,6 +36,8 @@ async def create(request: Request) -> Response:
     thread = await service_of(request).create_thread(
         thread_id=thread_id, metadata=metadata, if_exists=if_exists
     )
+    if thread_id is None:  # a fresh id: no checkpoint to read its values from
+        return json_response(thread_json(thread, None))
     return json_response(await thread_body(request, thread))
 
 

@@ -16,6 +16,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pausepoint.graph.rebind import compiled_with
+from pausepoint.server.assistants import (
+    DEFAULT_ASSISTANT_NAMESPACE,
+    AssistantBook,
+    SortOrder,
+    default_assistant_id,
+    matches,
+    page,
+)
 from pausepoint.server.errors import NotFoundError
 from pausepoint.server.events import EventLogs, position
 from pausepoint.server.execute import check_request, graph_input, outcome
@@ -33,6 +41,7 @@ from pausepoint.server.records import (
     ThreadStatus,
 )
 from pausepoint.server.store import Claimed, Database, Store
+from pausepoint.server.unopenable import PartlyOpened
 from pausepoint.server.worker import IdleWorker, Workers
 
 if TYPE_CHECKING:
@@ -47,8 +56,6 @@ __all__ = [
     "default_assistant_id",
 ]
 
-SortOrder = Literal["asc", "desc"]
-
 Dispatch = Callable[[RunRecord, float, Any], Awaitable[None]]
 """Told of a run being recorded, the time (epoch seconds) it may start, and the
 PostgreSQL connection of the transaction recording it (it defers the run's job in
@@ -56,32 +63,12 @@ that transaction: the run and its job are committed together, or neither)."""
 
 Recorded = tuple[RunRecord, list[tuple[str, str, str]], Claimed | None]
 
-DEFAULT_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
-"""The namespace of default assistants' ids (LangGraph's servers use the same)."""
-
 _POLL = 0.05
 """Seconds between reads of a run's record while waiting for its end when no wake-up
 can come (SQLite, a run executed by another process)."""
 
 
-def default_assistant_id(graph_id: str) -> str:
-    """The id of a graph's default assistant: uuid5 of the graph's name."""
-    return str(uuid.uuid5(DEFAULT_ASSISTANT_NAMESPACE, graph_id))
-
-
-def _matches(have: Mapping[str, Any], want: Mapping[str, Any] | None) -> bool:
-    """Every key of ``want`` has the same value in ``have`` (nested dicts: the same)."""
-    return not want or all(k in have and have[k] == v for k, v in want.items())
-
-
-def _page(items: list[Any], key: str, order: SortOrder, limit: int, offset: int) -> list[Any]:
-    items.sort(key=lambda x: (getattr(x, key, None) is None, getattr(x, key, "")))
-    if order == "desc":
-        items.reverse()
-    return items[offset : offset + limit]
-
-
-class RunService:
+class RunService(AssistantBook):
     """Assistants, threads and runs over one database, with the workers that run them.
 
     Made by `open`; `start` starts the workers, `close` stops them and closes the
@@ -197,82 +184,6 @@ class RunService:
         assistant = await self.get_assistant(run.assistant_id)
         return self.graph_for(assistant), assistant
 
-    # --- assistants ---------------------------------------------------------------------
-
-    async def create_assistant(
-        self,
-        graph_id: str,
-        *,
-        assistant_id: str | None = None,
-        config: JsonObject | None = None,
-        context: JsonObject | None = None,
-        metadata: JsonObject | None = None,
-        name: str | None = None,
-        description: str | None = None,
-        if_exists: Literal["raise", "do_nothing"] = "raise",
-    ) -> Assistant:
-        """Store an assistant of graph ``graph_id``; ``if_exists`` decides about an existing id.
-
-        Raises:
-            NotFoundError: No graph ``graph_id`` is served.
-            ConflictError: ``assistant_id`` exists and ``if_exists="raise"``.
-        """
-        if graph_id not in self.graphs:
-            raise NotFoundError(f"no graph {graph_id!r} is served")
-        now = _now()
-        assistant = Assistant(
-            assistant_id=assistant_id or str(uuid.uuid4()), graph_id=graph_id,
-            config=config or {}, context=context or {}, metadata=metadata or {},
-            name=name or "Untitled", description=description, version=1,
-            created_at=now, updated_at=now,
-        )  # fmt: skip
-        got = await self.store.put_assistant(assistant, if_exists=if_exists)
-        self._assistants.pop(got.assistant_id, None)  # a graph's name read as this id
-        return got
-
-    async def get_assistant(self, assistant_id_or_graph_id: str) -> Assistant:
-        """The assistant with this id, or the default assistant of the graph of this name."""
-        key = assistant_id_or_graph_id
-        got = self._assistants.get(key)
-        if got is not None:
-            return got
-        got = await self.store.get_assistant(key)
-        if got is None and key in self.graphs:
-            got = await self.store.get_assistant(default_assistant_id(key))
-        if got is None:
-            raise NotFoundError(f"assistant {key!r} not found")
-        self._assistants[key] = self._assistants[got.assistant_id] = got
-        return got
-
-    async def search_assistants(
-        self,
-        *,
-        graph_id: str | None = None,
-        metadata: JsonObject | None = None,
-        name: str | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        sort_by: str = "created_at",
-        sort_order: SortOrder = "desc",
-    ) -> tuple[list[Assistant], int]:
-        """A page of assistants matching every filter given, and how many match in all.
-
-        ``name`` matches a part of the name, case-insensitively.
-        """
-        found = [
-            a
-            for a in await self.store.assistants(graph_id)
-            if _matches(a.metadata, metadata) and (not name or name.lower() in a.name.lower())
-        ]
-        return _page(found, sort_by, sort_order, limit, offset), len(found)
-
-    def graph_for(self, assistant: Assistant) -> CompiledStateGraph:
-        """The compiled graph an assistant runs."""
-        graph = self.graphs.get(assistant.graph_id)
-        if graph is None:
-            raise NotFoundError(f"no graph {assistant.graph_id!r} is served")
-        return graph
-
     # --- threads ------------------------------------------------------------------------
 
     async def create_thread(
@@ -329,7 +240,7 @@ class RunService:
         ``metadata`` and ``values`` match when each of their keys has that value.
         """
         found = await self._threads(ids, metadata, values, status)
-        return _page(found, sort_by, sort_order, limit, offset), len(found)
+        return page(found, sort_by, sort_order, limit, offset), len(found)
 
     async def count_threads(
         self,
@@ -351,7 +262,7 @@ class RunService:
         found = [
             t
             for t in await self.store.threads(ids=ids, status=status)
-            if _matches(t.metadata, metadata)
+            if matches(t.metadata, metadata)
         ]
         if values:
             kept: list[ThreadRecord] = []
@@ -361,7 +272,7 @@ class RunService:
                     continue
                 state = await graph.aget_state({"configurable": {"thread_id": t.thread_id}})
                 have: object = state.values
-                if isinstance(have, dict) and _matches(cast("JsonObject", have), values):
+                if isinstance(have, dict) and matches(cast("JsonObject", have), values):
                     kept.append(t)
             found = kept
         return found
@@ -454,9 +365,10 @@ class RunService:
     async def _check_resume(self, graph_id: str, thread_id: str, request: RunRequest) -> None:
         """Refuse a resume the engine would refuse, with its typed error.
 
-        Nothing is written. Only when no run of the thread is in flight: else the
-        state the resume will meet is not known yet (its run fails then). A thread
-        with no server record is checked too when the run may create its record
+        Nothing is written. A refusal counts only when no run of the thread is in
+        flight: else the state the resume will meet is not known yet (its run fails
+        then); the thread's record is read only then, after a refusal. A thread with no
+        server record is checked too when the run may create its record
         (``if_not_exists="create"``): its checkpoints may have been written outside
         the server, by the application's own ``invoke``.
         """
@@ -464,12 +376,17 @@ class RunService:
         command = request.command
         if checking is None or command is None or command.get("resume") is None:
             return
-        thread = await self.store.get_thread(thread_id)
-        if thread is None and request.if_not_exists != "create":
-            return  # the store answers 404
-        if thread is not None and thread.status == "busy":
-            return
-        await check_resume(checking, thread_id, graph_input(request))
+        try:
+            await check_resume(checking, thread_id, graph_input(request))
+        except Exception:
+            # Read only now (most resumes pass): a refusal stands unless the thread is
+            # busy, or has no record and the run may not create one (the store's 404).
+            thread = await self.store.get_thread(thread_id)
+            if thread is None and request.if_not_exists != "create":
+                return
+            if thread is not None and thread.status == "busy":
+                return
+            raise
 
     def _cancelled_now(self, run_id: str, was: str, action: CancelAction) -> None:
         """Act on a cancellation the records took: stop the run here, or end its log."""
@@ -483,6 +400,17 @@ class RunService:
     async def get_run(self, thread_id: str, run_id: str) -> RunRecord:
         """The run's record (``NotFoundError`` if it is not a run of this thread)."""
         got = await self.store.get_run(thread_id, run_id)
+        if got is None:
+            raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} not found")
+        return got
+
+    async def read_run(self, thread_id: str, run_id: str) -> RunRecord | PartlyOpened:
+        """The run's record as far as it opens (`PartlyOpened`: a cell does not).
+
+        Raises:
+            NotFoundError: It is not a run of this thread.
+        """
+        got = await self.store.read_run(thread_id, run_id)
         if got is None:
             raise NotFoundError(f"run {run_id!r} of thread {thread_id!r} not found")
         return got

@@ -1,5 +1,7 @@
 """``Store``: the server's runs (and, from `RecordStore`, assistants and threads).
 
+Reading a run's record is `pausepoint.server.run_reads`' (the base class).
+
 Every method is one transaction (a flow of `pausepoint.server.store_sql`, driven by
 the SQLite or PostgreSQL database object). The decisions that must not race — a
 run's creation under a multitask strategy, the claim of the next runnable run, a
@@ -11,25 +13,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from pausepoint.server.errors import ConflictError, NotFoundError
 from pausepoint.server.records import (
     CancelAction,
     JsonObject,
-    MultitaskStrategy,
     RunRecord,
     RunStatus,
     ThreadRecord,
     ThreadStatus,
 )
-from pausepoint.server.sealing import RUNS, dump_cell, load_cell
-from pausepoint.server.store_records import Database, RecordStore, thread_metadata, time_of
-from pausepoint.server.store_sql import DuplicateError, Flow, Row, Then
+from pausepoint.server.run_reads import RUN_COLUMNS, RunReads, run_of_row
+from pausepoint.server.sealing import RUNS, dump_cell
+from pausepoint.server.store_records import Database, thread_metadata
+from pausepoint.server.store_sql import DuplicateError, Flow, Then
 from pausepoint.server.unopenable import OPEN_ERRORS, Unopenable, end_flow, log_ended
-
-if TYPE_CHECKING:
-    from pausepoint.checkpoint._sealing import Sealer
 
 __all__ = ["CANCEL_CHANNEL", "Claimed", "Database", "Finished", "Store"]
 
@@ -38,25 +36,8 @@ CANCEL_CHANNEL = "pausepoint_cancel"
 the process executing it (`pausepoint.workers`) stops it at once rather than at its
 next lease renewal."""
 
-_RUN_COLUMNS = (
-    "run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, "
-    "created_at, updated_at"
-)
-_CLAIM_COLUMNS = _RUN_COLUMNS + ", attempt, start_checkpoint, started, start_writes"
+_CLAIM_COLUMNS = RUN_COLUMNS + ", attempt, start_checkpoint, started, start_writes"
 IN_FLIGHT = ("pending", "running")
-
-_REINDEX = """INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
-    SELECT w.thread_id, w.checkpoint_id, w.task_id FROM pausepoint_writes w
-    WHERE w.thread_id = ? AND w.idx = -3 AND w.checkpoint_ns = ''
-    AND NOT EXISTS (SELECT 1 FROM pausepoint_checkpoints c WHERE c.thread_id = w.thread_id
-        AND c.checkpoint_ns = '' AND c.checkpoint_id > w.checkpoint_id)
-    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = w.thread_id
-        AND d.checkpoint_ns = '' AND d.checkpoint_id = w.checkpoint_id
-        AND d.task_id = w.task_id AND d.idx >= 0)
-    AND EXISTS (SELECT 1 FROM pausepoint_checkpoints h WHERE h.thread_id = w.thread_id
-        AND h.checkpoint_ns = '' AND h.checkpoint_id = w.checkpoint_id)
-    ON CONFLICT DO NOTHING"""
-"""The saver's backfill of its index of waiting questions (schema 4), for one thread."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,17 +76,7 @@ class Finished:
 _NOT_OURS = Finished(ours=False)
 
 
-def _run(row: Row, sealer: Sealer | None) -> RunRecord:
-    key = (row[0],)
-    return RunRecord(
-        run_id=row[0], thread_id=row[1], assistant_id=row[2], status=row[3],
-        metadata=load_cell(sealer, row[4], RUNS, key, "metadata"),
-        kwargs=load_cell(sealer, row[5], RUNS, key, "kwargs"), multitask_strategy=row[6],
-        created_at=time_of(row[7]), updated_at=time_of(row[8]),
-    )  # fmt: skip
-
-
-class Store(RecordStore):
+class Store(RunReads):
     """The server's records on one database (`SqliteDatabase` or `PostgresDatabase`)."""
 
     # --- runs ---------------------------------------------------------------------------
@@ -137,56 +108,15 @@ class Store(RecordStore):
         """
         now = run.created_at.timestamp()
         thread_id = run.thread_id
-        strategy: MultitaskStrategy = run.multitask_strategy
 
         def flow() -> Flow:
-            got: ThreadRecord | None = yield from self._thread_row(thread_id, lock=True)
-            if got is None:
-                if not create_thread:
-                    raise NotFoundError(f"thread {thread_id!r} not found")
-                # Requests creating one thread at once: PostgreSQL locks no row not there
-                # yet, so each would insert it and all but one fail on the key. The
-                # insert of a row another transaction is inserting waits for its commit,
-                # then does nothing; the row (new or theirs) is then locked and read.
-                yield from self._insert_thread(thread_id, {}, now, if_missing=True)
-                got = yield from self._thread_row(thread_id, lock=True)
-                if got is None:  # deleted as soon as it was created
-                    raise ConflictError(f"thread {thread_id!r} was deleted meanwhile: retry")
-            rows = yield (
-                "SELECT run_id, status FROM pausepoint_server_runs WHERE thread_id = ? "
-                "AND status IN ('pending', 'running') ORDER BY seq",
-                (thread_id,),
-            )
-            cancel: list[tuple[str, str, str]] = []
-            if rows and strategy == "reject":
-                raise ConflictError(
-                    f"thread {thread_id!r} is busy: a run is pending or running, and "
-                    "multitask_strategy is 'reject'"
-                )
-            if rows and strategy in ("interrupt", "rollback"):
-                for run_id, status in rows:
-                    cancel.append((str(run_id), str(status), strategy))
-                    yield from self._cancel_in_flight(str(run_id), str(status), strategy, now)
-            inserted = yield (
-                f"INSERT INTO pausepoint_server_runs ({_RUN_COLUMNS}, not_before) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-                (
-                    run.run_id, thread_id, run.assistant_id, "pending",
-                    dump_cell(self.sealer, run.metadata, RUNS, (run.run_id,), "metadata"),
-                    dump_cell(self.sealer, run.kwargs, RUNS, (run.run_id,), "kwargs"),
-                    strategy, now, now, not_before,
-                ),
-            )  # fmt: skip
-            metadata = {**got.metadata, **stamp}
-            yield (
-                "UPDATE pausepoint_server_threads SET status = 'busy', metadata = ?, "
-                "updated_at = ? WHERE thread_id = ?",
-                (thread_metadata(self.sealer, thread_id, metadata), now, thread_id),
-            )
+            thread: ThreadRecord = yield from self._run_thread(thread_id, create_thread, now)
+            busy, cancel = yield from self._apply_strategy(run, now)
+            seq = yield from self._insert_run(run, now, not_before)
+            yield from self._mark_busy(thread, stamp, now)
             claimed: Claimed | None = None
-            if claim_for is not None and not rows and not_before <= now:
+            if claim_for is not None and not busy and not_before <= now:
                 owner, lease_until = claim_for
-                seq = int(inserted[0][0])
                 started = yield from self.start_flow(seq, thread_id, owner, now, lease_until)
                 claimed = started if isinstance(started, Claimed) else None
             return run, cancel, claimed
@@ -195,6 +125,71 @@ class Store(RecordStore):
             flow(), write=True, then=then
         )
         return result
+
+    def _run_thread(self, thread_id: str, create: bool, now: float) -> Flow:
+        """Lock and read a new run's thread; created first when missing and ``create``."""
+        got: ThreadRecord | None = yield from self._thread_row(thread_id, lock=True)
+        if got is not None:
+            return got
+        if not create:
+            raise NotFoundError(f"thread {thread_id!r} not found")
+        # Requests creating one thread at once: PostgreSQL locks no row not there yet,
+        # so each would insert it and all but one fail on the key. The insert of a row
+        # another transaction is inserting waits for its commit, then does nothing;
+        # the row (new or theirs) is then locked and read.
+        yield from self._insert_thread(thread_id, {}, now, if_missing=True)
+        got = yield from self._thread_row(thread_id, lock=True)
+        if got is None:  # deleted as soon as it was created
+            raise ConflictError(f"thread {thread_id!r} was deleted meanwhile: retry")
+        return got
+
+    def _apply_strategy(self, run: RunRecord, now: float) -> Flow:
+        """Apply ``run``'s multitask strategy to its thread's runs in flight.
+
+        Returns whether runs were in flight, and those cancelled as ``(run_id, status
+        before, action)``. Raises ``ConflictError`` when ``reject`` meets any.
+        """
+        thread_id, strategy = run.thread_id, run.multitask_strategy
+        rows = yield (
+            "SELECT run_id, status FROM pausepoint_server_runs WHERE thread_id = ? "
+            "AND status IN ('pending', 'running') ORDER BY seq",
+            (thread_id,),
+        )
+        cancel: list[tuple[str, str, str]] = []
+        if rows and strategy == "reject":
+            raise ConflictError(
+                f"thread {thread_id!r} is busy: a run is pending or running, and "
+                "multitask_strategy is 'reject'"
+            )
+        if rows and strategy in ("interrupt", "rollback"):
+            for run_id, status in rows:
+                cancel.append((str(run_id), str(status), strategy))
+                yield from self._cancel_in_flight(str(run_id), str(status), strategy, now)
+        return bool(rows), cancel
+
+    def _insert_run(self, run: RunRecord, now: float, not_before: float) -> Flow:
+        """Insert ``run``'s row, ``pending`` (its cells sealed); its ``seq``."""
+        key = (run.run_id,)
+        inserted = yield (
+            f"INSERT INTO pausepoint_server_runs ({RUN_COLUMNS}, not_before) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+            (
+                run.run_id, run.thread_id, run.assistant_id, "pending",
+                dump_cell(self.sealer, run.metadata, RUNS, key, "metadata"),
+                dump_cell(self.sealer, run.kwargs, RUNS, key, "kwargs"),
+                run.multitask_strategy, now, now, not_before,
+            ),
+        )  # fmt: skip
+        return int(inserted[0][0])
+
+    def _mark_busy(self, thread: ThreadRecord, stamp: JsonObject, now: float) -> Flow:
+        """The thread is ``busy``; ``stamp`` (its graph, its assistant) in its metadata."""
+        metadata = {**thread.metadata, **stamp}
+        yield (
+            "UPDATE pausepoint_server_threads SET status = 'busy', metadata = ?, "
+            "updated_at = ? WHERE thread_id = ?",
+            (thread_metadata(self.sealer, thread.thread_id, metadata), now, thread.thread_id),
+        )
 
     def _cancel_in_flight(self, run_id: str, status: str, action: str, now: float) -> Flow:
         """Cancel a run in flight in the records.
@@ -329,31 +324,13 @@ class Store(RecordStore):
             return None
         row = got[0]
         try:
-            run = _run(row[:9], self.sealer)
+            run = run_of_row(row[:9], self.sealer)
         except OPEN_ERRORS as exc:
             sealer, postgres = self.sealer, self.db.postgres
             gone = yield from end_flow(sealer, str(row[0]), thread_id, exc, now, postgres=postgres)
             yield from self._settle(thread_id, "error", now)
             return gone
         return Claimed(run, int(row[9]), row[10], was_started, int(row[12] or 0), head=head)
-
-    async def drop_writes_after(self, thread_id: str, seq: int) -> None:
-        """Delete the thread's checkpoint writes newer than ``seq`` (a rollback).
-
-        Then index again the questions its head waits on (the saver's index of
-        waiting questions): a question the rolled-back run had moved past waits again.
-        """
-
-        def flow() -> Flow:
-            yield (
-                "DELETE FROM pausepoint_writes WHERE thread_id = ? AND seq > ?",
-                (thread_id, seq),
-            )
-            # The index is the saver's to keep (schema 8): rebuilt for the thread.
-            yield "DELETE FROM pausepoint_pending WHERE thread_id = ?", (thread_id,)
-            yield _REINDEX, (thread_id,)
-
-        await self.db.run(flow(), write=True)
 
     async def renew(self, run_id: str, owner: str, lease_until: float) -> tuple[bool, str | None]:
         """Extend the run's lease; whether it is still ours, and a cancel asked for."""
@@ -483,93 +460,6 @@ class Store(RecordStore):
             return bool(rows)
 
         result: bool = await self.db.run(flow(), write=True)
-        return result
-
-    async def running_owners(self) -> list[str]:
-        """The lease owners of the running runs."""
-
-        def flow() -> Flow:
-            rows = yield (
-                "SELECT DISTINCT lease_owner FROM pausepoint_server_runs "
-                "WHERE status = 'running' AND lease_owner IS NOT NULL",
-                (),
-            )
-            return [str(r[0]) for r in rows]
-
-        result: list[str] = await self.db.run(flow())
-        return result
-
-    async def get_run(self, thread_id: str, run_id: str) -> RunRecord | None:
-        """The run of this thread, or None."""
-
-        def flow() -> Flow:
-            rows = yield (
-                f"SELECT {_RUN_COLUMNS} FROM pausepoint_server_runs "
-                "WHERE run_id = ? AND thread_id = ?",
-                (run_id, thread_id),
-            )
-            return _run(rows[0], self.sealer) if rows else None
-
-        result: RunRecord | None = await self.db.run(flow())
-        return result
-
-    async def run_status(self, thread_id: str, run_id: str) -> str | None:
-        """The run's status, None if it is not a run of this thread (no cell is opened)."""
-
-        def flow() -> Flow:
-            rows = yield (
-                "SELECT status FROM pausepoint_server_runs WHERE run_id = ? AND thread_id = ?",
-                (run_id, thread_id),
-            )
-            return str(rows[0][0]) if rows else None
-
-        result: str | None = await self.db.run(flow())
-        return result
-
-    async def run_result(self, run_id: str) -> tuple[str, Any] | None:
-        """The run's status and its stored join body (None while it has none)."""
-
-        def flow() -> Flow:
-            rows = yield (
-                "SELECT status, result FROM pausepoint_server_runs WHERE run_id = ?",
-                (run_id,),
-            )
-            if not rows:
-                return None
-            return str(rows[0][0]), load_cell(self.sealer, rows[0][1], RUNS, (run_id,), "result")
-
-        result: tuple[str, Any] | None = await self.db.run(flow())
-        return result
-
-    async def runs(
-        self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None
-    ) -> list[RunRecord]:
-        """The thread's runs, newest first."""
-
-        def flow() -> Flow:
-            extra, params = ("AND status = ? ", (status,)) if status else ("", ())
-            rows = yield (
-                f"SELECT {_RUN_COLUMNS} FROM pausepoint_server_runs WHERE thread_id = ? "
-                f"{extra}ORDER BY seq DESC LIMIT ? OFFSET ?",
-                (thread_id, *params, limit, offset),
-            )
-            return [_run(r, self.sealer) for r in rows]
-
-        result: list[RunRecord] = await self.db.run(flow())
-        return result
-
-    async def last_ended_status(self, thread_id: str) -> str | None:
-        """The status of the thread's newest run that ended."""
-
-        def flow() -> Flow:
-            rows = yield (
-                "SELECT status FROM pausepoint_server_runs WHERE thread_id = ? "
-                "AND status NOT IN ('pending', 'running') ORDER BY seq DESC LIMIT 1",
-                (thread_id,),
-            )
-            return str(rows[0][0]) if rows else None
-
-        result: str | None = await self.db.run(flow())
         return result
 
     async def delete_run(self, thread_id: str, run_id: str) -> None:

@@ -5,7 +5,9 @@ fail to open: tampered with, moved from another row, stored in clear while plain
 is refused. A claim that raised on it would leave the run ``pending``, to be picked
 again by every claim after it, and the runs behind it would wait forever. Instead
 `pausepoint.server.store.Store.claim` ends it in its own transaction (`end_flow`)
-and takes the next runnable run.
+and takes the next runnable run. A request reading such a run (``GET`` it, ``join``,
+``stream``) gets what opens of it and the error of what does not (`open_cells`,
+`PartlyOpened`): its ``error`` outcome once the claim has ended it.
 """
 
 from __future__ import annotations
@@ -14,18 +16,18 @@ import dataclasses
 import json
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pausepoint.errors import CheckpointDecodeError
 from pausepoint.server import event_rows
-from pausepoint.server.records import JsonObject
-from pausepoint.server.sealing import RUNS, dump_cell
+from pausepoint.server.records import JsonObject, RunRecord
+from pausepoint.server.sealing import RUNS, dump_cell, load_cell
 from pausepoint.server.store_sql import Flow
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sealing import Sealer
 
-__all__ = ["OPEN_ERRORS", "Unopenable", "end_flow", "log_ended"]
+__all__ = ["OPEN_ERRORS", "PartlyOpened", "Unopenable", "end_flow", "log_ended", "open_cells"]
 
 _log = logging.getLogger("pausepoint.server")
 
@@ -41,6 +43,42 @@ class Unopenable:
     thread_id: str
     error: JsonObject
     """``{"error": type name, "message": str}``: the join body's ``__error__``."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartlyOpened:
+    """A run whose record opens only in part: what does, and the error of what does not."""
+
+    run: RunRecord
+    """The record; a cell that does not open is empty (``kwargs``: only the assistant)."""
+    unopened: tuple[str, ...]
+    """The cells that do not open (``metadata``, ``kwargs``)."""
+    error: JsonObject
+    """``{"error": type name, "message": str}`` of the first that does not."""
+
+
+def open_cells(
+    sealer: Sealer | None, run_id: str, assistant_id: str, cells: Sequence[str | None]
+) -> tuple[tuple[Any, Any], tuple[str, ...], JsonObject | None]:
+    """A run's ``metadata`` and ``kwargs`` cells opened as far as they open.
+
+    Returns the two values (one that does not open: empty, ``kwargs`` naming only the
+    assistant, so that the request reads as the defaults), the cells that did not
+    open, and the first one's error.
+    """
+    opened: list[Any] = []
+    unopened: list[str] = []
+    error: JsonObject | None = None
+    for column, stored, empty in zip(
+        ("metadata", "kwargs"), cells, ({}, {"assistant_id": assistant_id}), strict=True
+    ):
+        try:
+            opened.append(load_cell(sealer, stored, RUNS, (run_id,), column))
+        except OPEN_ERRORS as exc:
+            opened.append(empty)
+            unopened.append(column)
+            error = error or {"error": type(exc).__name__, "message": str(exc)}
+    return (opened[0], opened[1]), tuple(unopened), error
 
 
 def end_flow(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pausepoint.server.events import EventLogs
 from pausepoint.server.execute import Ended, execute, outcome, plan
 from pausepoint.server.records import Assistant, CancelAction, RunRecord, ThreadStatus
-from pausepoint.server.rollback import roll_back
+from pausepoint.server.rollback import drop_writes_after, roll_back
 from pausepoint.server.store import Claimed, Finished, Store
 from pausepoint.server.store_sql import dump, load
 
@@ -361,7 +361,7 @@ class Workers:
             try:
                 await roll_back(self.saver, run.thread_id, start)
                 if start is not None:  # the answers and writes it added to its start
-                    await self.store.drop_writes_after(run.thread_id, start_writes)
+                    await drop_writes_after(self.store.db, run.thread_id, start_writes)
             except Exception:  # kept as an interrupted run: nothing is lost
                 _log.exception("pausepoint serve: run %s could not be rolled back", run.run_id)
             else:
