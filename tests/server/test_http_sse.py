@@ -182,3 +182,27 @@ def test_a_client_that_leaves_cancels_its_run_unless_continue(
     if on_disconnect == "continue":
         gate.touch()
     assert _run_status_after(http, tid, run_id) == expected
+
+
+@pytest.mark.parametrize(
+    ("on_disconnect", "expected"), [("cancel", "interrupted"), ("continue", "success")]
+)
+def test_a_client_that_leaves_a_wait_cancels_its_run_unless_continue(
+    http: httpx.Client, tmp_path: Path, on_disconnect: str, expected: str
+):
+    """A run still going when its wait's window is over is answered by a stream (no
+    length announced); the client leaving it cancels the run as a stream's does."""
+    tid = http.post("/threads", json={}).json()["thread_id"]
+    gate = tmp_path / "gate"
+    body = {
+        "assistant_id": "ticker",
+        "input": {"stop": 10**9, "gate": str(gate)},
+        "on_disconnect": on_disconnect,
+    }
+    with http.stream("POST", f"/threads/{tid}/runs/wait", json=body) as response:
+        assert response.status_code == 200
+        assert "content-length" not in response.headers  # streamed: it cannot have ended
+        run_id = RUN_PATH.match(response.headers["content-location"])["run"]  # type: ignore[index]
+    if on_disconnect == "continue":
+        gate.touch()
+    assert _run_status_after(http, tid, run_id) == expected

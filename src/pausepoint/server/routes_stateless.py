@@ -59,7 +59,7 @@ async def wait(request: Request) -> Response:
     """``POST /runs/wait``: the new run's final values."""
     run, after = await _create(request)
     cancel = run.request.on_disconnect == "cancel"
-    return wait_body(request, run, cancel_on_disconnect=cancel, after=after)
+    return await wait_body(request, run, cancel_on_disconnect=cancel, after=after)
 
 
 routes = [
