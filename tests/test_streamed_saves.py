@@ -1,4 +1,4 @@
-"""What a stream saves, and when (issue 42, item 1: a streamed run's commits).
+"""What a stream saves, and when (issue 33: a streamed run's commits).
 
 Streaming only ``values`` reports nothing between a task's end and its step's
 checkpoint, so a step's last writes are saved with its checkpoint, in one commit, as

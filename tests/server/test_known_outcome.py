@@ -1,4 +1,4 @@
-"""A worker's outcome of a run, taken from the run itself (issue 42, item 1).
+"""A worker's outcome of a run, taken from the run itself (issue 33).
 
 `pausepoint.server.execute.known_outcome` answers the wait/join body and the thread's
 status from the run's own end, without the `aget_state` read; it must be exactly what

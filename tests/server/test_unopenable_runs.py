@@ -226,9 +226,9 @@ async def test_a_queue_job_whose_run_cannot_be_opened_ends_and_is_not_retried(pg
 async def test_the_run_routes_answer_an_unopenable_run_with_what_they_can_read(
     db_url: str,
 ) -> None:
-    """``GET`` a run, ``/join`` and ``/stream`` it, from requests that did not make it
-    (issue 42, item 2): before the claim, the run's fields that open and an error naming
-    the cell that does not; once the claim has ended it, its ``error`` outcome."""
+    """``GET`` a run, ``/join`` and ``/stream`` it, from requests that did not make it:
+    before the claim, the run's fields that open and an error naming the cell that does
+    not; once the claim has ended it, its ``error`` outcome."""
     import httpx
 
     from pausepoint.server.app import create_app
