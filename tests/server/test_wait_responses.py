@@ -9,6 +9,7 @@ server process.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -96,3 +97,22 @@ def _no_ids(body: Any) -> Any:
     if not isinstance(body, dict) or "__interrupt__" not in body:
         return body
     return {**body, "__interrupt__": [{**q, "id": "-"} for q in body["__interrupt__"]]}
+
+
+@pytest.mark.parametrize("quick", [60.0, 0.0])
+async def test_a_stateless_wait_deletes_its_thread_after_answering(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch, quick: float
+) -> None:
+    """``POST /runs/wait``: the run's thread is deleted once the answer is in hand, in
+    either form of the answer."""
+    monkeypatch.setattr(routes_runs, "QUICK_SECONDS", quick)
+    body = {"assistant_id": "asker", "input": {"request": "once"}}
+    done = await client.post("/runs/wait", json=body, timeout=60)
+    assert done.status_code == 200, done.text
+    assert json.loads(done.content)["__interrupt__"][0]["value"] == {"question": "Approve once?"}
+    thread = done.headers["content-location"].split("/")[2]
+    for _ in range(3000):  # the deletion runs beside the response: bounded, not timed
+        if (await client.get(f"/threads/{thread}")).status_code == 404:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the stateless run's thread {thread} was kept")

@@ -11,7 +11,6 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, get_args
 
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -229,8 +228,9 @@ async def wait_body(
     path = _run_path(run)
     headers = {"content-location": path, "location": f"{path}/join"}
     if quick > 0 and joined.done():
-        later = None if after is None else BackgroundTask(background, request, after)
-        return Response(joined.result(), 200, headers, "application/json", later)
+        if after is not None:  # the body is in hand: what follows the run may start
+            background(request, after)
+        return Response(joined.result(), 200, headers, "application/json")
 
     async def result() -> AsyncIterator[bytes]:
         yield await joined
