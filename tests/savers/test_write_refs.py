@@ -20,7 +20,7 @@ import pytest
 from tests.savers import test_blobs
 from tests.savers.blob_rows import _inflated, dangling, orphans  # pyright: ignore[reportPrivateUsage]
 from tests.savers.test_blobs import Chat, _observed  # pyright: ignore[reportPrivateUsage]
-from xxhash import xxh3_128_hexdigest
+from xxhash import xxh3_64_hexdigest
 
 from pausepoint import START, Command, InMemorySaver, StateGraph, interrupt
 from pausepoint.checkpoint import _sql, _write_refs
@@ -128,7 +128,7 @@ def test_a_reference_to_a_delta_stored_as_a_full_value_reads_it_from_the_value(
     messages = [r for r in _references(saver, "chat") if r[3] == "messages"]
     version = _cell(messages[-1][4]).rsplit(" ", 4)[0]
     encodings = {
-        xxh3_128_hexdigest(blob): blob
+        xxh3_64_hexdigest(blob): blob
         for blob in (
             Serializer().dumps(t.checkpoint["channel_values"]["messages"])
             for t in saver.list(config)
@@ -282,7 +282,7 @@ def test_a_database_of_version_9_is_migrated(
     with SqliteSaver.from_conn_string(path) as saver:
         applied = saver.conn.execute("SELECT max(v) FROM pausepoint_migrations").fetchall()
         assert applied == [(len(MIGRATIONS),)]
-        assert len(MIGRATIONS) == 10
+        assert len(MIGRATIONS) >= 10
         assert _writes(saver, config) == old  # plain writes read as before
         graph = _chat(saver)
         for turn in range(3):
@@ -295,10 +295,14 @@ def test_a_database_of_version_9_is_migrated(
         assert _writes(saver, config) == _writes(ref_graph.checkpointer, ref_config)
 
 
-def test_a_write_that_deflates_shorter_than_its_reference_is_stored_deflated(saver: Any) -> None:
+def test_a_write_that_deflates_shorter_than_its_reference_is_stored_deflated(
+    saver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Messages of one letter repeated: ~20 bytes deflated, under a reference's ~37.
+    monkeypatch.setattr(test_blobs, "TEXT", "a" * 600)
     graph, config = test_blobs._run(saver, "repeats", 8)  # pyright: ignore[reportPrivateUsage]
     refs = _references(saver, "repeats")
-    assert [r for r in refs if r[3] == "messages"] == []  # a repeated pattern: ~30 bytes deflated
+    assert [r for r in refs if r[3] == "messages"] == []
     ref_graph, ref_config = test_blobs._run(InMemorySaver(), "repeats", 8)  # pyright: ignore[reportPrivateUsage]
     assert _writes(saver, config) == _writes(ref_graph.checkpointer, ref_config)
     assert _observed(graph, config) == _observed(ref_graph, ref_config)

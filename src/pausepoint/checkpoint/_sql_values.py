@@ -7,7 +7,9 @@ row of ``pausepoint_blobs``, keyed by ``(thread_id, checkpoint_ns, channel, vers
 and the checkpoint holds its key: a value that did not change is the same row, written
 once. The version text is ``"<channel version>:<digest of the encoding>"``, so a row
 always holds one content (a value changed without a new version, as a declared
-migration may do, gets a row of its own).
+migration may do, gets a row of its own). The digest is xxh3-64 (16 hex digits) since
+schema version 11, xxh3-128 (32) before; a saver that seals names rows by a keyed
+digest instead (its rows are authenticated, so it checks none).
 
 A value whose encoding extends the one stored last for the channel (the same bytes,
 more of them before the closing one: a list that was appended to, a string that
@@ -39,7 +41,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
-from xxhash import xxh3_128_hexdigest, xxh3_128_intdigest
+from xxhash import xxh3_64_hexdigest, xxh3_128_hexdigest, xxh3_128_intdigest
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._packing import PACK_BELOW, unpack
@@ -294,7 +296,7 @@ def split(
                 continue  # framed (large bytes): kept in the checkpoint, as before
         if len(blob) < MOVE_FROM:
             continue
-        digest = xxh3_128_hexdigest(blob) if codec.sealer is None else codec.sealer.digest(blob)
+        digest = xxh3_64_hexdigest(blob) if codec.sealer is None else codec.sealer.digest(blob)
         version = f"{versions.get(channel, '')}:{digest}"
         made, at = _store(codec, dialect, (thread, ns, channel), version, blob)
         statements.extend(made)
@@ -476,7 +478,7 @@ def fill(
         if chain_rows is None:
             chain_rows = {row[1]: row for row in rows if row[0] == channel}
         blob, depth, chain, sealed = joined(codec, key, chain_rows, channel, version)
-        if not sealed and xxh3_128_hexdigest(blob) != version.rpartition(":")[2]:
+        if not sealed and not _named_by(blob, version.rpartition(":")[2]):
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {version!r} does not match its digest "
                 "(a row of pausepoint_blobs is damaged)"
@@ -488,6 +490,13 @@ def fill(
         if read:
             chains.keep_rows((*key, channel), chain_rows)
     del checkpoint[REFS]
+
+
+def _named_by(blob: bytes, digest: str) -> bool:
+    """Whether ``digest`` (a row version's last part) is ``blob``'s: xxh3-64, or -128 before."""
+    if len(digest) == 16:
+        return xxh3_64_hexdigest(blob) == digest
+    return len(digest) == 32 and xxh3_128_hexdigest(blob) == digest
 
 
 def opened(
