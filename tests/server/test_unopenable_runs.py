@@ -283,3 +283,46 @@ async def test_the_run_routes_answer_an_unopenable_run_with_what_they_can_read(
             assert json.loads(frames[1].splitlines()[1].removeprefix("data: ")) == error
     finally:
         await service.close()
+
+
+async def test_a_thread_with_an_unopenable_run_lists_its_runs_and_deletes(db_url: str) -> None:
+    """``GET /threads/{t}/runs`` lists every run, one that does not open as ``GET`` of
+    it shows it; ``DELETE /threads/{t}`` deletes the thread all the same."""
+    import httpx
+
+    from pausepoint.server.app import create_app
+
+    service = await RunService.open(db_url, GRAPHS, workers=0)
+    app = create_app(service)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+            good = await service.create_run("t", _request(metadata={"kind": "good"}))
+            bad = await service.create_run("t", _request(metadata={"kind": "bad"}))
+            donor = await service.create_run("d", _request())
+            await _tamper(service, bad, bad, donor)  # bad's kwargs: in clear (refused)
+            stored = await _sql(service, "SELECT * FROM pausepoint_server_runs ORDER BY seq")
+
+            listed = await client.get("/threads/t/runs")
+            assert listed.status_code == 200, listed.text
+            runs = listed.json()
+            assert [r["run_id"] for r in runs] == [bad.run_id, good.run_id]  # newest first
+            one = await client.get(f"/threads/t/runs/{bad.run_id}")
+            assert runs[0] == one.json()
+            assert runs[0]["metadata"] == {"kind": "bad"}
+            assert runs[0]["kwargs"] is None
+            assert runs[0]["error"]["error"] == "CheckpointDecodeError"
+            assert runs[1]["metadata"] == {"kind": "good"}
+            assert runs[1]["kwargs"] is not None
+            assert "error" not in runs[1]
+            assert await _sql(service, "SELECT * FROM pausepoint_server_runs ORDER BY seq") == (
+                stored
+            )  # reading changed nothing
+
+            deleted = await client.delete("/threads/t")
+            assert deleted.status_code in (200, 204), deleted.text
+            assert (await client.get("/threads/t")).status_code == 404
+            left = await _sql(service, "SELECT run_id FROM pausepoint_server_runs ORDER BY seq")
+            assert left == [(donor.run_id,)]
+    finally:
+        await service.close()

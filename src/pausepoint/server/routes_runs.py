@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -105,15 +105,21 @@ async def get(request: Request) -> Response:
     A run whose record does not open all through (`pausepoint.server.unopenable`):
     its fields that do, each cell that does not as null, and ``error`` naming why.
     """
-    got = await _read_run(request)
+    return json_response(_run_body(await _read_run(request)))
+
+
+def _run_body(got: RunRecord | PartlyOpened) -> dict[str, Any]:
+    """A run's JSON; one that opens in part: each cell that does not as null, and ``error``."""
     if not isinstance(got, PartlyOpened):
-        return json_response(run_json(got))
-    body = {**run_json(got.run), **dict.fromkeys(got.unopened), "error": got.error}
-    return json_response(body)
+        return run_json(got)
+    return {**run_json(got.run), **dict.fromkeys(got.unopened), "error": got.error}
 
 
 async def list_runs(request: Request) -> Response:
-    """``GET /threads/{thread_id}/runs?limit=&offset=&status=``: newest first."""
+    """``GET /threads/{thread_id}/runs?limit=&offset=&status=``: newest first.
+
+    A run whose record does not open all through is listed as ``GET`` of it shows it.
+    """
     status = request.query_params.get("status") or None
     if status is not None and status not in _STATUSES:
         raise InvalidRequestError(f"'status' must be one of {list(_STATUSES)}, got {status!r}")
@@ -123,7 +129,7 @@ async def list_runs(request: Request) -> Response:
         offset=query_int(request, "offset", 0, high=10**9),
         status=status,  # pyright: ignore[reportArgumentType]  # checked against _STATUSES
     )
-    return json_response([run_json(r) for r in runs])
+    return json_response([_run_body(r) for r in runs])
 
 
 async def cancel(request: Request) -> Response:

@@ -114,8 +114,8 @@ class RunReads(RecordStore):
 
     async def runs(
         self, thread_id: str, *, limit: int, offset: int, status: RunStatus | None
-    ) -> list[RunRecord]:
-        """The thread's runs, newest first."""
+    ) -> list[RunRecord | PartlyOpened]:
+        """The thread's runs, newest first; one whose cells do not all open, as `read_run`."""
 
         def flow() -> Flow:
             extra, params = ("AND status = ? ", (status,)) if status else ("", ())
@@ -124,9 +124,9 @@ class RunReads(RecordStore):
                 f"{extra}ORDER BY seq DESC LIMIT ? OFFSET ?",
                 (thread_id, *params, limit, offset),
             )
-            return [run_of_row(r, self.sealer) for r in rows]
+            return [_partly(r, self.sealer) for r in rows]
 
-        result: list[RunRecord] = await self.db.run(flow())
+        result: list[RunRecord | PartlyOpened] = await self.db.run(flow())
         return result
 
     async def last_ended_status(self, thread_id: str) -> str | None:

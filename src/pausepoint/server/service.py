@@ -216,7 +216,8 @@ class RunService(AssistantBook):
     async def delete_thread(self, thread_id: str) -> None:
         """Cancel the thread's runs, then delete its runs, checkpoints and record."""
         await self.store.thread(thread_id)
-        for run in await self.store.runs(thread_id, limit=1_000_000, offset=0, status=None):
+        for got in await self.store.runs(thread_id, limit=1_000_000, offset=0, status=None):
+            run = got.run if isinstance(got, PartlyOpened) else got  # its id and status open
             if run.status in ("pending", "running"):
                 await self.cancel_run(thread_id, run.run_id, wait=True)
         for run_id in await self.store.delete_thread(thread_id):
@@ -422,8 +423,8 @@ class RunService(AssistantBook):
         limit: int = 10,
         offset: int = 0,
         status: RunStatus | None = None,
-    ) -> list[RunRecord]:
-        """The thread's runs, newest first."""
+    ) -> list[RunRecord | PartlyOpened]:
+        """The thread's runs, newest first (one whose record opens in part: `PartlyOpened`)."""
         await self.store.thread(thread_id)
         return await self.store.runs(thread_id, limit=limit, offset=offset, status=status)
 
