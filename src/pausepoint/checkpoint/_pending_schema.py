@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "ASK_ROW",
+    "BACKFILL_THREAD",
     "NEWER",
     "PENDING_MIGRATION",
     "PENDING_TRIGGERS_MIGRATION",
@@ -57,13 +58,16 @@ _MOVED_WHEN_SQLITE = f"""{_MOVED_WHEN} AND EXISTS (SELECT 1 FROM pausepoint_pend
 # Threads saved before the index existed: their heads' asked tasks not finished since.
 _BACKFILL = f"""INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
     SELECT w.thread_id, w.checkpoint_id, w.task_id FROM pausepoint_writes w
-    WHERE w.idx = -3 AND w.checkpoint_ns = '' AND NOT EXISTS ({NEWER.format(t="w")})
+    WHERE {{thread}}w.idx = -3 AND w.checkpoint_ns = '' AND NOT EXISTS ({NEWER.format(t="w")})
     AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = w.thread_id
         AND d.checkpoint_ns = '' AND d.checkpoint_id = w.checkpoint_id
         AND d.task_id = w.task_id AND d.idx >= 0)
     AND EXISTS (SELECT 1 FROM pausepoint_checkpoints h WHERE h.thread_id = w.thread_id
         AND h.checkpoint_ns = '' AND h.checkpoint_id = w.checkpoint_id)
     ON CONFLICT DO NOTHING"""
+BACKFILL_THREAD = _BACKFILL.format(thread="w.thread_id = ? AND ")
+"""The backfill of the index for one thread (``?``: its id), after its rows changed
+outside the saver (``pausepoint.server.rollback``)."""
 
 
 def _sqlite_trigger(name: str, event: str, table: str, when: str, body: str) -> str:
@@ -101,7 +105,7 @@ PENDING_MIGRATION: tuple[Mapping[str, str], ...] = (
         }
         for t in _TRIGGERS
     ),
-    {"sqlite": _BACKFILL, "postgres": _BACKFILL},
+    {"sqlite": _BACKFILL.format(thread=""), "postgres": _BACKFILL.format(thread="")},
 )
 """Schema version 4 (docs/format.md): the table, its triggers, and the backfill.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, cast
 
+from pausepoint.checkpoint._pending_schema import BACKFILL_THREAD
 from pausepoint.checkpoint._prune import ApplyPlan, ReadThread, ThreadInventory
 from pausepoint.server.store_sql import Flow
 
@@ -22,19 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["drop_writes_after", "roll_back"]
 
 _TRIES = 50
-
-_REINDEX = """INSERT INTO pausepoint_pending (thread_id, checkpoint_id, task_id)
-    SELECT w.thread_id, w.checkpoint_id, w.task_id FROM pausepoint_writes w
-    WHERE w.thread_id = ? AND w.idx = -3 AND w.checkpoint_ns = ''
-    AND NOT EXISTS (SELECT 1 FROM pausepoint_checkpoints c WHERE c.thread_id = w.thread_id
-        AND c.checkpoint_ns = '' AND c.checkpoint_id > w.checkpoint_id)
-    AND NOT EXISTS (SELECT 1 FROM pausepoint_writes d WHERE d.thread_id = w.thread_id
-        AND d.checkpoint_ns = '' AND d.checkpoint_id = w.checkpoint_id
-        AND d.task_id = w.task_id AND d.idx >= 0)
-    AND EXISTS (SELECT 1 FROM pausepoint_checkpoints h WHERE h.thread_id = w.thread_id
-        AND h.checkpoint_ns = '' AND h.checkpoint_id = w.checkpoint_id)
-    ON CONFLICT DO NOTHING"""
-"""The saver's backfill of its index of waiting questions (schema 4), for one thread."""
 
 
 async def roll_back(saver: BaseCheckpointSaver, thread_id: str, start: str | None) -> int:
@@ -76,6 +64,6 @@ async def drop_writes_after(db: Database, thread_id: str, seq: int) -> None:
         )
         # The index is the saver's to keep (schema 8): rebuilt for the thread.
         yield "DELETE FROM pausepoint_pending WHERE thread_id = ?", (thread_id,)
-        yield _REINDEX, (thread_id,)
+        yield BACKFILL_THREAD, (thread_id,)
 
     await db.run(flow(), write=True)
