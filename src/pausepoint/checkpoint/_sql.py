@@ -236,14 +236,15 @@ def read_query(
 
 def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple]:
     """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now)."""
-    if dialect.name == "postgres":
-        tasks, channels, types, values, indexes = row[7:12]
-        writes: Rows = (
-            list(zip(tasks, channels, types, values, indexes, strict=True)) if tasks else []
-        )
-    else:
-        writes = yield _writes_of(dialect, row)
-    return (yield from _to_tuple(dialect, codec, row, writes, metadata_of(row, codec)))
+    return (yield from listed_tuple(dialect, codec, row, metadata_of(row, codec)))
+
+
+def with_writes(sql: str) -> str:
+    """PostgreSQL: ``sql`` (checkpoint rows), each row with its pending writes.
+
+    As five arrays (columns 7 to 11, NULL when it has none): `listed_tuple` reads no more.
+    """
+    return _PG_READ.format(sql)
 
 
 def metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
@@ -261,8 +262,18 @@ def metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
 def listed_tuple(
     dialect: Dialect, codec: SqlCodec, row: Row, metadata: dict[str, Any]
 ) -> Flow[CheckpointTuple]:
-    """The tuple of a row ``list`` reads (``_sql_list``): its writes read, then its values."""
-    writes = yield _writes_of(dialect, row)
+    """The tuple of a checkpoint row: its writes, then its values, read.
+
+    The writes are read by a statement of their own unless the row holds them
+    (`with_writes`; ``read_query``'s on PostgreSQL).
+    """
+    if len(row) > 7:
+        tasks, channels, types, values, indexes = row[7:12]
+        writes: Rows = (
+            list(zip(tasks, channels, types, values, indexes, strict=True)) if tasks else []
+        )
+    else:
+        writes = yield _writes_of(dialect, row)
     return (yield from _to_tuple(dialect, codec, row, writes, metadata))
 
 

@@ -9,11 +9,13 @@ them open, so rows with the same id in two threads are neither lost nor listed t
 decodes their tuples and returns them; the saver yields them before it drives the next
 page's flow, and holds no lock (SQLite: no transaction) in between.
 
-A page is one statement (SQLite: one read transaction with its rows' writes and
-values). Between pages other writers go on: a checkpoint added meanwhile is newer than
-the ones listed and is not listed; one deleted or pruned meanwhile is not listed if its
-page was not read yet. The chain rows the codec holds (``_sql_values.Chains``) serve an
-older checkpoint of the next page as they serve one of the same page.
+A page's rows are one statement: on PostgreSQL they hold their pending writes (unless
+a filter is checked in Python: then the writes of the rows it keeps are read after it);
+SQLite reads the writes after them, in the page's transaction. Between pages other
+writers go on: a checkpoint added meanwhile is newer than the ones listed and is not
+listed; one deleted or pruned meanwhile is not listed if its page was not read yet. The
+chain rows the codec holds (``_sql_values.Chains``) serve an older checkpoint of the
+next page as they serve one of the same page.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Statement
-from pausepoint.checkpoint._sql import SELECT_CHECKPOINTS, listed_tuple, metadata_of
+from pausepoint.checkpoint._sql import SELECT_CHECKPOINTS, listed_tuple, metadata_of, with_writes
 from pausepoint.checkpoint._sql_codec import SqlCodec
 from pausepoint.checkpoint._sql_filters import filter_sql
 from pausepoint.checkpoint.base import CheckpointTuple
@@ -40,7 +42,7 @@ _KEY_INDEX = {"thread_id": 0, "checkpoint_ns": 1, "checkpoint_id": 2}
 class _Listing:
     """One ``list`` call: its statement's parts, and how far its pages have gone."""
 
-    __slots__ = ("after", "conds", "done", "exact", "keys", "left", "params", "tail")
+    __slots__ = ("after", "conds", "done", "exact", "keys", "left", "outer", "params", "tail")
 
     def __init__(
         self,
@@ -55,6 +57,7 @@ class _Listing:
         self.done = self.left is not None and self.left <= 0
         self.after: Row | None = None  # the key of the last row read
         self.tail = " ORDER BY " + ", ".join(f"{k} DESC" for k in keys)
+        self.outer = " ORDER BY " + ", ".join(f"c.{k} DESC" for k in keys)  # `with_writes`
 
     def statement(self, dialect: Dialect) -> tuple[Statement, int]:
         """The next page's statement, and the rows it asks for."""
@@ -65,6 +68,8 @@ class _Listing:
         take = PAGE if self.left is None or not self.exact else min(PAGE, self.left)
         where = " WHERE " + " AND ".join(conds) if conds else ""
         sql = f"{SELECT_CHECKPOINTS}{where}{self.tail} LIMIT {take}"
+        if dialect.name == "postgres" and self.exact:  # every row listed: its writes too
+            sql = with_writes(sql) + self.outer
         return Statement(dialect.sql(sql), tuple(params), fetch=True), take
 
 
