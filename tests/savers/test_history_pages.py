@@ -10,15 +10,16 @@ form, on SQLite and PostgreSQL, through the sync and the async methods.
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 import pytest_asyncio
 
-from pausepoint import InMemorySaver
+from pausepoint import START, InMemorySaver, StateGraph
 from pausepoint.checkpoint import _sql_list
 from pausepoint.checkpoint.base import Checkpoint, CheckpointTuple, empty_checkpoint
 from pausepoint.checkpoint.ids import new_checkpoint_id
@@ -361,3 +362,48 @@ async def test_a_prune_between_pages_leaves_the_rest_unlisted(
     assert len(rest) == SMALL - 1  # the rest of the page read before the prune
     assert kept <= {_id(t.config) for t in first}
     assert len(await _list(saver, mode, _conf("t"))) == 2
+
+
+@pytest.mark.asyncio
+async def test_a_graph_history_is_read_as_it_is_consumed(
+    tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get_state_history`` builds no list: its first snapshot costs the saver a page."""
+    monkeypatch.setattr(_sql_list, "PAGE", SMALL)
+    serde = Counting()
+    with SqliteSaver.from_conn_string(str(tmp_path / "g.db"), serde=serde) as saver:
+        graph = _counter(saver)
+        config: Any = {"configurable": {"thread_id": "g"}}
+        for _ in range(4 * SMALL):
+            graph.invoke({"n": 1}, config)
+        serde.decoded = 0
+        if mode == "sync":
+            count = sum(1 for _ in graph.get_state_history(config))
+        else:
+            count = len([s async for s in graph.aget_state_history(config)])
+        everything, serde.decoded = serde.decoded, 0
+        assert count >= 8 * SMALL
+        if mode == "sync":
+            snapshots = iter(graph.get_state_history(config))
+            first = next(snapshots)
+        else:
+            asnapshots = graph.aget_state_history(config)
+            first = await anext(asnapshots)
+            await asnapshots.aclose()
+        assert first.values == {"n": 8 * SMALL}
+        assert 0 < serde.decoded <= everything * 2 * SMALL // count
+
+
+class Count(TypedDict):
+    n: Annotated[int, operator.add]
+
+
+def _inc(state: Count) -> Count:
+    return {"n": 1}
+
+
+def _counter(saver: Any) -> Any:
+    builder = StateGraph(Count)
+    builder.add_node("inc", _inc)
+    builder.add_edge(START, "inc")
+    return builder.compile(checkpointer=saver)
