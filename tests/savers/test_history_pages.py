@@ -407,3 +407,26 @@ def _counter(saver: Any) -> Any:
     builder.add_node("inc", _inc)
     builder.add_edge(START, "inc")
     return builder.compile(checkpointer=saver)
+
+
+@pytest.mark.asyncio
+async def test_pages_grow_where_no_index_gives_the_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Across threads each page scans every row, so pages double (to `GROWS_TO` pages'
+    worth); a thread's listing (its namespaces or one) keeps `PAGE`."""
+    monkeypatch.setattr(_sql_list, "PAGE", SMALL)
+    monkeypatch.setattr(_sql_list, "GROWS_TO", 2)
+    with SqliteSaver.from_conn_string(str(tmp_path / "c.db")) as saver:
+        await _fill([(saver, "sync")])
+        for config, total, limits in (
+            (None, N + 8, [4, 8, 8, 8]),
+            (_conf("t", None), N + 5, [4, 4, 4, 4, 4]),
+            (_conf("t"), N, [4, 4, 4, 4]),
+        ):
+            sent: list[str] = []
+            saver.conn.set_trace_callback(sent.append)
+            assert len(list(saver.list(config))) == total
+            saver.conn.set_trace_callback(None)
+            pages = [s.rsplit("LIMIT ", 1)[1] for s in sent if "FROM pausepoint_checkpoints" in s]
+            assert pages == [str(n) for n in limits]
