@@ -18,7 +18,9 @@ valgrind's output is their instructions, with the switching's (run CALLS=0 to se
 it). ``resume``: one turn more through a saver that read the head (warming it), then
 CALLS turns under instrumentation: what a writer pays a turn (it adds turns: give it
 a copy of the file). ``history``: the wall time of reading the whole history (every
-snapshot) through a new saver, ROUNDS times. ``time``: the median wall time of READS
+snapshot) through a new saver, ROUNDS times, the time to its first snapshot, and the
+process's peak resident set after the first and after the last (one process per
+measurement for the peaks: they never go down). ``time``: the median wall time of READS
 cold reads.
 Run each tree with ``PYTHONPATH`` at its ``src`` and ``PYTHONHASHSEED=0``.
 """
@@ -26,6 +28,7 @@ Run each tree with ``PYTHONPATH`` at its ``src`` and ``PYTHONHASHSEED=0``.
 from __future__ import annotations
 
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -105,9 +108,21 @@ def history(path: str, rounds: int) -> None:
     for _ in range(rounds):
         graph = _graph(conn)
         start = time.perf_counter()
-        count = sum(1 for _ in graph.get_state_history(_config("chat")))
+        snapshots = iter(graph.get_state_history(_config("chat")))
+        next(snapshots)
+        first, first_rss = time.perf_counter() - start, _peak_mb()
+        count = 1 + sum(1 for _ in snapshots)
         took = time.perf_counter() - start
-        print(f"history: {count} snapshots in {took:.2f} s ({took / count * 1e3:.2f} ms each)")
+        print(
+            f"history: {count} snapshots in {took:.2f} s ({took / count * 1e3:.2f} ms each); "
+            f"the first after {first * 1e3:.0f} ms (peak RSS {first_rss:.0f} MB then), "
+            f"peak RSS {_peak_mb():.0f} MB"
+        )
+
+
+def _peak_mb() -> float:
+    """This process's peak resident set so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
 
 
 def timed(path: str, reads: int) -> None:

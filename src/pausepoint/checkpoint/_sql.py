@@ -196,7 +196,7 @@ def get_tuple_flow(
         if not rows or rows[0][7]:  # none (writes without their checkpoint row: none)
             return None
         row, writes = rows[0], [w[:5] for w in rows[1:]]  # task, channel, type, value, idx
-        return (yield from _to_tuple(dialect, codec, row, writes, _metadata_of(row, codec)))
+        return (yield from _to_tuple(dialect, codec, row, writes, metadata_of(row, codec)))
     sql, params = read_query(dialect, config)
     rows = yield Statement(dialect.sql(sql), params, fetch=True)
     if not rows:
@@ -236,17 +236,18 @@ def read_query(
 
 def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple]:
     """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now)."""
-    if dialect.name == "postgres":
-        tasks, channels, types, values, indexes = row[7:12]
-        writes: Rows = (
-            list(zip(tasks, channels, types, values, indexes, strict=True)) if tasks else []
-        )
-    else:
-        writes = yield _writes_of(dialect, row)
-    return (yield from _to_tuple(dialect, codec, row, writes, _metadata_of(row, codec)))
+    return (yield from listed_tuple(dialect, codec, row, metadata_of(row, codec)))
 
 
-def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
+def with_writes(sql: str) -> str:
+    """PostgreSQL: ``sql`` (checkpoint rows), each row with its pending writes.
+
+    As five arrays (columns 7 to 11, NULL when it has none): `listed_tuple` reads no more.
+    """
+    return _PG_READ.format(sql)
+
+
+def metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
     """The row's metadata, decoded and checked (errors name the row)."""
 
     def load() -> dict[str, Any]:
@@ -258,43 +259,22 @@ def _metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
     return decoded(row, load)
 
 
-def list_flow(
-    dialect: Dialect,
-    codec: SqlCodec,
-    config: RunnableConfig | None,
-    *,
-    filter: Mapping[str, Any] | None,
-    before: RunnableConfig | None,
-    limit: int | None,
-) -> Flow[list[CheckpointTuple]]:
-    """List stored checkpoints, newest first (see the ``list`` contract in base.py)."""
-    conf = (config or {}).get("configurable") or {}
-    conds: list[str] = []
-    params: list[Any] = []
-    for column in ("thread_id", "checkpoint_ns", "checkpoint_id"):
-        if conf.get(column) is not None:
-            conds.append(f"{column} = ?")
-            params.append(str(conf[column]))
-    before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
-    if before_id is not None:
-        conds.append("checkpoint_id < ?")
-        params.append(str(before_id))
-    fconds, fparams, exact = filter_sql(dialect, filter or {}, codec.sealer is not None)
-    where = " WHERE " + " AND ".join(conds + fconds) if conds or fconds else ""
-    sql = f"{SELECT_CHECKPOINTS}{where} ORDER BY checkpoint_id DESC"
-    if limit is not None and exact:
-        sql += f" LIMIT {int(limit)}"
-    rows = yield Statement(dialect.sql(sql), tuple(params + fparams), fetch=True)
-    out: list[CheckpointTuple] = []
-    for row in rows:
-        if limit is not None and len(out) >= limit:
-            break
-        metadata = _metadata_of(row, codec)
-        if filter and any(metadata.get(k) != v for k, v in filter.items()):
-            continue
+def listed_tuple(
+    dialect: Dialect, codec: SqlCodec, row: Row, metadata: dict[str, Any]
+) -> Flow[CheckpointTuple]:
+    """The tuple of a checkpoint row: its writes, then its values, read.
+
+    The writes are read by a statement of their own unless the row holds them
+    (`with_writes`; ``read_query``'s on PostgreSQL).
+    """
+    if len(row) > 7:
+        tasks, channels, types, values, indexes = row[7:12]
+        writes: Rows = (
+            list(zip(tasks, channels, types, values, indexes, strict=True)) if tasks else []
+        )
+    else:
         writes = yield _writes_of(dialect, row)
-        out.append((yield from _to_tuple(dialect, codec, row, writes, metadata)))
-    return out
+    return (yield from _to_tuple(dialect, codec, row, writes, metadata))
 
 
 def put_flow(

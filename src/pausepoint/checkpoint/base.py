@@ -16,9 +16,8 @@ overriding ``put``/``put_writes`` of a saver with a ``commit`` is committed thro
 
 Contracts every saver keeps (``pausepoint.testing`` checks them):
 
-- ``put`` stores a checkpoint under ``(thread_id, checkpoint_ns, checkpoint["id"])``
-  with its metadata and parent id (the config's ``checkpoint_id``), and returns the
-  config that points at it.
+- ``put`` stores a checkpoint under ``(thread_id, checkpoint_ns, checkpoint["id"])`` with
+  its metadata and parent id (the config's ``checkpoint_id``), and returns its config.
 - ``put_writes`` is idempotent for the same ``(thread, ns, checkpoint, task, idx)``:
   ordinary writes (idx 0, 1, …) are inserted once and later copies are ignored;
   special writes (``WRITES_IDX_MAP``: error −1, scheduled −2, interrupt −3,
@@ -28,7 +27,9 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   insertion order (by task, then idx); ``None`` if there is none.
 - ``list`` yields newest first (by checkpoint id, which is time-ordered), filtered by
   config (thread, ns, checkpoint id), metadata ``filter`` (key equality), ``before``
-  (ids strictly older than the given config's id) and ``limit``.
+  (ids strictly older than the given config's id) and ``limit``. It may read a page at a
+  time (the SQL savers do, ``_sql_list``): a checkpoint stored or deleted while the caller
+  iterates is listed as its page finds it (a new one, newer than the first page: not).
 - ``commit(StepCommit)`` is the engine's one write: a checkpoint under the config
   (``first``), then task writes against it (or against the config's checkpoint),
   then a checkpoint after them, as ``put``/``put_writes`` calls in that order would
@@ -42,8 +43,7 @@ Contracts every saver keeps (``pausepoint.testing`` checks them):
   checkpoint, writes, a checkpoint) are its older forms, kept for callers.
 - ``delete_thread`` removes every row of a thread, in all namespaces: checkpoints,
   writes, its lease and index rows. ``prune`` and ``copy_thread``: see ``_retention``.
-- Values are stored so that later mutation of the caller's objects never changes
-  what is stored.
+- Values are stored so that later mutation of the caller's objects never changes what is stored.
 - A checkpoint's ``versions_seen`` entries (the per-node dicts) are read-only once
   the checkpoint is handed to ``commit`` or ``put``: the engine replaces an entry
   with a new dict rather than changing it, so a saver may keep the entries it is

@@ -29,7 +29,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, 
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from pausepoint.checkpoint import _pg_cursor as _pg
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sql_reseal
+from pausepoint.checkpoint import (
+    _sql,
+    _sql_heads,
+    _sql_leases,
+    _sql_list,
+    _sql_prune,
+    _sql_reseal,
+)
 from pausepoint.checkpoint._async_only import AsyncOnlySaver
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
@@ -75,14 +82,14 @@ def _guard(
     return _sql_leases.guard_of(config, lease, if_head, None, release)
 
 
-def _flows_list(
+def _pages(
     codec: _sql.SqlCodec,
     config: RunnableConfig | None,
     filter: Mapping[str, Any] | None,
     before: RunnableConfig | None,
     limit: int | None,
-) -> _sql.Flow[list[CheckpointTuple]]:
-    return _sql.list_flow(_D, codec, config, filter=filter, before=before, limit=limit)
+) -> Iterator[_sql.Flow[list[CheckpointTuple]]]:
+    return _sql_list.pages(_D, codec, config, filter=filter, before=before, limit=limit)
 
 
 def _commit_flow(codec: _sql.SqlCodec, step: StepCommit[At]) -> _sql.Flow[At]:
@@ -205,7 +212,8 @@ class PostgresSaver(BaseCheckpointSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """See [`pausepoint.checkpoint.base`][]."""
-        yield from self._run(_flows_list(self._codec, config, filter, before, limit))
+        for page in _pages(self._codec, config, filter, before, limit):
+            yield from self._run(page)  # a page read, then yielded without the connection
 
     def put(
         self,
@@ -449,8 +457,9 @@ class AsyncPostgresSaver(AsyncOnlySaver):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Async ``list``; see [`pausepoint.checkpoint.base`][]."""
-        for item in await self._run(_flows_list(self._codec, config, filter, before, limit)):
-            yield item
+        for page in _pages(self._codec, config, filter, before, limit):
+            for item in await self._run(page):
+                yield item
 
     async def aput(
         self,

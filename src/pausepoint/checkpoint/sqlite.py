@@ -21,7 +21,14 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
-from pausepoint.checkpoint import _sql, _sql_heads, _sql_leases, _sql_prune, _sql_reseal
+from pausepoint.checkpoint import (
+    _sql,
+    _sql_heads,
+    _sql_leases,
+    _sql_list,
+    _sql_prune,
+    _sql_reseal,
+)
 from pausepoint.checkpoint._prune import Request
 from pausepoint.checkpoint._sql_prune import ThreadSize
 from pausepoint.checkpoint._sql_reseal import RekeyReport
@@ -235,11 +242,11 @@ class SqliteSaver(BaseCheckpointSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """See [`pausepoint.checkpoint.base`][]."""
-        flow = _sql.list_flow(
+        for page in _sql_list.pages(
             _sql.SQLITE, self._codec, config, filter=filter, before=before, limit=limit
-        )
-        # Rows are read under the lock, then yielded without holding it.
-        yield from self._run(flow)
+        ):
+            # A page is read under the lock (one transaction), then yielded without it.
+            yield from self._run(page)
 
     def put(
         self,
@@ -418,11 +425,11 @@ class SqliteSaver(BaseCheckpointSaver):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Async [`list`][] (runs in a worker thread)."""
-        flow = _sql.list_flow(
+        for page in _sql_list.pages(
             _sql.SQLITE, self._codec, config, filter=filter, before=before, limit=limit
-        )
-        for item in await asyncio.to_thread(self._run, flow):
-            yield item
+        ):
+            for item in await asyncio.to_thread(self._run, page):
+                yield item
 
     async def aput(
         self,
