@@ -289,9 +289,9 @@ def _floatless(value: object) -> bool:
     as `_only_json_types` does; the first float found ends the look. The two loops
     are kept apart on purpose: sharing them (a generator of groups, or a helper that
     gives the next group) added 3,200-3,700 instructions (+8 %) to writing a list of
-    three small nested dicts (a step's messages take this path) and ~1,900 to a
-    resume, for no change a cold read or 50 MB of records could tell from noise
-    (benchmarks/README.md, serde43).
+    three small nested dicts (a step's messages take this path), for no change a
+    cold read or 50 MB of records could tell from noise (benchmarks/README.md,
+    serde43).
     """
     todo: list[list[Any]] = []
     group: list[Any] = [value]
