@@ -9,17 +9,35 @@ three searches are kept here as the oracle.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pausepoint.errors import CheckpointDecodeError
-from pausepoint.serde import Serializer
+from pausepoint.serde import Serializer, fast
 from pausepoint.serde.decoder import make_object_hook
 from pausepoint.serde.serializer import _untagged  # pyright: ignore[reportPrivateUsage]
 
 TAG = b"__pp__"
+
+
+def _made(*, plain: bool) -> Serializer:
+    """A serializer on the standard library's path (``PAUSEPOINT_FAST=0``) or on orjson's."""
+    saved = os.environ.get(fast.ENV)
+    os.environ[fast.ENV] = "0" if plain else "1"
+    try:
+        return Serializer()
+    finally:
+        if saved is None:
+            del os.environ[fast.ENV]
+        else:
+            os.environ[fast.ENV] = saved
+
+
+# Both paths, whichever the run selects: each must decode as the hook does.
+BOTH = (_made(plain=True), _made(plain=False))
 
 
 def searched(data: bytes | str) -> bool:
@@ -124,15 +142,14 @@ def test_a_large_payload_decodes_as_the_hook_decodes_it(value: Any, letters: str
     # A list padded past the size the look starts at, its text's letters perhaps
     # escaped: an escaped tag key still decodes as a tag (a tuple here), whether the
     # look lets the payload skip the hook or not.
-    ser = Serializer()
     padded = ["x" * 4096, value, {"__pp__": "tuple", "v": [1, 2]}]
-    text = json.dumps(padded, separators=(",", ":"))
-    data = _escaped(text, letters).encode("ascii")
-    read, hooked = _outcomes(ser, data)
-    assert read == hooked
+    tagged = _escaped(json.dumps(padded, separators=(",", ":")), letters).encode("ascii")
     plain = json.dumps(["x" * 4096, value], separators=(",", ":"))
-    read, hooked = _outcomes(ser, _escaped(plain, letters).encode("ascii"))
-    assert read == hooked
+    untagged = _escaped(plain, letters).encode("ascii")
+    for ser in BOTH:
+        for data in (tagged, untagged):
+            read, hooked = _outcomes(ser, data)
+            assert read == hooked
 
 
 def test_a_large_prose_payload_without_underscore_or_backslash_skips_the_hook() -> None:
