@@ -18,8 +18,8 @@ grew) is stored as a *delta*: the bytes inserted, and the version it extends
 statement), follows the bases back from the version wanted and joins the bytes:
 ``full[:-1] + deltas + full[-1:]``, checks them against the version's digest, then
 decodes once. A full value is written again when the deltas since the last one add up
-to twice its size, or after `MAX_DEPTH` of them, so reading any value reads at most
-about three times its size.
+to `FULL_AFTER` (3) times its size, or after `MAX_DEPTH` of them, so reading any value
+reads at most about four times its size.
 
 Which encoding was stored last is remembered by the saver (`Chains`, per process,
 bounded); it is a hint, never trusted: a delta row is inserted only if its base row
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_codec import SqlCodec
 
 __all__ = [
+    "FULL_AFTER",
     "MAX_DEPTH",
     "HELD",
     "MOVE_FROM",
@@ -78,6 +79,12 @@ MOVE_FROM = 4096
 """A channel value whose encoding is at least this long is stored in its own row."""
 MAX_DEPTH = 1000
 """Deltas in a row at most before a full value is stored again."""
+FULL_AFTER = 3
+"""A full value is stored again once the deltas since the last one would add up to this
+many times its size. Full copies then grow fourfold, so together they take about 4/3 of
+the newest one (with twice, as before: 3/2), and a read of one chain fetches at most
+four times its full value; a long chat's cold read had the instructions to spare
+(benchmarks/README.md, "Full copies at four times the last")."""
 REFS = "refs"
 """The stored checkpoint's key listing the channels whose value is a row's version."""
 REFS_MARK = b'"refs":'
@@ -365,7 +372,7 @@ def _store(
         delta > 0
         and blob[-1:] == link.last
         and link.depth < MAX_DEPTH
-        and link.chain + delta < 2 * link.full
+        and link.chain + delta < FULL_AFTER * link.full
         and _extends(link, blob, base)
     )
     if not extends:
