@@ -309,3 +309,25 @@ def test_sealed_framed_rows_copy_and_rekey(tmp_path: Path) -> None:
     with SqliteSaver.from_conn_string(path, encryption=KeyRing({"k2": KEY2})) as only_new:
         assert _everything(only_new, "doc") == expected
         assert _everything(only_new, "copy") == expected
+
+
+@pytest.mark.parametrize("dialect", [_sql.SQLITE, _sql.POSTGRES], ids=["sqlite", "postgres"])
+def test_a_framed_value_is_never_a_delta_nor_the_base_of_one(dialect: Any) -> None:
+    """Whatever its bytes: a framed row is decoded whole, by its type (no join)."""
+    codec = _sql.SqlCodec(None)
+    key = ("t", "", "data")
+    small = b"\x00pp\x01" + b"x" * 5000 + b"]"  # bytes that "extend", unlike real frames
+    grown = small[:-1] + b"y" * 100 + small[-1:]
+    json_grown = b"[" + b"1," * 3000 + b"2]"
+    for first, second, kinds in (
+        (small, grown, (FRAMED, FRAMED)),
+        (b"[" + b"1," * 2900 + b"2]", grown, (FORMAT, FRAMED)),
+        (small, json_grown, (FRAMED, FORMAT)),
+    ):
+        codec.chains = _sql_values.Chains()
+        for n, (blob, kind) in enumerate(zip((first, second), kinds, strict=True)):
+            made, at = _sql_values._store(codec, dialect, key, f"{n}:{n}", blob, kind)  # pyright: ignore[reportPrivateUsage]
+            assert at is None  # a full row each time
+            (statement,) = made
+            assert not isinstance(statement, _sql_values.Unless)
+            assert statement.params[4] == kind
