@@ -94,6 +94,16 @@ def _split(old: Any) -> tuple[bytes, bytes | None]:
     return text.encode("ascii"), bytes(tail)
 
 
+def _tree(text: bytes) -> Any:
+    """The JSON of a row's text; a text that is not JSON (a write stored as a reference
+    to a value row, ``_write_refs``: ``"<version> <from> <to> <wrap> <digest>"``) as a
+    JSON string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text.decode("ascii", "replace")
+
+
 def _join(text: bytes, tail: bytes | None) -> bytes:
     """The row holding ``text`` (framed again, with its tail, if it was)."""
     return text if tail is None else MAGIC + len(text).to_bytes(8, "big") + text + tail
@@ -102,7 +112,7 @@ def _join(text: bytes, tail: bytes | None) -> bytes:
 def _reshape(change: Any) -> Any:
     def reshape(old: Any) -> bytes:
         text, tail = _split(old)
-        return _join(json.dumps(change(json.loads(text))).encode(), tail)
+        return _join(json.dumps(change(_tree(text))).encode(), tail)
 
     return reshape
 
@@ -145,7 +155,7 @@ def _deep(_: Any) -> bytes:
 
 def _deep_value(old: Any) -> bytes:
     text, tail = _split(old)
-    tree = json.loads(text)
+    tree = _tree(text)
     deep = "[" * DEEP + "1" + "]" * DEEP
     if isinstance(tree, dict) and isinstance(tree.get("channel_values"), dict):
         return _join(

@@ -4,7 +4,8 @@ A value holding bytes of at least ``BLOB_FROM`` is written as a header, its JSON
 such bytes value a ``blob`` node naming a range) and the bytes themselves; savers store
 it under the type ``FRAMED``. These tests pin the form, its boundary, that older rows
 (base64 inside JSON) still read, that metadata stays JSON, that every saver round-trips
-framed values exactly and stores them under ``FRAMED``, and that a damaged or crafted
+framed values exactly and stores them under ``FRAMED`` (the SQL savers in a value row of
+their own since schema 12, the node's write a reference to it), and that a damaged or crafted
 framed payload is a ``CheckpointDecodeError``, never another exception.
 """
 
@@ -167,14 +168,12 @@ def test_every_saver_round_trips_framed_values(tmp_path: Path) -> None:
         _check_graph(saver)
     with sqlite3.connect(path) as conn:
         kinds = {
-            row[0]
-            for row in conn.execute(
-                "SELECT type FROM pausepoint_checkpoints UNION ALL "
-                "SELECT type FROM pausepoint_writes"
-            )
+            table: {row[0] for row in conn.execute(f"SELECT type FROM pausepoint_{table}")}
+            for table in ("checkpoints", "writes", "blobs")
         }
         metadata = conn.execute("SELECT metadata FROM pausepoint_checkpoints").fetchall()
-    assert kinds == {FORMAT, FRAMED}
+    # The file once, in a value row; the checkpoints reference it, the write too.
+    assert kinds == {"checkpoints": {FORMAT}, "writes": {FORMAT, "ppref/1"}, "blobs": {FRAMED}}
     for (text,) in metadata:  # metadata stays a JSON object, whatever the values hold
         assert isinstance(json.loads(text), dict)
 
@@ -190,7 +189,7 @@ def test_postgres_round_trips_framed_values(pg_url: str, pg_kwargs: dict[str, An
         saver.setup()
         _check_graph(saver)
         rows = conn.execute(
-            "SELECT type, checkpoint FROM pausepoint_checkpoints WHERE thread_id = 't'"
+            "SELECT type, value FROM pausepoint_blobs WHERE thread_id = 't'"
         ).fetchall()
     framed = [bytes(blob) for kind, blob in rows if kind == FRAMED]
     assert framed

@@ -256,6 +256,11 @@ MIGRATIONS: tuple[tuple[str | Mapping[str, str], ...], ...] = (
     # Rows named before read as before; an older pausepoint would call the new names
     # damaged, so it is told to refuse the database.
     (),
+    # A large framed value (bytes, type ``ppjson+blobs/1``) in a value row of its own,
+    # and the step's write of it a reference to that row (``_sql_values``,
+    # ``_write_refs``): stored once, not twice. No table changes; an older pausepoint
+    # would refuse the new rows, so it is told to refuse the database.
+    (),
 )
 """Schema versions: ``MIGRATIONS[n]`` takes the schema from version n to n + 1.
 

@@ -52,7 +52,7 @@ from pausepoint.checkpoint._sql_codec import SqlCodec
 from pausepoint.checkpoint._sql_filters import filter_sql
 from pausepoint.checkpoint._sql_pending import list_pending_flow as _list_pending_flow
 from pausepoint.checkpoint._sql_values import Unless, each, fill_flow, refs_of, split
-from pausepoint.checkpoint._write_refs import REF_FROM, Appended, refer, resolve_flow
+from pausepoint.checkpoint._write_refs import REF_FROM, REFERABLE, Appended, refer, resolve_flow
 from pausepoint.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
@@ -389,7 +389,7 @@ def _write_rows(
             raise
         if found is not None and type_ == FORMAT:  # a write a checkpoint may hold too
             remember(found, value, blob)
-        if plain is not None and idx >= 0 and type_ == FORMAT and len(blob) >= REF_FROM:
+        if plain is not None and idx >= 0 and type_ in REFERABLE and len(blob) >= REF_FROM:
             row = (thread, ns, checkpoint_id, task_id, idx, channel, type_, blob, task_path)
             plain[id(row)] = blob  # its row is in ``rows``: the id stays its own
             rows[idx] = row

@@ -31,6 +31,11 @@ same chain (a history, newest first) is joined without reading them again. Nothi
 here depends on the engine telling the saver what changed: the bytes decide. Rows no
 checkpoint needs any more are deleted by ``prune``
 (``_sql_prune.collect_unreferenced_flow``). docs/format.md describes the rows.
+
+Since schema version 12 a *framed* value (large bytes, `pausepoint.serde.frames`) gets
+a row too, of type `FRAMED`: always a full value, never a delta nor the base of one
+(its header holds its ranges' lengths, so no encoding extends another), read by its
+row's type; the checkpoint then references it as any other and stays small.
 """
 
 from __future__ import annotations
@@ -49,7 +54,8 @@ from pausepoint.checkpoint._reuse import Found, reused
 from pausepoint.checkpoint._sealing import MARK, value_binding
 from pausepoint.checkpoint._shape import decoded
 from pausepoint.errors import CheckpointDecodeError
-from pausepoint.serde import FORMAT, Serializer
+from pausepoint.serde import FORMAT, FRAMED, Serializer
+from pausepoint.serde.frames import MAGIC
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_codec import SqlCodec
@@ -70,6 +76,7 @@ __all__ = [
     "fill",
     "fill_flow",
     "joined",
+    "kind_of",
     "opened",
     "refs_of",
     "split",
@@ -145,6 +152,8 @@ class _Link:
     stored: bytes | None = None
     """Its full row's cell as last stored (deflated or sealed), held with ``blob`` when
     under `PACK_BELOW`: an unchanged value's row is not deflated or sealed again."""
+    framed: bool = False
+    """A framed value's (`FRAMED`): never the base of a delta."""
 
 
 class Chains:
@@ -233,7 +242,7 @@ class Chains:
                 return
             self._held -= _size(link)
             blob = link.blob
-            if blob is not None and link.head is None:
+            if blob is not None and link.head is None and not link.framed:
                 link.head = xxh3_128_intdigest(memoryview(blob)[:-1])
             link.blob = link.stored = None
 
@@ -297,15 +306,14 @@ def split(
         if not _movable(channel, value):
             continue
         blob = reused(found, value) if found else None
-        if blob is None:
+        type_ = FORMAT
+        if blob is None:  # framed (large bytes) too: a full row of its own (schema 12)
             type_, blob = codec.dump(value, f"channel {channel!r}")
-            if type_ != FORMAT:
-                continue  # framed (large bytes): kept in the checkpoint, as before
         if len(blob) < MOVE_FROM:
             continue
         digest = xxh3_64_hexdigest(blob) if codec.sealer is None else codec.sealer.digest(blob)
         version = f"{versions.get(channel, '')}:{digest}"
-        made, at = _store(codec, dialect, (thread, ns, channel), version, blob)
+        made, at = _store(codec, dialect, (thread, ns, channel), version, blob, type_)
         statements.extend(made)
         moved[channel] = version
         if appended is not None:
@@ -331,9 +339,14 @@ class Unless:
 
 
 def _store(
-    codec: SqlCodec, dialect: Dialect, key: tuple[str, str, str], version: str, blob: bytes
+    codec: SqlCodec,
+    dialect: Dialect,
+    key: tuple[str, str, str],
+    version: str,
+    blob: bytes,
+    type_: str = FORMAT,
 ) -> tuple[list[Statement | Unless], int | None]:
-    """The statements storing ``blob`` as ``version``: a delta when it may be one.
+    """The statements storing ``blob`` (of ``type_``) as ``version``: a delta when it may be one.
 
     And where the delta's bytes start in ``blob`` (None: no delta).
     Sealed (when the saver encrypts), each row is bound to its key and its base: a
@@ -345,14 +358,17 @@ def _store(
     def full(cell: bytes | None = None) -> Statement:
         if cell is None:
             cell = codec.sealed(blob, value_binding(*key, version, None))
-        return Statement(dialect.sql(_INSERT_FULL), (*key, version, FORMAT, cell, version))
+        return Statement(dialect.sql(_INSERT_FULL), (*key, version, type_, cell, version))
 
+    framed = type_ == FRAMED
     if link is None or link.version == version:
         # Unchanged (or not known): the full row, ignored if it is there. Never trusted
         # to be there: the thread may have been deleted since, by any process.
         if dialect.name == "postgres" and len(blob) >= SHIP_FROM:
             if link is None:
-                chains.note(key, _Link(version, len(blob), None, blob[-1:], 0, 0, len(blob), blob))
+                size = len(blob)
+                link = _Link(version, size, None, blob[-1:], 0, 0, size, blob, None, framed)
+                chains.note(key, link)
             stored = Statement(dialect.sql(_STORED), (*key, version), fetch=True)
             return [Unless(stored, full)], None
         cell = link.stored if link is not None else None
@@ -361,7 +377,7 @@ def _store(
             kept: bytes | None = statement.params[4] if len(blob) < PACK_BELOW else None
             if link is None:
                 size = len(blob)
-                link = _Link(version, size, None, blob[-1:], 0, 0, size, blob, kept)
+                link = _Link(version, size, None, blob[-1:], 0, 0, size, blob, kept, framed)
             else:
                 link = replace(link, stored=kept)
             chains.note(key, link)
@@ -369,7 +385,9 @@ def _store(
     base = link.size - 1
     delta = len(blob) - link.size
     extends = (
-        delta > 0
+        not framed
+        and not link.framed
+        and delta > 0
         and blob[-1:] == link.last
         and link.depth < MAX_DEPTH
         and link.chain + delta < FULL_AFTER * link.full
@@ -379,7 +397,7 @@ def _store(
         statement = full()
         kept = statement.params[4] if len(blob) < PACK_BELOW else None
         size = len(blob)
-        chains.note(key, _Link(version, size, None, blob[-1:], 0, 0, size, blob, kept))
+        chains.note(key, _Link(version, size, None, blob[-1:], 0, 0, size, blob, kept, framed))
         return [statement], None
     depth, chain = link.depth + 1, link.chain + delta
     chains.note(key, _Link(version, len(blob), None, blob[-1:], depth, chain, link.full, blob))
@@ -478,25 +496,31 @@ def fill(
     for channel, version in refs.items():
         blob = held.get(channel)
         if blob is not None:
-            values[channel] = codec.decode(FORMAT, blob)
+            values[channel] = codec.decode(kind_of(blob), blob)
             continue
         chain_rows = kept.get(channel)
         read = chain_rows is None
         if chain_rows is None:
             chain_rows = {row[1]: row for row in rows if row[0] == channel}
-        blob, depth, chain, sealed = joined(codec, key, chain_rows, channel, version)
+        blob, depth, chain, sealed, type_ = joined(codec, key, chain_rows, channel, version)
         if not sealed and not _named_by(blob, version.rpartition(":")[2]):
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {version!r} does not match its digest "
                 "(a row of pausepoint_blobs is damaged)"
             )
-        values[channel] = codec.decode(FORMAT, blob)
+        values[channel] = codec.decode(type_, blob)  # the row's type: refused if not its form
         full = len(blob) - chain
-        link = _Link(version, len(blob), None, blob[-1:], depth, chain, full, blob)
+        framed = type_ == FRAMED
+        link = _Link(version, len(blob), None, blob[-1:], depth, chain, full, blob, None, framed)
         chains.note((*key, channel), link)
         if read:
             chains.keep_rows((*key, channel), chain_rows)
     del checkpoint[REFS]
+
+
+def kind_of(blob: bytes) -> str:
+    """The type of an encoding held or sliced (not read from its row): as ``SqlCodec.dump``."""
+    return FRAMED if blob[:4] == MAGIC else FORMAT
 
 
 def _named_by(blob: bytes, digest: str) -> bool:
@@ -520,13 +544,13 @@ def opened(
 
 def joined(
     codec: SqlCodec, key: tuple[str, str], rows: Mapping[object, Row], channel: str, version: str
-) -> tuple[bytes, int, int, bool]:
+) -> tuple[bytes, int, int, bool, str]:
     """The encoding of ``version``: its full value's bytes with the deltas since joined.
 
     ``rows``: the channel's rows as `fetch_statement` reads them (``channel, version,
-    type, value, base``), by version. The last item: whether every row was sealed
-    (each opened in its own slot, so the join is authentic without the digest, which a
-    sealing saver keys).
+    type, value, base``), by version. Then the deltas joined and their bytes; whether
+    every row was sealed (each opened in its own slot, so the join is authentic without
+    the digest, which a sealing saver keys); the full row's type (`FRAMED` only alone).
     """
     deltas: list[Any] = []
     sealed = True
@@ -541,18 +565,18 @@ def joined(
             )
         _, _, type_, value, base = row
         if base is None:
-            if type_ != FORMAT or not value:
+            if type_ not in (FORMAT, FRAMED) or not value or (type_ == FRAMED and deltas):
                 raise CheckpointDecodeError(
                     f"channel {channel!r}: stored value {at!r} has type {type_!r} or is empty"
                 )
             full, was_sealed = opened(codec, key, channel, at, value, None)
             sealed = sealed and was_sealed
             if not deltas:
-                return full, 0, 0, sealed
+                return full, 0, 0, sealed, type_
             deltas.reverse()
             chain = sum(map(len, deltas))
             joined = b"".join((memoryview(full)[:-1], *deltas, full[-1:]))
-            return joined, len(deltas), chain, sealed
+            return joined, len(deltas), chain, sealed, FORMAT
         if type_ != DELTA:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {at!r} has an unknown type {type_!r}"

@@ -25,6 +25,10 @@ row that is not there; ``prune`` keeps every row a remaining write references, w
 its chain (``_sql_prune.collect_unreferenced_flow``); ``copy_thread``, ``delete_thread``
 and ``rekey`` move, delete and re-seal the write's cell as any other. docs/format.md
 describes the rows.
+
+Since schema version 12 a framed write (large bytes, `REFERABLE`) may be a reference
+too: to the framed value row holding the same encoding, whole (a node returning a
+50 MB file stores it once, not twice). Its bytes say which form it is when read.
 """
 
 from __future__ import annotations
@@ -39,17 +43,35 @@ from pausepoint.checkpoint._dialect import Dialect, Flow, Row, Rows, Statement
 from pausepoint.checkpoint._packing import PACK_BELOW
 from pausepoint.checkpoint._sealing import write_binding
 from pausepoint.checkpoint._shape import decoded as named
-from pausepoint.checkpoint._sql_values import DELTA, Appended, fetch_statement, joined, opened
+from pausepoint.checkpoint._sql_values import (
+    DELTA,
+    Appended,
+    fetch_statement,
+    joined,
+    kind_of,
+    opened,
+)
 from pausepoint.errors import CheckpointDecodeError
-from pausepoint.serde import FORMAT
+from pausepoint.serde import FORMAT, FRAMED
 
 if TYPE_CHECKING:
     from pausepoint.checkpoint._sql_codec import SqlCodec
 
-__all__ = ["REF", "REF_FROM", "Appended", "Reference", "refer", "reference_of", "resolve_flow"]
+__all__ = [
+    "REF",
+    "REFERABLE",
+    "REF_FROM",
+    "Appended",
+    "Reference",
+    "refer",
+    "reference_of",
+    "resolve_flow",
+]
 
 REF = "ppref/1"
 """The ``type`` of a write stored as a reference to a value row."""
+REFERABLE = (FORMAT, FRAMED)
+"""The types of the writes that may be stored as references (`refer`)."""
 REF_FROM = 256
 """Writes whose encoding is shorter than this are stored as they are (a reference
 costs ~55 bytes)."""
@@ -247,7 +269,7 @@ def _piece(
             if ref.to < 1 or ref.back > len(delta) + 1:
                 return None
             return delta[len(delta) + 1 - ref.back : len(delta) + 1 - ref.to]
-        if type_ != FORMAT:
+        if type_ not in REFERABLE:
             raise CheckpointDecodeError(
                 f"channel {channel!r}: stored value {version!r} has type {type_!r}"
             )
@@ -264,4 +286,4 @@ def _checked(codec: SqlCodec, piece: bytes, ref: Reference, write: Sequence[Any]
             f"write {write[4]} of task {write[0]!r} does not match its digest "
             "(a row of pausepoint_blobs or pausepoint_writes is damaged)"
         )
-    return codec.decode(FORMAT, blob)
+    return codec.decode(kind_of(blob), blob)
