@@ -305,6 +305,10 @@ def test_growing_lists_read_what_the_reference_reads(examples: int) -> None:
             max_examples=examples,
             stateful_step_count=30,
             deadline=None,
+            # The same examples every run: the coverage check below held in only
+            # ~2 runs of 3 with random ones (25 examples do not always grow a link
+            # on a link).
+            derandomize=examples < 100,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         ),
     )

@@ -31,10 +31,11 @@ from pausepoint.checkpoint.sqlite import SqliteSaver
 from .graphs import ask_graph
 
 PAUSE: Any = {"question": "ship it?", "answer": ""}
-SQLITE_RESUME = 15
-"""PRAGMA synchronous=OFF, BEGIN, the claim, the head with its writes, COMMIT, PRAGMA
-synchronous back (the claim: unsynced); BEGIN, the fence, the answer's write, COMMIT;
-BEGIN, the release as the fence, the last writes, the checkpoint, COMMIT."""
+SQLITE_RESUME = 17
+"""PRAGMA synchronous=OFF, BEGIN, the claim, COMMIT, PRAGMA synchronous back (the claim:
+unsynced); BEGIN, the head with its writes, COMMIT (a read, outside the write lock);
+BEGIN, the fence, the answer's write, COMMIT; BEGIN, the release as the fence, the last
+writes, the checkpoint, COMMIT."""
 POSTGRES_RESUME = 3
 """The claim with the head read; the answer's write, fenced; the last writes and the
 checkpoint, with the release as the fence."""

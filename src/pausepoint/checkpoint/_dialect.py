@@ -32,6 +32,7 @@ __all__ = [
     "adrive",
     "check_schema_flow",
     "drive",
+    "primed",
     "rows_sql",
     "setup_flow",
 ]
@@ -334,6 +335,42 @@ def drive(flow: Flow[T], execute: Callable[[Statement], Rows]) -> T:
         stmt = next(flow)
         while True:
             stmt = flow.send(execute(stmt))
+    except StopIteration as stop:
+        result: T = stop.value
+        return result
+    finally:
+        flow.close()
+
+
+def primed(flow: Flow[T]) -> Flow[T]:
+    """``flow`` run now up to its first statement; the same flow from there.
+
+    What a flow does before its first statement is pure work (it has read nothing
+    yet): encoding the values it will write, say. A saver that must hold a lock
+    while a flow's statements run (SQLite's write lock, shared by every process
+    of the file) primes the flow first, so that work is done before the lock is
+    taken and other writers do not wait for it. A flow that ends without a
+    statement has ended here too: the returned flow yields nothing.
+    """
+    try:
+        first = next(flow)
+    except StopIteration as stop:
+        flow.close()
+        return _nothing(stop.value)
+    return _from(first, flow)
+
+
+def _nothing(value: T) -> Flow[T]:
+    return value
+    yield  # pragma: no cover - makes this a generator
+
+
+def _from(first: Statement, flow: Flow[T]) -> Flow[T]:
+    stmt = first
+    try:
+        while True:
+            rows = yield stmt
+            stmt = flow.send(rows)
     except StopIteration as stop:
         result: T = stop.value
         return result

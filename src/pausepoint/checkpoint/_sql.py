@@ -36,6 +36,7 @@ from pausepoint.checkpoint._dialect import (
     adrive,
     check_schema_flow,
     drive,
+    primed,
     rows_sql,
     setup_flow,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "adrive",
     "check_schema_flow",
     "drive",
+    "primed",
     "setup_flow",
 ]
 

@@ -37,7 +37,7 @@ from pausepoint.checkpoint._sql import (
     store_rows,
     tuple_of,
 )
-from pausepoint.checkpoint.base import Lease, LeaseClaim
+from pausepoint.checkpoint.base import CheckpointTuple, Lease, LeaseClaim
 from pausepoint.config import RunnableConfig
 from pausepoint.errors import LeaseLostError, StaleCheckpointError
 
@@ -122,22 +122,45 @@ def claim_flow(
 ) -> Flow[LeaseClaim]:
     """``acquire_lease(..., read=...)``: the claim, and the read once the lease is held.
 
-    PostgreSQL does both in one statement (`acquire_read_flow`). SQLite runs the claim
-    and then the read as two statements of the claim's write transaction: nothing can
-    commit in between, so the read shows every write committed before the claim, and
-    a run starts with one transaction, not two.
+    PostgreSQL does both in one statement (`acquire_read_flow`). SQLite does not use
+    this flow with a ``read``: see `claim_then_read`.
     """
     if read is None:
         return (yield from acquire_flow(dialect, thread_id, owner, ttl, nudge, clock))
+    check_read(thread_id, read)
+    assert not dialect.client_clock, "SQLite claims, then reads: claim_then_read"
+    return (yield from acquire_read_flow(dialect, codec, thread_id, owner, ttl, nudge, read))
+
+
+def check_read(thread_id: str, read: CheckpointRef | RunnableConfig) -> None:
+    """Refuse an ``acquire_lease(read=...)`` that reads another thread than it takes."""
     if ref_of(read)[0] != str(thread_id):
         raise ValueError("acquire_lease(read=...) must read the thread it takes")
-    if not dialect.client_clock:
-        return (yield from acquire_read_flow(dialect, codec, thread_id, owner, ttl, nudge, read))
-    claim = yield from acquire_flow(dialect, thread_id, owner, ttl, nudge, clock)
-    if not claim.acquired:
-        return claim
-    found = yield from get_tuple_flow(dialect, codec, read)
-    return LeaseClaim(True, claim.holder, found, read=True)
+
+
+def claim_then_read(
+    write: Callable[[Flow[LeaseClaim]], LeaseClaim],
+    read_with: Callable[[Flow[CheckpointTuple | None]], CheckpointTuple | None],
+    dialect: Dialect,
+    codec: SqlCodec,
+    claim: Flow[LeaseClaim],
+    read: CheckpointRef | RunnableConfig,
+) -> LeaseClaim:
+    """SQLite's ``acquire_lease(..., read=...)``: the claim's transaction, then the read's.
+
+    The claim is a write transaction and holds the file's write lock, which every
+    writer of every process waits for: the read (and decoding what it read) comes
+    after it, in a read transaction of its own, so that the lock is held for the
+    claim's statement alone (issue 35). The read still shows every write committed
+    before the claim: it starts after the claim committed. A write committed in
+    between is shown too, as if the claim had come after it; it is not the lease
+    holder's (every write of a run is fenced by the lease), so the run loses nothing.
+    """
+    taken = write(claim)
+    if not taken.acquired:
+        return taken
+    found = read_with(get_tuple_flow(dialect, codec, read))
+    return LeaseClaim(True, taken.holder, found, read=True)
 
 
 def acquire_read_flow(

@@ -196,8 +196,13 @@ class SqliteSaver(BaseCheckpointSaver):
         The turn (``_sqlite_writers``) is taken before ``BEGIN IMMEDIATE`` and given
         back once the transaction is over: the next writer waiting wakes at once,
         instead of sleeping out SQLite's busy handler. Called under the lock.
+
+        The flow is primed first (`_sql.primed`): what it computes before its
+        first statement (encoding the values it writes) is done before the turn, not
+        while the file's other writers wait for it (issue 35).
         """
         conn, turns = self.conn, self._turns
+        flow = _sql.primed(flow)
         turn = -1 if turns is None else turns.take()
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -378,11 +383,25 @@ class SqliteSaver(BaseCheckpointSaver):
         nudge: bool = False,
         read: CheckpointRef | RunnableConfig | None = None,
     ) -> LeaseClaim:
-        """See [`BaseCheckpointSaver.acquire_lease`][]: one write transaction, ``read`` too."""
-        flow = _sql_leases.claim_flow(
-            _sql.SQLITE, self._codec, thread_id, owner, ttl, nudge, self._lease_now, read
+        """See [`BaseCheckpointSaver.acquire_lease`][]: a write transaction, then the read's.
+
+        The claim is committed without an fsync (`_unsynced`); ``read`` is read after
+        it, outside the write lock (`_sql_leases.claim_then_read`).
+        """
+        claim = _sql_leases.acquire_flow(
+            _sql.SQLITE, thread_id, owner, ttl, nudge, self._lease_now
+        )  # fmt: skip
+        if read is None:
+            return self._run(claim, write=True, durable=False)
+        _sql_leases.check_read(thread_id, read)
+        return _sql_leases.claim_then_read(
+            lambda flow: self._run(flow, write=True, durable=False),
+            self._run,
+            _sql.SQLITE,
+            self._codec,
+            claim,
+            read,
         )
-        return self._run(flow, write=True, durable=False)
 
     def renew_lease(self, thread_id: str, owner: str, ttl: float | None = None) -> bool:
         """See [`BaseCheckpointSaver.renew_lease`][]."""
