@@ -12,6 +12,12 @@ lock (its busy handler sleeps), an fsync, or another process on the cores. Print
 resumes/s and, per statement kind, calls, wall and off-CPU milliseconds per resume
 (summed over the workers). Issue 35: 8 workers spent ~26 ms a resume asleep in
 ``BEGIN IMMEDIATE`` before the writers' queue (``_sqlite_writers``).
+
+On pausepoint it also times the writers' queue: how long a worker waited for its turn
+and how long it held it (from the turn taken to the turn given back: ``BEGIN
+IMMEDIATE``, the statements, ``COMMIT``), per resume. The turn is held by one worker
+of the file at a time, so the held time over all workers bounds the resumes per
+second: 1 / (held per resume).
 """
 
 from __future__ import annotations
@@ -88,6 +94,7 @@ def build(lib: str, path: str) -> tuple[sqlite3.Connection, Any, Any]:
         from pausepoint.checkpoint.sqlite import SqliteSaver
 
         saver: Any = SqliteSaver(conn)
+        _time_turns(saver)
     else:
         from langgraph.checkpoint.sqlite import SqliteSaver as LangGraphSaver
         from langgraph.graph import END, START, StateGraph
@@ -104,6 +111,38 @@ def build(lib: str, path: str) -> tuple[sqlite3.Connection, Any, Any]:
     builder.add_edge(START, "ask")
     builder.add_edge("ask", END)
     return conn, builder.compile(checkpointer=saver), Command
+
+
+class _TimedTurns:
+    """A saver's writers' queue (``_sqlite_writers.WriterTurns``), timed into STATS."""
+
+    def __init__(self, turns: Any) -> None:
+        self._turns, self._taken, self._cpu = turns, 0.0, 0.0
+
+    def take(self) -> int:
+        asked = time.perf_counter()
+        fd = self._turns.take()
+        self._taken, self._cpu = time.perf_counter(), time.thread_time()
+        seen = STATS.setdefault("(turn: waited)", [0, 0.0, 0.0])
+        seen[0] += 1
+        seen[1] += self._taken - asked
+        return fd
+
+    def give(self, fd: int) -> None:
+        seen = STATS.setdefault("(turn: held)", [0, 0.0, 0.0])
+        seen[0] += 1
+        seen[1] += time.perf_counter() - self._taken
+        seen[2] += time.thread_time() - self._cpu
+        self._turns.give(fd)
+
+    def close(self) -> None:
+        self._turns.close()
+
+
+def _time_turns(saver: Any) -> None:
+    turns = getattr(saver, "_turns", None)  # a private part: this is a probe
+    if turns is not None:
+        saver._turns = _TimedTurns(turns)
 
 
 def work(lib: str, path: str, ids: list[str], pipe: Connection) -> None:
