@@ -1,13 +1,17 @@
 """A chat thread written turn after turn, until killed: run by test_blobs.py.
 
-Usage: python chat_process.py BACKEND DSN THREAD. BACKEND is sqlite or postgres.
-Each turn answers the question and adds two messages (appended to a list: stored as
-deltas, ``_sql_values``); the test kills the process with SIGKILL mid-way.
+Usage: python chat_process.py BACKEND DSN THREAD [framed]. BACKEND is sqlite or
+postgres. Each turn answers the question and adds two messages (appended to a list:
+stored as deltas, ``_sql_values``); with ``framed``, the reply also replaces an
+attachment of 70 KB of bytes (a framed value: a value row of its own, referenced by
+the checkpoint and by the step's write). The test kills the process with SIGKILL
+mid-way.
 """
 
 from __future__ import annotations
 
 import operator
+import random
 import sys
 from typing import Annotated, Any, TypedDict
 
@@ -20,14 +24,26 @@ TEXT = "".join(chr(97 + (i * 7) % 26) for i in range(600))
 
 class Chat(TypedDict, total=False):
     messages: Annotated[list[str], operator.add]
+    attachment: bytes
 
 
-def chat(saver: BaseCheckpointSaver) -> Any:
+def attachment(n: int) -> bytes:
+    """The reply's attachment at message ``n``: its number, then 70 KB of random bytes.
+
+    Framed when stored (bytes of ``BLOB_FROM``, 64 KiB, or more).
+    """
+    return n.to_bytes(4, "big") + random.Random(n).randbytes(70_000)
+
+
+def chat(saver: BaseCheckpointSaver, framed: bool = False) -> Any:
     def ask(state: Chat) -> Chat:
         return {"messages": [f"user: {interrupt('next?')}"]}
 
     def reply(state: Chat) -> Chat:
-        return {"messages": [f"ai {len(state['messages'])}: {TEXT}"]}
+        n = len(state["messages"])
+        if framed:
+            return {"messages": [f"ai {n}: {TEXT}"], "attachment": attachment(n)}
+        return {"messages": [f"ai {n}: {TEXT}"]}
 
     b = StateGraph(Chat)
     b.add_node("ask", ask)
@@ -67,8 +83,8 @@ def to_question(graph: Any, conf: Any) -> None:
         graph.invoke(None, conf)
 
 
-def main(kind: str, dsn: str, thread: str) -> None:
-    graph = chat(open_saver(kind, dsn))
+def main(kind: str, dsn: str, thread: str, *mode: str) -> None:
+    graph = chat(open_saver(kind, dsn), framed=mode == ("framed",))
     to_question(graph, config(thread))
     turn = 0
     while True:
@@ -77,4 +93,4 @@ def main(kind: str, dsn: str, thread: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:])
