@@ -65,7 +65,7 @@ from pausepoint.checkpoint.base import (
 from pausepoint.checkpoint.questions import PendingPage, PendingQuery
 from pausepoint.config import RunnableConfig
 from pausepoint.constants import WRITES_IDX_MAP
-from pausepoint.errors import SerializationError
+from pausepoint.errors import CheckpointDecodeError, SerializationError
 from pausepoint.serde import FORMAT
 
 if TYPE_CHECKING:
@@ -141,18 +141,44 @@ def _config(thread: str, ns: str, checkpoint_id: str) -> RunnableConfig:
 
 def _to_tuple(
     dialect: Dialect, codec: SqlCodec, row: Row, writes: Rows, metadata: dict[str, Any]
-) -> Flow[CheckpointTuple]:
-    """The row's tuple; its large values read from ``pausepoint_blobs`` (``_sql_values``)."""
+) -> Flow[CheckpointTuple | None]:
+    """The row's tuple; its large values read from ``pausepoint_blobs`` (``_sql_values``).
+
+    None when the checkpoint was deleted after its row was read (`_gone`).
+    """
     # No sealer: a row's binding is never read (``_sealing.unseal``), so none is made.
     aad = checkpoint_binding(row[0], row[1], row[2]) if codec.sealer is not None else b""
     checkpoint = decoded(row, lambda: codec.load(row[4], row[5], aad, "the checkpoint"))
     refs = decoded(row, lambda: refs_of(checkpoint))
-    if refs:
-        yield from fill_flow(dialect, codec, row, checkpoint, refs)
     got: Mapping[int, Any] = {}  # the values of writes stored as references (``_write_refs``)
-    if writes:
-        got = yield from resolve_flow(dialect, codec, row, writes)
+    try:
+        if refs:
+            yield from fill_flow(dialect, codec, row, checkpoint, refs)
+        if writes:
+            got = yield from resolve_flow(dialect, codec, row, writes)
+    except CheckpointDecodeError:
+        if (yield from _gone(dialect, row)):
+            return None
+        raise
     return decoded(row, lambda: _tuple_of_row(row, writes, codec, metadata, checkpoint, got))
+
+
+def _gone(dialect: Dialect, row: Row) -> Flow[bool]:
+    """Whether the checkpoint of ``row`` was deleted since the row was read.
+
+    A checkpoint is read in several statements: its row, then its value rows. On
+    PostgreSQL they are not one transaction, so a ``delete_thread`` or a prune that
+    commits in between deletes the value rows about to be read: the read then ends as
+    one made after the deletion (no checkpoint), not as damage. A deletion takes a
+    checkpoint's row and the value rows only it needs in one transaction, so a value
+    row missing under a row that is still there is damage. SQLite reads in one
+    transaction: its row is always still there.
+    """
+    sql = "SELECT 1 FROM pausepoint_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
+    rows = yield Statement(
+        dialect.sql(f"{sql} AND checkpoint_id = ?"), (row[0], row[1], row[2]), fetch=True
+    )
+    return not rows
 
 
 def _tuple_of_row(
@@ -236,8 +262,11 @@ def read_query(
     return (_PG_READ_ONE if pg else _SELECT_ONE), (thread, ns, checkpoint_id)
 
 
-def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple]:
-    """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now)."""
+def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple | None]:
+    """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now).
+
+    None: deleted meanwhile (`_gone`).
+    """
     return (yield from listed_tuple(dialect, codec, row, metadata_of(row, codec)))
 
 
@@ -263,7 +292,7 @@ def metadata_of(row: Row, codec: SqlCodec) -> dict[str, Any]:
 
 def listed_tuple(
     dialect: Dialect, codec: SqlCodec, row: Row, metadata: dict[str, Any]
-) -> Flow[CheckpointTuple]:
+) -> Flow[CheckpointTuple | None]:
     """The tuple of a checkpoint row: its writes, then its values, read.
 
     The writes are read by a statement of their own unless the row holds them

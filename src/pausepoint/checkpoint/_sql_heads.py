@@ -68,9 +68,12 @@ def thread_tuples_flow(
         for row in rows:
             key = (str(row[0]), str(row[2]))
             try:
-                found[key] = yield from tuple_of(dialect, codec, row)
+                read = yield from tuple_of(dialect, codec, row)
             except CheckpointDecodeError as exc:
                 found[key] = exc
+                continue
+            if read is not None:  # None: deleted since its row was read
+                found[key] = read
     return found
 
 

@@ -146,7 +146,10 @@ def _page(
         metadata = metadata_of(row, codec)
         if filter and any(metadata.get(k) != v for k, v in filter.items()):
             continue
-        out.append((yield from listed_tuple(dialect, codec, row, metadata)))
+        read = yield from listed_tuple(dialect, codec, row, metadata)
+        if read is None:  # deleted since the page was read: as if read after
+            continue
+        out.append(read)
         if listing.left is not None:
             listing.left -= 1
             if listing.left <= 0:
