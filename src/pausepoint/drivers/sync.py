@@ -441,7 +441,12 @@ def _run_body(body: Body) -> list[tuple[str, object]]:
         call = next(body)
         while isinstance(call, Call):
             try:
-                result = call_sync(call)
+                if call.kwargs:
+                    result = call_sync(call)
+                else:  # call_sync(call) without the call to it: the usual case
+                    result = call.sync(*call.args)
+                    if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
+                        result = _finished(result)
             except ParentCommand as sent:  # a subgraph's command: the body applies it
                 call = body.throw(sent)
                 continue
@@ -459,10 +464,15 @@ def call_sync(call: Call) -> object:
     """
     result = call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
     if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
-        import asyncio  # only for an async node under the sync driver
-
-        result = asyncio.run(_await(result))
+        return _finished(result)
     return result
+
+
+def _finished(awaitable: Awaitable[object]) -> object:
+    """An awaitable's result, on an event loop of its own."""
+    import asyncio  # only for an async node under the sync driver
+
+    return asyncio.run(_await(awaitable))
 
 
 async def _await(awaitable: Awaitable[object]) -> object:

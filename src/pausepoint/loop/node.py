@@ -18,7 +18,7 @@ from pausepoint.constants import BRANCH_TO, END, PREVIOUS, ROOT, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand, UnknownBranchError
 from pausepoint.loop.effects import NO_KWARGS, Call, Outcome
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
-from pausepoint.loop.tasks import UNREAD, Task, read_values, task_input
+from pausepoint.loop.tasks import UNREAD, Task, read_input, read_values, task_input
 from pausepoint.runtime import get_runtime
 from pausepoint.types import Command, Send
 
@@ -52,7 +52,9 @@ def node_body(
     if node.name == START:
         writes = input_writes(spec, task, channels)
     else:
-        value = task.input if task.input is not UNREAD else task_input(spec, task, channels)
+        value = task.input
+        if value is UNREAD:  # task_input(), without a call on every task
+            value = task.input = read_input(spec, node, channels, task.steps_left)
         try:
             result = yield _node_call(node, value, config, channels)
         except ParentCommand as sent:  # thrown in by the driver

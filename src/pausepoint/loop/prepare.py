@@ -81,7 +81,7 @@ class StepFrame:
             [] if persist.has_saver and self.save_at is None else None
         )
         self.writer = run.custom_writer
-        self.live = streams_live(run.opts, run.spec.eager)
+        self.live = run.live
         self._nest: NestInfo | None = None
 
     def nest(self) -> NestInfo:
@@ -127,7 +127,17 @@ class ExecTask(TaskContext):
     __slots__ = ("attempt", "first_attempt_time", "frame", "retry", "task")
 
     def __init__(self, frame: StepFrame, task: Task, saved_resume: list[object]) -> None:
-        super().__init__(task.name, task.id, task.ns, None, frame.writer, resume=saved_resume)
+        # TaskContext.__init__'s slots set here, not through a super() call with keywords
+        # (a call less on every task; tests/test_prepare_slots.py checks none is missed).
+        self.name = task.name
+        self.task_id = task.id
+        self.checkpoint_ns = self.graph_ns = task.ns
+        self._scratchpad = None
+        self._resume = saved_resume
+        self.stream_writer = frame.writer
+        self.spawn = None
+        self._config = self._nest = self._runtime = None
+        self.open_calls = None
         self.frame = frame
         self.task = task
         self.retry: tuple[RetryPolicy, ...] = task.node.retry

@@ -232,11 +232,14 @@ def _push_task(
     )
 
 
-def count_steps_left(spec: GraphSpec, tasks: Iterable[Task], steps_left: int) -> None:
-    """Give a step's tasks its count of steps left, if a node reads a managed value."""
-    if spec.managed:  # RemainingSteps / IsLastStep keys
-        for task in tasks:
-            task.steps_left = steps_left
+def count_steps_left(tasks: Iterable[Task], steps_left: int) -> None:
+    """Give a step's tasks its count of steps left.
+
+    Called when a node reads a managed value (``GraphSpec.managed``: RemainingSteps /
+    IsLastStep keys).
+    """
+    for task in tasks:
+        task.steps_left = steps_left
 
 
 class _Unread:
