@@ -62,9 +62,10 @@ class Channel:
     """Whether ``consume`` can change the channel (a barrier's does; others need no call)."""
 
     plain: ClassVar[bool] = True
-    """Whether ``is_available()`` is ``value is not MISSING`` and ``checkpoint()`` is
-    ``value``: the loop's per-step passes then read ``value`` without a method call
-    (~3 % of a superstep). False for channels that override either."""
+    """Whether ``is_available()`` is ``value is not MISSING`` and ``checkpoint()`` and
+    ``get()`` (when available) are ``value``: the loop's per-step passes then read
+    ``value`` without a method call (~3 % of a superstep). False for channels that
+    override any of them."""
 
     def __init__(self, key: str = "") -> None:
         self.key = key

@@ -34,7 +34,6 @@ __all__ = [
     "ExecTask",
     "StepFrame",
     "custom_writer",
-    "prepare_for_execution",
     "streams_live",
     "task_entry",
 ]
@@ -126,14 +125,17 @@ class ExecTask(TaskContext):
 
     __slots__ = ("attempt", "first_attempt_time", "frame", "retry", "task")
 
-    def __init__(self, frame: StepFrame, task: Task, saved_resume: list[object]) -> None:
+    def __init__(self, frame: StepFrame, task: Task) -> None:
+        """Bind ``task`` to its step and to the answers it has received so far."""
         # TaskContext.__init__'s slots set here, not through a super() call with keywords
-        # (a call less on every task; tests/test_prepare_slots.py checks none is missed).
+        # (a call less on every task; tests/test_task_context_slots.py checks none is
+        # missed).
         self.name = task.name
         self.task_id = task.id
         self.checkpoint_ns = self.graph_ns = task.ns
         self._scratchpad = None
-        self._resume = saved_resume
+        rec = frame.records.get(task.id) if frame.records else None
+        self._resume = list(rec.resume) if rec is not None and rec.resume else []
         self.stream_writer = frame.writer
         self.spawn = None
         self._config = self._nest = self._runtime = None
@@ -268,13 +270,6 @@ def _passed_down(opts: RunOptions) -> dict[str, Any]:
     else:
         up, modes = opts.up, opts.up_modes
     return {"up": up, "up_modes": modes, "custom": opts.custom}
-
-
-def prepare_for_execution(frame: StepFrame, task: Task) -> ExecTask:
-    """Bind ``task`` to its step and to the answers it has received so far."""
-    rec = frame.records.get(task.id)
-    saved = rec.resume if rec is not None else None
-    return ExecTask(frame, task, list(saved) if saved else [])
 
 
 def task_entry(tap: Any, trace: RunTrace | None) -> Callable[[ExecTask], None] | None:

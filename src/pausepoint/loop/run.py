@@ -38,7 +38,6 @@ from pausepoint.loop.prepare import (
     ExecTask,
     StepFrame,
     custom_writer,
-    prepare_for_execution,
     streams_live,
     task_entry,
 )
@@ -225,9 +224,9 @@ class _Run:
             frame = StepFrame(run, state, self.persist)
             # A driver may run a lone task in place and answer with its outcome at once.
             execs = (
-                [prepare_for_execution(frame, to_run[0])]
+                [ExecTask(frame, to_run[0])]
                 if len(to_run) == 1
-                else [prepare_for_execution(frame, t) for t in to_run]
+                else [ExecTask(frame, t) for t in to_run]
             )
             if trace is not None:
                 _tasks_started(trace, to_run)

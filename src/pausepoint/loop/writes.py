@@ -284,17 +284,16 @@ def _collect(
             # A new dict, never a change in place: a saver may keep the old one
             # (CompactingMemorySaver shares unchanged entries between checkpoints).
             marks: ChannelVersions = {}
-            for chan in triggers:
+            for chan in triggers:  # (consuming changes no version: one pass for both)
                 if chan in versions:
                     marks[chan] = versions[chan]
-            if marks:
-                seen[src.name] = {**mine, **marks} if mine else marks
-            for chan in triggers:
                 channel = channels.get(chan)
                 if channel is not None and channel.consumes and chan not in consumed:
                     consumed.add(chan)
                     if channel.consume():
                         changed.append(chan)
+            if marks:
+                seen[src.name] = {**mine, **marks} if mine else marks
         for chan, value in src.writes:
             if chan in channels and chan not in _NOT_CHANNELS:
                 by_channel.setdefault(chan, []).append(value)
