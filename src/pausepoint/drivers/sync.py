@@ -451,6 +451,9 @@ def _run_body(body: Body) -> list[tuple[str, object]]:
                 call = body.throw(sent)
                 continue
             call = body.send(result)
+        # Its writes were its last item: let it end. (A close() here threw GeneratorExit
+        # into it, and the finally's close() of an ended body does nothing.)
+        next(body, None)
         return call
     finally:
         body.close()

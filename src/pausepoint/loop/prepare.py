@@ -24,6 +24,7 @@ from pausepoint.task_context import NestInfo, TaskContext
 from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import CheckpointRef
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.persistence import Persistence
     from pausepoint.loop.run import RunOptions
@@ -74,11 +75,13 @@ class StepFrame:
         self.records: Mapping[str, TaskRecord] = state.records
         self.answers: Mapping[str, object] = state.resume.values if state.resume else {}
         self.resuming = state.resuming
-        self.save_at = persist.calls_config()
         # Durability "exit": the step's ``@task`` call writes, kept for the run's exit.
-        self.kept_calls: list[tuple[str, list[tuple[str, object]]]] | None = (
-            [] if persist.has_saver and self.save_at is None else None
-        )
+        self.kept_calls: list[tuple[str, list[tuple[str, object]]]] | None = None
+        self.save_at: CheckpointRef | None = None  # nothing to save to without a saver
+        if persist.has_saver:
+            self.save_at = persist.calls_config()
+            if self.save_at is None:
+                self.kept_calls = []
         self.writer = run.custom_writer
         self.live = run.live
         self._nest: NestInfo | None = None
