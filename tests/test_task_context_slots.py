@@ -1,10 +1,12 @@
-"""A running task's context has every slot set (``ExecTask`` sets them itself)."""
+"""A running task has every slot set: ``ExecTask`` and the pull ``Task`` set them in line."""
 
 from __future__ import annotations
 
 from typing import TypedDict
 
 from pausepoint import END, START, StateGraph
+from pausepoint.loop.prepare import ExecTask
+from pausepoint.loop.tasks import UNREAD, Task
 from pausepoint.running import TASK
 from pausepoint.task_context import TaskContext
 
@@ -19,12 +21,15 @@ def _slots(cls: type) -> list[str]:
 
 def test_every_slot_of_a_running_task_is_set(drive):
     seen: dict[str, object] = {}
+    fields: dict[str, object] = {}
 
     def node(state: S) -> dict[str, int]:
         task = TASK.get()
-        assert task is not None
+        assert isinstance(task, ExecTask)
         for name in _slots(type(task)):
             seen[name] = getattr(task, name)  # AttributeError if one was never set
+        for name in _slots(Task):
+            fields[name] = getattr(task.task, name)
         return {"x": state["x"] + 1}
 
     g = StateGraph(S)
@@ -37,3 +42,8 @@ def test_every_slot_of_a_running_task_is_set(drive):
     assert seen["graph_ns"] == seen["checkpoint_ns"]
     assert str(seen["checkpoint_ns"]).startswith("node:")
     assert seen["open_calls"] is None
+    assert set(fields) == set(_slots(Task))
+    assert fields["name"] == "node"
+    assert fields["path"] == ("__pregel_pull", "node")
+    assert fields["input"] is not UNREAD  # read as the task ran
+    assert fields["writes"] == ()  # kept once the task finished

@@ -69,16 +69,17 @@ class VersionClock:
     clock stays right for as long as the checkpoint keeps the same versions dict.
     """
 
-    __slots__ = ("_versions", "top")
+    __slots__ = ("top", "versions")
 
     def __init__(self) -> None:
-        self._versions: ChannelVersions | None = None
+        self.versions: ChannelVersions | None = None
+        """The versions dict ``top`` is the highest of."""
         self.top = 0
 
     def next(self, versions: ChannelVersions) -> int:
         """The version to give channels changed now."""
-        if versions is not self._versions:
-            self._versions = versions
+        if versions is not self.versions:
+            self.versions = versions
             self.top = max(versions.values(), default=0)
         return self.top + 1
 
@@ -104,7 +105,10 @@ def apply_writes(
         ordered.sort(key=_by_path)
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"]
-    next_version = (clock or VersionClock()).next(versions)
+    if clock is not None and clock.versions is versions:  # clock.next(), in line
+        next_version = clock.top + 1
+    else:
+        next_version = (clock or VersionClock()).next(versions)
     changed: list[str] = []
     by_channel, ran = _collect(ordered, seen, versions, channels, changed)
     updated: set[str] = set()
