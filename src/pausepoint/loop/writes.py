@@ -105,10 +105,6 @@ def apply_writes(
         ordered.sort(key=_by_path)
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"]
-    if clock is not None and clock.versions is versions:  # clock.next(), in line
-        next_version = clock.top + 1
-    else:
-        next_version = (clock or VersionClock()).next(versions)
     changed: list[str] = []
     by_channel, ran = _collect(ordered, seen, versions, channels, changed)
     updated: set[str] = set()
@@ -121,16 +117,18 @@ def apply_writes(
     if ran:
         for chan in channels if live is None else live:
             channel = channels[chan]
-            if (
-                chan not in updated
-                and (channel.value is not MISSING if channel.plain else channel.is_available())
-                and channel.update(())
-            ):
+            if chan in updated:
+                continue
+            if channel.ephemeral:  # update(()) in line: a value written last step goes
+                if channel.value is not MISSING:
+                    channel.value = MISSING
+                    changed.append(chan)
+            elif (
+                channel.value is not MISSING if channel.plain else channel.is_available()
+            ) and channel.update(()):
                 changed.append(chan)
     if changed:
-        _record(checkpoint, channels, changed, next_version)
-        if clock is not None:  # a throwaway clock needs no update
-            clock.top = next_version
+        _record(checkpoint, channels, changed, clock)
     checkpoint["updated_channels"] = sorted(updated) if len(updated) > 1 else list(updated)
     return updated
 
@@ -148,10 +146,7 @@ def finish_deferred(
     """
     released = [c for c in deferred if _finish(channels[c])]
     if released:
-        version = (clock or VersionClock()).next(checkpoint["channel_versions"])
-        _record(checkpoint, channels, released, version)
-        if clock is not None:
-            clock.top = version
+        _record(checkpoint, channels, released, clock)
     return set(released)
 
 
@@ -305,14 +300,23 @@ def _collect(
 
 
 def _record(
-    checkpoint: Checkpoint, channels: Mapping[str, Channel], changed: list[str], version: int
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Channel],
+    changed: list[str],
+    clock: VersionClock | None,
 ) -> None:
-    """Bump the versions of changed channels and keep the stored values in step.
+    """Give changed channels the next version and keep the stored values in step.
 
     Keeping ``channel_values`` current here means saving a checkpoint never has
-    to read every channel again.
+    to read every channel again. ``clock``: the run's (see `VersionClock`), or None.
     """
     versions = checkpoint["channel_versions"]
+    if clock is not None and clock.versions is versions:  # clock.next(), in line
+        version = clock.top = clock.top + 1
+    elif clock is not None:
+        version = clock.top = clock.next(versions)
+    else:  # a throwaway clock needs no update
+        version = VersionClock().next(versions)
     values = checkpoint["channel_values"]
     for chan in changed:
         versions[chan] = version
