@@ -414,10 +414,10 @@ def run_task(task: ExecTask, calls: SyncCalls | AsyncCalls) -> Outcome:
     """
     attempt = 0
     while True:
-        context = task.context(calls.spawn)
-        token = TASK.set(context)
+        body = task.start(calls.spawn)  # a new attempt: the task is its context
+        token = TASK.set(task)
         try:
-            return Outcome(task.task, _run_body(task.body()))
+            return Outcome(task.task, _run_body(body))
         except GraphBubbleUp as signal:
             return Outcome(task.task, error=signal)
         except Exception as exc:
@@ -426,8 +426,8 @@ def run_task(task: ExecTask, calls: SyncCalls | AsyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         finally:
-            if context.open_calls is not None:  # the task's @task calls end with it
-                settle(context.open_calls)
+            if task.open_calls is not None:  # the task's @task calls end with it
+                settle(task.open_calls)
             TASK.reset(token)
         time.sleep(delay)
 

@@ -163,18 +163,25 @@ class ExecTask(TaskContext):
             self._resume = [*self._resume, *taken]  # a retry of this attempt keeps it
         return taken
 
-    def context(self, spawn: Callable[[CallRequest | Memo], Any]) -> TaskContext:
-        """The context of a new attempt, given the driver's way to start ``@task`` calls."""
+    def start(self, spawn: Callable[[CallRequest | Memo], Any]) -> Body:
+        """A new attempt, given the driver's way to start ``@task`` calls: its body.
+
+        This object is the attempt's context (what ``TASK`` holds while the body runs).
+        """
         self.spawn = spawn
         self._scratchpad = None  # counters from zero, answers as saved
-        if (enter := self.frame.state.entering) is not None:  # in the task's own context
+        frame = self.frame
+        if (enter := frame.state.entering) is not None:  # in the task's own context
             enter(self)
         self.attempt += 1
         if self.attempt == 1:
             self.first_attempt_time = wall_clock()
         else:  # the runtime tells its attempt number: a new one
             self._runtime = None
-        return self
+        # body(), in line (a call less on every task)
+        body = node_body(frame.spec, self.task, self._node_config, frame.channels)
+        tap = frame.run.opts.messages
+        return body if tap is None else tap.report(body, self)
 
     def _make_runtime(self) -> Runtime[Any]:
         run = self.frame.run
@@ -226,7 +233,10 @@ class ExecTask(TaskContext):
         return not self.frame.live and self.open_calls is None
 
     def body(self) -> Body:
-        """A fresh run of the node (a generator of calls for the driver)."""
+        """A fresh run of the node (a generator of calls for the driver).
+
+        In the current attempt: `start` begins one, and makes its body the same way.
+        """
         body = node_body(self.frame.spec, self.task, self._node_config, self.frame.channels)
         tap = self.frame.run.opts.messages
         return body if tap is None else tap.report(body, self)
