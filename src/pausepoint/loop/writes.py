@@ -275,14 +275,12 @@ def _collect(
     ran = False
     for src in ordered:
         triggers = src.triggers
-        mine = seen.get(src.name)
-        if mine is None:
-            mine = seen[src.name] = {}
+        mine = seen.get(src.name, _NONE_SEEN)
+        # A new dict, never a change in place: a saver may keep the old one
+        # (CompactingMemorySaver shares unchanged entries between checkpoints).
+        marks: ChannelVersions = {}
         if triggers:
             ran = True
-            # A new dict, never a change in place: a saver may keep the old one
-            # (CompactingMemorySaver shares unchanged entries between checkpoints).
-            marks: ChannelVersions = {}
             for chan in triggers:  # (consuming changes no version: one pass for both)
                 if chan in versions:
                     marks[chan] = versions[chan]
@@ -291,12 +289,18 @@ def _collect(
                     consumed.add(chan)
                     if channel.consume():
                         changed.append(chan)
-            if marks:
-                seen[src.name] = {**mine, **marks} if mine else marks
+        if marks:
+            seen[src.name] = {**mine, **marks} if mine else marks
+        elif mine is _NONE_SEEN:  # every source gets an entry, if only an empty one
+            seen[src.name] = {}
         for chan, value in src.writes:
             if chan in channels and chan not in _NOT_CHANNELS:
                 by_channel.setdefault(chan, []).append(value)
     return by_channel, ran
+
+
+_NONE_SEEN: Mapping[str, Version] = {}
+"""What a node that saw nothing yet has seen (shared: never changed)."""
 
 
 def _record(
