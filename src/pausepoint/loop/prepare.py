@@ -138,7 +138,8 @@ class ExecTask(TaskContext):
         self.checkpoint_ns = self.graph_ns = task.ns
         self._scratchpad = None
         rec = frame.records.get(task.id) if frame.records else None
-        self._resume = list(rec.resume) if rec is not None and rec.resume else []
+        # Never changed in place (a scratchpad copies it): no list when there is nothing.
+        self._resume = list(rec.resume) if rec is not None and rec.resume else ()
         self.stream_writer = frame.writer
         self.spawn = None
         self._config = self._nest = self._runtime = None
