@@ -71,6 +71,7 @@ def _id_prefix(checkpoint_id: str, ns: str, step: int) -> str:
 
 
 def _hashed(key: str) -> str:
+    # (prepare_tasks makes a pull task's id the same way, in line: a call less a task)
     return "-".join(_uuid_parts(xxh3_128_hexdigest(key.encode())))
 
 
@@ -163,7 +164,7 @@ def prepare_tasks(
         if ids is not None:
             tid, own_ns = ids
         else:
-            tid = _hashed(id_prefix + node.pull_key)
+            tid = "-".join(_uuid_parts(xxh3_128_hexdigest((id_prefix + node.pull_key).encode())))
             own_ns = f"{ns_prefix}{node.name}{NS_END}{tid}"
             if known is not None:
                 known[node.name] = (tid, own_ns)
