@@ -61,10 +61,15 @@ class Channel:
     consumes: ClassVar[bool] = False
     """Whether ``consume`` can change the channel (a barrier's does; others need no call)."""
 
+    ephemeral: ClassVar[bool] = False
+    """Whether ``update(())`` (a step with no write) empties the channel, and does nothing
+    else: the step's pass over last step's values then sets ``MISSING`` itself."""
+
     plain: ClassVar[bool] = True
-    """Whether ``is_available()`` is ``value is not MISSING`` and ``checkpoint()`` is
-    ``value``: the loop's per-step passes then read ``value`` without a method call
-    (~3 % of a superstep). False for channels that override either."""
+    """Whether ``is_available()`` is ``value is not MISSING`` and ``checkpoint()`` and
+    ``get()`` (when available) are ``value``: the loop's per-step passes then read
+    ``value`` without a method call (~3 % of a superstep). False for channels that
+    override any of them."""
 
     def __init__(self, key: str = "") -> None:
         self.key = key
@@ -124,6 +129,8 @@ class EphemeralValue(Channel):
     """Holds a value for the one superstep after it was written (edge triggers, input)."""
 
     __slots__ = ("guard",)
+
+    ephemeral = True
 
     def __init__(self, key: str = "", guard: bool = False) -> None:
         super().__init__(key)

@@ -356,10 +356,10 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
     """Run one task to its outcome, retrying by its policy; never raises."""
     attempt = 0
     while True:
-        context = task.context(calls.spawn)
-        TASK.set(context)  # this asyncio task has its own context
+        body = task.start(calls.spawn)  # a new attempt: the task is its context
+        TASK.set(task)  # this asyncio task has its own context
         try:
-            return Outcome(task.task, await _run_body(task.body()))
+            return Outcome(task.task, await _run_body(body))
         except GraphBubbleUp as signal:
             return Outcome(task.task, error=signal)
         except Exception as exc:
@@ -368,11 +368,11 @@ async def run_task(task: ExecTask, calls: AsyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         except asyncio.CancelledError:  # the run is stopped: so are the task's calls
-            cancel_calls(context.open_calls)
+            cancel_calls(task.open_calls)
             raise
         finally:
-            if context.open_calls is not None:  # the task's @task calls end with it
-                await asettle(context.open_calls)
+            if task.open_calls is not None:  # the task's @task calls end with it
+                await asettle(task.open_calls)
         await asyncio.sleep(delay)
 
 
@@ -393,6 +393,9 @@ async def _run_body(body: Body) -> list[tuple[str, object]]:
                 call = body.throw(sent)
                 continue
             call = body.send(result)
+        # Its writes were its last item: let it end. (A close() here threw GeneratorExit
+        # into it, and the finally's close() of an ended body does nothing.)
+        next(body, None)
         return call
     finally:
         body.close()

@@ -414,10 +414,10 @@ def run_task(task: ExecTask, calls: SyncCalls | AsyncCalls) -> Outcome:
     """
     attempt = 0
     while True:
-        context = task.context(calls.spawn)
-        token = TASK.set(context)
+        body = task.start(calls.spawn)  # a new attempt: the task is its context
+        token = TASK.set(task)
         try:
-            return Outcome(task.task, _run_body(task.body()))
+            return Outcome(task.task, _run_body(body))
         except GraphBubbleUp as signal:
             return Outcome(task.task, error=signal)
         except Exception as exc:
@@ -426,8 +426,8 @@ def run_task(task: ExecTask, calls: SyncCalls | AsyncCalls) -> Outcome:
             if delay is None:
                 return Outcome(task.task, error=exc)
         finally:
-            if context.open_calls is not None:  # the task's @task calls end with it
-                settle(context.open_calls)
+            if task.open_calls is not None:  # the task's @task calls end with it
+                settle(task.open_calls)
             TASK.reset(token)
         time.sleep(delay)
 
@@ -441,11 +441,19 @@ def _run_body(body: Body) -> list[tuple[str, object]]:
         call = next(body)
         while isinstance(call, Call):
             try:
-                result = call_sync(call)
+                if call.kwargs:
+                    result = call_sync(call)
+                else:  # call_sync(call) without the call to it: the usual case
+                    result = call.sync(*call.args)
+                    if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
+                        result = _finished(result)
             except ParentCommand as sent:  # a subgraph's command: the body applies it
                 call = body.throw(sent)
                 continue
             call = body.send(result)
+        # Its writes were its last item: let it end. (A close() here threw GeneratorExit
+        # into it, and the finally's close() of an ended body does nothing.)
+        next(body, None)
         return call
     finally:
         body.close()
@@ -459,10 +467,15 @@ def call_sync(call: Call) -> object:
     """
     result = call.sync(*call.args, **call.kwargs) if call.kwargs else call.sync(*call.args)
     if type(result) not in _PLAIN_RESULTS and inspect.isawaitable(result):
-        import asyncio  # only for an async node under the sync driver
-
-        result = asyncio.run(_await(result))
+        return _finished(result)
     return result
+
+
+def _finished(awaitable: Awaitable[object]) -> object:
+    """An awaitable's result, on an event loop of its own."""
+    import asyncio  # only for an async node under the sync driver
+
+    return asyncio.run(_await(awaitable))
 
 
 async def _await(awaitable: Awaitable[object]) -> object:

@@ -18,7 +18,7 @@ from pausepoint.constants import BRANCH_TO, END, PREVIOUS, ROOT, START, TASKS
 from pausepoint.errors import InvalidUpdateError, ParentCommand, UnknownBranchError
 from pausepoint.loop.effects import NO_KWARGS, Call, Outcome
 from pausepoint.loop.spec import Branch, GraphSpec, NodeProc
-from pausepoint.loop.tasks import UNREAD, Task, read_values, task_input
+from pausepoint.loop.tasks import UNREAD, Task, read_input, read_values, task_input
 from pausepoint.runtime import get_runtime
 from pausepoint.types import Command, Send
 
@@ -52,9 +52,16 @@ def node_body(
     if node.name == START:
         writes = input_writes(spec, task, channels)
     else:
-        value = task.input if task.input is not UNREAD else task_input(spec, task, channels)
+        value = task.input
+        if value is UNREAD:  # task_input(), without a call on every task
+            value = task.input = read_input(spec, node, channels, task.steps_left)
+        fn = node.fn
+        if fn is not None and node.subgraph is None and not (node.accepts_config or node.inject):
+            call = Call(fn, fn if node.is_async else None, (value,), NO_KWARGS)  # the usual node
+        else:
+            call = _node_call(node, value, config, channels)
         try:
-            result = yield _node_call(node, value, config, channels)
+            result = yield call
         except ParentCommand as sent:  # thrown in by the driver
             result = command_from_below(sent, task.ns)
         writes = result_writes(spec, node, result, task.ns)
@@ -101,8 +108,6 @@ def _node_call(
         return Call(node.subgraph.invoke, node.subgraph.ainvoke, (value, config()), NO_KWARGS)
     fn = node.fn
     assert fn is not None
-    if not (node.accepts_config or node.inject):
-        return Call(fn, fn if node.is_async else None, (value,), NO_KWARGS)
     kwargs: dict[str, object] = {}
     if node.accepts_config or "config" in node.inject:
         kwargs["config"] = config()

@@ -24,6 +24,7 @@ from pausepoint.task_context import NestInfo, TaskContext
 from pausepoint.types import RetryPolicy
 
 if TYPE_CHECKING:
+    from pausepoint.checkpoint.base import CheckpointRef
     from pausepoint.config import RunnableConfig
     from pausepoint.loop.persistence import Persistence
     from pausepoint.loop.run import RunOptions
@@ -34,7 +35,6 @@ __all__ = [
     "ExecTask",
     "StepFrame",
     "custom_writer",
-    "prepare_for_execution",
     "streams_live",
     "task_entry",
 ]
@@ -75,13 +75,15 @@ class StepFrame:
         self.records: Mapping[str, TaskRecord] = state.records
         self.answers: Mapping[str, object] = state.resume.values if state.resume else {}
         self.resuming = state.resuming
-        self.save_at = persist.calls_config()
         # Durability "exit": the step's ``@task`` call writes, kept for the run's exit.
-        self.kept_calls: list[tuple[str, list[tuple[str, object]]]] | None = (
-            [] if persist.has_saver and self.save_at is None else None
-        )
+        self.kept_calls: list[tuple[str, list[tuple[str, object]]]] | None = None
+        self.save_at: CheckpointRef | None = None  # nothing to save to without a saver
+        if persist.has_saver:
+            self.save_at = persist.calls_config()
+            if self.save_at is None:
+                self.kept_calls = []
         self.writer = run.custom_writer
-        self.live = streams_live(run.opts, run.spec.eager)
+        self.live = run.live
         self._nest: NestInfo | None = None
 
     def nest(self) -> NestInfo:
@@ -126,8 +128,22 @@ class ExecTask(TaskContext):
 
     __slots__ = ("attempt", "first_attempt_time", "frame", "retry", "task")
 
-    def __init__(self, frame: StepFrame, task: Task, saved_resume: list[object]) -> None:
-        super().__init__(task.name, task.id, task.ns, None, frame.writer, resume=saved_resume)
+    def __init__(self, frame: StepFrame, task: Task) -> None:
+        """Bind ``task`` to its step and to the answers it has received so far."""
+        # TaskContext.__init__'s slots set here, not through a super() call with keywords
+        # (a call less on every task; tests/test_task_context_slots.py checks none is
+        # missed).
+        self.name = task.name
+        self.task_id = task.id
+        self.checkpoint_ns = self.graph_ns = task.ns
+        self._scratchpad = None
+        rec = frame.records.get(task.id) if frame.records else None
+        # Never changed in place (a scratchpad copies it): no list when there is nothing.
+        self._resume = list(rec.resume) if rec is not None and rec.resume else ()
+        self.stream_writer = frame.writer
+        self.spawn = None
+        self._config = self._nest = self._runtime = None
+        self.open_calls = None
         self.frame = frame
         self.task = task
         self.retry: tuple[RetryPolicy, ...] = task.node.retry
@@ -148,18 +164,25 @@ class ExecTask(TaskContext):
             self._resume = [*self._resume, *taken]  # a retry of this attempt keeps it
         return taken
 
-    def context(self, spawn: Callable[[CallRequest | Memo], Any]) -> TaskContext:
-        """The context of a new attempt, given the driver's way to start ``@task`` calls."""
+    def start(self, spawn: Callable[[CallRequest | Memo], Any]) -> Body:
+        """A new attempt, given the driver's way to start ``@task`` calls: its body.
+
+        This object is the attempt's context (what ``TASK`` holds while the body runs).
+        """
         self.spawn = spawn
         self._scratchpad = None  # counters from zero, answers as saved
-        if (enter := self.frame.state.entering) is not None:  # in the task's own context
+        frame = self.frame
+        if (enter := frame.state.entering) is not None:  # in the task's own context
             enter(self)
         self.attempt += 1
         if self.attempt == 1:
             self.first_attempt_time = wall_clock()
         else:  # the runtime tells its attempt number: a new one
             self._runtime = None
-        return self
+        # body(), in line (a call less on every task)
+        body = node_body(frame.spec, self.task, self._node_config, frame.channels)
+        tap = frame.run.opts.messages
+        return body if tap is None else tap.report(body, self)
 
     def _make_runtime(self) -> Runtime[Any]:
         run = self.frame.run
@@ -211,7 +234,10 @@ class ExecTask(TaskContext):
         return not self.frame.live and self.open_calls is None
 
     def body(self) -> Body:
-        """A fresh run of the node (a generator of calls for the driver)."""
+        """A fresh run of the node (a generator of calls for the driver).
+
+        In the current attempt: `start` begins one, and makes its body the same way.
+        """
         body = node_body(self.frame.spec, self.task, self._node_config, self.frame.channels)
         tap = self.frame.run.opts.messages
         return body if tap is None else tap.report(body, self)
@@ -258,13 +284,6 @@ def _passed_down(opts: RunOptions) -> dict[str, Any]:
     else:
         up, modes = opts.up, opts.up_modes
     return {"up": up, "up_modes": modes, "custom": opts.custom}
-
-
-def prepare_for_execution(frame: StepFrame, task: Task) -> ExecTask:
-    """Bind ``task`` to its step and to the answers it has received so far."""
-    rec = frame.records.get(task.id)
-    saved = rec.resume if rec is not None else None
-    return ExecTask(frame, task, list(saved) if saved else [])
 
 
 def task_entry(tap: Any, trace: RunTrace | None) -> Callable[[ExecTask], None] | None:

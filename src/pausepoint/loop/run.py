@@ -38,7 +38,7 @@ from pausepoint.loop.prepare import (
     ExecTask,
     StepFrame,
     custom_writer,
-    prepare_for_execution,
+    streams_live,
     task_entry,
 )
 from pausepoint.loop.spec import GraphSpec
@@ -158,7 +158,8 @@ class _Run:
                 "config key."
             )
         state.tasks = tasks = current_tasks(run, state)
-        count_steps_left(run.spec, tasks, state.stop - state.step)
+        if run.spec.managed:  # a node reads RemainingSteps / IsLastStep
+            count_steps_left(tasks, state.stop - state.step)
         if state.unreported:
             yield from out.reached_checkpoint(run, state, self.persist)
         if not tasks:
@@ -185,15 +186,26 @@ class _Run:
         state.pausing = bool(paused)
         if to_run:
             interrupts += yield from self.execute(to_run, trace)
+        if interrupts or state.pausing:
+            return (yield from self.pause(interrupts, paused))
+        yield from self.after_tick(trace)
+        return True
+
+    def pause(
+        self, interrupts: list[Interrupt], paused: list[Task]
+    ) -> Generator[Effect, object, bool]:
+        """A task of the step paused, or stays paused: the run pauses (raises).
+
+        Unless the question asked again has its answer already (a fork's): then the
+        step runs again (True).
+        """
+        run, state = self.setup, self.state
         if interrupts and fork.answer_afresh(state, interrupts):
             yield from begin.bind_resume(run, state, self.persist)
             return True  # the step again: the question re-asked has its answer now
-        if interrupts or state.pausing:
-            for t in paused:  # not run again (§4.6), reported as a run that asks again
-                yield from out.still_paused(run, state, t, state.records[t.id].interrupts)
-            raise GraphInterrupt(tuple(interrupts))
-        yield from self.after_tick(trace)
-        return True
+        for t in paused:  # not run again (§4.6), reported as a run that asks again
+            yield from out.still_paused(run, state, t, state.records[t.id].interrupts)
+        raise GraphInterrupt(tuple(interrupts))
 
     def execute(
         self, to_run: list[Task], trace: RunTrace | None
@@ -212,31 +224,31 @@ class _Run:
             frame = StepFrame(run, state, self.persist)
             # A driver may run a lone task in place and answer with its outcome at once.
             execs = (
-                [prepare_for_execution(frame, to_run[0])]
+                [ExecTask(frame, to_run[0])]
                 if len(to_run) == 1
-                else [prepare_for_execution(frame, t) for t in to_run]
+                else [ExecTask(frame, t) for t in to_run]
             )
             if trace is not None:
-                for t in to_run:
-                    trace.task_started(t.name, t.id)
+                _tasks_started(trace, to_run)
             try:
                 ran = yield RunTasks(execs, frame.live)
             except Stopped as stop:
                 ran, state.stopping = stop.taken(), True
         reports = run.streams_updates or run.streams_tasks
+        has_saver = self.persist.has_saver
         last = len(to_run) - 1
         for n in range(len(to_run)):
             outcome: Outcome
             if ran is not None:  # the lone task's outcome, already sent back
                 outcome, ran = ran, None
             else:
-                try:
-                    outcome = yield _NEXT_OUTCOME
-                except Stopped as stop:
-                    outcome, state.stopping = stop.taken(), True
+                outcome = yield from _next_outcome(state)
             if trace is not None:
                 trace.task_ended(outcome.task.id, outcome.error)
             if outcome.error is None and not reports:  # the usual case, without finish()
+                if not has_saver:  # keep_writes() with nothing to save (a call less a step)
+                    outcome.task.writes = list(outcome.writes)
+                    continue
                 hold = n == last and not (interrupts or errors or state.pausing)
                 if (saving := self.keep_writes(outcome.task, outcome.writes, hold)) is not None:
                     yield saving
@@ -245,7 +257,8 @@ class _Run:
             # live or made @task calls: LangGraph runs it in the background then.
             lone = not last and (not execs or execs[0].runs_inline())
             yield from self.finish(outcome, interrupts, errors, hold=n == last, lone=lone)
-        _end_step(self.persist, frame, state.stopping, errors)
+        if errors or state.stopping or (frame is not None and frame.kept_calls):
+            _end_step(self.persist, frame, state.stopping, errors)
         return interrupts
 
     def keep_writes(
@@ -352,7 +365,10 @@ class _Run:
             yield run.emit("values", output(run, state))
         # The lease goes with this checkpoint if it is the run's last write.
         last = persist.leased and lease.ends_with_step(run, state, persist, ran)
-        if (saving := leave_step(run, state, persist, "loop", last)) is not None:
+        # (Without a saver and with nothing the step left behind, leave_step does nothing.)
+        if (persist.has_saver or state.records or state.null_writes) and (
+            saving := leave_step(run, state, persist, "loop", last)
+        ) is not None:
             yield from saving
         if shown and persist.folds:  # the step's writes waited for its checkpoint: saved now
             yield run.emit("values", output(run, state))
@@ -383,6 +399,7 @@ def _setup(spec: GraphSpec, input: Any, opts: RunOptions) -> RunSetup:
         streams_updates="updates" in modes,
         streams_tasks="tasks" in modes or "debug" in modes,
         streams_checkpoints=opts.has_saver and ("checkpoints" in modes or "debug" in modes),
+        live=streams_live(opts, spec.eager),
     )
 
 
@@ -400,6 +417,21 @@ def _start_fresh(run: RunSetup, state: RunState) -> None:
 
 
 _NEXT_OUTCOME = NextOutcome()
+
+
+def _tasks_started(trace: RunTrace, tasks: list[Task]) -> None:
+    for t in tasks:
+        trace.task_started(t.name, t.id)
+
+
+def _next_outcome(state: RunState) -> Generator[Effect, Any, Outcome]:
+    """The next task outcome a driver sends (a stopped run's, taken as it is)."""
+    try:
+        return (yield _NEXT_OUTCOME)
+    except Stopped as stop:
+        state.stopping = True
+        return stop.taken()
+
 
 _SAVED_FIRST = frozenset({"values"})
 """Stream modes that report nothing between a task's end and its step's checkpoint:

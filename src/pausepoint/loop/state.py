@@ -63,6 +63,8 @@ class RunSetup:
     streams_checkpoints: bool
     """Checkpoint events describe what history holds: none without a saver (as in
     LangGraph), so only a saver makes the run's checkpoints visible."""
+    live: bool
+    """Whether the stream reads chunks tasks make while they run (`prepare.streams_live`)."""
 
     def emit(self, mode: str, payload: object) -> Emit:
         """A stream chunk of this run's namespace."""

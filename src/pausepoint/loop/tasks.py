@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Final
 
 from xxhash import xxh3_128_hexdigest
@@ -71,8 +71,15 @@ def _id_prefix(checkpoint_id: str, ns: str, step: int) -> str:
 
 
 def _hashed(key: str) -> str:
-    digest = xxh3_128_hexdigest(key.encode())
-    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:]}"
+    # (prepare_tasks makes a pull task's id the same way, in line: a call less a task)
+    return "-".join(_uuid_parts(xxh3_128_hexdigest(key.encode())))
+
+
+_uuid_parts: Callable[[str], tuple[str, ...]] = itemgetter(
+    slice(0, 8), slice(8, 12), slice(12, 16), slice(16, 20), slice(20, None)
+)
+"""A 32-digit hex digest's five groups, uuid-shaped (cut in C: the slices in an
+f-string were ~35 bytecodes per task id)."""
 
 
 _last_loaded: tuple[str, dict[str, tuple[str, str]]] = ("", {})
@@ -135,9 +142,10 @@ def prepare_tasks(
     versions = checkpoint["channel_versions"]
     seen_all = checkpoint["versions_seen"]
     # task_id() and task_ns() of each pull task, with the parts shared by the step's
-    # tasks made once (a step of a chain makes one task: ~2 % of it went to the calls).
-    id_prefix = _id_prefix(checkpoint["id"], ns, step)
-    ns_prefix = _ns_prefix(ns)
+    # tasks made once (a step of a chain makes one task: ~2 % of it went to the calls;
+    # the two prefixes are _id_prefix() and _ns_prefix() in line, for a call less each).
+    id_prefix = f"{checkpoint['id']}\x00{ns}\x00{step}\x00"
+    ns_prefix = f"{ns}{NS_SEP}" if ns else ""
     known = _loaded_step_ids(id_prefix) if updated is None else None
     for node in _candidates(spec, updated) if pulls is None else pulls:
         # Triggered: a channel it is triggered by holds a version it has not seen. (In
@@ -156,18 +164,32 @@ def prepare_tasks(
         if ids is not None:
             tid, own_ns = ids
         else:
-            tid = _hashed(id_prefix + node.pull_key)
+            tid = "-".join(_uuid_parts(xxh3_128_hexdigest((id_prefix + node.pull_key).encode())))
             own_ns = f"{ns_prefix}{node.name}{NS_END}{tid}"
             if known is not None:
                 known[node.name] = (tid, own_ns)
         # The input is read when the task runs (UNREAD): a paused task never does.
-        tasks.append(Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, ()))
+        # Task(tid, node.name, node.pull, UNREAD, node.triggers, node, own_ns, ()), with
+        # its fields set here: a class call with an __init__ costs ~1/3 more.
+        task = _new_task(Task)
+        task.id = tid
+        task.name = node.name
+        task.path = node.pull
+        task.input = UNREAD
+        task.triggers = node.triggers
+        task.node = node
+        task.ns = own_ns
+        task.writes = ()
+        task.steps_left = None
+        tasks.append(task)
     if by_name and updated is None and len(tasks) - pushes > 1:
         tasks[pushes:] = sorted(tasks[pushes:], key=_by_name)
     return tasks
 
 
 _by_name: Callable[[Task], str] = attrgetter("name")
+
+_new_task: Callable[[type[Task]], Task] = object.__new__
 
 
 _NONE_SEEN: Mapping[str, Version] = {}
@@ -212,7 +234,9 @@ def _candidates(spec: GraphSpec, updated: Collection[str] | None) -> Iterable[No
     for chan in updated:
         if chan in triggered_by:
             names.update(triggered_by[chan])
-    return list(map(spec.nodes.__getitem__, sorted(names) if len(names) > 1 else names))
+    if len(names) == 1:  # a chain's step: no sort, no map
+        return [spec.nodes[next(iter(names))]]
+    return list(map(spec.nodes.__getitem__, sorted(names)))
 
 
 def _push_task(
@@ -232,11 +256,14 @@ def _push_task(
     )
 
 
-def count_steps_left(spec: GraphSpec, tasks: Iterable[Task], steps_left: int) -> None:
-    """Give a step's tasks its count of steps left, if a node reads a managed value."""
-    if spec.managed:  # RemainingSteps / IsLastStep keys
-        for task in tasks:
-            task.steps_left = steps_left
+def count_steps_left(tasks: Iterable[Task], steps_left: int) -> None:
+    """Give a step's tasks its count of steps left.
+
+    Called when a node reads a managed value (``GraphSpec.managed``: RemainingSteps /
+    IsLastStep keys).
+    """
+    for task in tasks:
+        task.steps_left = steps_left
 
 
 class _Unread:
@@ -283,6 +310,11 @@ def read_values(channels: Mapping[str, Channel], keys: tuple[str, ...]) -> dict[
     out: dict[str, object] = {}
     for key in keys:
         chan = channels.get(key)
-        if chan is not None and (chan.value is not MISSING if chan.plain else chan.is_available()):
+        if chan is None:
+            continue
+        if chan.plain:  # get() is value: no call per key
+            if (value := chan.value) is not MISSING:
+                out[key] = value
+        elif chan.is_available():
             out[key] = chan.get()
     return out

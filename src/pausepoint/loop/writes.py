@@ -69,16 +69,17 @@ class VersionClock:
     clock stays right for as long as the checkpoint keeps the same versions dict.
     """
 
-    __slots__ = ("_versions", "top")
+    __slots__ = ("top", "versions")
 
     def __init__(self) -> None:
-        self._versions: ChannelVersions | None = None
+        self.versions: ChannelVersions | None = None
+        """The versions dict ``top`` is the highest of."""
         self.top = 0
 
     def next(self, versions: ChannelVersions) -> int:
         """The version to give channels changed now."""
-        if versions is not self._versions:
-            self._versions = versions
+        if versions is not self.versions:
+            self.versions = versions
             self.top = max(versions.values(), default=0)
         return self.top + 1
 
@@ -104,7 +105,6 @@ def apply_writes(
         ordered.sort(key=_by_path)
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"]
-    next_version = (clock or VersionClock()).next(versions)
     changed: list[str] = []
     by_channel, ran = _collect(ordered, seen, versions, channels, changed)
     updated: set[str] = set()
@@ -117,16 +117,18 @@ def apply_writes(
     if ran:
         for chan in channels if live is None else live:
             channel = channels[chan]
-            if (
-                chan not in updated
-                and (channel.value is not MISSING if channel.plain else channel.is_available())
-                and channel.update(())
-            ):
+            if chan in updated:
+                continue
+            if channel.ephemeral:  # update(()) in line: a value written last step goes
+                if channel.value is not MISSING:
+                    channel.value = MISSING
+                    changed.append(chan)
+            elif (
+                channel.value is not MISSING if channel.plain else channel.is_available()
+            ) and channel.update(()):
                 changed.append(chan)
     if changed:
-        _record(checkpoint, channels, changed, next_version)
-        if clock is not None:  # a throwaway clock needs no update
-            clock.top = next_version
+        _record(checkpoint, channels, changed, clock)
     checkpoint["updated_channels"] = sorted(updated) if len(updated) > 1 else list(updated)
     return updated
 
@@ -144,10 +146,7 @@ def finish_deferred(
     """
     released = [c for c in deferred if _finish(channels[c])]
     if released:
-        version = (clock or VersionClock()).next(checkpoint["channel_versions"])
-        _record(checkpoint, channels, released, version)
-        if clock is not None:
-            clock.top = version
+        _record(checkpoint, channels, released, clock)
     return set(released)
 
 
@@ -276,40 +275,52 @@ def _collect(
     ran = False
     for src in ordered:
         triggers = src.triggers
-        mine = seen.get(src.name)
-        if mine is None:
-            mine = seen[src.name] = {}
+        mine = seen.get(src.name, _NONE_SEEN)
+        # A new dict, never a change in place: a saver may keep the old one
+        # (CompactingMemorySaver shares unchanged entries between checkpoints).
+        marks: ChannelVersions = {}
         if triggers:
             ran = True
-            # A new dict, never a change in place: a saver may keep the old one
-            # (CompactingMemorySaver shares unchanged entries between checkpoints).
-            marks: ChannelVersions = {}
-            for chan in triggers:
+            for chan in triggers:  # (consuming changes no version: one pass for both)
                 if chan in versions:
                     marks[chan] = versions[chan]
-            if marks:
-                seen[src.name] = {**mine, **marks} if mine else marks
-            for chan in triggers:
                 channel = channels.get(chan)
                 if channel is not None and channel.consumes and chan not in consumed:
                     consumed.add(chan)
                     if channel.consume():
                         changed.append(chan)
+        if marks:
+            seen[src.name] = {**mine, **marks} if mine else marks
+        elif mine is _NONE_SEEN:  # every source gets an entry, if only an empty one
+            seen[src.name] = {}
         for chan, value in src.writes:
             if chan in channels and chan not in _NOT_CHANNELS:
                 by_channel.setdefault(chan, []).append(value)
     return by_channel, ran
 
 
+_NONE_SEEN: Mapping[str, Version] = {}
+"""What a node that saw nothing yet has seen (shared: never changed)."""
+
+
 def _record(
-    checkpoint: Checkpoint, channels: Mapping[str, Channel], changed: list[str], version: int
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Channel],
+    changed: list[str],
+    clock: VersionClock | None,
 ) -> None:
-    """Bump the versions of changed channels and keep the stored values in step.
+    """Give changed channels the next version and keep the stored values in step.
 
     Keeping ``channel_values`` current here means saving a checkpoint never has
-    to read every channel again.
+    to read every channel again. ``clock``: the run's (see `VersionClock`), or None.
     """
     versions = checkpoint["channel_versions"]
+    if clock is not None and clock.versions is versions:  # clock.next(), in line
+        version = clock.top = clock.top + 1
+    elif clock is not None:
+        version = clock.top = clock.next(versions)
+    else:  # a throwaway clock needs no update
+        version = VersionClock().next(versions)
     values = checkpoint["channel_values"]
     for chan in changed:
         versions[chan] = version
