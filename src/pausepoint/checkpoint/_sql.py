@@ -130,6 +130,8 @@ WRITE_ARRAYS = """SELECT array_agg(task_id ORDER BY seq), array_agg(channel ORDE
 """PostgreSQL: a checkpoint's pending writes as five arrays (NULL when it has none)."""
 _PG_READ = "SELECT c.*, w.* FROM ({}) c LEFT JOIN LATERAL (" + WRITE_ARRAYS + ") w ON true"
 _PG_READ_LATEST, _PG_READ_ONE = _PG_READ.format(_SELECT_LATEST), _PG_READ.format(_SELECT_ONE)
+_STILL_THERE = """SELECT 1 FROM pausepoint_checkpoints
+    WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"""
 _THREAD_TABLES = ("pausepoint_leases", "pausepoint_pending")  # rows keyed by thread alone
 
 
@@ -144,7 +146,9 @@ def _to_tuple(
 ) -> Flow[CheckpointTuple | None]:
     """The row's tuple; its large values read from ``pausepoint_blobs`` (``_sql_values``).
 
-    None when the checkpoint was deleted after its row was read (`_gone`).
+    None: deleted since (PostgreSQL reads value rows by later statements; a deletion
+    takes a row and the value rows only it needs at once): a read after the deletion.
+    A value row missing under a row still there is damage, raised.
     """
     # No sealer: a row's binding is never read (``_sealing.unseal``), so none is made.
     aad = checkpoint_binding(row[0], row[1], row[2]) if codec.sealer is not None else b""
@@ -164,20 +168,8 @@ def _to_tuple(
 
 
 def _gone(dialect: Dialect, row: Row) -> Flow[bool]:
-    """Whether the checkpoint of ``row`` was deleted since the row was read.
-
-    A checkpoint is read in several statements: its row, then its value rows. On
-    PostgreSQL they are not one transaction, so a ``delete_thread`` or a prune that
-    commits in between deletes the value rows about to be read: the read then ends as
-    one made after the deletion (no checkpoint), not as damage. A deletion takes a
-    checkpoint's row and the value rows only it needs in one transaction, so a value
-    row missing under a row that is still there is damage. SQLite reads in one
-    transaction: its row is always still there.
-    """
-    sql = "SELECT 1 FROM pausepoint_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
-    rows = yield Statement(
-        dialect.sql(f"{sql} AND checkpoint_id = ?"), (row[0], row[1], row[2]), fetch=True
-    )
+    """Whether ``row``'s checkpoint was deleted since the row was read (`_to_tuple`)."""
+    rows = yield Statement(dialect.sql(_STILL_THERE), (row[0], row[1], row[2]), fetch=True)
     return not rows
 
 
@@ -263,10 +255,7 @@ def read_query(
 
 
 def tuple_of(dialect: Dialect, codec: SqlCodec, row: Row) -> Flow[CheckpointTuple | None]:
-    """The checkpoint tuple of a row of ``read_query`` (SQLite: its writes are read now).
-
-    None: deleted meanwhile (`_gone`).
-    """
+    """The tuple of a ``read_query`` row (SQLite: its writes are read now); None: gone."""
     return (yield from listed_tuple(dialect, codec, row, metadata_of(row, codec)))
 
 
