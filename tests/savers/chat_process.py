@@ -11,8 +11,12 @@ mid-way.
 from __future__ import annotations
 
 import operator
+import os
 import random
+import signal
+import subprocess
 import sys
+import time
 from typing import Annotated, Any, TypedDict
 
 from pausepoint.checkpoint.base import BaseCheckpointSaver
@@ -81,6 +85,31 @@ def to_question(graph: Any, conf: Any) -> None:
         graph.invoke({"messages": []}, conf)
     elif not any(task.interrupts for task in state.tasks):
         graph.invoke(None, conf)
+
+
+def kill_midway(
+    watcher: BaseCheckpointSaver, backend: tuple[str, str], thread: str, delay: float, *mode: str
+) -> None:
+    """Run this script on ``thread`` and SIGKILL it ``delay`` s after it passed step 6.
+
+    ``watcher`` (a saver of the same database) reads the thread's head to see how far
+    the process got.
+    """
+    proc = subprocess.Popen([sys.executable, __file__, *backend, thread, *mode])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            head = watcher.get_tuple(config(thread))
+            if head is not None and head.metadata.get("step", 0) >= 6:
+                break
+            time.sleep(0.05)
+        time.sleep(delay)
+        assert proc.poll() is None, "the chat process ended before it could be killed"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def main(kind: str, dsn: str, thread: str, *mode: str) -> None:

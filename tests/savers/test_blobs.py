@@ -12,12 +12,7 @@ row reads as ``CheckpointDecodeError`` naming the thread.
 from __future__ import annotations
 
 import operator
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -261,27 +256,12 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
 def test_sigkill_while_writing_deltas_tears_nothing(backend: tuple[str, str]) -> None:
     # The process is killed at three moments of a stream of delta-writing commits; each
     # time every stored checkpoint reads whole, and the thread goes on where it stopped.
-    script = str(Path(__file__).with_name("chat_process.py"))
     saver = chat_process.open_saver(*backend)
     graph = chat_process.chat(saver)
     config = chat_process.config("killed")
     try:
         for delay in (0.4, 0.25, 0.55):
-            proc = subprocess.Popen([sys.executable, script, *backend, "killed"])
-            try:
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline and proc.poll() is None:
-                    head = saver.get_tuple(config)
-                    if head is not None and head.metadata["step"] >= 6:
-                        break
-                    time.sleep(0.05)
-                time.sleep(delay)
-                assert proc.poll() is None, "the chat process ended before it could be killed"
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
+            chat_process.kill_midway(saver, backend, "killed", delay)
             for snapshot in graph.get_state_history(config):
                 messages = snapshot.values["messages"]
                 assert all(isinstance(m, str) for m in messages)

@@ -12,12 +12,6 @@ next question where it stopped.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 from pausepoint import Command
@@ -44,25 +38,12 @@ def _whole(graph: Any, config: Any) -> int:
 
 
 def test_sigkill_while_writing_framed_rows_tears_nothing(backend: tuple[str, str]) -> None:
-    script = str(Path(__file__).with_name("chat_process.py"))
     config = chat_process.config("framed")
     for delay in (0.4, 0.25, 0.55):
-        proc = subprocess.Popen([sys.executable, script, *backend, "framed", "framed"])
         watcher = chat_process.open_saver(*backend)
         try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and proc.poll() is None:
-                head = watcher.get_tuple(config)
-                if head is not None and head.metadata["step"] >= 6:
-                    break
-                time.sleep(0.05)
-            time.sleep(delay)
-            assert proc.poll() is None, "the chat process ended before it could be killed"
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+            chat_process.kill_midway(watcher, backend, "framed", delay, "framed")
         finally:
-            if proc.poll() is None:
-                proc.kill()
             getattr(watcher, "conn").close()  # noqa: B009
         # A new saver: nothing of the killed writer's encodings is held in memory.
         saver = chat_process.open_saver(*backend)

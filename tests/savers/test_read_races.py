@@ -95,6 +95,18 @@ def _old(writer: Any) -> tuple[Any, Any]:
     return config, old
 
 
+def _deleting(writer: Any, deletion: str) -> Callable[[], None]:
+    """The race: the thread deleted whole, or pruned to its head."""
+
+    def delete() -> None:
+        if deletion == "delete_thread":
+            writer.delete_thread("raced")
+        else:
+            writer.prune(keep_last=1, include_waiting=True)
+
+    return delete
+
+
 @pytest.mark.parametrize("deletion", ["delete_thread", "prune"])
 def test_get_tuple_racing_a_deletion_is_whole_or_none(
     savers: tuple[Any, Any], deletion: str
@@ -104,13 +116,7 @@ def test_get_tuple_racing_a_deletion_is_whole_or_none(
     whole = writer.get_tuple(old)
     assert whole is not None
 
-    def delete() -> None:
-        if deletion == "delete_thread":
-            writer.delete_thread("raced")
-        else:
-            writer.prune(keep_last=1, include_waiting=True)
-
-    reader.race = delete
+    reader.race = _deleting(writer, deletion)
     got = reader.get_tuple(old)
     assert got is None or got.checkpoint == whole.checkpoint
     assert writer.get_tuple(old) is None  # the deletion did happen
@@ -126,13 +132,7 @@ def test_list_racing_a_deletion_leaves_out_what_is_gone(
     config, _old_config = _old(writer)
     before = {t.config["configurable"]["checkpoint_id"]: t for t in writer.list(config)}
 
-    def delete() -> None:
-        if deletion == "delete_thread":
-            writer.delete_thread("raced")
-        else:
-            writer.prune(keep_last=1, include_waiting=True)
-
-    reader.race = delete
+    reader.race = _deleting(writer, deletion)
     listed = list(reader.list(config))
     for item in listed:
         cid = item.config["configurable"]["checkpoint_id"]
