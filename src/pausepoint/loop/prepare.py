@@ -179,7 +179,7 @@ class ExecTask(TaskContext):
             self.first_attempt_time = wall_clock()
         else:  # the runtime tells its attempt number: a new one
             self._runtime = None
-        # body(), in line (a call less on every task)
+        # The attempt's body: a fresh run of the node (a generator of calls for the driver).
         body = node_body(frame.spec, self.task, self._node_config, frame.channels)
         tap = frame.run.opts.messages
         return body if tap is None else tap.report(body, self)
@@ -232,15 +232,6 @@ class ExecTask(TaskContext):
         Not when chunks are read live, nor once it made ``@task`` calls.
         """
         return not self.frame.live and self.open_calls is None
-
-    def body(self) -> Body:
-        """A fresh run of the node (a generator of calls for the driver).
-
-        In the current attempt: `start` begins one, and makes its body the same way.
-        """
-        body = node_body(self.frame.spec, self.task, self._node_config, self.frame.channels)
-        tap = self.frame.run.opts.messages
-        return body if tap is None else tap.report(body, self)
 
     def _node_config(self) -> RunnableConfig:
         return self.config
